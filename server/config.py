@@ -1,0 +1,274 @@
+"""Settings: defaults < config.yaml < environment < CLI flags.
+
+Every ADR key keeps its name and default under ``ai:``. Environment variables
+are derived from the key path (``ai.cache.dir`` -> ``OIC_AI_CACHE_DIR``), plus
+the ADR's well-known names (``OLLAMA_HOST``, ``OPENAI_API_KEY``,
+``OIC_AI_PROVIDER``). A bad value fails at start with the key, the value, where
+it came from and what is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from server.yamlsafe import YamlError, load_mapping
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_TEMPLATES = PACKAGE_ROOT / "image-templates"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+class ConfigError(ValueError):
+    """Configuration that cannot be used; the message names key, value and the fix."""
+
+
+def parse_duration(value: Any) -> float:
+    """'30m' -> 1800.0; plain numbers are seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"'{value}' is not a duration; use e.g. 90, 45s, 30m, 24h, 7d")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class OllamaSettings(_Section):
+    base_url: str = "http://localhost:11434"
+    model: str = "llama3.1:8b"
+    embedding_model: str = "nomic-embed-text"
+    timeout: float = Field(120.0, gt=0)
+
+
+class OpenAISettings(_Section):
+    model: str = "gpt-4o-mini"
+    embedding_model: str = "text-embedding-3-small"
+    timeout: float = Field(60.0, gt=0)
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+
+
+class CacheSettings(_Section):
+    enabled: bool = True
+    dir: str = "./.ai-cache"
+
+
+class ConversationSettings(_Section):
+    max_history: int = Field(20, ge=1, le=1000)
+    session_timeout: float = 1800.0
+    max_age: float = 86400.0
+    max_conversations: int = Field(1000, ge=1)
+
+    @field_validator("session_timeout", "max_age", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return parse_duration(v)
+
+
+class ScoringSettings(_Section):
+    semantic: float = Field(0.70, ge=0, le=1)
+    keyword: float = Field(0.20, ge=0, le=1)
+    package: float = Field(0.10, ge=0, le=1)
+    # The ADR's 0.40 was tuned for another model; see server/search.py for how 0.30 was calibrated.
+    min_score_threshold: float = Field(0.30, ge=0, le=1)
+
+
+class ClassificationSettings(_Section):
+    package_threshold: int = Field(2, ge=1)
+    keyword_density: float = Field(0.5, ge=0, le=1)
+    negation_penalty: float = Field(0.5, ge=0, le=1)
+
+
+class AgentSettings(_Section):
+    auto_validate: bool = True
+    auto_fix: bool = True
+    max_fix_attempts: int = Field(2, ge=0, le=10)
+    verify_packages: bool = True
+    require_valid_output: bool = True
+
+
+class PackageSettings(_Section):
+    sources: dict[str, list[str]] = Field(default_factory=dict)
+    ttl: float = 86400.0
+    timeout: float = Field(20.0, gt=0)
+    offline: bool = False
+    allow_template_repositories: bool = True
+
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return parse_duration(v)
+
+
+class ServerSettings(_Section):
+    transport: Literal["stdio", "sse", "streamable-http"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+
+
+class SearchSettings(_Section):
+    default_top_k: int = Field(5, ge=1, le=50)
+    max_top_k: int = Field(50, ge=1, le=500)
+    max_query_chars: int = Field(2000, ge=10)
+    fingerprint_interval: float = Field(2.0, ge=0)
+
+
+class AISettings(_Section):
+    provider: Literal["auto", "ollama", "openai", "sampling", "offline"] = "auto"
+    embedding_provider: Literal["local", "ollama", "openai"] = "local"
+    templates_dir: list[str] = Field(default_factory=lambda: [str(BUNDLED_TEMPLATES)])
+    local_model_dir: str | None = None
+    ollama: OllamaSettings = Field(default_factory=OllamaSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    scoring: ScoringSettings = Field(default_factory=ScoringSettings)
+    classification: ClassificationSettings = Field(default_factory=ClassificationSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    packages: PackageSettings = Field(default_factory=PackageSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+
+    @field_validator("templates_dir", mode="before")
+    @classmethod
+    def _dirs(cls, v: Any) -> list[str]:
+        if isinstance(v, str):
+            return [p for p in v.split(os.pathsep) if p.strip()]
+        return v
+
+    @property
+    def template_roots(self) -> list[Path]:
+        return [Path(p).expanduser().resolve() for p in self.templates_dir]
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(self.cache.dir).expanduser().resolve()
+
+
+# Well-known names from the ADR, on top of the derived OIC_AI_* names.
+ENV_ALIASES: dict[str, tuple[str, ...]] = {
+    "OLLAMA_HOST": ("ollama", "base_url"),
+    "OPENAI_API_KEY": ("openai", "api_key"),
+    "OPENAI_BASE_URL": ("openai", "base_url"),
+    "OIC_AI_LOG_LEVEL": ("server", "log_level"),
+    "OIC_AI_TRANSPORT": ("server", "transport"),
+    "OIC_AI_HOST": ("server", "host"),
+    "OIC_AI_PORT": ("server", "port"),
+}
+
+
+def _leaf_paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths: list[tuple[str, ...]] = []
+    hints = typing.get_type_hints(model)
+    for name in model.model_fields:
+        hint = hints[name]
+        if isinstance(hint, type) and issubclass(hint, BaseModel):
+            paths.extend(_leaf_paths(hint, (*prefix, name)))
+        else:
+            paths.append((*prefix, name))
+    return paths
+
+
+def env_names() -> dict[str, tuple[str, ...]]:
+    """Every environment variable we read, mapped to its key path under ``ai``."""
+    names = {"OIC_AI_" + "_".join(p).upper(): p for p in _leaf_paths(AISettings)}
+    names.update(ENV_ALIASES)
+    return names
+
+
+def _set(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        node = tree.get(part)
+        if not isinstance(node, dict):
+            node = {}
+            tree[part] = node
+        tree = node
+    tree[path[-1]] = value
+
+
+def _describe_error(err: dict[str, Any], sources: dict[tuple[str, ...], str]) -> str:
+    loc = tuple(str(p) for p in err["loc"])
+    key = "ai." + ".".join(loc)
+    source = sources.get(loc) or next((s for p, s in sources.items() if loc[: len(p)] == p), "defaults")
+    value = err.get("input")
+    if err["type"] == "extra_forbidden":
+        return f"unknown key {key} (from {source}); check the spelling against the configuration reference in README.md"
+    msg = f"{key} = {value!r} (from {source}): {err['msg']}"
+    ctx = err.get("ctx") or {}
+    if "expected" in ctx:
+        msg += f"; allowed values: {ctx['expected']}"
+    return msg
+
+
+def find_config_file(explicit: str | None, env: dict[str, str]) -> Path | None:
+    if explicit:
+        return Path(explicit)
+    if env.get("OIC_AI_CONFIG"):
+        return Path(env["OIC_AI_CONFIG"])
+    local = Path("config.yaml")
+    return local if local.is_file() else None
+
+
+def load_settings(
+    config_file: str | None = None,
+    env: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> AISettings:
+    """Build settings from every layer or raise :class:`ConfigError`."""
+    env = dict(os.environ if env is None else env)
+    tree: dict[str, Any] = {}
+    sources: dict[tuple[str, ...], str] = {}
+
+    path = find_config_file(config_file, env)
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"configuration file {path} does not exist (from --config or OIC_AI_CONFIG)")
+        try:
+            parsed = load_mapping(path.read_bytes())
+        except YamlError as exc:
+            raise ConfigError(f"configuration file {path} is not valid YAML: {exc}") from None
+        section = parsed.data.get("ai", {})
+        if not isinstance(section, dict):
+            raise ConfigError(f"{path}: the 'ai' key must be a mapping of settings")
+        tree = section
+        for leaf in _leaf_paths(AISettings):
+            sources[leaf] = str(path)
+        base_dir = path.resolve().parent
+        # Relative paths in a config file are relative to that file, not to the process's cwd.
+        if "templates_dir" in tree:
+            dirs = tree["templates_dir"]
+            dirs = dirs.split(os.pathsep) if isinstance(dirs, str) else dirs
+            if isinstance(dirs, list):
+                tree["templates_dir"] = [str((base_dir / str(d)).resolve()) for d in dirs]
+        cache = tree.get("cache")
+        if isinstance(cache, dict) and isinstance(cache.get("dir"), str):
+            cache["dir"] = str((base_dir / cache["dir"]).resolve())
+
+    for name, key_path in env_names().items():
+        if name in env and env[name] != "":
+            _set(tree, key_path, env[name])
+            sources[key_path] = f"environment variable {name}"
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        key_path = tuple(dotted.split("."))
+        _set(tree, key_path, value)
+        sources[key_path] = "command line"
+    try:
+        return AISettings.model_validate(tree)
+    except ValidationError as exc:
+        problems = [_describe_error(e, sources) for e in exc.errors(include_url=False)]
+        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(problems)) from None

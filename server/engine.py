@@ -1,0 +1,203 @@
+"""The engine: one object holding every piece of server state, built once per process.
+
+It knows nothing of MCP; the CLI, the MCP tools and the tests all drive it.
+Heavy work (importing LanceDB, loading the embedding model, the first index
+sync) happens in a background thread started by :meth:`Engine.start`, so the
+MCP handshake never waits for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from server.config import AISettings
+from server.index import ProgressFn, SyncReport, TemplateIndex
+from server.search import SearchEngine, SearchOutcome
+
+log = logging.getLogger(__name__)
+
+USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-server-image-composer"
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@dataclass
+class LatencyBook:
+    """Counts and recent latencies per label, for cache_stats."""
+
+    window: int = 1000
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    samples: dict[str, deque[float]] = field(default_factory=dict)
+
+    def add(self, label: str, ms: float) -> None:
+        self.counts[label] += 1
+        self.samples.setdefault(label, deque(maxlen=self.window)).append(ms)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for label, values in self.samples.items():
+            ordered = sorted(values)
+            out[label] = {"count": self.counts[label], "p50_ms": round(_quantile(ordered, 0.5), 2),
+                          "p95_ms": round(_quantile(ordered, 0.95), 2),
+                          "mean_ms": round(sum(ordered) / len(ordered), 2)}
+        return out
+
+
+def usable_cache_dir(preferred: Path) -> tuple[Path | None, list[str]]:
+    """The first writable cache dir among the configured one and the user cache; None means in-memory."""
+    warnings: list[str] = []
+    for candidate in (preferred, USER_CACHE):
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=candidate, prefix=".probe-", delete=True) as fh:
+                fh.write(b"x" * 4096)
+                fh.flush()
+            if candidate != preferred:
+                warnings.append(f"cache directory {preferred} is not writable; using {candidate} instead "
+                                "(set OIC_AI_CACHE_DIR to choose another)")
+            return candidate, warnings
+        except OSError as exc:
+            warnings.append(f"cache directory {candidate} unusable: {exc.strerror or exc}")
+    warnings.append("no writable cache directory: the index lives in a temporary folder and is rebuilt each start")
+    return None, warnings
+
+
+class Engine:
+    def __init__(self, settings: AISettings):
+        self.settings = settings
+        self.warnings: list[str] = []
+        self.started_at = time.time()
+        self._ready = threading.Event()
+        self._start_error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.search_latency = LatencyBook()
+        self.tool_latency = LatencyBook()
+        self.first_sync: SyncReport | None = None
+        self.cache_dir: Path | None = None
+        self._embedder: Any = None
+        self.index: TemplateIndex | None = None
+        self.searcher: SearchEngine | None = None
+        missing = [str(r) for r in settings.template_roots if not r.is_dir()]
+        for root in missing:
+            self.warnings.append(f"templates directory {root} does not exist; check OIC_AI_TEMPLATES_DIR / ai.templates_dir")
+
+    # ---- lifecycle -----------------------------------------------------------
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from server.embeddings import create_embedder
+
+            s = self.settings
+            self._embedder = create_embedder(
+                s.embedding_provider,
+                ollama_base_url=s.ollama.base_url,
+                ollama_model=s.ollama.embedding_model,
+                openai_model=s.openai.embedding_model,
+                openai_api_key=s.openai.api_key.get_secret_value() if s.openai.api_key else None,
+                openai_base_url=s.openai.base_url,
+                timeout=min(s.ollama.timeout, 60.0) if s.embedding_provider == "ollama" else s.openai.timeout,
+                local_model_dir=s.local_model_dir,
+            )
+        return self._embedder
+
+    def start(self, progress: ProgressFn | None = None) -> None:
+        """Begin loading in the background (idempotent)."""
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._load, args=(progress,), name="engine-load", daemon=True)
+                self._thread.start()
+
+    def _load(self, progress: ProgressFn | None) -> None:
+        try:
+            cache_dir = None
+            if self.settings.cache.enabled:
+                cache_dir, warnings = usable_cache_dir(self.settings.cache_path)
+                self.warnings.extend(warnings)
+                for w in warnings:
+                    log.warning(w)
+            self.cache_dir = cache_dir
+            index = TemplateIndex(cache_dir, self.settings.template_roots, self.embedder)
+            index.open()
+            self.first_sync = index.sync(progress=progress)
+            self.index = index
+            self.searcher = SearchEngine(index, self.embedder, self.settings)
+        except BaseException as exc:  # noqa: BLE001 - reported to every caller of ready()
+            self._start_error = exc
+            log.error("engine failed to start: %s", exc)
+        finally:
+            self._ready.set()
+
+    def ready(self, timeout: float | None = None) -> None:
+        """Block until loaded; raise the start-up error (with its advice) if loading failed."""
+        self.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError("the template index is still being built; try again in a few seconds")
+        if self._start_error is not None:
+            raise RuntimeError(str(self._start_error)) from self._start_error
+
+    @property
+    def is_ready(self) -> bool:
+        return self._ready.is_set() and self._start_error is None
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._ready.wait(30)
+        if self.index is not None:
+            self.index.close()
+
+    # ---- operations ----------------------------------------------------------
+    def refresh(self) -> None:
+        assert self.index is not None
+        self.index.refresh_if_stale(self.settings.search.fingerprint_interval)
+
+    def search(self, query: str, top_k: int | None = None, **filters: str | None) -> SearchOutcome:
+        self.ready()
+        assert self.searcher is not None
+        self.refresh()
+        outcome = self.searcher.search(query, self.settings.search.default_top_k if top_k is None else top_k, **filters)
+        self.search_latency.add(outcome.query_type, outcome.latency_ms)
+        return outcome
+
+    def reindex(self, progress: ProgressFn | None = None, force: bool = False) -> SyncReport:
+        self.ready()
+        assert self.index is not None
+        return self.index.sync(progress=progress, force=force)
+
+    def stats(self) -> dict[str, Any]:
+        self.ready()
+        assert self.index is not None
+        index = self.index
+        s = index.stats
+        lookups = s.cache_hits + s.cache_misses
+        return {
+            "templates_indexed": len(index.catalog),
+            "template_roots": [str(r) for r in self.settings.template_roots],
+            "embedded_this_run": s.embedded_total,
+            "cache_hits": s.cache_hits,
+            "cache_misses": s.cache_misses,
+            "cache_hit_rate": round(s.cache_hits / lookups, 4) if lookups else None,
+            "embedding_provider": self.settings.embedding_provider,
+            "model_id": self.embedder.model_id,
+            "dimensions": self.embedder.dimensions,
+            "index_location": str(index.location),
+            "index_size_bytes": index.size_bytes(),
+            "last_sync": s.last_sync,
+            "last_sync_seconds": s.last_sync_seconds,
+            "syncs": s.syncs,
+            "skipped_files": [{"path": p.path, "reason": p.message} for p in index.problems],
+            "queries": self.search_latency.summary(),
+            "tools": self.tool_latency.summary(),
+            "warnings": list(self.warnings),
+            "uptime_seconds": round(time.time() - self.started_at, 1),
+        }

@@ -1,0 +1,269 @@
+"""Loading templates from disk: metadata, inferred keywords, searchable text, hashes.
+
+A template without a metadata block must still be findable, so keywords are
+inferred from its file name, packages, distribution, image type, kernel and
+immutability settings (SPEC §1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from server import vocabulary as vocab
+from server.yamlsafe import YamlError, load_mapping
+
+log = logging.getLogger(__name__)
+
+TEMPLATE_SUFFIXES = (".yml", ".yaml")
+TEMPLATE_KEYS = frozenset({"image", "target", "systemConfig", "disk"})
+MAX_TEMPLATE_BYTES = 1024 * 1024
+MAX_PACKAGES_IN_TEXT = 40
+# Bump when build_text or keyword inference changes: cached rows embed the old text and must be redone.
+TEXT_VERSION = 2
+
+
+def content_hash(data: bytes) -> str:
+    """SHA-256 of the whole file, first 16 hex characters (the ADR's cache key)."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class TemplateRecord:
+    """One template as the index and the tools see it."""
+
+    id: str  # path relative to its templates root, posix style
+    root: str
+    name: str  # the resource name: id without suffix
+    image_name: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    os: str = ""
+    dist: str = ""
+    arch: str = ""
+    image_type: str = ""
+    description: str = ""
+    use_case: str = ""
+    use_cases: list[str] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)  # explicit and inferred, deduplicated
+    explicit_keywords: list[str] = field(default_factory=list)
+    capabilities: list[str] = field(default_factory=list)
+    recommended_for: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)
+    kernel: str = ""
+    has_metadata: bool = False
+    text: str = ""
+
+    @property
+    def path(self) -> Path:
+        return Path(self.root) / self.id
+
+    @property
+    def uri(self) -> str:
+        return f"template://{self.name}"
+
+
+@dataclass
+class LoadProblem:
+    path: str
+    message: str
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if v is not None and str(v).strip()]
+    return [str(value)]
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        key = item.strip()
+        if key and key.lower() not in (k.lower() for k in seen):
+            seen[key] = None
+    return list(seen)
+
+
+def template_packages(data: dict[str, Any]) -> list[str]:
+    system = data.get("systemConfig") if isinstance(data.get("systemConfig"), dict) else {}
+    kernel = system.get("kernel") if isinstance(system.get("kernel"), dict) else {}
+    pkgs = _as_list(system.get("packages")) + _as_list(kernel.get("packages"))
+    return _dedupe(p.strip() for p in pkgs)
+
+
+def infer_keywords(file_name: str, data: dict[str, Any], packages: list[str]) -> list[str]:
+    """Keywords a person would search with, derived from what the template contains."""
+    words: list[str] = []
+    for part in vocab.split_parts(file_name):
+        words.extend(vocab.FILENAME_HINTS.get(part, []))
+    target = data.get("target") if isinstance(data.get("target"), dict) else {}
+    dist = str(target.get("dist", "")).lower()
+    words.extend(vocab.DIST_WORDS.get(dist, []))
+    if target.get("os"):
+        words.append(str(target["os"]).lower())
+    arch = str(target.get("arch", "")).lower()
+    words.extend(vocab.ARCH_WORDS.get(arch, [])[:2])
+    image_type = str(target.get("imageType", "")).lower()
+    words.extend(vocab.IMAGE_TYPE_WORDS.get(image_type, []))
+    for pkg in packages:
+        low = pkg.lower()
+        for pattern, hints in vocab.PACKAGE_HINTS:
+            if pattern.search(low):
+                words.extend(hints)
+    system = data.get("systemConfig") if isinstance(data.get("systemConfig"), dict) else {}
+    kernel = system.get("kernel") if isinstance(system.get("kernel"), dict) else {}
+    cmdline = str(kernel.get("cmdline", ""))
+    for pattern, hints in vocab.CMDLINE_HINTS:
+        if pattern.search(cmdline):
+            words.extend(hints)
+    immut = system.get("immutability")
+    if isinstance(immut, dict) and immut.get("enabled"):
+        words.extend(["immutable", "read-only", "dm-verity"])
+        if any(k.lower().startswith("securebootdb") for k in immut):
+            words.append("secure-boot")
+    boot = system.get("bootloader") if isinstance(system.get("bootloader"), dict) else {}
+    if boot.get("provider"):
+        words.append(str(boot["provider"]).lower())
+    disk = data.get("disk") if isinstance(data.get("disk"), dict) else {}
+    for artifact in disk.get("artifacts") or []:
+        if isinstance(artifact, dict) and artifact.get("type") in ("qcow2", "vhd", "vhdx", "vmdk", "vdi"):
+            words.extend([str(artifact["type"]), "vm", "virtual-machine"])
+    return _dedupe(words)
+
+
+def build_text(rec: TemplateRecord, system_description: str) -> str:
+    """Readable lines for embedding and BM25; most distinctive facts first (MiniLM reads 256 tokens)."""
+    lines = [f"Template: {rec.name}"]
+    if rec.image_name and rec.image_name != rec.name:
+        lines.append(f"Image: {rec.image_name}")
+    if rec.description:
+        lines.append(f"Description: {rec.description}")
+    uses = _dedupe([rec.use_case, *rec.use_cases])
+    if uses:
+        lines.append("Use cases: " + "; ".join(uses))
+    if system_description and system_description != rec.description:
+        lines.append(f"System: {system_description}")
+    dist_words = " ".join(vocab.DIST_WORDS.get(rec.dist, [])[:3])
+    lines.append(f"Distribution: {rec.os} {rec.dist} {dist_words} {rec.arch} {rec.image_type}".strip())
+    if rec.keywords:
+        lines.append("Keywords: " + ", ".join(rec.keywords))
+    if rec.capabilities:
+        lines.append("Capabilities: " + ", ".join(rec.capabilities))
+    if rec.recommended_for:
+        lines.append("Recommended for: " + "; ".join(rec.recommended_for))
+    if rec.packages:
+        lines.append("Packages: " + ", ".join(rec.packages[:MAX_PACKAGES_IN_TEXT]))
+    if rec.kernel:
+        lines.append(f"Kernel: {rec.kernel}")
+    return "\n".join(lines)
+
+
+def record_from_data(
+    data: dict[str, Any], *, rel_id: str, root: str, raw: bytes, fingerprint: Fingerprint
+) -> TemplateRecord:
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    image = data.get("image") if isinstance(data.get("image"), dict) else {}
+    target = data.get("target") if isinstance(data.get("target"), dict) else {}
+    system = data.get("systemConfig") if isinstance(data.get("systemConfig"), dict) else {}
+    kernel = system.get("kernel") if isinstance(system.get("kernel"), dict) else {}
+    packages = template_packages(data)
+    name = rel_id.rsplit(".", 1)[0].replace("/", "__")
+    explicit = _as_list(meta.get("keywords"))
+    inferred = infer_keywords(Path(rel_id).name, data, packages)
+    kernel_bits = [f"version {kernel['version']}" if kernel.get("version") else "",
+                   f"cmdline {kernel['cmdline']}" if kernel.get("cmdline") else "",
+                   " ".join(_as_list(kernel.get("packages")))]
+    system_description = str(system.get("description") or "")
+    rec = TemplateRecord(
+        id=rel_id,
+        root=root,
+        name=name,
+        image_name=str(image.get("name") or ""),
+        content_hash=content_hash(raw),
+        size=fingerprint.size,
+        mtime_ns=fingerprint.mtime_ns,
+        os=str(target.get("os") or ""),
+        dist=str(target.get("dist") or ""),
+        arch=str(target.get("arch") or ""),
+        image_type=str(target.get("imageType") or ""),
+        description=str(meta.get("description") or system_description or ""),
+        use_case=str(meta.get("useCase") or ""),
+        use_cases=_as_list(meta.get("use_cases")) + _as_list(meta.get("useCases")),
+        keywords=_dedupe([*explicit, *inferred]),
+        explicit_keywords=explicit,
+        capabilities=_as_list(meta.get("capabilities")),
+        recommended_for=_as_list(meta.get("recommendedFor")) + _as_list(meta.get("recommended_for")),
+        packages=packages,
+        kernel=" ".join(b for b in kernel_bits if b).strip(),
+        has_metadata=bool(meta),
+    )
+    rec.text = build_text(rec, system_description)
+    return rec
+
+
+def looks_like_template(data: Any) -> bool:
+    return isinstance(data, dict) and bool(TEMPLATE_KEYS & set(data))
+
+
+def load_record(root: Path, path: Path, raw: bytes | None = None) -> TemplateRecord:
+    """Parse one file into a record; raises :class:`YamlError` or ``ValueError`` with the reason."""
+    stat = path.stat()
+    if stat.st_size > MAX_TEMPLATE_BYTES:
+        raise ValueError(f"file is {stat.st_size:,} bytes, over the {MAX_TEMPLATE_BYTES:,}-byte template limit")
+    raw = path.read_bytes() if raw is None else raw
+    parsed = load_mapping(raw, max_bytes=MAX_TEMPLATE_BYTES)
+    if not looks_like_template(parsed.data):
+        raise ValueError("not an image template (none of image, target, disk, systemConfig at top level)")
+    rel = path.relative_to(root).as_posix()
+    return record_from_data(parsed.data, rel_id=rel, root=str(root), raw=raw,
+                            fingerprint=Fingerprint(stat.st_size, stat.st_mtime_ns))
+
+
+def scan_files(roots: Iterable[Path]) -> Iterator[tuple[Path, Path, Fingerprint]]:
+    """Every template file under the roots with a cheap fingerprint (no reads)."""
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("files", "node_modules"))
+            for fname in sorted(filenames):
+                if not fname.endswith(TEMPLATE_SUFFIXES) or fname.startswith("."):
+                    continue
+                path = Path(dirpath) / fname
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                yield root, path, Fingerprint(st.st_size, st.st_mtime_ns)
+
+
+__all__ = [
+    "Fingerprint",
+    "LoadProblem",
+    "TemplateRecord",
+    "YamlError",
+    "build_text",
+    "content_hash",
+    "infer_keywords",
+    "load_record",
+    "looks_like_template",
+    "record_from_data",
+    "scan_files",
+    "template_packages",
+]

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("LANCEDB_LOG", "error")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+REFERENCE = SHARED / "reference" / "os-image-composer"
+REFERENCE_TEMPLATES = REFERENCE / "image-templates"
+LIBRARY = REPO / "image-templates"
+
+
+def needs_reference() -> None:
+    if not REFERENCE_TEMPLATES.is_dir():
+        pytest.skip("../shared/reference is not present (fresh clone): reference-corpus test skipped")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words embedder for tests of index bookkeeping (not of retrieval quality)."""
+
+    def __init__(self, model_id: str = "test:hash", dimensions: int = 32):
+        self.model_id = model_id
+        self.dimensions = dimensions
+        self.calls: list[int] = []
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dimensions, dtype=np.float32)
+        for word in text.lower().split():
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimensions] += 1.0
+        n = np.linalg.norm(v)
+        return v / n if n else v
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dimensions), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vec(text)
+
+
+@pytest.fixture
+def hash_embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture(scope="session")
+def reference_engine(tmp_path_factory: pytest.TempPathFactory):
+    """One engine over the real reference corpus with the real local embedder, shared by the session."""
+    needs_reference()
+    from server.config import load_settings
+    from server.engine import Engine
+
+    cache = tmp_path_factory.mktemp("ref-cache")
+    settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(REFERENCE_TEMPLATES), "OIC_AI_CACHE_DIR": str(cache)})
+    engine = Engine(settings)
+    engine.ready()
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def library_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("lib-cache")
+
+
+@pytest.fixture(scope="session")
+def library_engine(library_cache: Path):
+    """The bundled image-templates/ library with the real local embedder."""
+    from server.config import load_settings
+    from server.engine import Engine
+
+    settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)})
+    engine = Engine(settings)
+    engine.ready()
+    yield engine
+    engine.close()
+
+
+MINIMAL_TEMPLATE = """\
+metadata:
+  description: {description}
+  keywords: [{keywords}]
+image:
+  name: {name}
+  version: "1.0.0"
+target:
+  os: ubuntu
+  dist: ubuntu24
+  arch: x86_64
+  imageType: raw
+disk:
+  name: {name}
+  size: 4GiB
+  partitionTableType: gpt
+  partitions:
+    - id: boot
+      type: esp
+      start: 1MiB
+      end: 513MiB
+      fsType: fat32
+      mountPoint: /boot/efi
+    - id: rootfs
+      type: linux-root-amd64
+      start: 513MiB
+      end: "0"
+      fsType: ext4
+      mountPoint: /
+systemConfig:
+  name: {name}
+  packages: [{packages}]
+"""
+
+
+def write_template(directory: Path, name: str, description: str = "test image", keywords: str = "test",
+                   packages: str = "openssh-server") -> Path:
+    path = directory / f"{name}.yml"
+    path.write_text(MINIMAL_TEMPLATE.format(name=name, description=description, keywords=keywords,
+                                            packages=packages))
+    return path

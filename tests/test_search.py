@@ -1,0 +1,137 @@
+"""Search behaviour and quality on the real reference corpus with the real local embedder."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.evaluation import evaluate, load_queries
+from server.search import SearchInputError
+from tests.conftest import REPO
+
+REFERENCE_QUERIES = REPO / "tests" / "data" / "queries-reference.yaml"
+
+# Measured on the labelled set (see README "Search quality"); the test fails if quality drops below.
+REFERENCE_BAR = {"hit@3": 0.97, "mrr": 0.93}
+
+
+def _rank(engine):
+    def rank(query: str):
+        outcome = engine.searcher.search(query, 10, use_threshold=False)
+        return [r.record.name for r in outcome.results], outcome.query_type
+    return rank
+
+
+def test_quality_on_the_reference_corpus(reference_engine):
+    queries = load_queries(REFERENCE_QUERIES)
+    assert len(queries) >= 40
+    assert {q.type for q in queries} >= {"semantic", "package-explicit", "keyword-heavy", "negation"}
+    report = evaluate(queries, _rank(reference_engine))
+    metrics = report.metrics()
+    failures = [(o.query.query, o.ranked[:3]) for o in report.failures()]
+    assert metrics["hit@3"] >= REFERENCE_BAR["hit@3"], failures
+    assert metrics["mrr"] >= REFERENCE_BAR["mrr"], metrics
+
+
+def test_threshold_keeps_every_relevant_top3_hit(reference_engine):
+    """The calibrated threshold must never drop a relevant template that ranks in the top 3."""
+    floor = reference_engine.settings.scoring.min_score_threshold
+    for q in load_queries(REFERENCE_QUERIES):
+        outcome = reference_engine.searcher.search(q.query, 3, use_threshold=False)
+        for r in outcome.results:
+            if r.record.name in q.relevant:
+                assert r.score >= floor, (q.query, r.record.name, r.score)
+
+
+@pytest.mark.parametrize("query", ["chocolate cake recipe with strawberries", "the stock market fell on tuesday",
+                                   "how do penguins survive antarctic winters"])
+def test_irrelevant_queries_say_nothing_relevant(reference_engine, query):
+    outcome = reference_engine.search(query)
+    assert outcome.results == []
+    assert "no relevant templates found" in outcome.message
+
+
+def test_adr_cloud_elxr(reference_engine):
+    outcome = reference_engine.search("cloud elxr raw image")
+    assert outcome.results[0].record.name == "elxr-cloud-amd64"
+    assert all(r.record.dist == "elxr12" for r in outcome.results[:3])
+
+
+def test_adr_package_explicit_boosts_package_weight(reference_engine):
+    outcome = reference_engine.search("image with nginx and docker-ce")
+    assert outcome.query_type == "package-explicit"
+    assert outcome.analysis.packages == ["nginx", "docker-ce"]
+    assert outcome.weights["package"] == 0.40
+    semantic = reference_engine.search("an image for the edge")
+    assert semantic.weights["package"] < outcome.weights["package"]
+
+
+def test_adr_keyword_heavy(reference_engine):
+    outcome = reference_engine.search("edge IoT minimal raw")
+    assert outcome.query_type == "keyword-heavy"
+    assert outcome.weights["keyword"] > 0.3
+    assert "edge" in outcome.results[0].record.name
+
+
+def test_adr_negation_penalizes_docker_templates(reference_engine):
+    outcome = reference_engine.searcher.search("minimal without docker", 48, use_threshold=False)
+    assert outcome.query_type == "negation" and outcome.analysis.excluded == ["docker"]
+    penalized = [r for r in outcome.results if r.penalties]
+    assert penalized, "some template in the corpus installs docker"
+    for r in penalized:
+        assert "docker" in r.penalties[0]
+    top = outcome.results[0]
+    assert not top.penalties and "minimal" in top.record.name
+    plain = reference_engine.searcher.search("minimal docker", 48, use_threshold=False)
+    plain_scores = {r.record.name: r.score for r in plain.results}
+    for r in penalized:
+        if r.record.name in plain_scores:
+            assert r.score < plain_scores[r.record.name]
+
+
+def test_negation_stops_at_the_end_of_the_excluded_list(reference_engine):
+    analysis = reference_engine.searcher.analyzer.analyze("edge image without docker and nginx for arm64 boards")
+    assert analysis.excluded == ["docker", "nginx"]
+    assert "arm64" in analysis.content_terms
+
+
+def test_result_breakdown_and_filters(reference_engine):
+    outcome = reference_engine.search("minimal image", 5, arch="aarch64")
+    assert outcome.results and all(r.record.arch == "aarch64" for r in outcome.results)
+    r = outcome.results[0]
+    w = outcome.weights
+    expected = w["semantic"] * r.semantic + w["keyword"] * r.keyword + w["package"] * r.package
+    assert r.score == pytest.approx(expected, abs=1e-3)
+    iso = reference_engine.search("ubuntu", 10, image_type="iso", dist="ubuntu24")
+    assert {x.record.image_type for x in iso.results} == {"iso"}
+
+
+def test_stated_target_mismatch_is_penalized(reference_engine):
+    outcome = reference_engine.searcher.search("minimal ubuntu for arm64", 10, use_threshold=False)
+    assert outcome.results[0].record.arch == "aarch64"
+    x86 = [r for r in outcome.results if r.record.arch == "x86_64"]
+    assert x86 and all(any("arch" in p for p in r.penalties) for r in x86)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": ""}, "query is empty"),
+        ({"query": "   "}, "query is empty"),
+        ({"query": "x" * 5000}, "limit is 2,000"),
+        ({"query": "edge", "top_k": 0}, "top_k is 0"),
+        ({"query": "edge", "top_k": 500}, "top_k is 500"),
+        ({"query": "edge", "dist": "windows11"}, "unknown dist filter 'windows11'"),
+        ({"query": "edge", "arch": "riscv"}, "indexed values: aarch64, x86_64"),
+    ],
+)
+def test_bad_search_input_gets_a_specific_error(reference_engine, kwargs, message):
+    query = kwargs.pop("query")
+    top_k = kwargs.pop("top_k", 5)
+    with pytest.raises(SearchInputError, match=message):
+        reference_engine.search(query, top_k, **kwargs)
+
+
+def test_repeated_queries_are_served_from_the_result_cache(reference_engine):
+    first = reference_engine.search("ubuntu robotics jazzy")
+    again = reference_engine.search("ubuntu robotics jazzy")
+    assert again.cached and [r.record.name for r in again.results] == [r.record.name for r in first.results]

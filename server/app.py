@@ -23,6 +23,10 @@ disk layout, packages, kernel, bootloader).
 - search_templates: find existing working templates that match a need ("minimal edge image for ubuntu",
   "image with nginx and docker-ce", "cloud elxr raw", "without docker"). Read a result's full YAML through its
   template:// resource URI. Use it first when the user wants to see or start from an example.
+- validate_template: check a template (YAML text or an indexed name) against the schema and semantic rules;
+  every issue has a line, column and a hint. Use it on any template before presenting it as correct.
+- verify_packages: check that package names exist in the target distribution's real repositories; missing
+  ones get suggestions. "verified: false" means a repository could not be read, not that packages are missing.
 - cache_stats: index size, embedding-cache hit rate, query latency; use it when diagnosing the server.
 Resources: template://{name} (YAML of one template), templates://index (all templates), schema://template
 (the JSON Schema of a template).
@@ -49,9 +53,9 @@ def create_app(settings: AISettings, engine: Engine | None = None) -> MCPServer:
         log_level=settings.server.log_level,
     )
     from resources import templates as template_resources
-    from tools import cache_stats, search
+    from tools import cache_stats, search, validate, verify_packages
 
-    for module in (search, cache_stats):
+    for module in (search, validate, verify_packages, cache_stats):
         module.register(mcp, engine)
     template_resources.register(mcp, engine)
     mcp.engine = engine  # type: ignore[attr-defined]  # handy for tests and the CLI

@@ -8,6 +8,7 @@ MCP handshake never waits for it.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import tempfile
@@ -88,6 +89,9 @@ class Engine:
         self._embedder: Any = None
         self.index: TemplateIndex | None = None
         self.searcher: SearchEngine | None = None
+        self._verifier: Any = None
+        self._verifier_lock = threading.Lock()
+        self.validations = {"valid": 0, "invalid": 0}
         missing = [str(r) for r in settings.template_roots if not r.is_dir()]
         for root in missing:
             self.warnings.append(f"templates directory {root} does not exist; check OIC_AI_TEMPLATES_DIR / ai.templates_dir")
@@ -155,6 +159,16 @@ class Engine:
             self._ready.wait(30)
         if self.index is not None:
             self.index.close()
+        if self._verifier is not None:
+            self._verifier.close()
+
+    def _validation_stats(self) -> dict[str, float | int | None]:
+        total = self.validations["valid"] + self.validations["invalid"]
+        return {
+            "checks": total,
+            "valid": self.validations["valid"],
+            "success_rate": round(self.validations["valid"] / total, 4) if total else None,
+        }
 
     # ---- operations ----------------------------------------------------------
     def refresh(self) -> None:
@@ -173,6 +187,102 @@ class Engine:
         self.ready()
         assert self.index is not None
         return self.index.sync(progress=progress, force=force)
+
+    def find_template(self, name: str) -> Any:
+        """An indexed template by name (file name or resource name), or a ValueError naming close matches."""
+        self.ready()
+        assert self.index is not None
+        self.refresh()
+        rec = self.index.by_name(name.strip().removeprefix("template://"))
+        if rec is None:
+            close = difflib.get_close_matches(name, self.index.names(), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else "; list them with search_templates"
+            raise ValueError(f"no indexed template named '{name}'{hint}")
+        return rec
+
+    def template_text(self, yaml: str | None, name: str | None) -> tuple[str, Path | None, str | None]:
+        """The template text to check, from exactly one of ``yaml`` or ``name``, and its directory."""
+        if (yaml is None) == (name is None):
+            raise ValueError("pass exactly one of: yaml (the template text) or name (an indexed template)")
+        if yaml is not None:
+            return yaml, None, None
+        rec = self.find_template(name or "")
+        try:
+            return rec.path.read_text("utf-8"), rec.path.parent, rec.name
+        except OSError as exc:
+            raise ValueError(f"template '{name}' is indexed but cannot be read: {exc.strerror}") from exc
+
+    def validate(self, yaml: str | None = None, name: str | None = None) -> tuple[Any, str | None]:
+        from server.validation import validate_text
+
+        text, base_dir, resolved = self.template_text(yaml, name)
+        report = validate_text(text, base_dir=base_dir)
+        self.validations["valid" if report.valid else "invalid"] += 1
+        log.info(
+            "validation %s: %d error(s), %d warning(s)",
+            resolved or "<inline>",
+            len(report.errors),
+            len(report.warnings),
+        )
+        return report, resolved
+
+    @property
+    def verifier(self) -> Any:
+        with self._verifier_lock:
+            if self._verifier is None:
+                from server.packages import PackageVerifier
+
+                base = (
+                    self.cache_dir
+                    if self.cache_dir is not None
+                    else Path(tempfile.mkdtemp(prefix="oic-pkg-"))
+                )
+                p = self.settings.packages
+                self._verifier = PackageVerifier(
+                    base / "packages",
+                    sources=p.sources or None,
+                    ttl_seconds=p.ttl,
+                    timeout=p.timeout,
+                    offline=p.offline,
+                    allow_template_repositories=p.allow_template_repositories,
+                )
+            return self._verifier
+
+    def verify_packages(
+        self,
+        packages: list[str] | None = None,
+        yaml: str | None = None,
+        name: str | None = None,
+        os: str | None = None,
+        dist: str | None = None,
+        arch: str | None = None,
+    ) -> Any:
+        from server.packages import packages_from_template, repositories_from_template
+        from server.yamlsafe import YamlError, load_mapping
+
+        self.ready()  # the verifier's download cache lives in the cache dir chosen at start-up
+        names = [p for p in (packages or []) if isinstance(p, str) and p.strip()]
+        repositories: list[dict[str, Any]] = []
+        if yaml is not None or name is not None:
+            text, _base, _resolved = self.template_text(yaml, name)
+            try:
+                data = load_mapping(text).data
+            except YamlError as exc:
+                raise ValueError(f"the template is not valid YAML: {exc}") from None
+            target = data.get("target") if isinstance(data.get("target"), dict) else {}
+            os = os or target.get("os")
+            dist = dist or target.get("dist")
+            arch = arch or target.get("arch")
+            names += [p for p in packages_from_template(data) if p not in names]
+            repositories = repositories_from_template(data)
+        if not names:
+            raise ValueError("no packages to verify: pass packages=[...] or a template (yaml or name)")
+        if not dist and not os:
+            raise ValueError(
+                "say which distribution to check against: dist (e.g. ubuntu24, azl3, elxr12) or a "
+                "template whose target names it"
+            )
+        return self.verifier.verify(names, os=os, dist=dist, arch=arch, repositories=repositories or None)
 
     def stats(self) -> dict[str, Any]:
         self.ready()
@@ -199,5 +309,6 @@ class Engine:
             "queries": self.search_latency.summary(),
             "tools": self.tool_latency.summary(),
             "warnings": list(self.warnings),
+            "validation": self._validation_stats(),
             "uptime_seconds": round(time.time() - self.started_at, 1),
         }

@@ -74,8 +74,8 @@ FILENAME_HINTS: dict[str, list[str]] = {
 
 # Package-name patterns and what they imply.
 PACKAGE_HINTS: list[tuple[re.Pattern[str], list[str]]] = [
-    (re.compile(r"^(docker|docker\.io|docker-ce|moby-|containerd|runc|podman|cri-o)"),
-     ["container", "containers", "docker"]),
+    (re.compile(r"^(docker|docker\.io|docker-ce|moby-)"), ["container", "containers", "docker"]),
+    (re.compile(r"^(containerd|runc|podman|cri-o|buildah|skopeo)"), ["container", "containers"]),
     (re.compile(r"^(nginx|apache2|httpd|lighttpd|caddy)"), ["web-server", "web", "http"]),
     (re.compile(r"^ros-"), ["robotics", "ros2", "robot"]),
     (re.compile(r"(openvino|dlstreamer|intel-dlstreamer|gstreamer)"), ["ai", "inference", "video-analytics", "vision"]),

@@ -135,3 +135,23 @@ def test_repeated_queries_are_served_from_the_result_cache(reference_engine):
     first = reference_engine.search("ubuntu robotics jazzy")
     again = reference_engine.search("ubuntu robotics jazzy")
     assert again.cached and [r.record.name for r in again.results] == [r.record.name for r in first.results]
+
+
+LIBRARY_QUERIES = REPO / "tests" / "data" / "queries-library.yaml"
+LIBRARY_BAR = {"hit@3": 0.96, "mrr": 0.93}
+
+
+def test_quality_on_our_library(library_engine):
+    queries = load_queries(LIBRARY_QUERIES)
+    assert len(queries) >= 30
+    report = evaluate(queries, _rank(library_engine))
+    metrics = report.metrics()
+    assert metrics["hit@3"] >= LIBRARY_BAR["hit@3"], [(o.query.query, o.ranked[:3]) for o in report.failures()]
+    assert metrics["mrr"] >= LIBRARY_BAR["mrr"], metrics
+
+
+def test_a_template_without_docker_wins_a_negated_docker_query(library_engine):
+    outcome = library_engine.search("edge gateway without docker", 3)
+    top = outcome.results[0]
+    assert not top.penalties
+    assert not any("docker" in p or "moby" in p for p in top.record.packages)

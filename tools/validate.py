@@ -1,0 +1,73 @@
+"""validate_template: schema and semantic checks with positions and fixing hints."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from server.engine import Engine
+from tools._common import call_engine, result
+
+
+class ValidationIssue(BaseModel):
+    path: str = Field(description="JSON-path-like location, e.g. $.disk.partitions[1].end")
+    message: str
+    line: int | None = Field(description="1-based line in the YAML source")
+    column: int | None
+    hint: str | None = Field(description="how to fix it")
+    code: str
+    severity: str
+
+
+class ValidationResult(BaseModel):
+    valid: bool = Field(description="no errors (warnings allowed)")
+    template: str | None = Field(description="the indexed template checked, when called by name")
+    error_count: int
+    warning_count: int
+    errors: list[ValidationIssue]
+    warnings: list[ValidationIssue]
+
+
+def issue_line(issue: ValidationIssue) -> str:
+    where = f"line {issue.line}:{issue.column} " if issue.line else ""
+    hint = f" (hint: {issue.hint})" if issue.hint else ""
+    return f"- {where}{issue.path}: {issue.message}{hint}"
+
+
+def to_text(r: ValidationResult) -> str:
+    name = f" {r.template}" if r.template else ""
+    head = (f"Template{name} is valid" if r.valid else f"Template{name} is INVALID") + (
+        f": {r.error_count} error(s), {r.warning_count} warning(s)")
+    lines = [head]
+    if r.errors:
+        lines.append("Errors:")
+        lines += [issue_line(i) for i in r.errors]
+    if r.warnings:
+        lines.append("Warnings:")
+        lines += [issue_line(i) for i in r.warnings]
+    return "\n".join(lines)
+
+
+def register(mcp: MCPServer, engine: Engine) -> None:
+    @mcp.tool(
+        name="validate_template",
+        title="Validate an image template",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
+    async def validate_template(
+        yaml: Annotated[str | None, Field(description="the template YAML text")] = None,
+        name: Annotated[str | None, Field(description="or the name of an indexed template")] = None,
+    ) -> Annotated[CallToolResult, ValidationResult]:
+        """Check an OS Image Composer template against the JSON Schema and semantic rules (os/dist pairs,
+        partition layout and sizes, partition GUIDs per architecture, EFI/ESP, bootloader packages, secure boot vs
+        immutability, duplicates, placeholders, plain-text passwords). Every issue has a path, line, column and a
+        hint. Pass either the YAML text or the name of an indexed template."""
+        report, resolved = await call_engine(engine, "validate_template", engine.validate, yaml, name)
+        data = report.to_dict()
+        model = ValidationResult(valid=data["valid"], template=resolved, error_count=data["error_count"],
+                                 warning_count=data["warning_count"], errors=data["errors"],
+                                 warnings=data["warnings"])
+        return result(model, to_text(model))

@@ -1,4 +1,13 @@
-"""Command line: serve MCP (default), or use the same engine from a terminal or a script."""
+"""Command line: serve MCP (default), or use the same engine from a terminal or a script.
+
+Output conventions for every command: rich tables and colours when stdout is a terminal, plain text when
+it is piped, one JSON document with ``--json``. Logs and progress go to stderr. Exit codes: 0 success,
+1 the answer is "no" (invalid template, missing packages), 2 usage or configuration error,
+3 could not tell (a package repository was unreachable).
+
+Adding a command: write ``_cmd_x(settings, args) -> int``, add its parser in ``_add_commands`` and an
+entry in ``COMMANDS``.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +15,127 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-from server.config import ConfigError, load_settings  # noqa: E402
+from server.config import AISettings, ConfigError, load_settings  # noqa: E402
 from server.logs import setup_logging  # noqa: E402
 
+PROG = "mcp-server-image-composer"
+EXIT_OK, EXIT_NO, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
+TEMPLATE_SUFFIXES = (".yml", ".yaml")
 
-def _parser() -> argparse.ArgumentParser:
+SUPPRESS = argparse.SUPPRESS  # options left out stay unset, so a subcommand never hides a global option
+
+
+# ---- output ----------------------------------------------------------------------------------------
+class Output:
+    """Where a command's answer goes: JSON, rich (a terminal) or plain text."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.json = bool(getattr(args, "json", False))
+        self.rich = not self.json and sys.stdout.isatty()
+        self._console: Any = None
+
+    @property
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(highlight=False)
+        return self._console
+
+    def data(self, obj: Any) -> None:
+        print(json.dumps(obj, indent=2, default=str))
+
+    def text(self, line: str = "") -> None:
+        print(line)
+
+
+def error(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def _progress_wanted(out: Output) -> bool:
+    return sys.stderr.isatty() and not out.json
+
+
+def _ready(engine: Any, out: Output) -> None:
+    """Load the engine (index sync included), with a progress bar on a terminal."""
+    if not _progress_wanted(out):
+        engine.ready()
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("loading the template index", total=None)
+
+        def on_progress(done: int, total: int, name: str) -> None:
+            progress.update(task, completed=done, total=total, description=f"embedding {name}")
+
+        engine.start(progress=on_progress)
+        engine.ready()
+
+
+def _flatten(obj: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(obj, dict):
+        if not obj and prefix:
+            yield prefix, "-"
+        for key, value in obj.items():
+            yield from _flatten(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        for i, value in enumerate(obj):
+            yield from _flatten(value, f"{prefix}[{i}]")
+    elif isinstance(obj, list):
+        yield prefix, ", ".join(map(str, obj)) if obj else "-"
+    else:
+        yield prefix, "-" if obj is None else str(obj)
+
+
+# ---- parser ----------------------------------------------------------------------------------------
+def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", help="config.yaml path (default: $OIC_AI_CONFIG or ./config.yaml)")
-    common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=None)
-    common.add_argument("--log-format", choices=["text", "json"], default=None)
-    common.add_argument("--templates-dir", default=None,
+    common.add_argument("--config", default=SUPPRESS, help="config.yaml path (default: $OIC_AI_CONFIG or ./config.yaml)")
+    common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=SUPPRESS)
+    common.add_argument("--log-format", choices=["text", "json"], default=SUPPRESS, help="stderr log format")
+    common.add_argument("--templates-dir", default=SUPPRESS,
                         help=f"template directories, separated by '{os.pathsep}' (default: bundled image-templates)")
-    common.add_argument("--cache-dir", default=None, help="where the index lives (default ./.ai-cache)")
+    common.add_argument("--cache-dir", default=SUPPRESS, help="where the index lives (default ./.ai-cache)")
+    return common
 
-    parser = argparse.ArgumentParser(
-        prog="mcp-server-image-composer", parents=[common],
-        description="MCP server for OS Image Composer templates. Without a command it serves MCP.",
-    )
-    parser.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default=None)
-    parser.add_argument("--host", default=None)
-    parser.add_argument("--port", type=int, default=None)
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("serve", parents=[common], help="serve MCP (the default)")
-    search = sub.add_parser("search", parents=[common], help="search templates")
+
+def _serve_options() -> argparse.ArgumentParser:
+    opts = argparse.ArgumentParser(add_help=False)
+    group = opts.add_argument_group("serving (also ai.server.* in config.yaml and OIC_AI_* variables)")
+    group.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default=SUPPRESS,
+                       help="stdio for editors (default); streamable-http or sse for remote clients")
+    group.add_argument("--host", default=SUPPRESS, help="HTTP bind address (default 127.0.0.1)")
+    group.add_argument("--port", type=int, default=SUPPRESS, help="HTTP port (default 8765)")
+    group.add_argument("--allow-remote", action="store_true", default=SUPPRESS,
+                       help="allow binding to a non-loopback address")
+    group.add_argument("--auth-token-file", default=SUPPRESS,
+                       help="file holding the bearer token (or set OIC_AI_AUTH_TOKEN); never pass tokens as flags")
+    group.add_argument("--allowed-host", action="append", default=SUPPRESS, metavar="HOST[:PORT|:*]",
+                       help="accept this Host header (repeatable), e.g. mcp.example.com:*")
+    group.add_argument("--allowed-origin", action="append", default=SUPPRESS, metavar="ORIGIN",
+                       help="accept this Origin header (repeatable), e.g. https://app.example.com")
+    group.add_argument("--stateless", action="store_true", default=SUPPRESS,
+                       help="streamable HTTP without server-side sessions (for load-balanced replicas)")
+    group.add_argument("--json-response", action="store_true", default=SUPPRESS,
+                       help="streamable HTTP replies with JSON bodies instead of SSE streams")
+    group.add_argument("--max-body-bytes", type=int, default=SUPPRESS, help="request body limit (default 4 MiB)")
+    return opts
+
+
+def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parents: list[argparse.ArgumentParser]
+                  ) -> None:
+    sub.add_parser("serve", parents=serve_parents, help="serve MCP (the default)")
+
+    search = sub.add_parser("search", parents=parents, help="search templates")
     search.add_argument("query")
     search.add_argument("--top-k", type=int, default=5)
     search.add_argument("--os")
@@ -40,80 +143,135 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--arch")
     search.add_argument("--image-type")
     search.add_argument("--json", action="store_true", help="machine-readable output")
-    index = sub.add_parser("index", parents=[common], help="build or refresh the index")
+
+    validate = sub.add_parser("validate", parents=parents, help="validate template files (exit 1 when invalid)",
+                              description="Validate templates against the schema and semantic rules. FILE may be a "
+                                          "directory (its *.yml/*.yaml, recursively) or - for stdin.")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate.add_argument("--strict", action="store_true", help="warnings fail too")
+    validate.add_argument("--json", action="store_true", help="machine-readable output")
+
+    verify = sub.add_parser("verify-packages", parents=parents,
+                            help="check that packages exist in the target distribution's repositories",
+                            description="Verify the packages of template FILEs for their own target, or the "
+                                        "packages given with -p for --dist/--arch. Exit 1 when a package is "
+                                        "missing, 3 when a repository could not be read.")
+    verify.add_argument("files", nargs="*", metavar="FILE")
+    verify.add_argument("-p", "--package", action="append", default=[], metavar="NAME",
+                        help="package name (repeatable, or comma-separated)")
+    verify.add_argument("--os")
+    verify.add_argument("--dist", help="e.g. ubuntu24, azl3, elxr12, emt3")
+    verify.add_argument("--arch", help="x86_64 or aarch64")
+    verify.add_argument("--offline", action="store_true", help="use only cached repository indexes")
+    verify.add_argument("--json", action="store_true", help="machine-readable output")
+
+    cache = sub.add_parser("cache", parents=parents, help="inspect or clear the cache")
+    cache_sub = cache.add_subparsers(dest="cache_command", metavar="{stats,clear}")
+    cache_sub.required = True
+    stats = cache_sub.add_parser("stats", parents=parents, help="index and embedding-cache statistics")
+    stats.add_argument("--json", action="store_true", help="machine-readable output")
+    clear = cache_sub.add_parser("clear", parents=parents,
+                                 help="delete the template index and package-index downloads")
+    clear.add_argument("--index", action="store_true", help="only the template index (re-embedded on next use)")
+    clear.add_argument("--packages", action="store_true", help="only the downloaded package indexes")
+    clear.add_argument("--json", action="store_true", help="machine-readable output")
+
+    index = sub.add_parser("index", parents=parents, help="build or refresh the index")
     index.add_argument("--force", action="store_true", help="re-embed every template")
     index.add_argument("--json", action="store_true")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common, serve_opts = _common(), _serve_options()
+    parser = argparse.ArgumentParser(
+        prog=PROG, parents=[common, serve_opts],
+        description="MCP server for OS Image Composer templates. Without a command it serves MCP.",
+        epilog="Exit codes: 0 ok, 1 invalid/missing, 2 usage or configuration error, 3 could not verify.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_commands(sub, [common], [common, serve_opts])
     return parser
 
 
-def _settings(args: argparse.Namespace) -> Any:
+def _settings(args: argparse.Namespace) -> AISettings:
+    def opt(name: str) -> Any:
+        return getattr(args, name, None)
+
     overrides = {
-        "templates_dir": args.templates_dir,
-        "cache.dir": args.cache_dir,
-        "server.log_level": args.log_level,
-        "server.log_format": args.log_format,
-        "server.transport": getattr(args, "transport", None),
-        "server.host": getattr(args, "host", None),
-        "server.port": getattr(args, "port", None),
+        "templates_dir": opt("templates_dir"),
+        "cache.dir": opt("cache_dir"),
+        "server.log_level": opt("log_level"),
+        "server.log_format": opt("log_format"),
+        "server.transport": opt("transport"),
+        "server.host": opt("host"),
+        "server.port": opt("port"),
+        "server.allow_remote": opt("allow_remote"),
+        "server.auth_token_file": opt("auth_token_file"),
+        "server.allowed_hosts": opt("allowed_host"),
+        "server.allowed_origins": opt("allowed_origin"),
+        "server.stateless": opt("stateless"),
+        "server.json_response": opt("json_response"),
+        "server.max_body_bytes": opt("max_body_bytes"),
     }
-    return load_settings(args.config, overrides=overrides)
+    if getattr(args, "offline", False):
+        overrides["packages.offline"] = True
+    return load_settings(opt("config"), overrides=overrides)
 
 
-def _cmd_search(settings: Any, args: argparse.Namespace) -> int:
+# ---- commands --------------------------------------------------------------------------------------
+def _cmd_search(settings: AISettings, args: argparse.Namespace) -> int:
     from server.engine import Engine
     from tools.search import to_model, to_text
 
+    out = Output(args)
     engine = Engine(settings)
     try:
+        _ready(engine, out)
         outcome = engine.search(args.query, args.top_k, os=args.os, dist=args.dist, arch=args.arch,
                                 image_type=args.image_type)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        error(str(exc))
+        return EXIT_USAGE
     finally:
         engine.close()
     model = to_model(outcome)
-    if args.json or not sys.stdout.isatty():
-        print(model.model_dump_json(indent=2) if args.json else to_text(model))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
+    if out.json:
+        out.data(model.model_dump(mode="json"))
+    elif not out.rich:
+        out.text(to_text(model))
+    else:
+        from rich.table import Table
 
-    table = Table(title=f"{args.query}  [{model.query_type}]")
-    for col in ("#", "template", "target", "score", "sem", "kw", "pkg", "notes"):
-        table.add_column(col)
-    for i, hit in enumerate(model.results, 1):
-        table.add_row(str(i), hit.name, f"{hit.dist} {hit.arch} {hit.image_type}", f"{hit.score:.2f}",
-                      f"{hit.scores.semantic:.2f}", f"{hit.scores.keyword:.2f}", f"{hit.scores.package:.2f}",
-                      "; ".join(hit.penalties))
-    console = Console()
-    console.print(table if model.results else model.message)
-    return 0
+        table = Table(title=f"{args.query}  [{model.query_type}]")
+        for col in ("#", "template", "target", "score", "sem", "kw", "pkg", "notes"):
+            table.add_column(col)
+        for i, hit in enumerate(model.results, 1):
+            table.add_row(str(i), hit.name, f"{hit.dist} {hit.arch} {hit.image_type}", f"{hit.score:.2f}",
+                          f"{hit.scores.semantic:.2f}", f"{hit.scores.keyword:.2f}", f"{hit.scores.package:.2f}",
+                          "; ".join(hit.penalties))
+        out.console.print(table if model.results else model.message)
+    return EXIT_OK
 
 
-def _cmd_index(settings: Any, args: argparse.Namespace) -> int:
+def _cmd_index(settings: AISettings, args: argparse.Namespace) -> int:
     from server.engine import Engine
 
+    out = Output(args)
     engine = Engine(settings)
-    interactive = sys.stderr.isatty() and not args.json
     try:
-        if interactive:
-            from rich.progress import Progress
+        _ready(engine, out)
+        report = engine.first_sync
+        if args.force:
+            if _progress_wanted(out):
+                from rich.console import Console
+                from rich.progress import Progress
 
-            with Progress(transient=True) as progress:
-                task = progress.add_task("embedding templates", total=None)
-
-                def on_progress(done: int, total: int, name: str) -> None:
-                    progress.update(task, completed=done, total=total, description=f"embedding {name}")
-
-                engine.start(progress=on_progress)
-                engine.ready()
-                report = engine.first_sync
-                if args.force:
-                    report = engine.reindex(progress=on_progress, force=True)
-        else:
-            engine.ready()
-            report = engine.reindex(force=True) if args.force else engine.first_sync
+                with Progress(console=Console(stderr=True), transient=True) as progress:
+                    task = progress.add_task("embedding templates", total=None)
+                    report = engine.reindex(force=True, progress=lambda done, total, name: progress.update(
+                        task, completed=done, total=total, description=f"embedding {name}"))
+            else:
+                report = engine.reindex(force=True)
         stats = engine.stats()
     finally:
         engine.close()
@@ -122,43 +280,337 @@ def _cmd_index(settings: Any, args: argparse.Namespace) -> int:
                "removed": report.removed, "skipped": [{"path": p.path, "reason": p.message} for p in report.problems],
                "seconds": round(report.seconds, 3), "templates_indexed": stats["templates_indexed"],
                "index_location": stats["index_location"], "model_id": stats["model_id"]}
-    if args.json:
-        print(json.dumps(summary, indent=2))
+    if out.json:
+        out.data(summary)
     else:
-        print(f"{summary['templates_indexed']} templates indexed at {summary['index_location']} "
-              f"({report.embedded} embedded, {report.hits} from cache, {report.removed} removed, "
-              f"{len(report.problems)} skipped) in {report.seconds:.2f}s")
+        out.text(f"{summary['templates_indexed']} templates indexed at {summary['index_location']} "
+                 f"({report.embedded} embedded, {report.hits} from cache, {report.removed} removed, "
+                 f"{len(report.problems)} skipped) in {report.seconds:.2f}s")
         for p in report.problems:
-            print(f"  skipped {p.path}: {p.message}")
-    return 0
+            out.text(f"  skipped {p.path}: {p.message}")
+    return EXIT_OK
 
 
-def _serve(settings: Any) -> int:
-    from server.app import create_app
+def _template_files(names: list[str]) -> tuple[list[Path | None], list[str]]:
+    """Expand FILE arguments: directories to their templates, '-' to stdin (None). Also returns problems."""
+    files: list[Path | None] = []
+    problems: list[str] = []
+    for name in names:
+        if name == "-":
+            files.append(None)
+            continue
+        path = Path(name)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in TEMPLATE_SUFFIXES and p.is_file())
+            if not found:
+                problems.append(f"{name}: no *.yml or *.yaml files in this directory")
+            files.extend(found)
+        else:
+            files.append(path)
+    return files, problems
 
-    mcp = create_app(settings)
-    transport = settings.server.transport
-    if transport == "stdio":
-        mcp.run()
+
+def _read(path: Path | None) -> bytes:
+    return sys.stdin.buffer.read() if path is None else path.read_bytes()
+
+
+def _cmd_validate(settings: AISettings, args: argparse.Namespace) -> int:
+    from server.validation import validate_text
+
+    del settings  # validation needs no index or model
+    out = Output(args)
+    files, problems = _template_files(args.files)
+    results: list[dict[str, Any]] = []
+    for path in files:
+        label = "<stdin>" if path is None else str(path)
+        try:
+            raw = _read(path)
+        except OSError as exc:
+            problems.append(f"{label}: cannot read: {exc.strerror or exc}")
+            continue
+        report = validate_text(raw, base_dir=(path.parent if path is not None else Path.cwd()))
+        ok = report.valid and not (args.strict and report.warnings)
+        results.append({"file": label, "valid": ok, "error_count": len(report.errors),
+                        "warning_count": len(report.warnings),
+                        "errors": [i.to_dict() for i in report.errors],
+                        "warnings": [i.to_dict() for i in report.warnings]})
+    all_valid = bool(results) and all(r["valid"] for r in results) and not problems
+    if out.json:
+        out.data({"valid": all_valid, "files": results, "problems": problems})
+    elif out.rich:
+        _print_validation_rich(out, results)
     else:
-        mcp.run(transport=transport, host=settings.server.host, port=settings.server.port)
-    return 0
+        for r in results:
+            for sev in ("errors", "warnings"):
+                for issue in r[sev]:
+                    where = f"{issue['line']}:{issue['column']}:" if issue["line"] else ""
+                    hint = f" (hint: {issue['hint']})" if issue["hint"] else ""
+                    out.text(f"{r['file']}:{where} {issue['severity']}: {issue['path']}: {issue['message']}"
+                             f" [{issue['code']}]{hint}")
+            out.text(f"{r['file']}: {'valid' if r['valid'] else 'INVALID'} "
+                     f"({r['error_count']} error(s), {r['warning_count']} warning(s))")
+    for p in problems:
+        error(p)
+    if problems:
+        return EXIT_USAGE
+    return EXIT_OK if all_valid else EXIT_NO
+
+
+def _print_validation_rich(out: Output, results: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    for r in results:
+        mark = Text("✓ ", style="bold green") if r["valid"] else Text("✗ ", style="bold red")
+        mark.append(r["file"], style="bold")
+        mark.append(f"  {r['error_count']} error(s), {r['warning_count']} warning(s)")
+        out.console.print(mark)
+        issues = r["errors"] + r["warnings"]
+        if not issues:
+            continue
+        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
+        for col in ("", "line", "path", "problem", "hint"):
+            table.add_column(col, overflow="fold")
+        for issue in issues:
+            style = "red" if issue["severity"] == "error" else "yellow"
+            where = f"{issue['line']}:{issue['column']}" if issue["line"] else ""
+            table.add_row(Text(issue["severity"], style=style), where, issue["path"], issue["message"],
+                          issue["hint"] or "")
+        out.console.print(table)
+
+
+def _cmd_verify_packages(settings: AISettings, args: argparse.Namespace) -> int:
+    from server.engine import Engine
+
+    out = Output(args)
+    names = [n.strip() for item in args.package for n in item.split(",") if n.strip()]
+    files, problems = _template_files(args.files)
+    if not files and not names:
+        error("give template FILEs or packages with -p NAME (and --dist/--arch)")
+        return EXIT_USAGE
+    jobs: list[tuple[str, dict[str, Any]]] = []
+    for path in files:
+        label = "<stdin>" if path is None else str(path)
+        try:
+            jobs.append((label, {"yaml": _read(path).decode("utf-8", "replace"), "packages": names or None}))
+        except OSError as exc:
+            problems.append(f"{label}: cannot read: {exc.strerror or exc}")
+    if not files:
+        jobs.append(("packages", {"packages": names}))
+    engine = Engine(settings)
+    results: list[dict[str, Any]] = []
+    try:
+        _ready(engine, out)
+        for label, kwargs in jobs:
+            try:
+                if out.rich:
+                    with out.console.status(f"checking {label} against the repository indexes"):
+                        res = engine.verify_packages(os=args.os, dist=args.dist, arch=args.arch, **kwargs)
+                else:
+                    res = engine.verify_packages(os=args.os, dist=args.dist, arch=args.arch, **kwargs)
+            except ValueError as exc:
+                problems.append(f"{label}: {exc}")
+                continue
+            results.append({"file": label, **res.to_dict()})
+    finally:
+        engine.close()
+    missing = any(r["missing"] for r in results)
+    unknown = any(not r.get("complete", r["verified"]) for r in results)
+    if out.json:
+        out.data({"ok": bool(results) and not missing and not unknown and not problems, "results": results,
+                  "problems": problems})
+    else:
+        for r in results:
+            _print_verify(out, r)
+    for p in problems:
+        error(p)
+    if problems:
+        return EXIT_USAGE
+    if missing:
+        return EXIT_NO
+    return EXIT_UNKNOWN if unknown else EXIT_OK
+
+
+def _print_verify(out: Output, r: dict[str, Any]) -> None:
+    head = f"{r['file']} ({r['dist']}/{r['arch']}): {r['message']}"
+    if not out.rich:
+        out.text(head)
+        for name in r["missing"]:
+            alt = r["suggestions"].get(name)
+            out.text(f"  missing: {name}" + (f" (try: {', '.join(alt)})" if alt else ""))
+        for name in r["unchecked"]:
+            out.text(f"  unchecked: {name}")
+        for s in r["sources"]:
+            if not s["ok"]:
+                out.text(f"  source failed: {s['source']}: {s['error']}")
+        return
+    from rich.table import Table
+
+    out.console.print(head, style="bold")
+    if r["missing"] or r["unchecked"]:
+        table = Table(box=None, padding=(0, 1))
+        for col in ("package", "status", "suggestions"):
+            table.add_column(col)
+        for name in r["missing"]:
+            table.add_row(name, "[red]missing[/]", ", ".join(r["suggestions"].get(name, [])))
+        for name in r["unchecked"]:
+            table.add_row(name, "[yellow]unchecked[/]", "")
+        out.console.print(table)
+    for s in r["sources"]:
+        if not s["ok"]:
+            out.console.print(f"  [yellow]source failed[/] {s['source']}: {s['error']}")
+
+
+def _cmd_cache(settings: AISettings, args: argparse.Namespace) -> int:
+    return _cache_stats(settings, args) if args.cache_command == "stats" else _cache_clear(settings, args)
+
+
+def _cache_stats(settings: AISettings, args: argparse.Namespace) -> int:
+    from server.engine import Engine
+
+    out = Output(args)
+    engine = Engine(settings)
+    try:
+        _ready(engine, out)
+        stats = engine.stats()
+    finally:
+        engine.close()
+    if out.json:
+        out.data(stats)
+        return EXIT_OK
+    rows = list(_flatten(stats))
+    if out.rich:
+        from rich.table import Table
+
+        table = Table(title="cache stats", show_header=False)
+        table.add_column("key", style="bold")
+        table.add_column("value", overflow="fold")
+        for key, value in rows:
+            table.add_row(key, value)
+        out.console.print(table)
+    else:
+        for key, value in rows:
+            out.text(f"{key}: {value}")
+    return EXIT_OK
+
+
+def _tree_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _cache_clear(settings: AISettings, args: argparse.Namespace) -> int:
+    import shutil
+
+    out = Output(args)
+    root = settings.cache_path
+    everything = not (args.index or args.packages)
+    # Only our own entries are deleted, never the cache directory itself (it may be shared or be $HOME).
+    # The index goes as a folder, not through LanceDB: a corrupt index cannot be opened to be dropped.
+    targets = []
+    if everything or args.index:
+        targets.append(("index", root / "index.lance"))
+    if everything or args.packages:
+        targets.append(("packages", root / "packages"))
+    removed: list[dict[str, Any]] = []
+    for what, path in targets:
+        if not path.exists():
+            continue
+        size = _tree_size(path)
+        try:
+            shutil.rmtree(path)
+        except OSError as exc:
+            error(f"cannot delete {path}: {exc.strerror or exc}")
+            return EXIT_USAGE
+        removed.append({"what": what, "path": str(path), "bytes": size})
+    if out.json:
+        out.data({"cache_dir": str(root), "removed": removed})
+    elif not removed:
+        out.text(f"nothing to clear in {root}")
+    else:
+        for r in removed:
+            out.text(f"removed {r['what']}: {r['path']} ({r['bytes'] / 1024:.0f} KiB)")
+        if any(r["what"] == "index" for r in removed):
+            out.text("the index is rebuilt (templates re-embedded) on next use")
+    return EXIT_OK
+
+
+def _run_stdio(mcp: Any) -> None:
+    """Serve stdio until stdin closes or SIGTERM/SIGINT; either way the lifespan closes the engine."""
+    import signal
+
+    import anyio
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            async def on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        import logging
+
+                        logging.getLogger(__name__).info("received %s: stopping", signal.Signals(signum).name)
+                        tg.cancel_scope.cancel()
+                        return
+
+            if hasattr(signal, "SIGTERM") and os.name == "posix":
+                tg.start_soon(on_signal)
+            await mcp.run_stdio_async()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+
+
+def _serve(settings: AISettings, args: argparse.Namespace) -> int:
+    del args
+    import anyio
+
+    from server.app import create_app
+    from server.engine import Engine
+
+    s = settings.server
+    if s.transport == "stdio":
+        _run_stdio(create_app(settings))
+        return EXIT_OK
+    from server.http import serve_http
+
+    engine = Engine(settings)
+    mcp = create_app(settings, engine=engine)
+    try:
+        anyio.run(serve_http, mcp, engine, s)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[AISettings, argparse.Namespace], int]] = {
+    "serve": _serve,
+    "search": _cmd_search,
+    "index": _cmd_index,
+    "validate": _cmd_validate,
+    "verify-packages": _cmd_verify_packages,
+    "cache": _cmd_cache,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    command = args.command or "serve"
     try:
         settings = _settings(args)
     except ConfigError as exc:
-        print(f"mcp-server-image-composer: {exc}", file=sys.stderr)
-        return 2
-    setup_logging(settings.server.log_level if args.command in (None, "serve") else (args.log_level or "WARNING"),
-                  settings.server.log_format)
-    if args.command == "search":
-        return _cmd_search(settings, args)
-    if args.command == "index":
-        return _cmd_index(settings, args)
-    return _serve(settings)
+        error(str(exc))
+        return EXIT_USAGE
+    level = settings.server.log_level if command == "serve" else (getattr(args, "log_level", None) or "WARNING")
+    setup_logging(level, settings.server.log_format)
+    try:
+        return COMMANDS[command](settings, args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `... | head` closed the pipe; not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -15,7 +15,15 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from server.yamlsafe import YamlError, load_mapping
 
@@ -96,6 +104,10 @@ class AgentSettings(_Section):
     max_fix_attempts: int = Field(2, ge=0, le=10)
     verify_packages: bool = True
     require_valid_output: bool = True
+    # "full": every grounding template in full; "compact": the best one in full, the others summarised
+    # (for small local models with short context windows).
+    prompt_style: Literal["full", "compact"] = "full"
+    max_tokens: int = Field(2048, ge=256, le=32768)
 
 
 class PackageSettings(_Section):
@@ -111,12 +123,55 @@ class PackageSettings(_Section):
         return parse_duration(v)
 
 
+def _split_list(value: Any) -> Any:
+    # Environment variables carry lists as "a,b c".
+    if isinstance(value, str):
+        return [part for part in re.split(r"[,\s]+", value) if part]
+    return value
+
+
 class ServerSettings(_Section):
     transport: Literal["stdio", "sse", "streamable-http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
+    # HTTP transports only (see server/http.py).
+    auth_token: SecretStr | None = None
+    auth_token_file: str | None = None
+    allow_remote: bool = False  # binding to a non-loopback address must be asked for
+    allowed_hosts: list[str] = Field(default_factory=list)  # extra Host header values, e.g. mcp.example.com:*
+    allowed_origins: list[str] = Field(default_factory=list)
+    stateless: bool = False  # streamable HTTP without server-side sessions
+    json_response: bool = False  # streamable HTTP answers with JSON instead of an SSE stream
+    max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    shutdown_timeout: float = 10.0  # how long in-flight requests may finish after SIGTERM/SIGINT
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _lists(cls, v: Any) -> Any:
+        return _split_list(v)
+
+    @field_validator("auth_token", mode="before")
+    @classmethod
+    def _token(cls, v: Any) -> Any:
+        # A YAML number must not fail validation (the error would echo the token); blank means unset.
+        if v is None or isinstance(v, SecretStr):
+            return v
+        text = str(v).strip()
+        return text or None
+
+    @field_validator("shutdown_timeout", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    @model_validator(mode="after")
+    def _one_token_source(self) -> ServerSettings:
+        if self.auth_token is not None and self.auth_token_file:
+            raise ValueError("set only one of auth_token (OIC_AI_AUTH_TOKEN) and auth_token_file "
+                             "(OIC_AI_AUTH_TOKEN_FILE)")
+        return self
 
 
 class SearchSettings(_Section):
@@ -131,6 +186,7 @@ class AISettings(_Section):
     embedding_provider: Literal["local", "ollama", "openai"] = "local"
     templates_dir: list[str] = Field(default_factory=lambda: [str(BUNDLED_TEMPLATES)])
     local_model_dir: str | None = None
+    save_dir: str | None = None  # where save_as writes; default: the first templates directory
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
@@ -167,7 +223,17 @@ ENV_ALIASES: dict[str, tuple[str, ...]] = {
     "OIC_AI_TRANSPORT": ("server", "transport"),
     "OIC_AI_HOST": ("server", "host"),
     "OIC_AI_PORT": ("server", "port"),
+    "OIC_AI_AUTH_TOKEN": ("server", "auth_token"),
+    "OIC_AI_AUTH_TOKEN_FILE": ("server", "auth_token_file"),
+    "OIC_AI_ALLOW_REMOTE": ("server", "allow_remote"),
+    "OIC_AI_ALLOWED_HOSTS": ("server", "allowed_hosts"),
+    "OIC_AI_ALLOWED_ORIGINS": ("server", "allowed_origins"),
+    "OIC_AI_STATELESS": ("server", "stateless"),
+    "OIC_AI_MAX_BODY_BYTES": ("server", "max_body_bytes"),
 }
+
+# Values of these keys never appear in error messages.
+_SECRET_KEYS = re.compile(r"(?i)(token|api_key|password|secret)")
 
 
 def _leaf_paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -202,10 +268,15 @@ def _set(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
 def _describe_error(err: dict[str, Any], sources: dict[tuple[str, ...], str]) -> str:
     loc = tuple(str(p) for p in err["loc"])
     key = "ai." + ".".join(loc)
-    source = sources.get(loc) or next((s for p, s in sources.items() if loc[: len(p)] == p), "defaults")
+    source = (sources.get(loc) or next((s for p, s in sources.items() if loc[: len(p)] == p), None)
+              or next((s for p, s in sources.items() if p[: len(loc)] == loc), "defaults"))
     value = err.get("input")
     if err["type"] == "extra_forbidden":
         return f"unknown key {key} (from {source}); check the spelling against the configuration reference in README.md"
+    if isinstance(value, dict):  # a check across several keys: the message names them
+        return f"{key} (from {source}): {err['msg']}"
+    if _SECRET_KEYS.search(key):
+        value = "[REDACTED]"
     msg = f"{key} = {value!r} (from {source}): {err['msg']}"
     ctx = err.get("ctx") or {}
     if "expected" in ctx:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import re
 import tempfile
 import threading
 import time
@@ -90,6 +91,8 @@ class Engine:
         self.index: TemplateIndex | None = None
         self.searcher: SearchEngine | None = None
         self._verifier: Any = None
+        self._conversations: Any = None
+        self._chat: tuple[Any, Any] | None = None
         self._verifier_lock = threading.Lock()
         self.validations = {"valid": 0, "invalid": 0}
         missing = [str(r) for r in settings.template_roots if not r.is_dir()]
@@ -131,7 +134,10 @@ class Engine:
                 for w in warnings:
                     log.warning(w)
             self.cache_dir = cache_dir
-            index = TemplateIndex(cache_dir, self.settings.template_roots, self.embedder)
+            roots = list(self.settings.template_roots)
+            if self.settings.save_dir and self.save_dir not in roots:
+                roots.append(self.save_dir)  # saved templates are searchable at once
+            index = TemplateIndex(cache_dir, roots, self.embedder)
             index.open()
             self.first_sync = index.sync(progress=progress)
             self.index = index
@@ -161,6 +167,8 @@ class Engine:
             self.index.close()
         if self._verifier is not None:
             self._verifier.close()
+        if self._conversations is not None:
+            self._conversations.close()
 
     def _validation_stats(self) -> dict[str, float | int | None]:
         total = self.validations["valid"] + self.validations["invalid"]
@@ -284,6 +292,68 @@ class Engine:
             )
         return self.verifier.verify(names, os=os, dist=dist, arch=arch, repositories=repositories or None)
 
+    # ---- generation support -----------------------------------------------------
+    def chat_providers(self) -> tuple[Any, Any]:
+        """(ollama, openai) providers built from settings; None where not configured at all."""
+        if self._chat is None:
+            from server.llm import OllamaProvider, OpenAIProvider
+
+            s = self.settings
+            key = s.openai.api_key.get_secret_value() if s.openai.api_key else None
+            ollama = OllamaProvider(s.ollama.base_url, s.ollama.model, timeout=s.ollama.timeout)
+            openai = OpenAIProvider(key, s.openai.model, base_url=s.openai.base_url, timeout=s.openai.timeout)
+            self._chat = (ollama, openai)
+        return self._chat
+
+    @property
+    def conversations(self) -> Any:
+        self.ready()  # the store lives in the cache dir, which is only chosen during start-up
+        with self._start_lock:
+            if self._conversations is None:
+                from server.conversations import SqliteConversationStore
+
+                c = self.settings.conversation
+                path: Any = (self.cache_dir / "conversations.sqlite3") if self.cache_dir else ":memory:"
+                self._conversations = SqliteConversationStore(
+                    path, max_history=c.max_history, idle_timeout_s=c.session_timeout, max_age_s=c.max_age,
+                    max_conversations=c.max_conversations)
+            return self._conversations
+
+    @property
+    def save_dir(self) -> Path:
+        if self.settings.save_dir:
+            return Path(self.settings.save_dir).expanduser().resolve()
+        return self.settings.template_roots[0]
+
+    def check_save_name(self, save_as: str, overwrite: bool) -> Path:
+        """The path ``save_as`` would write to; ValueError for names that escape the directory or clobber."""
+        name = save_as.strip()
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}", name) or ".." in name:
+            raise ValueError(f"save_as '{save_as}' is not a plain file name; use letters, digits, '.', '_' and '-' "
+                             "(no directories), e.g. my-edge-image.yml")
+        if not name.endswith((".yml", ".yaml")):
+            name += ".yml"
+        directory = self.save_dir
+        path = (directory / name).resolve()
+        if path.parent != directory.resolve():
+            raise ValueError(f"save_as '{save_as}' would leave the save directory {directory}")
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise ValueError(f"refusing to write {path}: it is a symlink or not a regular file")
+        if path.exists() and not overwrite:
+            raise ValueError(f"{path.name} already exists in {directory}; pass overwrite=true to replace it")
+        return path
+
+    def save_template(self, text: str, save_as: str, overwrite: bool) -> Path:
+        path = self.check_save_name(save_as, overwrite)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, "utf-8")
+        tmp.replace(path)  # atomic: readers never see half a template
+        if self.index is not None and path.parent in {r.resolve() for r in self.index.roots}:
+            self.index.sync()
+        log.info("saved template to %s", path)
+        return path
+
     def stats(self) -> dict[str, Any]:
         self.ready()
         assert self.index is not None
@@ -310,5 +380,6 @@ class Engine:
             "tools": self.tool_latency.summary(),
             "warnings": list(self.warnings),
             "validation": self._validation_stats(),
+            "conversations": self._conversations.stats() if self._conversations is not None else {},
             "uptime_seconds": round(time.time() - self.started_at, 1),
         }

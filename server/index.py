@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from server.templates import (
+    TEXT_VERSION,
     Fingerprint,
     LoadProblem,
-    TEXT_VERSION,
     TemplateRecord,
     YamlError,
     content_hash,

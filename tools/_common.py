@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import anyio
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
@@ -35,6 +38,105 @@ async def call_engine(engine: Engine, tool: str, fn: Callable[..., T], *args: An
     except ToolError:
         raise
     except CLIENT_ERRORS as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        log.info("%s refused: %s", tool, message)
+        raise ToolError(str(message)) from exc
+    finally:
+        engine.tool_latency.add(tool, (time.perf_counter() - started) * 1000)
+
+
+# ---- argument aliases --------------------------------------------------------------------------
+# Models invent argument names ("question" for "query", "topK" for "top_k"). A rename is applied only
+# when the tool really has the canonical parameter, does not itself have a parameter with the alias's
+# name, and the canonical one was not given; anything else is left for the normal validation to report.
+# camelCase spellings of snake_case parameters (topK, imageType, conversationId) are accepted for every tool.
+ARGUMENT_ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
+    "search_templates": {
+        "query": ("question", "prompt", "q", "text", "search", "search_query", "request", "description"),
+        "top_k": ("limit", "k", "n", "max_results", "num_results", "count"),
+    },
+    "generate_template": {
+        "request": ("prompt", "description", "query", "question", "requirements", "text", "instruction"),
+    },
+    "refine_template": {
+        "instruction": ("prompt", "request", "message", "change", "changes", "feedback", "query", "text"),
+        "conversation_id": ("conversation", "session_id", "session", "id"),
+    },
+    "validate_template": {
+        "yaml": ("yaml_text", "template", "template_yaml", "content", "text", "yaml_content"),
+        "name": ("template_name", "file"),
+    },
+    "verify_packages": {
+        "packages": ("package_names", "names", "package", "package_list"),
+        "yaml": ("yaml_text", "template", "template_yaml", "content"),
+        "dist": ("distribution", "distro"),
+        "arch": ("architecture",),
+    },
+}
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def _snake(name: str) -> str:
+    return _CAMEL.sub(r"_\1", name).lower()
+
+
+def rewrite_arguments(tool: str, arguments: dict[str, Any], params: set[str]) -> dict[str, Any]:
+    """Arguments with known aliases renamed to the tool's own parameter names (see ARGUMENT_ALIASES)."""
+    out = dict(arguments)
+    for key in list(out):
+        snake = _snake(key)
+        if key not in params and snake != key and snake in params and snake not in out:
+            out[snake] = out.pop(key)
+    for canonical, aliases in ARGUMENT_ALIASES.get(tool, {}).items():
+        if canonical not in params or canonical in out:
+            continue
+        for alias in aliases:
+            if alias in out and alias not in params:
+                out[canonical] = out.pop(alias)
+                log.debug("tool %s: argument '%s' taken as '%s'", tool, alias, canonical)
+                break
+    return out
+
+
+def install_argument_aliases(mcp: MCPServer) -> None:
+    """Rewrite tools/call arguments before validation (MCPServer middleware runs ahead of it)."""
+    known: dict[str, set[str]] = {}
+
+    async def parameters(tool: str) -> set[str] | None:
+        if tool not in known:
+            for t in await mcp.list_tools():
+                known[t.name] = set((t.input_schema or {}).get("properties", {}))
+        return known.get(tool)
+
+    async def argument_aliases(ctx: Any, call_next: Any) -> Any:
+        params = ctx.params
+        if ctx.method == "tools/call" and isinstance(params, Mapping):
+            tool, arguments = params.get("name"), params.get("arguments")
+            if isinstance(tool, str) and isinstance(arguments, Mapping) and arguments:
+                names = await parameters(tool)
+                if names is not None:
+                    fixed = rewrite_arguments(tool, dict(arguments), names)
+                    if fixed != arguments:
+                        ctx = dataclasses.replace(ctx, params={**params, "arguments": fixed})
+        return await call_next(ctx)
+
+    mcp.middleware.append(argument_aliases)
+
+
+async def agent_call(engine: Engine, tool: str, call: Awaitable[T]) -> T:
+    """Await an agent coroutine with the same error mapping as :func:`call_engine`."""
+    from server.conversations import ConversationNotFound
+    from server.llm import LLMError
+
+    started = time.perf_counter()
+    try:
+        return await call
+    except ToolError:
+        raise
+    except ConversationNotFound as exc:
+        raise ToolError(str(exc)) from exc
+    except (LLMError, *CLIENT_ERRORS) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         log.info("%s refused: %s", tool, message)
         raise ToolError(str(message)) from exc

@@ -1,0 +1,463 @@
+"""The agent loop: retrieve → generate → validate → fix → verify → record (SPEC §4–5).
+
+Every template we hand back has been through the validator; ``valid`` is the
+validator's verdict, never the model's. The offline composer is both a
+provider of its own and the deterministic safety net under the LLM ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from server import composer
+from server import llm_prompts as prompts
+from server.llm import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
+from server.repair import merge_onto_base
+from server.validation import ValidationReport, validate_text
+from server.yamlsafe import YamlError, load_mapping
+
+if TYPE_CHECKING:
+    from server.engine import Engine
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[float, float, str], Awaitable[None]]
+GROUNDING = 3
+MAX_PROBLEM_LINES = 15
+_REVERT = re.compile(
+    r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back|go\s+back)\b(?:.*?\b(?:revision|version|rev|v)\s*#?\s*(\d+))?",
+    re.IGNORECASE,
+)
+
+
+class AgentError(ValueError):
+    """A request the agent cannot carry out; the message says what to do instead."""
+
+
+@dataclass
+class AgentResult:
+    conversation_id: str
+    revision: int
+    yaml: str
+    valid: bool
+    errors: list[dict[str, Any]]
+    warnings: list[dict[str, Any]]
+    packages: dict[str, Any] | None
+    grounded_on: list[str]
+    provider: str
+    attempts: int
+    explanation: str
+    mode: str = "generate"  # generate | refine | question | revert
+    changes: list[str] = field(default_factory=list)
+    diff: str = ""
+    answer: str | None = None
+    saved_to: str | None = None
+    skipped_providers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Draft:
+    yaml: str
+    report: ValidationReport
+    provider: str
+    attempts: int
+    notes: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+
+
+def _issues(report: ValidationReport) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return [i.to_dict() for i in report.errors], [i.to_dict() for i in report.warnings]
+
+
+def _problem_text(report: ValidationReport) -> str:
+    lines = [f"- {issue}" for issue in report.errors[:MAX_PROBLEM_LINES]]
+    return "\n".join(lines) or "- the reply contained no YAML template"
+
+
+def _no_yaml_report() -> ValidationReport:
+    from server.validation import Issue
+
+    issue = Issue(path="$", message="the model's reply contained no YAML template", line=None, column=None,
+                  hint="reply with one ```yaml block", code="llm.no_yaml")
+    return ValidationReport(False, [issue], [], None)
+
+
+def unified_diff(old: str, new: str, old_rev: int, new_rev: int) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=f"revision {old_rev}", tofile=f"revision {new_rev}"))
+
+
+class Agent:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.settings = engine.settings
+
+    # ---- providers -----------------------------------------------------------
+    async def provider(self, sampling: CallbackProvider | None) -> tuple[ChatProvider, list[str]]:
+        ollama, openai = self.engine.chat_providers()
+        return await select_provider(self.settings.provider, ollama=ollama, openai=openai, sampling=sampling)
+
+    # ---- generation ----------------------------------------------------------
+    async def generate(self, request: str, *, conversation_id: str | None = None, os: str | None = None,
+                       dist: str | None = None, arch: str | None = None, image_type: str | None = None,
+                       save_as: str | None = None, overwrite: bool = False,
+                       sampling: CallbackProvider | None = None, progress: Progress | None = None) -> AgentResult:
+        request = " ".join((request or "").split())
+        if not request:
+            raise AgentError("request is empty: describe the image, e.g. 'minimal ubuntu 24.04 edge image with docker'")
+        if len(request) > self.settings.search.max_query_chars:
+            raise AgentError(f"request is {len(request):,} characters; keep it under "
+                             f"{self.settings.search.max_query_chars:,}")
+        if save_as:
+            self.engine.check_save_name(save_as, overwrite)
+        await self._progress(progress, 0, "retrieving grounding templates")
+        grounding = await anyio.to_thread.run_sync(self._grounding, request, os, dist, arch, image_type)
+        if not grounding:
+            raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")
+        provider, skipped = await self.provider(sampling)
+        await self._progress(progress, 1, f"generating with {provider.name}")
+        constraints = {"os": os, "dist": dist, "arch": arch, "imageType": image_type}
+        if provider.name == "offline":
+            draft = await anyio.to_thread.run_sync(self._compose, request, grounding, os, dist, arch, image_type)
+        else:
+            try:
+                draft = await self._llm_generate(provider, request, constraints, grounding, progress)
+            except LLMError as exc:
+                if self.settings.provider != "auto":
+                    raise
+                # auto mode promised "the best available": the deterministic composer still is.
+                draft = _Draft("", _no_yaml_report(), provider.name, 1,
+                               [f"{provider.name} failed ({exc})", "__fallback__"])
+            draft = await anyio.to_thread.run_sync(self._enforce, draft, request, grounding, os, dist, arch,
+                                                   image_type)
+        await self._progress(progress, 3, "verifying packages")
+        packages = await anyio.to_thread.run_sync(self._verify, draft)
+        grounded_on = [name for name, _text, _data in grounding]
+        conv_id, revision = await anyio.to_thread.run_sync(
+            self._record_new, conversation_id, request, draft, grounded_on)
+        saved = await anyio.to_thread.run_sync(self._save, draft, save_as, overwrite) if save_as else None
+        await self._progress(progress, 4, "done")
+        errors, warnings = _issues(draft.report)
+        return AgentResult(
+            conversation_id=conv_id, revision=revision, yaml=draft.yaml, valid=draft.report.valid, errors=errors,
+            warnings=warnings, packages=packages, grounded_on=grounded_on, provider=draft.provider,
+            attempts=draft.attempts, explanation=self._explain_generation(draft, grounding, packages),
+            changes=draft.changes, saved_to=saved, skipped_providers=skipped)
+
+    def _grounding(self, request: str, os: str | None, dist: str | None, arch: str | None,
+                   image_type: str | None) -> list[tuple[str, str, dict]]:
+        self.engine.ready()
+        searcher = self.engine.searcher
+        assert searcher is not None
+        self.engine.refresh()
+        outcome = None
+        # Exact filters first; relax them one by one when the corpus has nothing that matches.
+        for filters in ({"os": os, "dist": dist, "arch": arch, "image_type": image_type},
+                        {"os": os, "dist": dist, "arch": None, "image_type": None},
+                        {"os": None, "dist": None, "arch": None, "image_type": None}):
+            known = {k: v for k, v in filters.items() if v and v in self.engine.index.known_values(k)}
+            if any(filters.values()) and len(known) != len([v for v in filters.values() if v]):
+                continue
+            outcome = searcher.search(request, GROUNDING, use_threshold=False, **filters)
+            if outcome.results:
+                break
+        out: list[tuple[str, str, dict]] = []
+        for r in outcome.results if outcome else []:
+            try:
+                text = r.record.path.read_text("utf-8")
+                out.append((r.record.name, text, load_mapping(text).data))
+            except (OSError, YamlError) as exc:
+                log.warning("grounding template %s unreadable: %s", r.record.name, exc)
+        return out
+
+    def _compose(self, request: str, grounding: list[tuple[str, str, dict]], os: str | None, dist: str | None,
+                 arch: str | None, image_type: str | None) -> _Draft:
+        name, _text, base = grounding[0]
+        result = composer.compose(request, base, base_file=name, os=os, dist=dist, arch=arch, image_type=image_type)
+        report = validate_text(result.yaml)
+        notes = [f"not understood: {u}" for u in result.unhandled]
+        return _Draft(result.yaml, report, "offline", 1, notes, result.changes)
+
+    async def _llm_generate(self, provider: ChatProvider, request: str, constraints: dict[str, str | None],
+                            grounding: list[tuple[str, str, dict]], progress: Progress | None) -> _Draft:
+        style = self.settings.agent.prompt_style
+        messages = prompts.generation_messages(request, {k: v for k, v in constraints.items() if v},
+                                               grounding, style)
+        return await self._llm_loop(provider, messages, grounding[0][2], progress)
+
+    async def _llm_loop(self, provider: ChatProvider, messages: list[tuple[str, str]], base: dict,
+                        progress: Progress | None) -> _Draft:
+        """Ask, validate, feed errors back; then repair deterministically if still invalid."""
+        cfg = self.settings.agent
+        attempts = 0
+        best: _Draft | None = None
+        while True:
+            attempts += 1
+            reply = await provider.chat([ChatMessage(r, c) for r, c in messages], temperature=0.1,
+                                        max_tokens=cfg.max_tokens, stop=prompts.STOP)
+            text = extract_yaml(reply.text)
+            report = await anyio.to_thread.run_sync(validate_text, text) if text else _no_yaml_report()
+            log.info("llm %s attempt %d: %s (%.1fs)", provider.name, attempts,
+                     "valid" if report.valid else f"{len(report.errors)} error(s)", reply.latency_s)
+            draft = _Draft(text or "", report, provider.name, attempts)
+            if best is None or len(report.errors) < len(best.report.errors):
+                best = draft
+            if report.valid or not cfg.auto_fix or attempts > cfg.max_fix_attempts:
+                break
+            await self._progress(progress, 2, f"fixing {len(report.errors)} error(s), attempt {attempts}")
+            messages = prompts.fix_messages(messages, reply.text, _problem_text(report))
+        assert best is not None
+        best.attempts = attempts
+        if best.report.valid:
+            return best
+        return await anyio.to_thread.run_sync(self._repair, best, base)
+
+    def _repair(self, draft: _Draft, base: dict) -> _Draft:
+        remaining = [str(e) for e in draft.report.errors[:MAX_PROBLEM_LINES]]
+        data = draft.report.data if isinstance(draft.report.data, dict) else None
+        if data is None:
+            try:
+                data = load_mapping(draft.yaml).data if draft.yaml else None
+            except YamlError:
+                data = None
+        if data is not None:
+            fixed = merge_onto_base(data, base)
+            text = composer.dump_yaml(fixed.data)
+            report = validate_text(text)
+            if report.valid:
+                note = (f"the model's template still had {len(draft.report.errors)} error(s) after "
+                        f"{draft.attempts} attempt(s); kept its valid sections ({', '.join(fixed.kept) or 'none'}) "
+                        f"on top of the grounding template" + (f", dropped {', '.join(fixed.dropped)}"
+                                                              if fixed.dropped else ""))
+                return _Draft(text, report, f"{draft.provider}+repair", draft.attempts, [note], [])
+        if not self.settings.agent.require_valid_output:
+            draft.notes.append("the template is still invalid; see errors")
+            return draft
+        note = (f"the model's template stayed invalid after {draft.attempts} attempt(s) "
+                f"({'; '.join(remaining[:3])}); returned the grounding template instead, adapted to the request "
+                "by the offline composer")
+        return _Draft(draft.yaml, draft.report, draft.provider, draft.attempts, [note, "__fallback__"], [])
+
+    def _enforce(self, draft: _Draft, request: str, grounding: list[tuple[str, str, dict]], os: str | None,
+                 dist: str | None, arch: str | None, image_type: str | None) -> _Draft:
+        """Make sure the stated constraints landed; fall back to the composer when the LLM path failed."""
+        if "__fallback__" in draft.notes:
+            fallback = self._compose(request, grounding, os, dist, arch, image_type)
+            fallback.provider = f"{draft.provider}+offline"
+            fallback.attempts = draft.attempts
+            fallback.notes = [n for n in draft.notes if n != "__fallback__"] + fallback.notes
+            return fallback
+        if not draft.report.valid or not isinstance(draft.report.data, dict):
+            return draft
+        spec = composer.parse_request(request)
+        spec.is_question = False
+        for key, value in (("os", os), ("dist", dist), ("arch", arch), ("image_type", image_type)):
+            if value:
+                setattr(spec, key, value)
+        missing = self._unmet(draft.report.data, spec)
+        if not missing:
+            return draft
+        data, changes = composer.apply_spec(draft.report.data, spec)
+        text = composer.dump_yaml(data)
+        report = validate_text(text)
+        if not report.valid:
+            draft.notes.append(f"request not fully met: {', '.join(missing)}")
+            return draft
+        return _Draft(text, report, draft.provider, draft.attempts,
+                      [*draft.notes, f"enforced what the model missed: {', '.join(missing)}"], changes)
+
+    @staticmethod
+    def _unmet(data: dict, spec: Any) -> list[str]:
+        target = data.get("target") or {}
+        system = data.get("systemConfig") or {}
+        have = {str(p).lower() for p in (system.get("packages") or [])}
+        have |= {str(p).lower() for p in ((system.get("kernel") or {}).get("packages") or [])}
+        unmet = [f"{k}={getattr(spec, a)}" for k, a in (("os", "os"), ("dist", "dist"), ("arch", "arch"),
+                                                         ("imageType", "image_type"))
+                 if getattr(spec, a) and target.get(k) != getattr(spec, a)]
+        unmet += [f"add {p}" for p in spec.add_packages if p.lower() not in have]
+        unmet += [f"remove {p}" for p in spec.remove_packages if p.lower() in have]
+        if spec.hostname and system.get("hostname") != spec.hostname:
+            unmet.append(f"hostname={spec.hostname}")
+        if spec.disk_size and (data.get("disk") or {}).get("size") != spec.disk_size:
+            unmet.append(f"disk size={spec.disk_size}")
+        return unmet
+
+    def _verify(self, draft: _Draft) -> dict[str, Any] | None:
+        if not self.settings.agent.verify_packages or not draft.yaml:
+            return None
+        try:
+            res = self.engine.verify_packages(yaml=draft.yaml)
+        except (ValueError, RuntimeError, OSError) as exc:
+            return {"verified": False, "message": f"package verification skipped: {exc}", "found": [],
+                    "missing": [], "unchecked": [], "suggestions": {}}
+        d = res.to_dict()
+        return {"verified": bool(d.get("complete", d["verified"])), "message": d["message"], "found": d["found"],
+                "missing": d["missing"], "unchecked": d["unchecked"], "suggestions": d["suggestions"]}
+
+    def _record_new(self, conversation_id: str | None, request: str, draft: _Draft,
+                    grounded_on: list[str]) -> tuple[str, int]:
+        store = self.engine.conversations
+        conv = store.create(conversation_id, metadata={"grounded_on": grounded_on, "provider": draft.provider})
+        revision = store.add_revision(conv.id, draft.yaml, note=f"generated: {request[:200]}",
+                                      valid=draft.report.valid)
+        store.add_message(conv.id, "user", request)
+        store.add_message(conv.id, "assistant", f"revision {revision} ({'valid' if draft.report.valid else 'invalid'})")
+        log.info("conversation %s: revision %d generated by %s", conv.id, revision, draft.provider)
+        return conv.id, revision
+
+    def _save(self, draft: _Draft, save_as: str, overwrite: bool) -> str:
+        if not draft.report.valid:
+            raise AgentError("not saved: the template is invalid; fix the errors first or refine it")
+        return str(self.engine.save_template(draft.yaml, save_as, overwrite))
+
+    def _explain_generation(self, draft: _Draft, grounding: list[tuple[str, str, dict]],
+                            packages: dict[str, Any] | None) -> str:
+        data = draft.report.data or {}
+        target = data.get("target") or {}
+        name = (data.get("image") or {}).get("name", "template")
+        parts = [f"Generated '{name}' for {target.get('os')}/{target.get('dist')} {target.get('arch')} "
+                 f"{target.get('imageType')} with the {draft.provider} provider, grounded on "
+                 f"{', '.join(n for n, _t, _d in grounding)}."]
+        if draft.changes:
+            parts.append("Changes from the base template: " + "; ".join(draft.changes[:12]) + ".")
+        parts.extend(n[0].upper() + n[1:] + "." for n in draft.notes if n)
+        parts.append(self._verdict(draft.report, packages))
+        return " ".join(parts)
+
+    @staticmethod
+    def _verdict(report: ValidationReport, packages: dict[str, Any] | None) -> str:
+        if report.valid:
+            text = f"It passes validation ({len(report.warnings)} warning(s))."
+        else:
+            first = "; ".join(str(e) for e in report.errors[:3])
+            text = f"It is NOT valid: {len(report.errors)} error(s) remain, e.g. {first}."
+        if packages:
+            if packages.get("missing"):
+                text += f" Missing packages: {', '.join(packages['missing'])} (see suggestions)."
+            elif packages.get("verified"):
+                text += f" All {len(packages.get('found', []))} packages exist in the distribution's repositories."
+            else:
+                text += " Packages could not be verified: " + str(packages.get("message", "")).split("\n")[0]
+        return text
+
+    # ---- refinement ----------------------------------------------------------
+    async def refine(self, conversation_id: str, instruction: str, *, save_as: str | None = None,
+                     overwrite: bool = False, sampling: CallbackProvider | None = None,
+                     progress: Progress | None = None) -> AgentResult:
+        instruction = " ".join((instruction or "").split())
+        if not instruction:
+            raise AgentError("instruction is empty: say what to change, e.g. 'add docker' or 'set the disk to 8GiB'")
+        if save_as:
+            self.engine.check_save_name(save_as, overwrite)
+        conv = await anyio.to_thread.run_sync(self.engine.conversations.get, conversation_id)
+        if conv.current is None:
+            raise AgentError(f"conversation {conversation_id} has no template yet; call generate_template first")
+        current = conv.current
+        meta = conv.metadata or {}
+        grounded_on = list(meta.get("grounded_on") or [])
+        store = self.engine.conversations
+        await anyio.to_thread.run_sync(store.add_message, conv.id, "user", instruction)
+
+        revert = _REVERT.match(instruction)
+        if revert:
+            return await self._revert(conv, revert, grounded_on)
+        data = load_mapping(current.yaml).data if current.yaml else None
+        if isinstance(data, dict) and composer.is_explanation_question(instruction):
+            answer = composer.summarize(data, instruction)
+            await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", answer)
+            report = await anyio.to_thread.run_sync(validate_text, current.yaml)
+            errors, warnings = _issues(report)
+            return AgentResult(conv.id, current.revision, current.yaml, report.valid, errors, warnings, None,
+                               grounded_on, "offline", 0, answer, mode="question", answer=answer)
+
+        await self._progress(progress, 1, "applying the change")
+        draft = await self._refine_draft(instruction, current.yaml, data, conv, sampling, progress)
+        await self._progress(progress, 3, "verifying packages")
+        packages = await anyio.to_thread.run_sync(self._verify, draft)
+        revision = await anyio.to_thread.run_sync(
+            lambda: store.add_revision(conv.id, draft.yaml, note=f"refined: {instruction[:200]}",
+                                       valid=draft.report.valid, expected_revision=current.revision))
+        diff = unified_diff(current.yaml, draft.yaml, current.revision, revision)
+        changes = draft.changes or ([] if not diff else ["see diff"])
+        summary = (f"Revision {revision}: " + ("; ".join(changes[:12]) if changes else "no change was needed") + ".")
+        if draft.notes:
+            summary += " " + " ".join(n[0].upper() + n[1:] + "." for n in draft.notes)
+        summary += " " + self._verdict(draft.report, packages)
+        await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", summary)
+        saved = await anyio.to_thread.run_sync(self._save, draft, save_as, overwrite) if save_as else None
+        errors, warnings = _issues(draft.report)
+        log.info("conversation %s: revision %d refined by %s", conv.id, revision, draft.provider)
+        return AgentResult(conv.id, revision, draft.yaml, draft.report.valid, errors, warnings, packages,
+                           grounded_on, draft.provider, draft.attempts, summary, mode="refine",
+                           changes=changes, diff=diff, saved_to=saved)
+
+    async def _refine_draft(self, instruction: str, current_yaml: str, data: dict | None, conv: Any,
+                            sampling: CallbackProvider | None, progress: Progress | None) -> _Draft:
+        offline: _Draft | None = None
+        if isinstance(data, dict):
+            result = await anyio.to_thread.run_sync(composer.apply_instruction, data, instruction)
+            report = await anyio.to_thread.run_sync(validate_text, result.yaml)
+            offline = _Draft(result.yaml, report, "offline", 1, [f"not understood: {u}" for u in result.unhandled],
+                             result.changes)
+            # The composer's edits are exact; use them whenever it understood the whole instruction.
+            if result.changes and not result.unhandled and report.valid:
+                return offline
+        provider, _skipped = await self.provider(sampling)
+        if provider.name == "offline":
+            if offline is None:
+                raise AgentError("the current template does not parse, and no LLM is available to repair it")
+            return offline
+        history = [(m.role, m.content) for m in conv.messages]
+        messages = prompts.refinement_messages(current_yaml, instruction, history)
+        base = data if isinstance(data, dict) else {}
+        try:
+            draft = await self._llm_loop(provider, messages, base, progress)
+        except LLMError as exc:
+            if offline is None or self.settings.provider != "auto":
+                raise
+            offline.notes.append(f"{provider.name} failed ({exc}); used the offline composer")
+            return offline
+        if "__fallback__" in draft.notes:
+            if offline is not None and offline.report.valid:
+                offline.notes = [n for n in draft.notes if n != "__fallback__"] + offline.notes
+                offline.provider = f"{provider.name}+offline"
+                return offline
+            draft.notes.remove("__fallback__")
+        return draft
+
+    async def _revert(self, conv: Any, match: re.Match[str], grounded_on: list[str]) -> AgentResult:
+        store = self.engine.conversations
+        target_rev = int(match.group(1)) if match.group(1) else max(1, conv.current_revision - 1)
+        if target_rev == conv.current_revision and not match.group(1):
+            raise AgentError("there is no earlier revision to go back to")
+        old_yaml = conv.current.yaml
+        try:
+            revision = await anyio.to_thread.run_sync(store.revert, conv.id, target_rev)
+        except ValueError as exc:
+            raise AgentError(str(exc)) from exc
+        conv = await anyio.to_thread.run_sync(store.get, conv.id)
+        new_yaml = conv.current.yaml
+        report = await anyio.to_thread.run_sync(validate_text, new_yaml)
+        errors, warnings = _issues(report)
+        summary = f"Reverted to revision {target_rev}; it is now revision {revision}."
+        await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", summary)
+        return AgentResult(conv.id, revision, new_yaml, report.valid, errors, warnings, None, grounded_on,
+                           "offline", 0, summary, mode="revert", changes=[f"reverted to revision {target_rev}"],
+                           diff=unified_diff(old_yaml, new_yaml, revision - 1, revision))
+
+    @staticmethod
+    async def _progress(progress: Progress | None, step: float, message: str) -> None:
+        if progress is not None:
+            try:
+                await progress(step, 4, message)
+            except Exception:  # noqa: BLE001 - progress is best effort; never fail the call for it
+                log.debug("progress report failed", exc_info=True)
+

@@ -1,0 +1,241 @@
+"""HTTP transports (streamable HTTP and SSE) made safe to expose: bearer-token auth, Host/Origin checks,
+a body size limit, /healthz, and a graceful shutdown on SIGTERM/SIGINT.
+
+Endpoints: streamable HTTP at ``/mcp`` or SSE at ``/sse`` (+ ``/messages/``), and ``/healthz`` (GET,
+never authenticated, reveals nothing but liveness and readiness).
+
+The SDK does the Host/Origin validation (421/403) and the body limit (413); this module chooses their
+settings, adds the token check in front (401 + ``WWW-Authenticate``), and owns the engine's lifetime for
+the whole process rather than per connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import signal
+import stat
+import threading
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from server.config import ConfigError, ServerSettings
+from server.engine import Engine
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+SSE_PATH = "/sse"
+MESSAGE_PATH = "/messages/"
+HEALTH_PATH = "/healthz"
+REALM = "mcp-server-image-composer"
+MIN_TOKEN_CHARS = 16
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
+                     "http://127.0.0.1", "http://localhost", "http://[::1]"]
+
+
+def is_loopback(host: str) -> bool:
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_token(s: ServerSettings) -> str | None:
+    """The bearer token from ``auth_token`` or ``auth_token_file``; None means no auth."""
+    if s.auth_token is not None:
+        return s.auth_token.get_secret_value()
+    if not s.auth_token_file:
+        return None
+    path = Path(s.auth_token_file).expanduser()
+    try:
+        token = path.read_text("utf-8").strip()
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ConfigError(f"ai.server.auth_token_file: cannot read {path}: {exc.strerror or exc}") from None
+    if not token:
+        raise ConfigError(f"ai.server.auth_token_file: {path} is empty")
+    if os.name == "posix" and mode & (stat.S_IRGRP | stat.S_IROTH):
+        log.warning("token file %s is readable by other users; chmod 600 it", path)
+    return token
+
+
+def check_bind(s: ServerSettings, token: str | None) -> None:
+    """Refuse a non-loopback bind unless asked for; warn when it would be unauthenticated."""
+    if is_loopback(s.host):
+        return
+    if not s.allow_remote:
+        raise ConfigError(
+            f"ai.server.host = {s.host!r} exposes the server beyond this machine; pass --allow-remote "
+            "(or set OIC_AI_ALLOW_REMOTE=true / ai.server.allow_remote) to confirm, and set a token with "
+            "OIC_AI_AUTH_TOKEN or OIC_AI_AUTH_TOKEN_FILE")
+    if token is None:
+        log.warning("serving on %s:%d WITHOUT authentication: anyone who can reach this port can use the server; "
+                    "set OIC_AI_AUTH_TOKEN or OIC_AI_AUTH_TOKEN_FILE", s.host, s.port)
+
+
+def transport_security(s: ServerSettings) -> TransportSecuritySettings:
+    """DNS-rebinding protection: on for loopback binds and whenever allowed hosts are configured."""
+    hosts = list(s.allowed_hosts)
+    origins = list(s.allowed_origins)
+    if is_loopback(s.host) or hosts:
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[*_LOOPBACK_HOSTS, *hosts],
+            allowed_origins=[*_LOOPBACK_ORIGINS, *origins],
+        )
+    log.info("Host header checks are off for %s; set ai.server.allowed_hosts (OIC_AI_ALLOWED_HOSTS) to the "
+             "names clients use, e.g. mcp.example.com:*", s.host)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None,
+                     head_only: bool = False) -> None:
+    payload = json.dumps(body).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+           (b"cache-control", b"no-store")]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": b"" if head_only else payload})
+
+
+class Gateway:
+    """Pure ASGI in front of the MCP app: /healthz, then the bearer token (streams pass through untouched)."""
+
+    def __init__(self, app: ASGIApp, engine: Engine, *, token: str | None, transport: str, version: str) -> None:
+        self.app = app
+        self.engine = engine
+        self._token = token.encode() if token is not None else None
+        self.transport = transport
+        self.version = version
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] == HEALTH_PATH and scope["method"] in ("GET", "HEAD"):
+            await _send_json(send, 200, self.health(), head_only=scope["method"] == "HEAD")
+            return
+        if self._token is not None and not self._authorized(scope):
+            await self._reject(scope, send)
+            return
+        await self.app(scope, receive, send)
+
+    def health(self) -> dict[str, Any]:
+        engine = self.engine
+        if engine.is_ready:
+            index = "ready"
+        elif engine._ready.is_set():  # loading finished, with an error
+            index = "error"
+        else:
+            index = "loading"
+        return {"status": "ok", "server": REALM, "version": self.version, "transport": self.transport,
+                "index": index}
+
+    def _authorized(self, scope: Scope) -> bool:
+        header = Headers(scope=scope).get("authorization", "")
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        assert self._token is not None
+        return hmac.compare_digest(credentials.strip().encode(), self._token)
+
+    async def _reject(self, scope: Scope, send: Send) -> None:
+        presented = "authorization" in Headers(scope=scope)
+        client = scope.get("client") or ("?", 0)
+        # Never log the header itself: a wrong token is often the right token for something else.
+        log.warning("rejected %s %s from %s: %s", scope["method"], scope["path"], client[0],
+                    "invalid bearer token" if presented else "no bearer token")
+        challenge = f'Bearer realm="{REALM}"'
+        if presented:
+            challenge += ', error="invalid_token", error_description="the bearer token is not valid"'
+        body = {"error": "invalid_token" if presented else "unauthorized",
+                "error_description": "send 'Authorization: Bearer <token>' with the server's token "
+                                     "(OIC_AI_AUTH_TOKEN on the server)"}
+        await _send_json(send, 401, body, {"www-authenticate": challenge})
+
+
+def build_http_app(mcp: MCPServer, engine: Engine, s: ServerSettings, token: str | None) -> Gateway:
+    """The ASGI app for ``s.transport`` ("sse" or "streamable-http")."""
+    security = transport_security(s)
+    if s.transport == "sse":
+        inner = mcp.sse_app(sse_path=SSE_PATH, message_path=MESSAGE_PATH, max_request_body_size=s.max_body_bytes,
+                            transport_security=security, host=s.host)
+    elif s.transport == "streamable-http":
+        inner = mcp.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=s.stateless,
+                                        json_response=s.json_response, max_request_body_size=s.max_body_bytes,
+                                        transport_security=security, host=s.host)
+    else:
+        raise ValueError(f"not an HTTP transport: {s.transport}")
+    return Gateway(inner, engine, token=token, transport=s.transport, version=mcp.version)
+
+
+def make_server(app: ASGIApp, s: ServerSettings) -> Any:
+    """A uvicorn server for ``app`` that stops gracefully on SIGTERM/SIGINT and then returns normally."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        # uvicorn re-raises a caught SIGTERM/SIGINT after its graceful shutdown, which turns a clean stop
+        # into death-by-signal (exit 143) or a KeyboardInterrupt traceback. We stop, then exit 0.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Generator[None, None, None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            sigs = [signal.SIGINT, signal.SIGTERM]
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in sigs}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if not self.should_exit:
+                log.info("received %s: finishing in-flight requests (up to %.0fs), then stopping",
+                         signal.Signals(sig).name, s.shutdown_timeout)
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(
+        app, host=s.host, port=s.port, log_config=None, access_log=False, server_header=False,
+        lifespan="on", timeout_graceful_shutdown=max(0.1, s.shutdown_timeout),
+        limit_concurrency=None, proxy_headers=False,
+    )
+    return Server(config)
+
+
+async def serve_http(mcp: MCPServer, engine: Engine, s: ServerSettings) -> None:
+    """Serve until SIGTERM/SIGINT; the caller's engine is started first and closed last."""
+    token = resolve_token(s)
+    check_bind(s, token)
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        log.warning("the auth token is shorter than %d characters; use e.g. `openssl rand -hex 32`", MIN_TOKEN_CHARS)
+    app = build_http_app(mcp, engine, s, token)
+    server = make_server(app, s)
+    engine.start()
+    path = SSE_PATH if s.transport == "sse" else MCP_PATH
+    host = f"[{s.host}]" if ":" in s.host else s.host
+    log.info("serving MCP over %s at http://%s:%d%s (%s%s)", s.transport, host, s.port, path,
+             "bearer token required" if token else "no auth",
+             ", stateless" if s.stateless and s.transport == "streamable-http" else "")
+    try:
+        await server.serve()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(engine.close)
+        log.info("stopped")

@@ -1,0 +1,314 @@
+"""generate_template / refine_template end to end: real MCP client, real engine, scripted LLM servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import CreateMessageResult, TextContent
+
+from server.app import create_app
+from server.config import load_settings
+from server.engine import Engine
+from server.yamlsafe import load_mapping
+from tests.conftest import LIBRARY
+from tests.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.anyio
+
+GOOD = (LIBRARY / "ubuntu24-x86_64-edge-gateway-docker-raw.yml").read_text()
+DEAD = "http://127.0.0.1:9"
+
+
+def make_app(cache: Path, tmp_path: Path | None = None, **overrides: Any):
+    env = {"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": DEAD}
+    base = {"packages.offline": True}
+    if tmp_path is not None:
+        base["save_dir"] = str(tmp_path / "saved")
+    base.update(overrides)
+    settings = load_settings(env=env, overrides=base)
+    return create_app(settings, engine=Engine(settings))
+
+
+def _data(result) -> dict[str, Any]:
+    return result.structured_content
+
+
+async def _generate(client, request: str, **kw) -> dict[str, Any]:
+    r = await client.call_tool("generate_template", {"request": request, **kw})
+    assert not r.is_error, r.content[0].text
+    return _data(r)
+
+
+# ---- the LLM providers -------------------------------------------------------------------------------------
+async def test_ollama_clean_yaml_in_prose_and_fences(library_cache, tmp_path):
+    reply = f"Sure! Here is your template:\n\n```yaml\n{GOOD}```\n\nLet me know if you need changes."
+    with FakeLLM([reply]) as llm:
+        app = make_app(library_cache, provider="ollama", **{"ollama.base_url": llm.url})
+        async with Client(app) as c:
+            seen: list[tuple[float, str]] = []
+
+            async def on_progress(p: float, total: float | None, msg: str | None) -> None:
+                seen.append((p, msg or ""))
+
+            r = await c.call_tool("generate_template", {"request": "ubuntu edge gateway with docker"},
+                                  progress_callback=on_progress)
+            data = _data(r)
+    assert data["provider"] == "ollama" and data["valid"] and data["attempts"] == 1
+    assert load_mapping(data["yaml"]).data["target"]["dist"] == "ubuntu24"
+    assert len(data["grounded_on"]) == 3
+    body = llm.requests[0]["body"]
+    assert llm.requests[0]["path"] == "/api/chat" and body["model"] == "llama3.1:8b"
+    assert body["options"]["temperature"] <= 0.2
+    prompt = body["messages"][-1]["content"]
+    assert "ubuntu edge gateway with docker" in prompt and "Example 1" in prompt
+    assert any("generating" in m for _p, m in seen) and any("verifying" in m for _p, m in seen)
+
+
+async def test_fix_loop_feeds_errors_back(library_cache):
+    broken = GOOD.replace("arch: x86_64", "arch: amd64", 1)
+    with FakeLLM([f"```yaml\n{broken}```", f"```yaml\n{GOOD}```"]) as llm:
+        app = make_app(library_cache, provider="openai", **{"openai.base_url": llm.url + "/v1",
+                                                            "openai.api_key": "sk-test-key-1234"})
+        async with Client(app) as c:
+            data = await _generate(c, "ubuntu edge gateway with docker")
+    assert data["valid"] and data["attempts"] == 2 and data["provider"] == "openai"
+    fix_prompt = llm.requests[1]["body"]["messages"][-1]["content"]
+    assert "target.arch" in fix_prompt and "not valid" in fix_prompt
+    assert llm.requests[1]["body"]["messages"][-2]["role"] == "assistant"
+
+
+async def test_reply_that_never_becomes_valid_falls_back_honestly(library_cache):
+    with FakeLLM(["I am a small model and I like turtles."] * 5) as llm:
+        app = make_app(library_cache, provider="ollama", **{"ollama.base_url": llm.url})
+        async with Client(app) as c:
+            data = await _generate(c, "minimal debian 13 image for arm64")
+    assert len(llm.requests) == 3  # 1 + max_fix_attempts (2)
+    assert data["attempts"] == 3
+    assert data["valid"] is True and data["provider"] == "ollama+offline"
+    assert "stayed invalid" in data["explanation"]
+    assert load_mapping(data["yaml"]).data["target"]["arch"] == "aarch64"
+
+
+async def test_never_valid_without_fallback_reports_the_errors(library_cache):
+    broken = GOOD.replace("imageType: raw", "imageType: floppy")
+    with FakeLLM([f"```yaml\n{broken}```"] * 3) as llm:
+        app = make_app(library_cache, provider="ollama",
+                       **{"ollama.base_url": llm.url, "agent.require_valid_output": False})
+        async with Client(app) as c:
+            data = await _generate(c, "ubuntu edge gateway with docker")
+    assert data["valid"] is False or data["provider"].endswith("+repair")
+    if not data["valid"]:
+        assert data["errors"] and "NOT valid" in data["explanation"]
+
+
+async def test_partially_broken_reply_is_repaired_section_by_section(library_cache):
+    doc = load_mapping(GOOD).data
+    doc["systemConfig"]["hostname"] = "gw-17"
+    doc["disk"]["partitionTableType"] = "zfs-magic"
+    from server.composer import dump_yaml
+
+    with FakeLLM([f"```yaml\n{dump_yaml(doc)}```"] * 3) as llm:
+        app = make_app(library_cache, provider="ollama", **{"ollama.base_url": llm.url})
+        async with Client(app) as c:
+            data = await _generate(c, "ubuntu edge gateway with docker, hostname gw-17")
+    assert data["valid"] and data["provider"] == "ollama+repair"
+    result = load_mapping(data["yaml"]).data
+    assert result["systemConfig"]["hostname"] == "gw-17"
+    assert result["disk"]["partitionTableType"] == "gpt"
+
+
+async def test_llm_timeout_is_a_clear_error_for_an_explicit_provider(library_cache):
+    with FakeLLM([GOOD], delay=3) as llm:
+        app = make_app(library_cache, provider="ollama", **{"ollama.base_url": llm.url, "ollama.timeout": 0.5})
+        async with Client(app) as c:
+            r = await c.call_tool("generate_template", {"request": "edge gateway"})
+    assert r.is_error and "timed out" in r.content[0].text.lower()
+
+
+async def test_explicit_provider_unavailable_is_not_silently_switched(library_cache):
+    app = make_app(library_cache, provider="ollama")
+    async with Client(app) as c:
+        r = await c.call_tool("generate_template", {"request": "edge gateway"})
+        assert r.is_error and "ollama" in r.content[0].text.lower()
+    app = make_app(library_cache, provider="openai")
+    async with Client(app) as c:
+        r = await c.call_tool("generate_template", {"request": "edge gateway"})
+        assert r.is_error and "OPENAI_API_KEY" in r.content[0].text
+
+
+async def test_auto_falls_through_to_offline_and_says_why(library_cache):
+    app = make_app(library_cache)
+    async with Client(app) as c:
+        data = await _generate(c, "edge gateway with docker for ubuntu")
+    assert data["provider"] == "offline"
+    assert any(s.startswith("ollama:") for s in data["skipped_providers"])
+    assert any(s.startswith("openai:") for s in data["skipped_providers"])
+
+
+@pytest.mark.parametrize("mode", ["legacy"])
+async def test_sampling_uses_the_clients_own_llm(library_cache, mode):
+    asked: list[Any] = []
+
+    async def sampling(_ctx, params) -> CreateMessageResult:
+        asked.append(params)
+        return CreateMessageResult(role="assistant", model="client-llm",
+                                   content=TextContent(type="text", text=f"```yaml\n{GOOD}```"))
+
+    app = make_app(library_cache, provider="sampling")
+    async with Client(app, mode=mode, sampling_callback=sampling) as c:
+        data = await _generate(c, "ubuntu edge gateway with docker")
+    assert data["provider"] == "sampling" and data["valid"]
+    assert asked and asked[0].system_prompt and "YAML" in asked[0].system_prompt
+
+
+async def test_sampling_unavailable_on_the_2026_protocol_is_explained(library_cache):
+    app = make_app(library_cache, provider="sampling")
+    async with Client(app) as c:
+        r = await c.call_tool("generate_template", {"request": "edge gateway"})
+    assert r.is_error and "sampling" in r.content[0].text
+
+
+# ---- conversations: the ADR's interaction modes --------------------------------------------------------------
+async def test_conversation_modes_and_adr_cases(library_cache):
+    app = make_app(library_cache)
+    async with Client(app) as c:
+        gen = await _generate(c, "minimal ubuntu 24.04 image")
+        cid = gen["conversation_id"]
+        assert gen["revision"] == 1 and gen["valid"]
+        before = load_mapping(gen["yaml"]).data
+
+        r = _data(await c.call_tool("refine_template", {"conversation_id": cid,
+                                                         "instruction": "add monitoring packages"}))
+        assert r["mode"] == "refine" and r["revision"] == 2 and r["valid"]
+        after = load_mapping(r["yaml"]).data
+        added = set(after["systemConfig"]["packages"]) - set(before["systemConfig"]["packages"])
+        assert "prometheus-node-exporter" in added
+        assert "+    - prometheus-node-exporter" in r["diff"] or "prometheus-node-exporter" in r["diff"]
+
+        r = _data(await c.call_tool("refine_template", {"conversation_id": cid,
+                                                         "instruction": "change disk size to 8GiB"}))
+        resized = load_mapping(r["yaml"]).data
+        assert resized["disk"]["size"] == "8GiB"
+        assert {k: v for k, v in resized.items() if k != "disk"} == {k: v for k, v in after.items() if k != "disk"}
+
+        r = _data(await c.call_tool("refine_template", {
+            "conversation_id": cid, "instruction": "add a separate /data partition of 2GiB and set hostname to edge-01"}))
+        data = load_mapping(r["yaml"]).data
+        assert any(p.get("mountPoint") == "/data" for p in data["disk"]["partitions"])
+        assert data["systemConfig"]["hostname"] == "edge-01" and r["valid"]
+
+        q = _data(await c.call_tool("refine_template", {"conversation_id": cid,
+                                                         "instruction": "what packages are included?"}))
+        assert q["mode"] == "question" and q["revision"] == r["revision"]
+        assert "prometheus-node-exporter" in q["answer"]
+
+        back = _data(await c.call_tool("refine_template", {"conversation_id": cid,
+                                                            "instruction": "revert to revision 1"}))
+        assert back["mode"] == "revert" and back["yaml"] == gen["yaml"]
+        assert back["revision"] == r["revision"] + 1
+
+
+async def test_unknown_conversation_says_to_generate(library_cache):
+    app = make_app(library_cache)
+    async with Client(app) as c:
+        r = await c.call_tool("refine_template", {"conversation_id": "nope-123", "instruction": "add vim"})
+    assert r.is_error and "generate_template" in r.content[0].text
+
+
+async def test_client_chosen_id_and_persistence_across_restart(library_cache, tmp_path):
+    cache = tmp_path / "cache"
+    import shutil
+
+    shutil.copytree(library_cache, cache)
+    async with Client(make_app(cache)) as c:
+        gen = await _generate(c, "debian 13 kvm virtualization host", conversation_id="my-chat-1")
+        assert gen["conversation_id"] == "my-chat-1"
+    async with Client(make_app(cache)) as c:
+        r = _data(await c.call_tool("refine_template", {"conversation_id": "my-chat-1", "instruction": "add vim"}))
+        assert r["revision"] == 2 and "vim" in load_mapping(r["yaml"]).data["systemConfig"]["packages"]
+
+
+async def test_save_as_writes_safely_and_indexes_at_once(library_cache, tmp_path):
+    app = make_app(library_cache, tmp_path)
+    async with Client(app) as c:
+        gen = await _generate(c, "azure linux minimal image", save_as="my-azl")
+        saved = Path(gen["saved_to"])
+        assert saved.name == "my-azl.yml" and saved.read_text() == gen["yaml"]
+        found = await c.call_tool("validate_template", {"name": "my-azl"})
+        assert found.structured_content["valid"]
+        again = await c.call_tool("generate_template", {"request": "azure linux minimal image", "save_as": "my-azl"})
+        assert again.is_error and "overwrite" in again.content[0].text
+        for bad in ("../escape", "/etc/passwd", "a/b.yml", ".hidden"):
+            r = await c.call_tool("generate_template", {"request": "minimal", "save_as": bad})
+            assert r.is_error and "plain file name" in r.content[0].text
+        ok = await c.call_tool("generate_template", {"request": "azure linux minimal image", "save_as": "my-azl",
+                                                     "overwrite": True})
+        assert not ok.is_error
+
+
+# ---- the offline provider over all six OS families --------------------------------------------------------
+OFFLINE_TABLE = [
+    ("minimal azure linux 3 image", {"dist": "azl3"}),
+    ("azure linux edge gateway with docker for arm64", {"dist": "azl3", "arch": "aarch64", "has": ["moby-engine"]}),
+    ("azure linux iso installer", {"dist": "azl3", "type": "iso"}),
+    ("azure linux pxe network boot initrd", {"dist": "azl3", "type": "img"}),
+    ("edge microvisor toolkit image with ssh", {"dist": "emt3", "has": ["openssh-server"]}),
+    ("emt real-time industrial image with hostname plc-01", {"dist": "emt3", "hostname": "plc-01"}),
+    ("emt3 iso installer", {"dist": "emt3", "type": "iso"}),
+    ("wind river elxr cloud vm with cloud-init", {"dist": "elxr12", "has": ["cloud-init"]}),
+    ("elxr arm64 iot gateway with docker", {"dist": "elxr12", "arch": "aarch64", "has": ["docker.io"]}),
+    ("elxr12 minimal image with vim and curl", {"dist": "elxr12", "has": ["vim", "curl"]}),
+    ("ubuntu 24.04 edge image with docker and monitoring", {"dist": "ubuntu24",
+                                                            "has": ["docker.io", "prometheus-node-exporter"]}),
+    ("ubuntu 24.04 ros2 robotics image for arm64", {"dist": "ubuntu24", "arch": "aarch64"}),
+    ("ubuntu 24.04 desktop kiosk with 32GiB disk", {"dist": "ubuntu24", "size": "32GiB"}),
+    ("ubuntu 26.04 web server with nginx", {"dist": "ubuntu26", "has": ["nginx"]}),
+    ("ubuntu 26.04 minimal for arm64 without vim", {"dist": "ubuntu26", "arch": "aarch64", "lacks": ["vim"]}),
+    ("debian 13 minimal image for arm64", {"dist": "debian13", "arch": "aarch64"}),
+    ("debian trixie kvm virtualization host", {"dist": "debian13", "has": ["qemu-system-x86"]}),
+    ("debian 13 hardened image with ssh and 16GiB disk", {"dist": "debian13", "size": "16GiB",
+                                                          "has": ["openssh-server"]}),
+    ("debian 13 network boot image", {"dist": "debian13", "type": "img"}),
+    ("el10 web server with httpd", {"dist": "el10", "has": ["httpd"]}),
+    ("rhel compatible minimal image for arm64", {"dist": "el10", "arch": "aarch64"}),
+    ("el10 hardened selinux image with tmux", {"dist": "el10", "has": ["tmux"]}),
+    ("ubuntu 24.04 edge image with docker, hostname gw-7", {"dist": "ubuntu24", "hostname": "gw-7",
+                                                           "has": ["docker.io"]}),
+    ("azure linux cloud vm with 20GiB disk", {"dist": "azl3", "size": "20GiB"}),
+]
+
+
+@pytest.fixture(scope="module")
+async def offline_client(library_cache):
+    async with Client(make_app(library_cache)) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.parametrize(("request_text", "want"), OFFLINE_TABLE, ids=[r for r, _ in OFFLINE_TABLE])
+async def test_offline_generation_meets_every_stated_constraint(offline_client, request_text, want):
+    data = await _generate(offline_client, request_text)
+    assert data["valid"], data["errors"]
+    doc = load_mapping(data["yaml"]).data
+    target = doc["target"]
+    packages = set(doc["systemConfig"].get("packages") or [])
+    assert target["dist"] == want["dist"]
+    if "arch" in want:
+        assert target["arch"] == want["arch"]
+    if "type" in want:
+        assert target["imageType"] == want["type"]
+    for p in want.get("has", []):
+        assert p in packages, (p, sorted(packages))
+    for p in want.get("lacks", []):
+        assert p not in packages
+    if "hostname" in want:
+        assert doc["systemConfig"]["hostname"] == want["hostname"]
+    if "size" in want:
+        assert doc["disk"]["size"] == want["size"]

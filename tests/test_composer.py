@@ -1,0 +1,730 @@
+"""The offline provider: request parsing, composition from a base template, refinement, YAML output."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from server.composer import apply_instruction, apply_spec, compose, dump_yaml, summarize
+from server.knowledge import load_capabilities
+from server.request_parser import parse_request
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+REFERENCE = SHARED / "reference" / "os-image-composer"
+TEMPLATES = REFERENCE / "image-templates"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _validator():
+    """Our validator when present; otherwise upstream's UserTemplate schema via jsonschema."""
+    try:
+        from server.validation import validate_data
+    except ImportError:  # pragma: no cover - only before validation.py existed
+        validate_data = None
+    if validate_data is not None:
+
+        def check(data: dict) -> list[str]:
+            return [str(e) for e in validate_data(data).errors]
+
+        return check
+    schema_path = REFERENCE / "schema" / "os-image-template.schema.json"
+    if not schema_path.is_file():
+        pytest.skip("no validator and no upstream schema")
+    import jsonschema
+
+    schema = json.loads(schema_path.read_text())
+    schema = {**schema, "$ref": "#/$defs/UserTemplate"}
+
+    def check_schema(data: dict) -> list[str]:
+        return [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(data)]
+
+    return check_schema
+
+
+def assert_valid(data: dict) -> None:
+    errors = _validator()(data)
+    assert not errors, "\n".join(errors)
+    # The YAML text we hand out must read back to the same data.
+    assert yaml.safe_load(dump_yaml(data)) == data
+
+
+def load(name: str) -> dict:
+    path = TEMPLATES / name
+    if not path.is_file():
+        pytest.skip(f"reference template {name} not present (../shared missing)")
+    return yaml.safe_load(path.read_text())
+
+
+def packages(data: dict) -> list[str]:
+    return list((data.get("systemConfig") or {}).get("packages") or [])
+
+
+def kernel(data: dict) -> dict:
+    return (data.get("systemConfig") or {}).get("kernel") or {}
+
+
+def partition(data: dict, mount: str) -> dict | None:
+    for part in (data.get("disk") or {}).get("partitions") or []:
+        if part.get("mountPoint") == mount:
+            return part
+    return None
+
+
+def mib(value: Any) -> int:
+    text = str(value)
+    for unit, factor in (("GiB", 1024), ("MiB", 1)):
+        if text.endswith(unit):
+            return int(text[: -len(unit)]) * factor
+    raise AssertionError(f"unexpected size {value!r}")
+
+
+def assert_geometry(data: dict) -> None:
+    """Partitions are ordered, do not overlap and stay inside the disk."""
+    disk = data.get("disk") or {}
+    parts = disk.get("partitions") or []
+    if not parts or "size" not in disk:
+        return
+    size = mib(disk["size"]) if str(disk["size"]).endswith(("GiB", "MiB")) else None
+    cursor = 0
+    for i, part in enumerate(parts):
+        start = mib(part["start"])
+        assert start >= cursor, f"partition {part['id']} overlaps the previous one"
+        if str(part["end"]) == "0":
+            assert i == len(parts) - 1, "only the last partition may grow to the end of the disk"
+            cursor = size or start
+        else:
+            cursor = mib(part["end"])
+            assert cursor > start
+    if size is not None:
+        assert cursor <= size
+
+
+def changed_paths(before: Any, after: Any, path: str = "") -> set[str]:
+    """Dotted paths whose values differ (lists compared whole)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: set[str] = set()
+        for key in set(before) | set(after):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in before or key not in after:
+                out.add(sub)
+            else:
+                out |= changed_paths(before[key], after[key], sub)
+        return out
+    return set() if before == after else {path}
+
+
+# --------------------------------------------------------------------------- inline bases (always run)
+
+UBUNTU_BASE: dict = {
+    "image": {"name": "minimal-os-image-ubuntu", "version": "24.04"},
+    "target": {"os": "ubuntu", "dist": "ubuntu24", "arch": "x86_64", "imageType": "raw"},
+    "disk": {
+        "name": "Minimal_Raw",
+        "artifacts": [{"type": "raw", "compression": "gz"}],
+        "size": "4GiB",
+        "partitionTableType": "gpt",
+        "partitions": [
+            {"id": "boot", "type": "esp", "flags": ["esp", "boot"], "start": "1MiB", "end": "513MiB",
+             "fsType": "fat32", "mountPoint": "/boot/efi", "mountOptions": "umask=0077"},
+            {"id": "rootfs", "type": "linux-root-amd64", "start": "513MiB", "end": "0", "fsType": "ext4",
+             "mountPoint": "/", "mountOptions": "defaults"},
+        ],
+    },
+    "systemConfig": {
+        "name": "Minimal_Raw",
+        "description": "Default yml configuration for raw image",
+        "bootloader": {"bootType": "efi", "provider": "grub"},
+        "immutability": {"enabled": False},
+        "packages": ["ubuntu-minimal", "grub-efi-amd64-signed", "grub2-common", "grub-pc-bin", "grub-efi-amd64",
+                     "grub-efi-amd64-bin", "systemd", "openssh-server", "vim", "systemd-resolved"],
+        "kernel": {"version": "6.17", "cmdline": "console=ttyS0,115200 console=tty0 loglevel=7",
+                   "packages": ["linux-image-generic-hwe-24.04"]},
+    },
+}  # fmt: skip
+
+AZL_BASE: dict = {
+    "image": {"name": "azl3-x86_64-edge", "version": "1.0.0"},
+    "target": {"os": "azure-linux", "dist": "azl3", "arch": "x86_64", "imageType": "raw"},
+    "systemConfig": {
+        "name": "edge",
+        "description": "Default yml configuration for edge image",
+        "immutability": {"enabled": True},
+        "users": [{"name": "testuser", "hash_algo": "sha512"}],
+        "packages": ["cloud-init", "rsyslog"],
+        "kernel": {"version": "6.12", "cmdline": "console=ttyS0,115200 console=tty0 loglevel=7"},
+    },
+}
+
+
+# --------------------------------------------------------------------------- knowledge
+
+
+def test_knowledge_families_groups_and_aliases() -> None:
+    caps = load_capabilities()
+    assert load_capabilities() is caps  # cached
+    assert caps.family_of("azl3") == "azure-linux"
+    assert caps.family_of("ubuntu26") == "ubuntu"
+    assert caps.family_of("Azure Linux") == "azure-linux"
+    assert caps.family_of("centos stream") == "redhat-compatible-distro"
+    assert caps.family_of("windows") is None
+    assert caps.group_for_word("Docker") == "containers"
+    assert caps.group_for_word("node exporter") == "monitoring"
+    assert caps.group_for_word("real-time") == caps.group_for_word("real time") == "realtime"
+    assert caps.packages_for("containers", "ubuntu24")[0] == "docker.io"
+    assert "moby-engine" in caps.packages_for("containers", "azl3")
+    assert "podman" in caps.packages_for("containers", "el10")
+    assert caps.packages_for("ros2", "azl3") == []
+    assert "prometheus-node-exporter" in caps.packages_for("monitoring", "debian")
+    assert {"docker", "docker.io", "docker-ce", "moby-engine"} <= caps.aliases("docker.io")
+    assert "podman" not in caps.aliases("docker.io")  # a substitute, not the same software
+    assert caps.translate_package("docker-ce", "azl3") == "moby-engine"
+    assert caps.translate_package("docker.io", "el10") == "podman"
+    assert caps.translate_package("curl", "emt3") == "curl"
+    assert caps.rename_for_arch("grub-efi-amd64-bin", "deb", "aarch64") == "grub-efi-arm64-bin"
+    assert caps.rename_for_arch("grub-efi-arm64-bin", "deb", "x86_64") == "grub-efi-amd64-bin"
+    assert caps.rename_for_arch("shim-x64", "rpm", "aarch64") == "shim-aa64"
+    assert caps.rename_for_arch("grub-pc-bin", "deb", "aarch64") is None
+    assert caps.partition_types["linux-root-arm64"] == "b921b045-1df0-41c3-af44-4c6f280d3fae"
+    assert caps.kernel_packages("debian13", "aarch64") == ["linux-image-arm64"]
+    assert caps.kernel_packages("debian13", "x86_64", realtime=True) == ["linux-image-rt-amd64"]
+
+
+@pytest.mark.skipif(not TEMPLATES.is_dir(), reason="../shared missing")
+def test_knowledge_agrees_with_the_reference_corpus() -> None:
+    """Root partition types and kernel packages the knowledge names are the ones upstream uses."""
+    caps = load_capabilities()
+    for path in TEMPLATES.glob("*.yml"):
+        data = yaml.safe_load(path.read_text())
+        arch = data["target"]["arch"]
+        for part in (data.get("disk") or {}).get("partitions") or []:
+            # ubuntu24-aarch64-server-cloud.yml is an upstream sample that keeps an amd64 root type.
+            if part.get("mountPoint") == "/" and path.name != "ubuntu24-aarch64-server-cloud.yml":
+                assert part["type"] == caps.root_type(arch), path.name
+            uuid = str(part.get("typeUUID", "")).lower()
+            if uuid:
+                assert uuid in caps.partition_types.values(), (path.name, uuid)
+    default = (
+        REFERENCE
+        / "osv"
+        / "ubuntu"
+        / "ubuntu24"
+        / "imageconfigs"
+        / "defaultconfigs"
+        / "default-raw-x86_64.yml"
+    )
+    if default.is_file():
+        kernel_pkgs = yaml.safe_load(default.read_text())["systemConfig"]["kernel"]["packages"]
+        assert caps.kernel_packages("ubuntu24", "x86_64") == kernel_pkgs
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what packages are included?",
+        "What is the disk layout?",
+        "explain this template",
+        "summarize",
+        "which kernel does it use?",
+        "does it have docker?",
+        "how big is the disk?",
+        "show me the users",
+        "list the partitions",
+        "is immutability enabled?",
+        "docker?",
+    ],
+)
+def test_questions_are_not_edits(text: str) -> None:
+    assert parse_request(text).is_question
+    result = apply_instruction(UBUNTU_BASE, text)
+    assert result.data == UBUNTU_BASE
+    assert result.changes == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "can you add docker?",
+        "could you please remove vim?",
+        "add docker",
+        "change disk size to 8GiB",
+        "without vim",
+    ],
+)
+def test_polite_and_plain_edits_are_not_questions(text: str) -> None:
+    assert not parse_request(text).is_question
+
+
+def test_parse_full_request() -> None:
+    spec = parse_request(
+        "ubuntu 24.04 edge image for arm64 with docker and monitoring, without vim, 8GiB disk, "
+        "a separate /data partition of 4GiB, hostname edge-01, kernel 6.12, add isolcpus=2,3 to the kernel "
+        "cmdline, add user ops with sudo, immutable, qcow2 output"
+    )
+    assert (spec.os, spec.dist, spec.arch) == ("ubuntu", "ubuntu24", "aarch64")
+    assert spec.add_groups == ["containers", "monitoring"]
+    assert spec.remove_packages == ["vim"]
+    assert spec.disk_size == "8GiB"
+    assert spec.partitions == [
+        {"action": "add", "mountPoint": "/data", "size": "4GiB", "fsType": None, "fill": False}
+    ]
+    assert spec.hostname == "edge-01"
+    assert spec.kernel_version == "6.12"
+    assert spec.kernel_cmdline_append == ["isolcpus=2,3"]
+    assert spec.users == [{"action": "add", "name": "ops", "sudo": True}]
+    assert spec.immutability is True
+    assert spec.artifacts == ["qcow2"]
+    assert "edge" in spec.use_cases
+    assert spec.unparsed == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("remove vim", {"remove_packages": ["vim"]}),
+        ("without docker", {"remove_groups": ["containers"]}),
+        ("add tcpdump", {"add_packages": ["tcpdump"]}),  # a real package name wins over its group
+        ("install nginx, htop and jq", {"add_packages": ["nginx", "htop", "jq"]}),
+        ("replace vim with nano", {"add_packages": ["nano"], "remove_packages": ["vim"]}),
+        ("use podman instead of docker", {"add_packages": ["podman"], "remove_groups": ["containers"]}),
+        ("switch from ubuntu to debian 13", {"os": "debian", "dist": "debian13"}),
+        ("make it an aarch64 image", {"arch": "aarch64"}),
+        ("convert to iso", {"image_type": "iso"}),
+        ("disable immutability", {"immutability": False}),
+        ("make it mutable", {"immutability": False}),
+        ("enable secure boot", {"secure_boot": True}),
+        ("set kernel cmdline to 'console=ttyS0 quiet'", {"kernel_cmdline": "console=ttyS0 quiet"}),
+        ("remove quiet from the kernel command line", {"kernel_cmdline_remove": ["quiet"]}),
+        ("increase the disk by 2GiB", {"disk_size_delta": "+2GiB"}),
+        (
+            "make the root partition 6GiB",
+            {"partitions": [{"action": "resize", "mountPoint": "/", "size": "6GiB"}]},
+        ),
+        ("remove the /opt partition", {"partitions": [{"action": "remove", "mountPoint": "/opt"}]}),
+        ("delete user testuser", {"users": [{"action": "remove", "name": "testuser"}]}),
+        ("use systemd-boot", {"bootloader": "systemd-boot"}),
+        ("rename the image to factory-gw", {"name": "factory-gw"}),
+        ("output qcow2 instead of vhdx", {"artifacts": ["qcow2"], "remove_artifacts": ["vhdx"]}),
+        ("I don't want vim or nano", {"remove_packages": ["vim", "nano"], "add_packages": []}),
+        ("do not install vim", {"remove_packages": ["vim"], "is_question": False}),
+        ("add the nvidia driver", {"add_packages": [], "unparsed": ["nvidia driver"]}),
+        ("edge image with k3s and docker, 32GiB", {"disk_size": "32GiB", "add_groups": ["containers"]}),
+        (
+            "make the /data partition xfs and 10GiB",
+            {"partitions": [{"action": "resize", "mountPoint": "/data", "size": "10GiB", "fsType": "xfs"}]},
+        ),
+        (
+            "give /var its own 4GiB partition",
+            {
+                "partitions": [
+                    {"action": "add", "mountPoint": "/var", "size": "4GiB", "fsType": None, "fill": False}
+                ]
+            },
+        ),
+        ("compress the image with xz", {"artifact_compression": "xz", "add_packages": []}),
+        ("turn off immutability and secure boot", {"immutability": False, "secure_boot": False}),
+        ("no desktop", {"remove_groups": ["desktop"], "use_cases": []}),
+        (
+            "add user ops with sudo, add intel_iommu=on to the kernel cmdline",
+            {
+                "kernel_cmdline_append": ["intel_iommu=on"],
+                "users": [{"action": "add", "name": "ops", "sudo": True}],
+            },
+        ),
+        (
+            "add isolcpus=2,3 and nohz_full=2,3 to the kernel command line",
+            {"kernel_cmdline_append": ["isolcpus=2,3", "nohz_full=2,3"]},
+        ),
+    ],
+)
+def test_parse_instruction(text: str, expected: dict) -> None:
+    spec = parse_request(text).to_dict()
+    for key, value in expected.items():
+        assert spec[key] == value, (key, spec)
+
+
+def test_unknown_words_are_reported_not_invented() -> None:
+    spec = parse_request("image with nginx and frobnicator")
+    assert spec.add_packages == ["nginx"]
+    assert spec.unparsed == ["frobnicator"]
+    assert parse_request("image with frobnicator", known_packages=["frobnicator"]).add_packages == [
+        "frobnicator"
+    ]
+
+
+def test_plaintext_password_is_never_stored() -> None:
+    result = apply_instruction(UBUNTU_BASE, "add user ops with sudo and password hunter2")
+    users = result.data["systemConfig"]["users"]
+    assert users == [{"name": "ops", "sudo": True}]
+    assert "hunter2" not in result.yaml
+    assert any("password" in c for c in result.changes)
+
+
+# --------------------------------------------------------------------------- compose: one table over all families
+
+# (base template, request, expectations). Expectation keys: os, dist, arch, type, has (packages present),
+# lacks (absent), size, parts ({mount: size or None}), host, kver, cmdline (substrings), users ({name: sudo}),
+# immutable, artifacts, kernel (kernel packages), repo (url substring).
+COMPOSE_CASES: list[tuple[str, str, dict]] = [
+    ("ubuntu24-x86_64-minimal-raw.yml",
+     "ubuntu 24.04 minimal raw image with ssh, cloud-init and a 2GiB /data partition, hostname node1",
+     {"os": "ubuntu", "dist": "ubuntu24", "type": "raw", "has": ["openssh-server", "cloud-init"],
+      "parts": {"/data": "2GiB"}, "host": "node1"}),
+    ("ubuntu24-x86_64-edge-raw.yml", "ubuntu edge image with docker and monitoring, 8GiB disk, hostname edge-01",
+     {"dist": "ubuntu24", "has": ["docker.io", "prometheus-node-exporter"], "size": "8GiB", "host": "edge-01",
+      "immutable": True}),
+    ("ubuntu24-x86_64-edge-raw.yml", "ubuntu edge image with ros2 and monitoring",
+     {"has": ["ros-jazzy-ros-base", "sysstat"], "repo": "packages.ros.org"}),
+    ("ubuntu26-x86_64-minimal-raw.yml", "ubuntu 26.04 arm64 raw image with docker, 8GiB disk",
+     {"dist": "ubuntu26", "arch": "aarch64", "has": ["docker.io", "grub-efi-arm64"], "lacks": ["grub-pc-bin"],
+      "size": "8GiB", "root_type": "linux-root-arm64"}),
+    ("ubuntu24-x86_64-minimal-raw.yml", "ubuntu 24.04 real-time image with kernel cmdline isolcpus=2,3",
+     {"has": ["rt-tests"], "cmdline": ["isolcpus=2,3", "preempt=full"]}),
+    ("ubuntu24-server-cloud-amd64.yml", "ubuntu cloud server image for arm64 with secure boot and immutability",
+     {"arch": "aarch64", "immutable": True, "secure_boot": True, "root_type": "linux-root-arm64",
+      "lacks": ["grub-pc"], "kernel": ["linux-image-generic-hwe-24.04"]}),
+    ("debian13-x86_64-minimal-raw.yml",
+     "debian 13 real-time image with kernel cmdline isolcpus=2,3 and user ops with sudo",
+     {"os": "debian", "dist": "debian13", "has": ["rt-tests"], "kernel": ["linux-image-rt-amd64"],
+      "cmdline": ["isolcpus=2,3"], "users": {"ops": True}}),
+    ("debian13-aarch64-minimal-raw.yml", "debian trixie arm64 image without vim, with monitoring and qcow2 output",
+     {"arch": "aarch64", "lacks": ["vim"], "has": ["prometheus-node-exporter"], "artifacts": ["qcow2"]}),
+    ("debian13-x86_64-minimal-iso.yml", "debian 13 desktop iso with virtualization",
+     {"type": "iso", "has": ["xfce4", "libvirt-daemon-system", "qemu-system-x86"]}),
+    ("ubuntu24-x86_64-minimal-raw.yml", "debian 13 image with docker",
+     {"os": "debian", "dist": "debian13", "has": ["docker.io", "docker-compose"], "lacks": ["ubuntu-minimal"],
+      "kernel": ["linux-image-amd64"], "kver": "6.12.74"}),
+    ("elxr12-x86_64-minimal-raw.yml", "elxr cloud raw image with docker-ce and nginx, 16GiB disk",
+     {"os": "wind-river-elxr", "dist": "elxr12", "has": ["docker.io", "nginx"], "lacks": ["docker-ce"],
+      "size": "16GiB"}),
+    ("elxr12-x86_64-edge-raw.yml", "eLxr 12 edge image with security hardening, hostname gw",
+     {"has": ["auditd", "apparmor"], "host": "gw", "immutable": True}),
+    ("elxr12-aarch64-minimal-raw.yml", "elxr12 arm64 image with ssh and a 1GiB swap partition",
+     {"arch": "aarch64", "has": ["openssh-server"], "parts": {"none": "1GiB"}}),
+    ("azl3-x86_64-minimal-raw.yml",
+     "azure linux 3 image with docker and monitoring, 8GiB disk, separate /var/log partition of 2GiB",
+     {"os": "azure-linux", "dist": "azl3", "has": ["moby-engine", "moby-cli", "prometheus-node-exporter"],
+      "lacks": ["docker.io"], "size": "8GiB", "parts": {"/var/log": "2GiB"}}),
+    ("azl3-x86_64-minimal-raw.yml",
+     "azure linux 3 edge image with docker, 8GiB disk, a separate /data partition of 2GiB, hostname gw-01, "
+     "add user ops with sudo, add intel_iommu=on to the kernel cmdline, qcow2 output",
+     {"has": ["moby-engine"], "size": "8GiB", "parts": {"/data": "2GiB"}, "host": "gw-01", "users": {"ops": True},
+      "cmdline": ["intel_iommu=on"], "no_cmdline": ["sudo", "ops"], "artifacts": ["qcow2"]}),
+    ("azl3-x86_64-edge-raw.yml", "azl3 arm64 edge image with ssh and cloud-init",
+     {"arch": "aarch64", "has": ["openssh-server", "cloud-init"]}),
+    ("debian13-x86_64-minimal-raw.yml", "azure linux 3 image with docker and monitoring",
+     {"os": "azure-linux", "dist": "azl3", "has": ["moby-engine", "sysstat"], "lacks": ["apt-utils", "vim-tiny"],
+      "kernel": ["kernel"]}),
+    ("azl3-x86_64-minimal-raw.yml", "azure linux image with a real-time kernel, kernel version 6.6",
+     {"kernel": ["kernel-rt"], "kver": "6.6"}),
+    ("emt3-x86_64-minimal-raw.yml", "emt3 real-time image with a 2GiB /data partition and kernel 6.12",
+     {"os": "edge-microvisor-toolkit", "dist": "emt3", "kernel": ["kernel-rt-drivers-gpu"],
+      "parts": {"/data": "2GiB"}, "kver": "6.12"}),
+    ("emt3-x86_64-edge-raw.yml", "edge microvisor toolkit image without docker, with ai inference",
+     {"lacks": ["moby-engine", "docker-cli", "docker-compose"], "has": ["openvino-2025.3.0"],
+      "repo": "yum.repos.intel.com"}),
+    ("emt3-x86_64-emf-raw.yml", "emt3 image with monitoring and user admin with sudo, immutable",
+     {"has": ["sysstat"], "users": {"admin": True}, "immutable": True, "parts": {"none": None}}),
+    ("rcd10-x86_64-minimal-raw.yml", "el10 image with docker and security hardening, 16GB disk",
+     {"os": "redhat-compatible-distro", "dist": "el10", "has": ["podman", "audit", "firewalld"],
+      "lacks": ["docker.io", "moby-engine"], "size": "16GB"}),
+    ("rcd10-x86_64-minimal-raw.yml", "centos stream 10 desktop image with virtualization for aarch64",
+     {"arch": "aarch64", "has": ["gnome-shell", "qemu-kvm", "libvirt"], "root_type": "linux-root-arm64"}),
+    ("rcd10-x86_64-dlstreamer.yml", "el10 video analytics image with hostname cam-01 and qcow2 output",
+     {"has": ["openvino-2025.3.0"], "host": "cam-01", "artifacts": ["qcow2"]}),
+    ("ubuntu24-x86_64-dlstreamer.yml", "el10 ai inference image",
+     {"os": "redhat-compatible-distro", "has": ["intel-dlstreamer-2025.2.0"], "lacks": ["ubuntu-minimal"],
+      "kernel": ["kernel"], "repo": "yum.repos.intel.com", "no_repo": "apt.repos.intel.com"}),
+    ("azl3-x86_64-minimal-raw.yml", "ubuntu 24.04 image with docker",
+     {"os": "ubuntu", "has": ["docker.io"], "name_has": "ubuntu24"}),
+    ("ubuntu24-x86_64-robotics-jazzy-raw.yml", "debian 13 robotics image",
+     {"dist": "debian13", "lacks": ["ubuntu-desktop-minimal"], "has": ["xfce4"], "no_repo": "packages.ros.org"}),
+]  # fmt: skip
+
+
+def _check_expectations(data: dict, expect: dict) -> None:
+    target = data["target"]
+    for key, field in (("os", "os"), ("dist", "dist"), ("arch", "arch"), ("type", "imageType")):
+        if key in expect:
+            assert target[field] == expect[key], field
+    pkgs = set(packages(data))
+    for name in expect.get("has", []):
+        assert name in pkgs, f"{name} missing from {sorted(pkgs)}"
+    for name in expect.get("lacks", []):
+        assert name not in pkgs and name not in kernel(data).get("packages", []), f"{name} still present"
+    if "size" in expect:
+        assert data["disk"]["size"] == expect["size"]
+    for mount, size in expect.get("parts", {}).items():
+        part = partition(data, mount)
+        assert part is not None, f"no {mount} partition"
+        if size:
+            assert mib(part["end"]) - mib(part["start"]) == mib(size)
+    if "host" in expect:
+        assert data["systemConfig"]["hostname"] == expect["host"]
+    if "kver" in expect:
+        assert kernel(data)["version"] == expect["kver"]
+    for piece in expect.get("cmdline", []):
+        assert piece in kernel(data)["cmdline"].split()
+    for piece in expect.get("no_cmdline", []):
+        assert piece not in kernel(data).get("cmdline", "").split()
+    if "kernel" in expect:
+        assert kernel(data)["packages"] == expect["kernel"]
+    for name, sudo in expect.get("users", {}).items():
+        user = next(u for u in data["systemConfig"]["users"] if u["name"] == name)
+        assert user.get("sudo", False) is sudo
+        assert "password" not in user
+    if "immutable" in expect:
+        assert data["systemConfig"]["immutability"]["enabled"] is expect["immutable"]
+    if expect.get("secure_boot"):
+        assert data["systemConfig"]["immutability"]["secureBootDBKey"]
+    for kind in expect.get("artifacts", []):
+        assert kind in [a["type"] for a in data["disk"]["artifacts"]]
+    if "root_type" in expect:
+        assert partition(data, "/")["type"] == expect["root_type"]
+    urls = " ".join(str(r.get("url")) for r in data.get("packageRepositories") or [])
+    if "repo" in expect:
+        assert expect["repo"] in urls
+    if "no_repo" in expect:
+        assert expect["no_repo"] not in urls
+    if "name_has" in expect:
+        assert expect["name_has"] in data["image"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("base", "request_text", "expect"), COMPOSE_CASES, ids=[c[1][:48] for c in COMPOSE_CASES]
+)
+def test_compose_applies_every_constraint(base: str, request_text: str, expect: dict) -> None:
+    source = load(base)
+    pristine = copy.deepcopy(source)
+    result = compose(request_text, source, base_file=base)
+    assert source == pristine, "compose must not modify its base"
+    assert result.unhandled == [], result.unhandled
+    assert result.changes and result.changes[0] == f"started from {base}"
+    assert_valid(result.data)
+    assert_geometry(result.data)
+    _check_expectations(result.data, expect)
+    # A fitting name and searchable metadata.
+    name = result.data["image"]["name"]
+    assert name.startswith(f"{result.data['target']['dist']}-{result.data['target']['arch']}-")
+    assert name.endswith(result.data["target"]["imageType"])
+    meta = result.data["metadata"]
+    assert meta["description"] and meta["use_cases"] and result.data["target"]["dist"] in meta["keywords"]
+
+
+def test_compose_families_are_all_covered() -> None:
+    caps = load_capabilities()
+    seen = set()
+    for _base, text, expect in COMPOSE_CASES:
+        spec = parse_request(text)
+        seen.add(expect.get("os") or spec.os)
+    assert set(caps.families) <= seen
+    assert len(COMPOSE_CASES) >= 24
+
+
+@pytest.mark.parametrize("base", [UBUNTU_BASE, AZL_BASE], ids=["ubuntu-inline", "azl3-inline"])
+def test_compose_from_inline_bases(base: dict) -> None:
+    result = compose(
+        "edge image with docker, monitoring and ssh, without vim, 8GiB disk, hostname gw-1, "
+        "add user ops with sudo, qcow2 output",
+        base,
+    )
+    assert result.unhandled == []
+    assert_valid(result.data)
+    assert_geometry(result.data)
+    pkgs = set(packages(result.data))
+    family = result.data["target"]["os"]
+    docker = "docker.io" if family == "ubuntu" else "moby-engine"
+    assert {docker, "openssh-server"} <= pkgs
+    assert "vim" not in pkgs
+    assert result.data["disk"]["size"] == "8GiB"
+    assert result.data["systemConfig"]["hostname"] == "gw-1"
+    assert "qcow2" in [a["type"] for a in result.data["disk"]["artifacts"]]
+    assert result.data["image"]["name"] == result.data["systemConfig"]["name"] == result.data["disk"]["name"]
+
+
+def test_compose_explicit_arguments_override_the_text() -> None:
+    result = compose("minimal image with docker", UBUNTU_BASE, dist="azl3", arch="aarch64", image_type="raw")
+    assert result.data["target"] == {
+        "os": "azure-linux",
+        "dist": "azl3",
+        "arch": "aarch64",
+        "imageType": "raw",
+    }
+    assert "moby-engine" in packages(result.data)
+    assert not [p for p in packages(result.data) if p.startswith(("grub-efi-amd64", "ubuntu-"))]
+    assert partition(result.data, "/")["type"] == "linux-root-arm64"
+    assert_valid(result.data)
+
+
+def test_compose_reports_what_it_cannot_do() -> None:
+    result = compose("azure linux image with ros2 and frobnicator", AZL_BASE)
+    assert any("ros2" in u for u in result.unhandled)
+    assert "frobnicator" in result.unhandled
+    assert_valid(result.data)
+
+
+# --------------------------------------------------------------------------- refinement: only what is asked changes
+
+REFINE_CASES: list[tuple[dict | str, str, set[str]]] = [
+    (UBUNTU_BASE, "add docker and monitoring packages", {"systemConfig.packages"}),
+    (UBUNTU_BASE, "add monitoring packages", {"systemConfig.packages"}),
+    (UBUNTU_BASE, "change disk size to 8GiB", {"disk.size"}),
+    (UBUNTU_BASE, "change the disk size to 8GiB and add a separate /data partition", {"disk.size", "disk.partitions"}),
+    (UBUNTU_BASE, "remove vim", {"systemConfig.packages"}),
+    (UBUNTU_BASE, "set hostname to gateway-01", {"systemConfig.hostname"}),
+    (UBUNTU_BASE, "set the kernel version to 6.12", {"systemConfig.kernel.version"}),
+    (UBUNTU_BASE, "add intel_iommu=on to the kernel command line", {"systemConfig.kernel.cmdline"}),
+    (UBUNTU_BASE, "add user admin with sudo", {"systemConfig.users"}),
+    (UBUNTU_BASE, "rename the image to factory-gw", {"image.name"}),
+    (UBUNTU_BASE, "output qcow2 instead of vhdx", {"disk.artifacts"}),
+    (UBUNTU_BASE, "switch to arm64", {"target.arch", "disk.partitions", "systemConfig.packages"}),
+    (UBUNTU_BASE, "use systemd-boot", {"systemConfig.bootloader.provider", "systemConfig.packages"}),
+    (UBUNTU_BASE, "enable immutability", {"systemConfig.immutability.enabled", "disk.partitions", "disk.size"}),
+    (UBUNTU_BASE, "add a 2GiB swap partition", {"disk.partitions"}),
+    (UBUNTU_BASE, "convert to iso", {"target.imageType", "disk"}),
+    (AZL_BASE, "remove user testuser", {"systemConfig.users"}),
+    (AZL_BASE, "disable immutability", {"systemConfig.immutability.enabled"}),
+    (AZL_BASE, "add nginx and tcpdump", {"systemConfig.packages"}),
+    (AZL_BASE, "add docker-ce", {"systemConfig.packages"}),
+    (AZL_BASE, "make it real-time", {"systemConfig.kernel.packages"}),
+    ("emt3-x86_64-edge-raw.yml", "without docker", {"systemConfig.packages"}),
+    ("emt3-x86_64-emf-raw.yml", "remove the /opt partition", {"disk.partitions"}),
+    ("emt3-x86_64-emf-raw.yml", "make the root partition 4GiB", {"disk.partitions", "disk.size"}),
+    ("debian13-x86_64-minimal-raw.yml", "remove quiet from the kernel command line and add quiet splash to the kernel command line",
+     {"systemConfig.kernel.cmdline"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("base", "instruction", "allowed"), REFINE_CASES, ids=[c[1][:48] for c in REFINE_CASES]
+)
+def test_refinement_changes_only_what_is_asked(base: dict | str, instruction: str, allowed: set[str]) -> None:
+    data = load(base) if isinstance(base, str) else base
+    pristine = copy.deepcopy(data)
+    result = apply_instruction(data, instruction)
+    assert data == pristine, "refinement must not modify its input"
+    assert result.unhandled == [], result.unhandled
+    assert result.changes
+    changed = changed_paths(data, result.data)
+    assert changed == allowed, f"changed {sorted(changed)}; expected {sorted(allowed)}"
+    assert_valid(result.data)
+    assert_geometry(result.data)
+
+
+def test_refine_disk_and_data_partition_geometry() -> None:
+    result = apply_instruction(
+        UBUNTU_BASE, "change the disk size to 8GiB and add a separate 4GiB /data partition"
+    )
+    parts = result.data["disk"]["partitions"]
+    assert [p["mountPoint"] for p in parts] == ["/boot/efi", "/data", "/"]
+    assert (parts[1]["start"], parts[1]["end"]) == ("513MiB", "4609MiB")
+    assert (parts[2]["start"], parts[2]["end"]) == ("4609MiB", "0")
+    assert result.data["disk"]["size"] == "8GiB"
+
+
+def test_refine_partition_that_does_not_fit_grows_the_disk() -> None:
+    result = apply_instruction(UBUNTU_BASE, "add a 6GiB /data partition")
+    assert mib(result.data["disk"]["size"]) >= 513 + 6 * 1024 + 1024
+    assert any("so the partitions fit" in c for c in result.changes)
+    assert_geometry(result.data)
+
+
+def test_refine_shrinking_below_the_partitions_is_refused() -> None:
+    data = copy.deepcopy(UBUNTU_BASE)
+    data["disk"]["partitions"][1]["end"] = "3584MiB"
+    result = apply_instruction(data, "change disk size to 2GiB")
+    assert result.data["disk"]["size"] == "4GiB"
+    assert any("too small" in u for u in result.unhandled)
+
+
+def test_refine_arch_switch_translates_guids_and_kernel() -> None:
+    base = load("ubuntu24-server-cloud-amd64.yml")
+    result = apply_instruction(base, "switch to aarch64")
+    root = partition(result.data, "/")
+    assert root["type"] == "linux-root-arm64"
+    assert root["typeUUID"] == "b921b045-1df0-41c3-af44-4c6f280d3fae"
+    assert partition(result.data, "/boot/efi")["typeUUID"] == "c12a7328-f81f-11d2-ba4b-00a0c93ec93b"
+    assert "grub-pc" not in packages(result.data)
+    assert result.data["image"]["name"] == "ubuntu-server-cloud-arm64"
+    assert_valid(result.data)
+
+
+def test_refine_distribution_switch_translates_packages_and_drops_foreign_repos() -> None:
+    base = load("ubuntu24-x86_64-dlstreamer.yml")
+    result = apply_instruction(base, "port this to azure linux")
+    assert result.data["target"]["os"] == "azure-linux"
+    assert result.data["target"]["dist"] == "azl3"
+    assert not [p for p in packages(result.data) if p.startswith("ubuntu-")]
+    assert not [r for r in result.data.get("packageRepositories") or [] if "apt." in str(r.get("url"))]
+    assert kernel(result.data)["packages"] == ["kernel"]
+    assert_valid(result.data)
+
+
+def test_refine_docker_translates_across_families() -> None:
+    on_ubuntu = apply_instruction(UBUNTU_BASE, "add docker")
+    moved = apply_instruction(on_ubuntu.data, "switch to azure linux 3")
+    pkgs = packages(moved.data)
+    assert "moby-engine" in pkgs and "docker.io" not in pkgs
+    back = apply_instruction(moved.data, "switch to debian 13")
+    assert "docker.io" in packages(back.data) and "moby-engine" not in packages(back.data)
+
+
+def test_refine_secure_boot_turns_on_immutability_with_key_placeholders() -> None:
+    result = apply_instruction(AZL_BASE, "enable secure boot")
+    imm = result.data["systemConfig"]["immutability"]
+    assert imm["enabled"] is True
+    assert imm["secureBootDBKey"].startswith("${")
+    assert_valid(result.data)
+    off = apply_instruction(result.data, "disable secure boot")
+    assert set(off.data["systemConfig"]["immutability"]) == {"enabled"}
+
+
+def test_apply_spec_returns_new_dict_and_changes() -> None:
+    spec = parse_request("add docker, hostname h1")
+    new, changes = apply_spec(UBUNTU_BASE, spec)
+    assert new is not UBUNTU_BASE and "docker.io" in packages(new)
+    assert "docker.io" not in packages(UBUNTU_BASE)
+    assert any("hostname" in c for c in changes)
+
+
+def test_instruction_with_nothing_to_do_is_reported() -> None:
+    result = apply_instruction(UBUNTU_BASE, "frobnicate the quux")
+    assert result.data == UBUNTU_BASE
+    assert result.unhandled
+
+
+# --------------------------------------------------------------------------- YAML output and summaries
+
+
+def test_dump_yaml_is_stable_and_upstream_shaped() -> None:
+    text = dump_yaml(UBUNTU_BASE)
+    assert text == dump_yaml(yaml.safe_load(text))
+    assert yaml.safe_load(text) == UBUNTU_BASE
+    assert 'end: "0"' in text and 'version: "24.04"' in text and 'version: "6.17"' in text
+    assert "  packages:\n    - ubuntu-minimal" in text  # sequences indented under their key
+    assert "cmdline: console=ttyS0,115200 console=tty0 loglevel=7\n" in text  # plain where safe
+    keys = [line.split(":")[0] for line in text.splitlines() if line and not line.startswith((" ", "-"))]
+    assert keys == ["image", "target", "disk", "systemConfig"]
+    shuffled = dict(reversed(list(UBUNTU_BASE.items())))
+    assert dump_yaml(shuffled) == text
+
+
+def test_summarize_answers_from_the_template() -> None:
+    assert "ubuntu-minimal" in summarize(UBUNTU_BASE, "what packages are included?")
+    layout = summarize(UBUNTU_BASE, "explain the disk layout")
+    assert "4GiB" in layout and "rootfs" in layout and "end of disk" in layout
+    assert summarize(UBUNTU_BASE, "does it have docker?").startswith("No")
+    with_docker = apply_instruction(UBUNTU_BASE, "add docker").data
+    assert summarize(with_docker, "does it have docker?").startswith("Yes")
+    overview = summarize(AZL_BASE, "summarize this template")
+    assert "Azure Linux" in overview and "cloud-init" in overview and "testuser" in overview
+    assert "6.12" in summarize(AZL_BASE, "which kernel does it use?")

@@ -1,0 +1,410 @@
+"""HTTP transports against real servers on 127.0.0.1: streamable HTTP (stateful, stateless), SSE, /healthz,
+bearer-token auth, Host/Origin checks, body limit, 20 concurrent clients, and SIGTERM on a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from server.app import create_app
+from server.config import ConfigError, ServerSettings, load_settings
+from server.http import build_http_app, check_bind, is_loopback, make_server, resolve_token
+from tests.conftest import REPO, write_template
+
+TOKEN = "test-token-8f1d2c3b4a5e6f70"
+# name, description, package, a query that should find it first
+TEMPLATES = [
+    ("web-nginx", "web server with nginx reverse proxy", "nginx", "nginx web server"),
+    ("robot-ros", "robotics image with ROS 2 humble", "ros-humble-desktop", "ROS 2 robotics"),
+    ("db-postgres", "database server running postgresql", "postgresql", "postgresql database"),
+    ("vision-ai", "AI vision inference with openvino", "openvino", "openvino inference"),
+    ("kiosk-browser", "kiosk display with chromium browser", "chromium", "chromium kiosk display"),
+]
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    templates = tmp_path_factory.mktemp("http-templates")
+    for name, description, package, _query in TEMPLATES:
+        write_template(templates, name, description=description, keywords=name.split("-")[1], packages=package)
+    return {"templates": templates, "cache": tmp_path_factory.mktemp("http-cache")}
+
+
+def _env(dirs: dict[str, Path]) -> dict[str, str]:
+    return {"OIC_AI_TEMPLATES_DIR": str(dirs["templates"]), "OIC_AI_CACHE_DIR": str(dirs["cache"])}
+
+
+@pytest.fixture(scope="module")
+def engine(dirs):
+    from server.engine import Engine
+
+    eng = Engine(load_settings(env=_env(dirs)))
+    eng.ready()
+    yield eng
+    eng.close()
+
+
+@contextmanager
+def http_server(engine, dirs, **server: object) -> Iterator[str]:
+    """A real uvicorn server in a thread on a free port; yields its base URL."""
+    overrides = {f"server.{k}": v for k, v in server.items()}
+    overrides.setdefault("server.transport", "streamable-http")
+    overrides.setdefault("server.shutdown_timeout", 2)
+    settings = load_settings(env=_env(dirs), overrides=overrides)
+    mcp = create_app(settings, engine=engine)
+    app = build_http_app(mcp, engine, settings.server, resolve_token(settings.server))
+    uv = make_server(app, settings.server)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=lambda: asyncio.run(uv.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not uv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        uv.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+def _auth(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _streamable(url: str, token: str | None = TOKEN, hook=None):
+    hooks = {"response": [hook]} if hook else {}
+    client = httpx2.AsyncClient(headers=_auth(token) if token else {}, timeout=httpx2.Timeout(30, read=120),
+                                event_hooks=hooks)
+    return streamable_http_client(f"{url}/mcp", http_client=client)
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+# ---- helpers without a server ----------------------------------------------------------------------
+def test_loopback_detection():
+    assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.1.2.3", "example.com"))
+
+
+def test_remote_bind_needs_the_flag_and_warns_without_a_token(caplog):
+    with pytest.raises(ConfigError, match="--allow-remote"):
+        check_bind(ServerSettings(host="0.0.0.0"), TOKEN)
+    with caplog.at_level(logging.WARNING, logger="server.http"):
+        check_bind(ServerSettings(host="0.0.0.0", allow_remote=True), None)
+    assert "WITHOUT authentication" in caplog.text
+    caplog.clear()
+    check_bind(ServerSettings(host="0.0.0.0", allow_remote=True), TOKEN)
+    check_bind(ServerSettings(host="127.0.0.1"), None)
+    assert "WITHOUT" not in caplog.text
+
+
+def test_token_from_file_and_from_environment(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    assert resolve_token(load_settings(env={"OIC_AI_AUTH_TOKEN_FILE": str(token_file)}).server) == TOKEN
+    assert resolve_token(load_settings(env={"OIC_AI_AUTH_TOKEN": TOKEN}).server) == TOKEN
+    assert resolve_token(load_settings(env={}).server) is None
+    with pytest.raises(ConfigError, match="cannot read"):
+        resolve_token(load_settings(env={"OIC_AI_AUTH_TOKEN_FILE": str(tmp_path / "nope")}).server)
+    with pytest.raises(ConfigError) as both:
+        load_settings(env={"OIC_AI_AUTH_TOKEN": TOKEN, "OIC_AI_AUTH_TOKEN_FILE": str(token_file)})
+    assert TOKEN not in str(both.value)
+
+
+# ---- real servers in this process ------------------------------------------------------------------
+def test_healthz_answers_without_a_token(engine, dirs):
+    with http_server(engine, dirs, auth_token=TOKEN) as url:
+        r = httpx.get(f"{url}/healthz")
+        assert r.status_code == 200
+        assert r.json()["status"] == "ok" and r.json()["index"] == "ready"
+        assert r.json()["transport"] == "streamable-http"
+
+
+def test_missing_or_wrong_token_gets_401_with_a_challenge(engine, dirs, caplog):
+    with caplog.at_level(logging.INFO), http_server(engine, dirs, auth_token=TOKEN) as url:
+        body = json.dumps(INIT)
+        r = httpx.post(f"{url}/mcp", content=body, headers=JSON_HEADERS)
+        assert r.status_code == 401
+        assert r.headers["www-authenticate"].startswith('Bearer realm="mcp-server-image-composer"')
+        wrong = "wrong-token-that-must-not-be-logged"
+        r = httpx.post(f"{url}/mcp", content=body, headers={**JSON_HEADERS, **_auth(wrong)})
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
+        r = httpx.post(f"{url}/mcp", content=body, headers={**JSON_HEADERS, "Authorization": f"Basic {TOKEN}"})
+        assert r.status_code == 401
+        r = httpx.post(f"{url}/mcp", content=body, headers={**JSON_HEADERS, **_auth()})
+        assert r.status_code == 200
+    assert "rejected POST /mcp" in caplog.text
+    assert wrong not in caplog.text and TOKEN not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_client_without_token_cannot_connect(engine, dirs):
+    statuses: list[int] = []
+
+    async def hook(response):
+        statuses.append(response.status_code)
+
+    # the SDK wraps the failed handshake in task-group errors
+    with http_server(engine, dirs, auth_token=TOKEN) as url, pytest.raises(BaseExceptionGroup):
+        async with Client(_streamable(url, token=None, hook=hook)) as client:
+            await client.list_tools()
+    assert statuses and set(statuses) == {401}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_streamable_http_with_token(engine, dirs, stateless):
+    session_ids: list[str] = []
+
+    async def hook(response):
+        if "mcp-session-id" in response.headers:
+            session_ids.append(response.headers["mcp-session-id"])
+
+    with http_server(engine, dirs, auth_token=TOKEN, stateless=stateless) as url:
+        for mode in ("auto", "legacy"):
+            async with Client(_streamable(url, hook=hook), mode=mode) as client:
+                tools = {t.name for t in (await client.list_tools()).tools}
+                assert {"search_templates", "validate_template", "cache_stats"} <= tools
+                r = await client.call_tool("search_templates", {"query": "ROS 2 robotics", "top_k": 2})
+                assert not r.is_error
+                assert r.structured_content["results"][0]["name"] == "robot-ros"
+                prompts = {p.name for p in (await client.list_prompts()).prompts}
+                assert {"create_image_template", "review_template"} <= prompts
+    # only legacy stateful connections get a protocol session
+    assert bool(session_ids) is (not stateless)
+
+
+@pytest.mark.anyio
+async def test_sse_transport_with_token(engine, dirs):
+    with http_server(engine, dirs, transport="sse", auth_token=TOKEN) as url:
+        r = httpx.get(f"{url}/sse", timeout=5)
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+        assert httpx.get(f"{url}/healthz").json()["transport"] == "sse"
+        async with Client(sse_client(f"{url}/sse", headers=_auth())) as client:
+            r = await client.call_tool("search_templates", {"query": "postgresql database"})
+            assert r.structured_content["results"][0]["name"] == "db-postgres"
+        # a second connection still works: the engine outlives each SSE connection's lifespan
+        async with Client(sse_client(f"{url}/sse", headers=_auth())) as client:
+            r = await client.call_tool("search_templates", {"query": "openvino inference"})
+            assert r.structured_content["results"][0]["name"] == "vision-ai"
+
+
+def test_foreign_host_and_origin_are_refused_on_loopback(engine, dirs):
+    body = json.dumps(INIT)
+    with http_server(engine, dirs, auth_token=TOKEN) as url:
+        port = url.rsplit(":", 1)[1]
+        headers = {**JSON_HEADERS, **_auth()}
+        r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Host": "evil.example"})
+        assert r.status_code == 421
+        r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Host": f"attacker.example:{port}"})
+        assert r.status_code == 421
+        r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Origin": "http://evil.example"})
+        assert r.status_code == 403
+        assert httpx.post(f"{url}/mcp", content=body, headers=headers).status_code == 200
+
+
+def test_configured_hosts_and_origins_are_accepted(engine, dirs):
+    body = json.dumps(INIT)
+    with http_server(engine, dirs, auth_token=TOKEN, allowed_hosts=["mcp.example.com:*"],
+                     allowed_origins=["https://app.example.com"]) as url:
+        port = url.rsplit(":", 1)[1]
+        headers = {**JSON_HEADERS, **_auth()}
+        r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Host": f"mcp.example.com:{port}",
+                                                            "Origin": "https://app.example.com"})
+        assert r.status_code == 200
+        r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Host": f"other.example.com:{port}"})
+        assert r.status_code == 421
+        r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Origin": "https://evil.example.com"})
+        assert r.status_code == 403
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_oversized_body_gets_413(engine, dirs, transport):
+    with http_server(engine, dirs, transport=transport, auth_token=TOKEN, max_body_bytes=4096) as url:
+        big = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "validate_template", "arguments": {"yaml": "x" * 10_000}}})
+        target = f"{url}/mcp" if transport == "streamable-http" else f"{url}/messages/?session_id=0" + "0" * 31
+        r = httpx.post(target, content=big, headers={**JSON_HEADERS, **_auth()})
+        assert r.status_code == 413
+        if transport == "streamable-http":
+            small = json.dumps(INIT)
+            assert httpx.post(target, content=small, headers={**JSON_HEADERS, **_auth()}).status_code == 200
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_twenty_concurrent_clients_see_only_their_own_answers(engine, dirs, mode):
+    clients = 20
+    answers: dict[int, list[tuple[str, str, int]]] = {}
+    session_ids: set[str] = set()
+
+    async def hook(response):
+        if "mcp-session-id" in response.headers:
+            session_ids.add(response.headers["mcp-session-id"])
+
+    async def one(i: int) -> None:
+        name, _d, _p, query = TEMPLATES[i % len(TEMPLATES)]
+        got = answers.setdefault(i, [])
+        async with Client(_streamable(url, hook=hook), mode=mode) as client:
+            for round_ in range(3):
+                q = f"{query} {i}-{round_}"
+                r = await client.call_tool("search_templates", {"query": q, "top_k": 1 + (i + round_) % 3})
+                assert not r.is_error, r.content
+                data = r.structured_content
+                got.append((data["query"], data["results"][0]["name"], len(data["results"])))
+                assert data["query"] == q  # no cross-talk: each answer belongs to this client's question
+                assert data["results"][0]["name"] == name
+
+    with http_server(engine, dirs, auth_token=TOKEN) as url:
+        async with anyio.create_task_group() as tg:
+            for i in range(clients):
+                tg.start_soon(one, i)
+    assert len(answers) == clients and all(len(v) == 3 for v in answers.values())
+    if mode == "legacy":
+        assert len(session_ids) == clients  # one protocol session per client
+
+
+# ---- subprocesses: the real CLI ---------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(proc: subprocess.Popen, port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).json()["index"] == "ready":
+                return
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError("server did not become healthy")
+
+
+def _cli_env(dirs, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OIC_AI_")}
+    env.update(_env(dirs), PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def test_remote_bind_without_flag_exits_2(dirs):
+    out = subprocess.run([sys.executable, "-m", "server.cli", "--transport", "streamable-http", "--host", "0.0.0.0",
+                          "--port", str(_free_port())], cwd=str(REPO), env=_cli_env(dirs),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "--allow-remote" in out.stderr and out.stdout == ""
+
+
+class _SlowRepository(BaseHTTPRequestHandler):
+    """A Debian 'Packages' index that takes a while to arrive, so a verify_packages call is in flight."""
+
+    delay = 2.0
+    body = b"Package: nginx\nVersion: 1.24.0-2ubuntu7\nArchitecture: amd64\n\n"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        time.sleep(self.delay)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def slow_repository() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _SlowRepository)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/dists/noble/main/binary-amd64/Packages"
+    httpd.shutdown()
+
+
+@pytest.mark.anyio
+async def test_sigterm_during_a_call_finishes_it_and_exits_cleanly(dirs, slow_repository, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(f"ai:\n  packages:\n    sources:\n      ubuntu24: ['{slow_repository}']\n")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "--config", str(config), "--transport", "streamable-http",
+         "--port", str(port)],
+        cwd=str(REPO), env=_cli_env(dirs, OIC_AI_AUTH_TOKEN=TOKEN), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        await anyio.to_thread.run_sync(_wait_healthy, proc, port)
+        url = f"http://127.0.0.1:{port}"
+        async with Client(_streamable(url)) as client:
+            await client.list_tools()  # the client checks results against the listed output schemas
+            result = {}
+
+            async def call() -> None:
+                result["r"] = await client.call_tool("verify_packages", {
+                    "packages": ["nginx"], "dist": "ubuntu24", "arch": "x86_64"})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await anyio.sleep(0.8)  # the call is now waiting on the slow repository
+                proc.send_signal(signal.SIGTERM)
+        r = result["r"]
+        assert not r.is_error, r.content
+        assert r.structured_content["found"] == ["nginx"]
+        code = await anyio.to_thread.run_sync(lambda: proc.wait(timeout=30))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stdout, stderr = proc.communicate()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "received SIGTERM" in stderr and "stopped" in stderr
+    assert stdout == ""
+    assert TOKEN not in stderr
+
+
+def test_sigint_when_idle_exits_cleanly(dirs, tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "--transport", "sse", "--port", str(port)],
+        cwd=str(REPO), env=_cli_env(dirs), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_healthy(proc, port)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr

@@ -1,0 +1,115 @@
+"""What generate_template and refine_template share: the result model, the sampling bridge, progress."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+from mcp import MCPDeprecationWarning
+from mcp.server.mcpserver import Context
+from mcp.types import ClientCapabilities, SamplingCapability, SamplingMessage, TextContent
+from pydantic import BaseModel, Field
+
+from server.agent import AgentResult
+from server.llm import CallbackProvider, ChatMessage
+
+log = logging.getLogger(__name__)
+
+
+class PackageCheck(BaseModel):
+    verified: bool = Field(description="the repositories could be consulted")
+    message: str
+    found: list[str]
+    missing: list[str]
+    unchecked: list[str]
+    suggestions: dict[str, list[str]]
+
+
+class Issue(BaseModel):
+    path: str
+    message: str
+    line: int | None
+    column: int | None
+    hint: str | None
+    code: str
+    severity: str
+
+
+class TemplateResult(BaseModel):
+    conversation_id: str = Field(description="pass it to refine_template to change this template")
+    revision: int
+    mode: str = Field(description="generate, refine, question (answered, nothing changed) or revert")
+    yaml: str
+    valid: bool = Field(description="the validator's verdict on this YAML")
+    errors: list[Issue]
+    warnings: list[Issue]
+    packages: PackageCheck | None
+    grounded_on: list[str] = Field(description="templates the result was built from")
+    provider: str
+    attempts: int = Field(description="generation attempts, including fixes")
+    explanation: str
+    changes: list[str]
+    diff: str = Field(description="unified diff against the previous revision (refine)")
+    answer: str | None = Field(description="the answer to an explanation question")
+    saved_to: str | None
+    skipped_providers: list[str]
+
+
+def to_model(r: AgentResult) -> TemplateResult:
+    return TemplateResult(**{k: getattr(r, k) for k in TemplateResult.model_fields})
+
+
+def to_text(m: TemplateResult) -> str:
+    head = f"[conversation {m.conversation_id}, revision {m.revision}, provider {m.provider}] {m.explanation}"
+    if m.mode == "question":
+        return f"{head}\n\n(The template is unchanged; revision {m.revision}.)"
+    parts = [head]
+    if m.errors:
+        parts.append("Errors:\n" + "\n".join(f"- {e.path}: {e.message}" for e in m.errors[:20]))
+    if m.packages and m.packages.missing:
+        parts.append("Missing packages:\n" + "\n".join(
+            f"- {p}" + (f" (try: {', '.join(m.packages.suggestions.get(p, []))})"
+                        if m.packages.suggestions.get(p) else "") for p in m.packages.missing))
+    if m.diff:
+        parts.append(f"Diff:\n```diff\n{m.diff}```")
+    parts.append(f"```yaml\n{m.yaml}```")
+    if m.saved_to:
+        parts.append(f"Saved to {m.saved_to}")
+    return "\n\n".join(parts)
+
+
+def sampling_provider(ctx: Context[Any, Any], timeout: float) -> CallbackProvider:
+    """The client's own LLM. It needs a back-channel: legacy (2025-11-25) stateful connections have one; the
+    2026-07-28 protocol has none, so there the provider reports itself unavailable."""
+    session = ctx.session
+    try:
+        capable = bool(session.can_send_request) and session.check_client_capability(
+            ClientCapabilities(sampling=SamplingCapability()))
+    except Exception:  # noqa: BLE001 - capability probing must never fail the tool call
+        capable = False
+
+    async def sample(messages: list[ChatMessage], temperature: float, max_tokens: int, stop: list[str] | None) -> str:
+        system = "\n".join(m.content for m in messages if m.role == "system") or None
+        convo = [SamplingMessage(role="assistant" if m.role == "assistant" else "user",
+                                 content=TextContent(type="text", text=m.content))
+                 for m in messages if m.role != "system"]
+        with warnings.catch_warnings():
+            # Deprecated in the 2026-07-28 protocol, but the only way to reach the client's LLM on older ones.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            result = await session.create_message(convo, max_tokens=max_tokens, system_prompt=system,
+                                                  temperature=temperature, stop_sequences=stop)
+        content = result.content
+        return content.text if isinstance(content, TextContent) else str(getattr(content, "text", ""))
+
+    reason = ("the MCP client offers sampling" if capable else
+              "the MCP client does not offer sampling on this connection (it needs a 2025-11-25 session with "
+              "the sampling capability)")
+    return CallbackProvider(sample, available=capable, reason=reason, timeout=timeout)
+
+
+def progress_reporter(ctx: Context[Any, Any]):  # noqa: ANN201
+    async def report(step: float, total: float, message: str) -> None:
+        await ctx.report_progress(step, total, message=message)
+
+    return report

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench lock clean
+.PHONY: install run test lint bench lock clean docs
 
 $(STAMP): pyproject.toml constraints.txt requirements-model.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ test: install lint
 
 bench: install
 	$(BIN)/python -m bench.run $(ARGS)
+
+# Regenerate the README's table of bundled templates.
+docs: install
+	$(BIN)/python -m server.library_doc
 
 # Refresh the constraints file after changing dependencies in pyproject.toml.
 lock: install

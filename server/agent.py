@@ -345,7 +345,8 @@ class Agent:
             elif packages.get("verified"):
                 text += f" All {len(packages.get('found', []))} packages exist in the distribution's repositories."
             else:
-                text += " Packages could not be verified: " + str(packages.get("message", "")).split("\n")[0]
+                reason = str(packages.get("message", "")).split("\n")[0].split(" (e.g.")[0].split(". ")[0]
+                text += f" Packages could not be verified ({reason}); none is reported missing."
         return text
 
     # ---- refinement ----------------------------------------------------------

@@ -255,3 +255,11 @@ def test_no_placeholders_or_plaintext_passwords(path: Path) -> None:
 def test_additional_files_exist_in_the_library(path: Path) -> None:
     for entry in _load(path)["systemConfig"].get("additionalFiles") or []:
         assert (path.parent / entry["local"]).is_file(), entry["local"]
+
+
+def test_readme_lists_the_library_up_to_date() -> None:
+    from server.library_doc import START, library_table, render
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert START in readme
+    assert render(readme, library_table()) == readme, "README template table is stale: run `make docs`"

@@ -9,17 +9,22 @@ import pytest
 from mcp import Client
 from mcp.types import CreateMessageResult, TextContent
 
+from server.adherence import unmet
 from server.app import create_app
 from server.config import load_settings
 from server.engine import Engine
-from server.yamlsafe import load_mapping
-from tests.conftest import LIBRARY
+from server.yamlsafe import load_mapping, parse_yaml
+from tests.conftest import LIBRARY, REPO
 from tests.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.anyio
 
 GOOD = (LIBRARY / "ubuntu24-x86_64-edge-gateway-docker-raw.yml").read_text()
 DEAD = "http://127.0.0.1:9"
+
+
+def load_mapping_list(path: Path) -> list[dict[str, Any]]:
+    return parse_yaml(path.read_bytes()).data
 
 
 def make_app(cache: Path, tmp_path: Path | None = None, **overrides: Any):
@@ -250,35 +255,7 @@ async def test_save_as_writes_safely_and_indexes_at_once(library_cache, tmp_path
 
 
 # ---- the offline provider over all six OS families --------------------------------------------------------
-OFFLINE_TABLE = [
-    ("minimal azure linux 3 image", {"dist": "azl3"}),
-    ("azure linux edge gateway with docker for arm64", {"dist": "azl3", "arch": "aarch64", "has": ["moby-engine"]}),
-    ("azure linux iso installer", {"dist": "azl3", "type": "iso"}),
-    ("azure linux pxe network boot initrd", {"dist": "azl3", "type": "img"}),
-    ("edge microvisor toolkit image with ssh", {"dist": "emt3", "has": ["openssh-server"]}),
-    ("emt real-time industrial image with hostname plc-01", {"dist": "emt3", "hostname": "plc-01"}),
-    ("emt3 iso installer", {"dist": "emt3", "type": "iso"}),
-    ("wind river elxr cloud vm with cloud-init", {"dist": "elxr12", "has": ["cloud-init"]}),
-    ("elxr arm64 iot gateway with docker", {"dist": "elxr12", "arch": "aarch64", "has": ["docker.io"]}),
-    ("elxr12 minimal image with vim and curl", {"dist": "elxr12", "has": ["vim", "curl"]}),
-    ("ubuntu 24.04 edge image with docker and monitoring", {"dist": "ubuntu24",
-                                                            "has": ["docker.io", "prometheus-node-exporter"]}),
-    ("ubuntu 24.04 ros2 robotics image for arm64", {"dist": "ubuntu24", "arch": "aarch64"}),
-    ("ubuntu 24.04 desktop kiosk with 32GiB disk", {"dist": "ubuntu24", "size": "32GiB"}),
-    ("ubuntu 26.04 web server with nginx", {"dist": "ubuntu26", "has": ["nginx"]}),
-    ("ubuntu 26.04 minimal for arm64 without vim", {"dist": "ubuntu26", "arch": "aarch64", "lacks": ["vim"]}),
-    ("debian 13 minimal image for arm64", {"dist": "debian13", "arch": "aarch64"}),
-    ("debian trixie kvm virtualization host", {"dist": "debian13", "has": ["qemu-system-x86"]}),
-    ("debian 13 hardened image with ssh and 16GiB disk", {"dist": "debian13", "size": "16GiB",
-                                                          "has": ["openssh-server"]}),
-    ("debian 13 network boot image", {"dist": "debian13", "type": "img"}),
-    ("el10 web server with httpd", {"dist": "el10", "has": ["httpd"]}),
-    ("rhel compatible minimal image for arm64", {"dist": "el10", "arch": "aarch64"}),
-    ("el10 hardened selinux image with tmux", {"dist": "el10", "has": ["tmux"]}),
-    ("ubuntu 24.04 edge image with docker, hostname gw-7", {"dist": "ubuntu24", "hostname": "gw-7",
-                                                           "has": ["docker.io"]}),
-    ("azure linux cloud vm with 20GiB disk", {"dist": "azl3", "size": "20GiB"}),
-]
+OFFLINE_TABLE = [(row["request"], row["want"]) for row in load_mapping_list(REPO / "tests" / "data" / "requests.yaml")]
 
 
 @pytest.fixture(scope="module")
@@ -296,19 +273,18 @@ def anyio_backend() -> str:
 async def test_offline_generation_meets_every_stated_constraint(offline_client, request_text, want):
     data = await _generate(offline_client, request_text)
     assert data["valid"], data["errors"]
-    doc = load_mapping(data["yaml"]).data
-    target = doc["target"]
-    packages = set(doc["systemConfig"].get("packages") or [])
-    assert target["dist"] == want["dist"]
-    if "arch" in want:
-        assert target["arch"] == want["arch"]
-    if "type" in want:
-        assert target["imageType"] == want["type"]
-    for p in want.get("has", []):
-        assert p in packages, (p, sorted(packages))
-    for p in want.get("lacks", []):
-        assert p not in packages
-    if "hostname" in want:
-        assert doc["systemConfig"]["hostname"] == want["hostname"]
-    if "size" in want:
-        assert doc["disk"]["size"] == want["size"]
+    assert unmet(load_mapping(data["yaml"]).data, want) == []
+
+
+REFINEMENTS = parse_yaml((REPO / "tests" / "data" / "refinements.yaml").read_bytes()).data
+
+
+@pytest.mark.parametrize("row", REFINEMENTS, ids=[r["instruction"] for r in REFINEMENTS])
+async def test_offline_refinement_table(offline_client, row):
+    gen = await _generate(offline_client, row["start"])
+    r = await offline_client.call_tool("refine_template", {"conversation_id": gen["conversation_id"],
+                                                           "instruction": row["instruction"]})
+    data = _data(r)
+    assert not r.is_error and data["valid"], data["errors"]
+    assert data["revision"] == 2 and data["diff"]
+    assert unmet(load_mapping(data["yaml"]).data, row["want"]) == []

@@ -1,0 +1,188 @@
+"""Generation and refinement figures for the offline provider, and validation/verification timings.
+
+Runs inside ``make bench`` (bench.run calls :func:`run`) or alone: ``python -m bench.agent_bench``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import logging
+import sys
+import tempfile
+import threading
+import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from server.adherence import unmet
+from server.config import PACKAGE_ROOT, load_settings
+from server.yamlsafe import load_mapping, parse_yaml
+
+DATA = PACKAGE_ROOT / "tests" / "data"
+REFERENCE = PACKAGE_ROOT.parent / "shared" / "reference" / "os-image-composer" / "image-templates"
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2) if ordered else 0.0
+
+
+async def _agent_figures(cache: Path) -> dict[str, Any]:
+    from mcp import Client
+
+    from server.app import create_app
+
+    settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OIC_AI_PROVIDER": "offline"},
+                             overrides={"packages.offline": True})
+    requests = parse_yaml((DATA / "requests.yaml").read_bytes()).data
+    refinements = parse_yaml((DATA / "refinements.yaml").read_bytes()).data
+    out: dict[str, Any] = {}
+    async with Client(create_app(settings)) as client:
+        await client.call_tool("search_templates", {"query": "warm up"})
+        valid = adherent = 0
+        latencies: list[float] = []
+        failures: list[dict[str, Any]] = []
+        for row in requests:
+            started = time.perf_counter()
+            r = await client.call_tool("generate_template", {"request": row["request"]})
+            latencies.append((time.perf_counter() - started) * 1000)
+            data = r.structured_content or {}
+            ok = bool(data.get("valid"))
+            problems = unmet(load_mapping(data["yaml"]).data, row["want"]) if ok else ["invalid"]
+            valid += ok
+            adherent += ok and not problems
+            if problems:
+                failures.append({"request": row["request"], "problems": problems})
+        out["generation"] = {"requests": len(requests), "valid_rate": round(valid / len(requests), 4),
+                             "constraint_adherence": round(adherent / len(requests), 4),
+                             "latency_ms_p50": _pct(latencies, 0.5), "latency_ms_p95": _pct(latencies, 0.95),
+                             "failures": failures}
+        ok_count = 0
+        ref_lat: list[float] = []
+        ref_fail: list[dict[str, Any]] = []
+        for row in refinements:
+            gen = (await client.call_tool("generate_template", {"request": row["start"]})).structured_content
+            started = time.perf_counter()
+            r = await client.call_tool("refine_template", {"conversation_id": gen["conversation_id"],
+                                                           "instruction": row["instruction"]})
+            ref_lat.append((time.perf_counter() - started) * 1000)
+            data = r.structured_content or {}
+            problems = unmet(load_mapping(data["yaml"]).data, row["want"]) if data.get("valid") else ["invalid"]
+            ok_count += not problems
+            if problems:
+                ref_fail.append({"instruction": row["instruction"], "problems": problems})
+        out["refinement"] = {"instructions": len(refinements), "success_rate": round(ok_count / len(refinements), 4),
+                             "latency_ms_p50": _pct(ref_lat, 0.5), "latency_ms_p95": _pct(ref_lat, 0.95),
+                             "failures": ref_fail}
+    return out
+
+
+def _validation_figures() -> dict[str, Any]:
+    from server.validation import validate_text
+
+    out: dict[str, Any] = {}
+    for label, root in (("reference", REFERENCE), ("library", PACKAGE_ROOT / "image-templates")):
+        files = sorted(root.glob("*.yml")) if root.is_dir() else []
+        if not files:
+            continue
+        texts = [(f.read_text(), f.parent) for f in files]
+        validate_text(texts[0][0], base_dir=texts[0][1])  # schema load and compile
+        per: list[float] = []
+        errors = 0
+        started = time.perf_counter()
+        for text, base in texts:
+            t = time.perf_counter()
+            errors += len(validate_text(text, base_dir=base).errors)
+            per.append((time.perf_counter() - t) * 1000)
+        out[label] = {"templates": len(texts), "total_ms": round((time.perf_counter() - started) * 1000, 1),
+                      "per_template_ms_p50": _pct(per, 0.5), "per_template_ms_p95": _pct(per, 0.95),
+                      "errors": errors}
+    return out
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _verification_figures(workdir: Path, size: int = 60_000, checks: int = 300) -> dict[str, Any]:
+    from server.packages import PackageVerifier
+
+    repo = workdir / "repo"
+    repo.mkdir()
+    names = [f"pkg-{i:05d}-{'tool' if i % 3 else 'lib'}" for i in range(size)]
+    body = "".join(f"Package: {n}\nVersion: 1.{i % 97}\nArchitecture: amd64\nProvides: virt-{i}\n\n"
+                   for i, n in enumerate(names))
+    (repo / "Packages.gz").write_bytes(gzip.compress(body.encode()))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(repo)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/Packages.gz"
+        wanted = names[:: size // checks][: checks - 5] + ["pkg-missing-a", "pkg-00001-too", "virt-17", "pkg-0001*",
+                                                           "pkg-00002-tool=1.2"]
+        verifier = PackageVerifier(workdir / "cache", sources={"ubuntu24": [url]})
+        t = time.perf_counter()
+        first = verifier.verify(wanted, os="ubuntu", dist="ubuntu24", arch="x86_64")
+        first_ms = (time.perf_counter() - t) * 1000
+        repeats = []
+        for _ in range(20):
+            t = time.perf_counter()
+            again = verifier.verify(wanted, os="ubuntu", dist="ubuntu24", arch="x86_64")
+            repeats.append((time.perf_counter() - t) * 1000)
+        verifier.close()
+        restarted = PackageVerifier(workdir / "cache", sources={"ubuntu24": [url]})
+        t = time.perf_counter()
+        restarted.verify(wanted, os="ubuntu", dist="ubuntu24", arch="x86_64")
+        restart_ms = (time.perf_counter() - t) * 1000
+        restarted.close()
+    finally:
+        server.shutdown()
+    return {"index_packages": size, "checked": len(wanted), "found": len(again.found), "missing": len(again.missing),
+            "first_ms": round(first_ms, 1), "repeat_ms_p50": _pct(repeats, 0.5),
+            "repeat_ms_p95": _pct(repeats, 0.95), "after_restart_ms": round(restart_ms, 1),
+            "first_found": len(first.found)}
+
+
+def run(cache: Path | None = None) -> dict[str, Any]:
+    logging.disable(logging.WARNING)
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        results = {"validation": _validation_figures(), "verification": _verification_figures(workdir)}
+        results.update(asyncio.run(_agent_figures(cache or workdir / "agent-cache")))
+    return results
+
+
+def markdown(r: dict[str, Any]) -> str:
+    lines = ["## Generation and refinement (offline provider)", "",
+             "| figure | value |", "|---|---|"]
+    g, f = r["generation"], r["refinement"]
+    lines += [f"| requests in the table (`tests/data/requests.yaml`) | {g['requests']} |",
+              f"| valid-template rate | {g['valid_rate']:.0%} |",
+              f"| constraint adherence (every stated fact landed) | {g['constraint_adherence']:.0%} |",
+              f"| generation latency p50 / p95 (MCP in-process, incl. validation) | {g['latency_ms_p50']} / "
+              f"{g['latency_ms_p95']} ms |",
+              f"| refinement instructions (`tests/data/refinements.yaml`) | {f['instructions']} |",
+              f"| refinement success (valid and the asked change landed; ADR target > 90 %) | {f['success_rate']:.0%} |",
+              f"| refinement latency p50 / p95 | {f['latency_ms_p50']} / {f['latency_ms_p95']} ms |", ""]
+    for fail in g["failures"] + f["failures"]:
+        lines.append(f"- not met: {fail.get('request') or fail.get('instruction')}: {'; '.join(fail['problems'])}")
+    lines += ["", "## Validation and package verification", "", "| figure | value |", "|---|---|"]
+    for label, v in r["validation"].items():
+        lines.append(f"| validate {v['templates']} {label} templates | {v['total_ms']} ms total, "
+                     f"p50 {v['per_template_ms_p50']} ms, p95 {v['per_template_ms_p95']} ms, {v['errors']} errors |")
+    v = r["verification"]
+    lines += [f"| verify {v['checked']} names against a {v['index_packages']:,}-package index: first call "
+              f"(download + parse) | {v['first_ms']} ms |",
+              f"| same check repeated | p50 {v['repeat_ms_p50']} ms, p95 {v['repeat_ms_p95']} ms |",
+              f"| same check after a restart (parsed index reloaded from disk) | {v['after_restart_ms']} ms |", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    results = run()
+    print(json.dumps(results, indent=1), file=sys.stderr)
+    print(markdown(results))

@@ -95,7 +95,7 @@ def register(mcp: MCPServer, engine: Engine) -> None:
     async def tool_names() -> set[str]:
         return {t.name for t in await mcp.list_tools()}
 
-    @mcp.prompt(name="create_image_template", title="Create an image template",
+    @mcp.prompt(name="create-image-template", title="Create an image template",
                 description="Guide the assistant through finding a close template, generating, validating and "
                             "verifying a new OS Image Composer template.")
     async def create_image_template(
@@ -105,7 +105,7 @@ def register(mcp: MCPServer, engine: Engine) -> None:
     ) -> list[Message]:
         return [UserMessage(create_text(request, target, await tool_names()))]
 
-    @mcp.prompt(name="review_template", title="Review my template",
+    @mcp.prompt(name="review-template", title="Review my template",
                 description="Validate a template, verify its packages and review its design, with concrete fixes.")
     async def review_template(
         template: Annotated[str, Field(description="the template YAML text, or the name of an indexed template")],

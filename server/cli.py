@@ -176,6 +176,10 @@ def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parent
     clear.add_argument("--packages", action="store_true", help="only the downloaded package indexes")
     clear.add_argument("--json", action="store_true", help="machine-readable output")
 
+    from server import cli_agent
+
+    cli_agent.add_commands(sub, parents)
+
     index = sub.add_parser("index", parents=parents, help="build or refresh the index")
     index.add_argument("--force", action="store_true", help="re-embed every template")
     index.add_argument("--json", action="store_true")
@@ -361,7 +365,8 @@ def _print_validation_rich(out: Output, results: list[dict[str, Any]]) -> None:
     from rich.text import Text
 
     for r in results:
-        mark = Text("✓ ", style="bold green") if r["valid"] else Text("✗ ", style="bold red")
+        mark = Text()
+        mark.append("✓ " if r["valid"] else "✗ ", style="bold green" if r["valid"] else "bold red")
         mark.append(r["file"], style="bold")
         mark.append(f"  {r['error_count']} error(s), {r['warning_count']} warning(s)")
         out.console.print(mark)
@@ -536,24 +541,89 @@ def _cache_clear(settings: AISettings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_stdio(mcp: Any) -> None:
-    """Serve stdio until stdin closes or SIGTERM/SIGINT; either way the lifespan closes the engine."""
+class _StdinRelay:
+    """Feeds the stdio transport through a pipe we own, so a signal can end the session with a clean EOF.
+
+    The SDK reads stdin in a worker thread that no cancellation can interrupt; ending the input is the one
+    way to stop it that runs the normal shutdown path (lifespan exit, engine closed).
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._source = os.dup(0)
+        read_fd, write_fd = os.pipe()
+        os.dup2(read_fd, 0)
+        os.close(read_fd)
+        self._sink = os.fdopen(write_fd, "wb", buffering=0)
+        self._lock = threading.Lock()
+        threading.Thread(target=self._pump, name="stdin-relay", daemon=True).start()
+
+    def _pump(self) -> None:
+        try:
+            while True:
+                chunk = os.read(self._source, 65536)
+                # Under the lock, so close() can never race a write onto a recycled descriptor.
+                with self._lock:
+                    if self._sink.closed:
+                        return
+                    if not chunk:
+                        self._sink.close()
+                        return
+                    self._sink.write(chunk)
+        except OSError:
+            self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._sink.closed:
+                self._sink.close()
+
+
+def _run_stdio(mcp: Any, grace: float) -> None:
+    """Serve stdio until stdin closes or SIGTERM/SIGINT. On a signal, calls in flight get up to ``grace``
+    seconds to finish, then input ends and the normal shutdown runs (the lifespan closes the engine)."""
+    import logging
     import signal
 
     import anyio
 
+    log = logging.getLogger(__name__)
+    relay = _StdinRelay() if os.name == "posix" else None
+    in_flight = 0
+
+    async def count_calls(ctx: Any, call_next: Any) -> Any:
+        nonlocal in_flight
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        in_flight += 1
+        try:
+            return await call_next(ctx)
+        finally:
+            in_flight -= 1
+
+    mcp.middleware.insert(0, count_calls)
+
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             async def on_signal() -> None:
+                assert relay is not None
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    seen = 0
                     async for signum in signals:
-                        import logging
+                        seen += 1
+                        name = signal.Signals(signum).name
+                        if seen > 1:
+                            log.warning("second %s: exiting now", name)
+                            os._exit(128 + signum)
+                        log.info("received %s: finishing %d call(s) in flight (up to %.0fs), then stopping",
+                                 name, in_flight, grace)
+                        with anyio.move_on_after(grace):
+                            while in_flight:
+                                await anyio.sleep(0.05)
+                        await anyio.to_thread.run_sync(relay.close)
 
-                        logging.getLogger(__name__).info("received %s: stopping", signal.Signals(signum).name)
-                        tg.cancel_scope.cancel()
-                        return
-
-            if hasattr(signal, "SIGTERM") and os.name == "posix":
+            if relay is not None:
                 tg.start_soon(on_signal)
             await mcp.run_stdio_async()
             tg.cancel_scope.cancel()
@@ -570,7 +640,7 @@ def _serve(settings: AISettings, args: argparse.Namespace) -> int:
 
     s = settings.server
     if s.transport == "stdio":
-        _run_stdio(create_app(settings))
+        _run_stdio(create_app(settings), s.shutdown_timeout)
         return EXIT_OK
     from server.http import serve_http
 
@@ -592,6 +662,18 @@ COMMANDS: dict[str, Callable[[AISettings, argparse.Namespace], int]] = {
     "verify-packages": _cmd_verify_packages,
     "cache": _cmd_cache,
 }
+
+
+def _agent_command(name: str) -> Callable[[AISettings, argparse.Namespace], int]:
+    def run(settings: AISettings, args: argparse.Namespace) -> int:
+        from server import cli_agent
+
+        return getattr(cli_agent, f"cmd_{name}")(settings, args)
+
+    return run
+
+
+COMMANDS.update(generate=_agent_command("generate"), chat=_agent_command("chat"))
 
 
 def main(argv: list[str] | None = None) -> int:

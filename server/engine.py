@@ -18,11 +18,13 @@ import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.config import AISettings
-from server.index import ProgressFn, SyncReport, TemplateIndex
-from server.search import SearchEngine, SearchOutcome
+
+if TYPE_CHECKING:  # numpy, LanceDB and the scorer load in the background thread, not at import
+    from server.index import ProgressFn, SyncReport, TemplateIndex
+    from server.search import SearchEngine, SearchOutcome
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,9 @@ class Engine:
                 for w in warnings:
                     log.warning(w)
             self.cache_dir = cache_dir
+            from server.index import TemplateIndex
+            from server.search import SearchEngine
+
             roots = list(self.settings.template_roots)
             if self.settings.save_dir and self.save_dir not in roots:
                 roots.append(self.save_dir)  # saved templates are searchable at once

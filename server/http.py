@@ -89,10 +89,20 @@ def check_bind(s: ServerSettings, token: str | None) -> None:
                     "set OIC_AI_AUTH_TOKEN or OIC_AI_AUTH_TOKEN_FILE", s.host, s.port)
 
 
+def _with_bare_names(patterns: list[str]) -> list[str]:
+    # "name:*" in the SDK means "name with some port"; behind a proxy on 443 the Host has no port at all.
+    out: list[str] = []
+    for p in patterns:
+        out.append(p)
+        if p.endswith(":*") and p[:-2] not in patterns:
+            out.append(p[:-2])
+    return out
+
+
 def transport_security(s: ServerSettings) -> TransportSecuritySettings:
     """DNS-rebinding protection: on for loopback binds and whenever allowed hosts are configured."""
-    hosts = list(s.allowed_hosts)
-    origins = list(s.allowed_origins)
+    hosts = _with_bare_names(s.allowed_hosts)
+    origins = _with_bare_names(s.allowed_origins)
     if is_loopback(s.host) or hosts:
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
@@ -131,7 +141,10 @@ class Gateway:
         if scope["path"] == HEALTH_PATH and scope["method"] in ("GET", "HEAD"):
             await _send_json(send, 200, self.health(), head_only=scope["method"] == "HEAD")
             return
-        if self._token is not None and not self._authorized(scope):
+        # OAuth discovery (/.well-known/...) gets the app's plain 404: there is no authorization server to find,
+        # and a 401 there sends some clients into an OAuth flow instead of using their configured header.
+        discovery = scope["method"] in ("GET", "HEAD") and scope["path"].startswith("/.well-known/")
+        if self._token is not None and not discovery and not self._authorized(scope):
             await self._reject(scope, send)
             return
         await self.app(scope, receive, send)

@@ -1490,7 +1490,8 @@ class PackageVerifier:
             loaded = self._load(unit)
         except (_FetchError, _NotFound, IndexFormatError, OSError, ValueError) as e:
             reason = f"not found: {e}" if isinstance(e, _NotFound) else (str(e) or type(e).__name__)
-            logger.warning("package index %s could not be consulted: %s", _display(unit), reason)
+            # One line per index would flood the log when offline; the verify result carries the summary.
+            logger.info("package index %s could not be consulted: %s", _display(unit), reason)
             with self._lock:
                 self._failed[unit.key] = (self.clock() + self.retry_after, reason)
             return None, reason

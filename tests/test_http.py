@@ -180,15 +180,18 @@ async def test_client_without_token_cannot_connect(engine, dirs):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("stateless", [False, True])
-async def test_streamable_http_with_token(engine, dirs, stateless):
+@pytest.mark.parametrize(("stateless", "json_response"), [(False, False), (True, False), (False, True)])
+async def test_streamable_http_with_token(engine, dirs, stateless, json_response):
     session_ids: list[str] = []
+    content_types: set[str] = set()
 
     async def hook(response):
         if "mcp-session-id" in response.headers:
             session_ids.append(response.headers["mcp-session-id"])
+        if response.request.method == "POST" and response.status_code == 200:
+            content_types.add(response.headers["content-type"].split(";")[0])
 
-    with http_server(engine, dirs, auth_token=TOKEN, stateless=stateless) as url:
+    with http_server(engine, dirs, auth_token=TOKEN, stateless=stateless, json_response=json_response) as url:
         for mode in ("auto", "legacy"):
             async with Client(_streamable(url, hook=hook), mode=mode) as client:
                 tools = {t.name for t in (await client.list_tools()).tools}
@@ -197,9 +200,13 @@ async def test_streamable_http_with_token(engine, dirs, stateless):
                 assert not r.is_error
                 assert r.structured_content["results"][0]["name"] == "robot-ros"
                 prompts = {p.name for p in (await client.list_prompts()).prompts}
-                assert {"create_image_template", "review_template"} <= prompts
+                assert {"create-image-template", "review-template"} <= prompts
     # only legacy stateful connections get a protocol session
     assert bool(session_ids) is (not stateless)
+    if json_response:
+        assert content_types == {"application/json"}
+    else:
+        assert "text/event-stream" in content_types
 
 
 @pytest.mark.anyio
@@ -240,6 +247,8 @@ def test_configured_hosts_and_origins_are_accepted(engine, dirs):
         r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Host": f"mcp.example.com:{port}",
                                                             "Origin": "https://app.example.com"})
         assert r.status_code == 200
+        r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Host": "mcp.example.com"})
+        assert r.status_code == 200  # "name:*" also covers the bare name a proxy on port 443 forwards
         r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Host": f"other.example.com:{port}"})
         assert r.status_code == 421
         r = httpx.post(f"{url}/mcp", content=body, headers={**headers, "Origin": "https://evil.example.com"})
@@ -408,3 +417,10 @@ def test_sigint_when_idle_exits_cleanly(dirs, tmp_path):
     stderr = proc.stderr.read()
     assert code == 0, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+
+
+def test_no_oauth_discovery_is_advertised(engine, dirs):
+    with http_server(engine, dirs, auth_token=TOKEN) as url:
+        r = httpx.get(f"{url}/.well-known/oauth-protected-resource/mcp")
+        assert r.status_code == 404  # not 401: clients should use their configured bearer header
+        assert "resource_metadata" not in httpx.post(f"{url}/mcp", content="{}").headers["www-authenticate"]

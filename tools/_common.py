@@ -50,13 +50,17 @@ async def call_engine(engine: Engine, tool: str, fn: Callable[..., T], *args: An
 # when the tool really has the canonical parameter, does not itself have a parameter with the alias's
 # name, and the canonical one was not given; anything else is left for the normal validation to report.
 # camelCase spellings of snake_case parameters (topK, imageType, conversationId) are accepted for every tool.
+_TARGET = {"dist": ("distribution", "distro"), "arch": ("architecture",)}
 ARGUMENT_ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
     "search_templates": {
         "query": ("question", "prompt", "q", "text", "search", "search_query", "request", "description"),
         "top_k": ("limit", "k", "n", "max_results", "num_results", "count"),
+        **_TARGET,
     },
     "generate_template": {
         "request": ("prompt", "description", "query", "question", "requirements", "text", "instruction"),
+        "conversation_id": ("conversation", "session_id", "session"),
+        **_TARGET,
     },
     "refine_template": {
         "instruction": ("prompt", "request", "message", "change", "changes", "feedback", "query", "text"),
@@ -69,8 +73,8 @@ ARGUMENT_ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
     "verify_packages": {
         "packages": ("package_names", "names", "package", "package_list"),
         "yaml": ("yaml_text", "template", "template_yaml", "content"),
-        "dist": ("distribution", "distro"),
-        "arch": ("architecture",),
+        "name": ("template_name",),
+        **_TARGET,
     },
 }
 

@@ -1,0 +1,101 @@
+"""MCP prompts and argument aliases, through an in-process mcp.Client."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from server.app import create_app
+from server.config import load_settings
+from tests.conftest import write_template
+from tools._common import rewrite_arguments
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory):
+    from server.engine import Engine
+
+    templates = tmp_path_factory.mktemp("prompt-templates")
+    write_template(templates, "web-nginx", description="web server with nginx", packages="nginx")
+    write_template(templates, "robot-ros", description="robotics with ROS 2", packages="ros-humble-desktop")
+    settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(templates), "OIC_AI_PROVIDER": "offline",
+                                  "OIC_AI_CACHE_DIR": str(tmp_path_factory.mktemp("prompt-cache"))})
+    eng = Engine(settings)
+    eng.ready()
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+async def client(engine):
+    async with Client(create_app(engine.settings, engine=engine)) as c:
+        yield c
+
+
+async def test_prompts_are_listed_with_arguments(client):
+    prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+    create, review = prompts["create-image-template"], prompts["review-template"]
+    assert create.title == "Create an image template" and review.title == "Review my template"
+    assert {(a.name, a.required) for a in create.arguments} == {("request", True), ("target", False)}
+    assert {(a.name, a.required) for a in review.arguments} == {("template", True), ("focus", False)}
+    assert all(a.description for a in create.arguments + review.arguments)
+
+
+async def test_create_prompt_walks_through_the_registered_tools(client):
+    r = await client.get_prompt("create-image-template", {"request": "edge kiosk with chromium",
+                                                          "target": "ubuntu24 x86_64 raw"})
+    text = r.messages[0].content.text
+    assert r.messages[0].role == "user"
+    assert "edge kiosk with chromium" in text and "ubuntu24 x86_64 raw" in text
+    assert text.index("search_templates") < text.index("validate_template") < text.index("verify_packages")
+    tools = {t.name for t in (await client.list_tools()).tools}
+    # only tools this build really has are named
+    for name in ("generate_template", "refine_template"):
+        assert (name in text) == (name in tools)
+
+
+async def test_review_prompt_asks_for_validation_and_package_checks(client):
+    yaml_text = "image:\n  name: x\n  version: '1'\n# ```nested fence```\n"
+    r = await client.get_prompt("review-template", {"template": yaml_text, "focus": "security"})
+    text = r.messages[0].content.text
+    assert "validate_template" in text and "verify_packages" in text and "security" in text
+    assert "````yaml\n" + yaml_text.rstrip() + "\n````" in text  # fenced so the pasted text stays intact
+    r = await client.get_prompt("review-template", {"template": "web-nginx"})
+    text = r.messages[0].content.text
+    assert "template://web-nginx" in text and 'name="web-nginx"' in text
+
+
+def test_rewrite_arguments_rules():
+    params = {"query", "top_k", "os", "dist", "arch", "image_type"}
+    assert rewrite_arguments("search_templates", {"question": "q", "topK": 2, "imageType": "raw"}, params) == {
+        "query": "q", "top_k": 2, "image_type": "raw"}
+    # the canonical name wins; unknown names are left for validation to report
+    assert rewrite_arguments("search_templates", {"query": "a", "prompt": "b"}, params) == {"query": "a", "prompt": "b"}
+    assert rewrite_arguments("search_templates", {"bogus": 1}, params) == {"bogus": 1}
+    # an alias that is a real parameter of the tool is never renamed
+    assert rewrite_arguments("validate_template", {"name": "n"}, {"yaml", "name"}) == {"name": "n"}
+    # a tool without the canonical parameter is left alone
+    assert rewrite_arguments("generate_template", {"prompt": "p"}, {"other"}) == {"prompt": "p"}
+
+
+async def test_aliases_reach_the_tools(client):
+    r = await client.call_tool("search_templates", {"question": "ROS 2 robotics", "topK": 1})
+    assert not r.is_error, r.content
+    assert r.structured_content["query"] == "ROS 2 robotics" and len(r.structured_content["results"]) == 1
+    r = await client.call_tool("search_templates", {"prompt": "nginx web server", "limit": 1})
+    assert r.structured_content["results"][0]["name"] == "web-nginx"
+    r = await client.call_tool("validate_template", {"yaml_text": "image: [unclosed\n"})
+    assert not r.is_error and r.structured_content["valid"] is False
+    r = await client.call_tool("validate_template", {"template_name": "web-nginx"})
+    assert r.structured_content["valid"] is True and r.structured_content["template"] == "web-nginx"
+
+
+async def test_aliases_for_generate_and_refine(client):
+    r = await client.call_tool("generate_template", {"prompt": "web server with nginx", "distribution": "ubuntu24"})
+    assert not r.is_error, r.content
+    conversation = r.structured_content["conversation_id"]
+    r = await client.call_tool("refine_template", {"conversationId": conversation,
+                                                   "message": "what packages are included?"})
+    assert not r.is_error, r.content

@@ -34,7 +34,7 @@ disk layout, packages, kernel, bootloader).
   ones get suggestions. "verified: false" means a repository could not be read, not that packages are missing.
 - cache_stats: index size, embedding-cache hit rate, query latency; use it when diagnosing the server.
 Resources: template://{name} (YAML of one template), templates://index (all templates), schema://template
-(the JSON Schema of a template).
+(the JSON Schema of a template). Prompts: create-image-template, review-template.
 """
 
 

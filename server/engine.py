@@ -89,6 +89,8 @@ class Engine:
         self.tool_latency = LatencyBook()
         self.first_sync: SyncReport | None = None
         self.cache_dir: Path | None = None
+        self._cache_lock = threading.Lock()
+        self._cache_resolved = False
         self._embedder: Any = None
         self.index: TemplateIndex | None = None
         self.searcher: SearchEngine | None = None
@@ -127,15 +129,21 @@ class Engine:
                 self._thread = threading.Thread(target=self._load, args=(progress,), name="engine-load", daemon=True)
                 self._thread.start()
 
+    def _resolve_cache_dir(self) -> Path | None:
+        """Choose the cache dir once (cheap); the index, the conversations and the package cache share it."""
+        with self._cache_lock:
+            if not self._cache_resolved:
+                if self.settings.cache.enabled:
+                    self.cache_dir, warnings = usable_cache_dir(self.settings.cache_path)
+                    self.warnings.extend(warnings)
+                    for w in warnings:
+                        log.warning(w)
+                self._cache_resolved = True
+            return self.cache_dir
+
     def _load(self, progress: ProgressFn | None) -> None:
         try:
-            cache_dir = None
-            if self.settings.cache.enabled:
-                cache_dir, warnings = usable_cache_dir(self.settings.cache_path)
-                self.warnings.extend(warnings)
-                for w in warnings:
-                    log.warning(w)
-            self.cache_dir = cache_dir
+            cache_dir = self._resolve_cache_dir()
             from server.index import TemplateIndex
             from server.search import SearchEngine
 
@@ -160,6 +168,13 @@ class Engine:
             raise TimeoutError("the template index is still being built; try again in a few seconds")
         if self._start_error is not None:
             raise RuntimeError(str(self._start_error)) from self._start_error
+
+    @property
+    def state(self) -> str:
+        """loading, ready, or error (loading finished and failed): for health checks."""
+        if not self._ready.is_set():
+            return "loading"
+        return "ready" if self._start_error is None else "error"
 
     @property
     def is_ready(self) -> bool:
@@ -245,11 +260,8 @@ class Engine:
             if self._verifier is None:
                 from server.packages import PackageVerifier
 
-                base = (
-                    self.cache_dir
-                    if self.cache_dir is not None
-                    else Path(tempfile.mkdtemp(prefix="oic-pkg-"))
-                )
+                cache_dir = self._resolve_cache_dir()
+                base = cache_dir if cache_dir is not None else Path(tempfile.mkdtemp(prefix="oic-pkg-"))
                 p = self.settings.packages
                 self._verifier = PackageVerifier(
                     base / "packages",
@@ -273,7 +285,6 @@ class Engine:
         from server.packages import packages_from_template, repositories_from_template
         from server.yamlsafe import YamlError, load_mapping
 
-        self.ready()  # the verifier's download cache lives in the cache dir chosen at start-up
         names = [p for p in (packages or []) if isinstance(p, str) and p.strip()]
         repositories: list[dict[str, Any]] = []
         if yaml is not None or name is not None:
@@ -312,13 +323,13 @@ class Engine:
 
     @property
     def conversations(self) -> Any:
-        self.ready()  # the store lives in the cache dir, which is only chosen during start-up
+        cache_dir = self._resolve_cache_dir()
         with self._start_lock:
             if self._conversations is None:
                 from server.conversations import SqliteConversationStore
 
                 c = self.settings.conversation
-                path: Any = (self.cache_dir / "conversations.sqlite3") if self.cache_dir else ":memory:"
+                path: Any = (cache_dir / "conversations.sqlite3") if cache_dir else ":memory:"
                 self._conversations = SqliteConversationStore(
                     path, max_history=c.max_history, idle_timeout_s=c.session_timeout, max_age_s=c.max_age,
                     max_conversations=c.max_conversations)

@@ -150,15 +150,8 @@ class Gateway:
         await self.app(scope, receive, send)
 
     def health(self) -> dict[str, Any]:
-        engine = self.engine
-        if engine.is_ready:
-            index = "ready"
-        elif engine._ready.is_set():  # loading finished, with an error
-            index = "error"
-        else:
-            index = "loading"
         return {"status": "ok", "server": REALM, "version": self.version, "transport": self.transport,
-                "index": index}
+                "index": self.engine.state}
 
     def _authorized(self, scope: Scope) -> bool:
         header = Headers(scope=scope).get("authorization", "")

@@ -7,9 +7,12 @@ provider of its own and the deterministic safety net under the LLM ones.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import logging
 import re
+import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +22,7 @@ import anyio
 from server import composer
 from server import llm_prompts as prompts
 from server.llm import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
-from server.repair import merge_onto_base
+from server.repair import complete_from_base, merge_onto_base
 from server.validation import ValidationReport, validate_text
 from server.yamlsafe import YamlError, load_mapping
 
@@ -31,6 +34,7 @@ log = logging.getLogger(__name__)
 Progress = Callable[[float, float, str], Awaitable[None]]
 GROUNDING = 3
 MAX_PROBLEM_LINES = 15
+CONFLICT_RETRIES = 3
 _REVERT = re.compile(
     r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back|go\s+back)\b(?:.*?\b(?:revision|version|rev|v)\s*#?\s*(\d+))?",
     re.IGNORECASE,
@@ -89,6 +93,45 @@ def _no_yaml_report() -> ValidationReport:
     return ValidationReport(False, [issue], [], None)
 
 
+def _complete(text: str, base: dict) -> tuple[str, list[str]]:
+    """A compact-style answer (only the changed sections) completed from ``base``; unparsable text as is."""
+    try:
+        data = load_mapping(text).data
+    except YamlError:
+        return text, []
+    if not isinstance(data, dict):
+        return text, []
+    merged, filled = complete_from_base(data, base)
+    wrote = [k for k in data if k in merged]
+    note = (f"the model wrote {', '.join(map(str, wrote)) or 'no section'}; the rest "
+            f"({', '.join(map(str, filled))}) comes from the example unchanged") if filled else ""
+    return composer.dump_yaml(merged), [note] if note else []
+
+
+def request_hints(request: str, constraints: dict[str, str | None] | None = None) -> list[str]:
+    """The request's changes as the request parser understands them, as a checklist for the model."""
+    try:
+        spec = composer.parse_request(request)
+    except Exception:  # noqa: BLE001 - hints are optional; a parser slip must not fail generation
+        log.debug("request parser failed on %r", request, exc_info=True)
+        return []
+    given = {k for k, v in (constraints or {}).items() if v}
+    hints = [f"target.{key} = {getattr(spec, attr)}"
+             for key, attr in (("os", "os"), ("dist", "dist"), ("arch", "arch"), ("imageType", "image_type"))
+             if getattr(spec, attr) and key not in given]
+    if spec.add_packages:
+        hints.append("add to systemConfig.packages: " + ", ".join(spec.add_packages))
+    if spec.remove_packages:
+        hints.append("remove from systemConfig.packages: " + ", ".join(spec.remove_packages))
+    if spec.hostname:
+        hints.append(f"systemConfig.hostname = {spec.hostname}")
+    if spec.disk_size:
+        hints.append(f"disk.size = {spec.disk_size}")
+    if spec.kernel_cmdline_append:
+        hints.append("add to systemConfig.kernel.cmdline: " + " ".join(spec.kernel_cmdline_append))
+    return hints
+
+
 def unified_diff(old: str, new: str, old_rev: int, new_rev: int) -> str:
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                         fromfile=f"revision {old_rev}", tofile=f"revision {new_rev}"))
@@ -98,6 +141,8 @@ class Agent:
     def __init__(self, engine: Engine):
         self.engine = engine
         self.settings = engine.settings
+        self._locks: weakref.WeakValueDictionary[tuple[int, str], anyio.Lock] = weakref.WeakValueDictionary()
+        self._locks_guard = threading.Lock()
 
     # ---- providers -----------------------------------------------------------
     async def provider(self, sampling: CallbackProvider | None) -> tuple[ChatProvider, list[str]]:
@@ -189,30 +234,47 @@ class Agent:
                             grounding: list[tuple[str, str, dict]], progress: Progress | None) -> _Draft:
         style = self.settings.agent.prompt_style
         messages = prompts.generation_messages(request, {k: v for k, v in constraints.items() if v},
-                                               grounding, style)
+                                               grounding, style, hints=request_hints(request, constraints))
         return await self._llm_loop(provider, messages, grounding[0][2], progress)
 
     async def _llm_loop(self, provider: ChatProvider, messages: list[tuple[str, str]], base: dict,
                         progress: Progress | None) -> _Draft:
-        """Ask, validate, feed errors back; then repair deterministically if still invalid."""
+        """Ask, validate, feed errors back; then repair deterministically if still invalid.
+
+        In the compact style the model answers with only the sections it changes; each answer is completed
+        from ``base`` (the grounding example, or the current template when refining) before it is validated,
+        and a fix request shows the model that completed document. Either way the draft's report is the
+        validator's verdict on exactly the text the draft carries.
+        """
         cfg = self.settings.agent
+        compact = cfg.prompt_style == "compact"
         attempts = 0
         best: _Draft | None = None
+        current = base
         while True:
             attempts += 1
             reply = await provider.chat([ChatMessage(r, c) for r, c in messages], temperature=0.1,
                                         max_tokens=cfg.max_tokens, stop=prompts.STOP)
             text = extract_yaml(reply.text)
+            notes: list[str] = []
+            if text and compact and current:
+                text, notes = await anyio.to_thread.run_sync(_complete, text, current)
             report = await anyio.to_thread.run_sync(validate_text, text) if text else _no_yaml_report()
-            log.info("llm %s attempt %d: %s (%.1fs)", provider.name, attempts,
-                     "valid" if report.valid else f"{len(report.errors)} error(s)", reply.latency_s)
-            draft = _Draft(text or "", report, provider.name, attempts)
-            if best is None or len(report.errors) < len(best.report.errors):
-                best = draft
+            log.info("llm %s attempt %d: %s (%.1fs, %s completion tokens)", provider.name, attempts,
+                     "valid" if report.valid else f"{len(report.errors)} error(s)", reply.latency_s,
+                     reply.completion_tokens)
+            draft = _Draft(text or "", report, provider.name, attempts, notes)
+            if best is None or len(report.errors) <= len(best.report.errors):
+                best = draft  # ties go to the later answer: it has seen the errors
             if report.valid or not cfg.auto_fix or attempts > cfg.max_fix_attempts:
                 break
             await self._progress(progress, 2, f"fixing {len(report.errors)} error(s), attempt {attempts}")
-            messages = prompts.fix_messages(messages, reply.text, _problem_text(report))
+            if compact:
+                if isinstance(report.data, dict):
+                    current = report.data
+                messages = prompts.compact_fix_messages(text or reply.text, _problem_text(report))
+            else:
+                messages = prompts.fix_messages(messages, reply.text, _problem_text(report))
         assert best is not None
         best.attempts = attempts
         if best.report.valid:
@@ -353,6 +415,34 @@ class Agent:
     async def refine(self, conversation_id: str, instruction: str, *, save_as: str | None = None,
                      overwrite: bool = False, sampling: CallbackProvider | None = None,
                      progress: Progress | None = None) -> AgentResult:
+        """Refinements of one conversation run one at a time in this process (so none is lost); a revision
+        written meanwhile by another process makes the refinement start again from the new revision."""
+        from server.conversations import ConcurrentModification
+
+        async with self._conversation_lock(conversation_id):
+            for attempt in range(CONFLICT_RETRIES):
+                try:
+                    return await self._refine_once(conversation_id, instruction, save_as=save_as,
+                                                   overwrite=overwrite, sampling=sampling, progress=progress)
+                except ConcurrentModification:
+                    if attempt == CONFLICT_RETRIES - 1:
+                        raise AgentError(f"conversation {conversation_id} kept changing under this refinement "
+                                         f"({CONFLICT_RETRIES} tries); try again") from None
+                    log.info("conversation %s changed meanwhile; refining again", conversation_id)
+            raise AssertionError("unreachable")
+
+    def _conversation_lock(self, conversation_id: str) -> anyio.Lock:
+        # Keyed by event loop too: the CLI runs each turn in a fresh loop, and a lock belongs to one loop.
+        key = (id(asyncio.get_running_loop()), conversation_id)
+        with self._locks_guard:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = anyio.Lock()
+            return lock
+
+    async def _refine_once(self, conversation_id: str, instruction: str, *, save_as: str | None = None,
+                           overwrite: bool = False, sampling: CallbackProvider | None = None,
+                           progress: Progress | None = None) -> AgentResult:
         instruction = " ".join((instruction or "").split())
         if not instruction:
             raise AgentError("instruction is empty: say what to change, e.g. 'add docker' or 'set the disk to 8GiB'")
@@ -417,7 +507,8 @@ class Agent:
                 raise AgentError("the current template does not parse, and no LLM is available to repair it")
             return offline
         history = [(m.role, m.content) for m in conv.messages]
-        messages = prompts.refinement_messages(current_yaml, instruction, history)
+        messages = prompts.refinement_messages(current_yaml, instruction, history, self.settings.agent.prompt_style,
+                                               data if isinstance(data, dict) else None)
         base = data if isinstance(data, dict) else {}
         try:
             draft = await self._llm_loop(provider, messages, base, progress)
@@ -432,6 +523,9 @@ class Agent:
                 offline.provider = f"{provider.name}+offline"
                 return offline
             draft.notes.remove("__fallback__")
+        if isinstance(data, dict) and draft.report.data == data:
+            # A valid answer that changes nothing is not a carried-out instruction: say so.
+            draft.notes.append("the model's answer left the template unchanged; the instruction was not applied")
         return draft
 
     async def _revert(self, conv: Any, match: re.Match[str], grounded_on: list[str]) -> AgentResult:

@@ -796,6 +796,8 @@ class _Parser:
                     break
                 if not matched:
                     for size in (3, 2, 1):
+                        if i + size > len(tokens):
+                            continue  # a shorter phrase would match under a longer size and overrun
                         phrase = normalize_phrase(" ".join(tokens[i : i + size]))
                         if phrase in use_case_words and (size > 1 or tokens[i] not in self.known):
                             if mode != "remove":

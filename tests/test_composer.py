@@ -728,3 +728,35 @@ def test_summarize_answers_from_the_template() -> None:
     overview = summarize(AZL_BASE, "summarize this template")
     assert "Azure Linux" in overview and "cloud-init" in overview and "testuser" in overview
     assert "6.12" in summarize(AZL_BASE, "which kernel does it use?")
+
+
+def test_use_case_word_at_the_end_of_a_request_does_not_overrun() -> None:
+    # Regression: a one-word use case ("server") as the last token matched under a 3-word window.
+    from server.request_parser import parse_request
+
+    for text in ("postgresql database server", "web server", "server", "minimal edge"):
+        parse_request(text)
+
+
+def test_random_word_salad_never_crashes_the_parser_or_composer() -> None:
+    """Seeded fuzzing: whatever a user types, the offline provider answers instead of raising."""
+    import random
+
+    from server.yamlsafe import load_mapping
+
+    repo = Path(__file__).resolve().parents[1]
+    caps = load_capabilities()
+    words = sorted({w for t in caps.triggers() for w in t.split()})
+    extra = ("add remove without with and or to the disk size 8GiB 512MiB /data partition hostname kernel "
+              "cmdline user admin sudo arm64 x86_64 ubuntu debian azure elxr el10 iso raw img immutable secure "
+              "boot server web edge minimal for set change switch undo what packages docker nginx vim , . ; : "
+              "'q' 24.04 13 isolcpus=2 console=ttyS0 - = 0 100GiB 1KiB")
+    words += extra.split()
+    bases = [load_mapping(p.read_text()).data for p in sorted((repo / "image-templates").glob("*.yml"))[:8]]
+    rng = random.Random(20261123)
+    for _ in range(400):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+        base = rng.choice(bases)
+        parse_request(text)
+        compose(text, base)
+        apply_instruction(base, text)

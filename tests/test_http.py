@@ -424,3 +424,59 @@ def test_no_oauth_discovery_is_advertised(engine, dirs):
         r = httpx.get(f"{url}/.well-known/oauth-protected-resource/mcp")
         assert r.status_code == 404  # not 401: clients should use their configured bearer header
         assert "resource_metadata" not in httpx.post(f"{url}/mcp", content="{}").headers["www-authenticate"]
+
+
+@pytest.fixture(scope="module")
+def offline_engine(dirs):
+    from server.engine import Engine
+
+    eng = Engine(load_settings(env=_env(dirs) | {"OLLAMA_HOST": "http://127.0.0.1:9"},
+                               overrides={"provider": "offline", "packages.offline": True}))
+    eng.ready()
+    yield eng
+    eng.close()
+
+
+@pytest.mark.anyio
+async def test_twenty_clients_with_their_own_conversations_and_no_lost_updates(offline_engine, dirs):
+    results: dict[int, dict] = {}
+
+    async def own(i: int, url: str) -> None:
+        async with Client(_streamable(url)) as client:
+            gen = (await client.call_tool("generate_template", {"request": f"web server number {i}",
+                                                                "conversation_id": f"client-{i}"})).structured_content
+            r = await client.call_tool("refine_template", {"conversation_id": gen["conversation_id"],
+                                                           "instruction": f"set the hostname to host-{i}"})
+            assert not r.is_error, r.content
+            results[i] = r.structured_content
+
+    with http_server(offline_engine, dirs, auth_token=TOKEN) as url:
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(own, i, url)
+        for i, data in results.items():
+            assert data["conversation_id"] == f"client-{i}" and data["revision"] == 2
+            assert f"hostname: host-{i}" in data["yaml"]
+
+        # five clients refine ONE conversation at the same time: every change lands, in some order
+        async with Client(_streamable(url)) as client:
+            shared = (await client.call_tool("generate_template", {"request": "postgresql database server"}))
+            assert not shared.is_error, shared.content[0].text
+            cid = shared.structured_content["conversation_id"]
+        packages = ["vim", "htop", "tmux", "curl", "jq"]
+
+        async def add(pkg: str) -> None:
+            async with Client(_streamable(url)) as c:
+                r = await c.call_tool("refine_template", {"conversation_id": cid, "instruction": f"add {pkg}"})
+                assert not r.is_error, r.content
+
+        async with anyio.create_task_group() as tg:
+            for pkg in packages:
+                tg.start_soon(add, pkg)
+        async with Client(_streamable(url)) as client:
+            final = (await client.call_tool("refine_template", {"conversation_id": cid,
+                                                                "instruction": "what packages are included?"}))
+            data = final.structured_content
+    assert data["revision"] == 1 + len(packages)
+    for pkg in packages:
+        assert f"- {pkg}\n" in data["yaml"]

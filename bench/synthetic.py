@@ -329,17 +329,23 @@ def make_pool(sources: list[Source], size: int, seed: int = 7) -> list[Variant]:
     return pool
 
 
+def parent_order(pool_size: int, seed: int = 11) -> list[int]:
+    """The order in which level-2 variants cycle through the pool (every parent used equally often)."""
+    order = list(range(pool_size))
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def corpus_variant(pool: list[Variant], order: list[int], serial: int, seed: int = 11) -> Variant:
+    """Level-2 variant number ``serial``; depends only on (pool, seed, serial), so any range can be built alone."""
+    p = order[serial % len(order)]
+    return site_variant(pool[p], p, serial, random.Random(seed * 1_000_003 + serial))
+
+
 def make_corpus(pool: list[Variant], size: int, seed: int = 11, start: int = 0) -> list[Variant]:
-    """``size`` level-2 variants with serials ``start``..; parents cycle through the pool in a shuffled order."""
-    rng = random.Random(seed * 1_000_003 + start)
-    order = list(range(len(pool)))
-    out: list[Variant] = []
-    for i in range(size):
-        if i % len(pool) == 0:
-            rng.shuffle(order)
-        p = order[i % len(pool)]
-        out.append(site_variant(pool[p], p, start + i, rng))
-    return out
+    """Level-2 variants with serials ``start`` .. ``start + size - 1``."""
+    order = parent_order(len(pool), seed)
+    return [corpus_variant(pool, order, serial, seed) for serial in range(start, start + size)]
 
 
 # ---- YAML writing ------------------------------------------------------------------------------------------
@@ -372,10 +378,7 @@ def _emit(value: Any, indent: int, out: list[str]) -> None:
     pad = " " * indent
     if isinstance(value, dict):
         for k, v in value.items():
-            if isinstance(v, dict) and v:
-                out.append(f"{pad}{_key(k)}:")
-                _emit(v, indent + 2, out)
-            elif isinstance(v, list) and v:
+            if isinstance(v, dict) and v or isinstance(v, list) and v:
                 out.append(f"{pad}{_key(k)}:")
                 _emit(v, indent + 2, out)
             else:

@@ -1,0 +1,157 @@
+"""In-process measurements: engine start, search latency, incremental re-index; the baseline as a process."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.measure import summary
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _settings(roots: list[Path], cache_dir: Path) -> Any:
+    import os
+
+    from server.config import load_settings
+
+    return load_settings(env={"OIC_AI_TEMPLATES_DIR": os.pathsep.join(str(r) for r in roots),
+                              "OIC_AI_CACHE_DIR": str(cache_dir), "OIC_AI_PROVIDER": "offline"})
+
+
+def _edit(raw: bytes) -> bytes:
+    """A realistic one-template edit: the description changes, so the template must be re-embedded."""
+    for marker in (b'description: "', b"description: "):
+        if marker in raw:
+            return raw.replace(marker, marker + b"Edited for the benchmark. ", 1)
+    return raw + b"\n# edited for the benchmark\n"
+
+
+def engine_run(roots: list[Path], cache_dir: Path, first_query: str, queries: list[str],
+               edit_file: Path | None) -> dict[str, Any]:
+    """Engine.ready, first search, N searches, then one edited template: re-index time and the next search."""
+    from server.engine import Engine
+
+    out: dict[str, Any] = {}
+    started = time.perf_counter()
+    engine = Engine(_settings(roots, cache_dir))
+    try:
+        engine.ready()
+        out["ready_s"] = round(time.perf_counter() - started, 3)
+        t = time.perf_counter()
+        engine.search(first_query)
+        out["first_search_s"] = round(time.perf_counter() - t, 3)
+        latencies = []
+        for query in queries:
+            t = time.perf_counter()
+            engine.search(query)
+            latencies.append((time.perf_counter() - t) * 1000)
+        out["latency"] = summary(latencies)
+        out["latencies_ms"] = [round(x, 2) for x in latencies]
+        index = engine.index
+        assert index is not None
+        out["vector_index_rows"] = index.vector_index_rows
+        t = time.perf_counter()
+        scan = index.scan()
+        out["scan_s"] = round(time.perf_counter() - t, 3)
+        out["scanned_files"] = len(scan)
+        if edit_file is not None:
+            original = edit_file.read_bytes()
+            try:
+                edit_file.write_bytes(_edit(original))
+                t = time.perf_counter()
+                report = engine.reindex()
+                out["reindex_one_s"] = round(time.perf_counter() - t, 3)
+                out["reindex_embedded"] = report.embedded
+                t = time.perf_counter()
+                _wait_optimizer(index)
+                out["background_optimize_s"] = round(time.perf_counter() - t, 3)
+                t = time.perf_counter()
+                engine.search(queries[0] + " after edit")
+                out["first_search_after_edit_s"] = round(time.perf_counter() - t, 3)
+            finally:
+                edit_file.write_bytes(original)
+            # The other way a change arrives: the periodic scan notices it (run here directly, untimed) and the
+            # next search applies it without scanning again.
+            index._background_scan()
+            t = time.perf_counter()
+            report = index.refresh_if_stale(0.0)
+            out["apply_scanned_change_s"] = round(time.perf_counter() - t, 3)
+            _wait_optimizer(index)
+            if report is None or report.embedded != 1:
+                engine.reindex()
+                _wait_optimizer(index)
+    finally:
+        engine.close()
+        del engine
+        gc.collect()
+    return out
+
+
+def _wait_optimizer(index: Any, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while getattr(index, "_optimizer", None) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def full_sync(roots: list[Path], vectors_by_text: dict[str, np.ndarray], model_id: str, dims: int) -> dict[str, Any]:
+    """The real sync pipeline (scan, read, parse, build text, write, optimize) into an empty index, with
+    the embedding step replaced by a lookup of precomputed vectors: indexing cost without embedding."""
+    from server.index import TemplateIndex
+
+    class Lookup:
+        def __init__(self) -> None:
+            self.model_id = model_id
+            self.dimensions = dims
+            self.missing = 0
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            out = []
+            for text in texts:
+                vec = vectors_by_text.get(text)
+                if vec is None:
+                    self.missing += 1
+                    vec = np.full(dims, 1 / np.sqrt(dims), dtype=np.float32)
+                out.append(vec)
+            return np.stack(out)
+
+        def embed_query(self, text: str) -> np.ndarray:
+            return self.embed([text])[0]
+
+    lookup = Lookup()
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
+        index = TemplateIndex(Path(tmp), roots, lookup)
+        t = time.perf_counter()
+        report = index.sync()
+        seconds = time.perf_counter() - t
+        _wait_optimizer(index)
+        index.close()
+    return {"templates": report.embedded, "seconds": round(seconds, 3),
+            "templates_per_s": round(report.embedded / seconds, 1) if seconds else None,
+            "lookup_misses": lookup.missing}
+
+
+def baseline_process(docs_prefix: Path, first_query: str, queries: list[str]) -> dict[str, Any]:
+    """Run the baseline as its own process: start -> first result, per-query latency, peak RSS."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump([first_query, *queries], fh)
+        qpath = fh.name
+    spawned = time.time()
+    proc = subprocess.run([sys.executable, "-m", "bench.baseline", "--docs", str(docs_prefix), "--queries", qpath],
+                          cwd=str(REPO), capture_output=True, text=True, timeout=1800)
+    Path(qpath).unlink(missing_ok=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-2000:]}
+    data = json.loads(proc.stdout)
+    lat = data["latencies_ms"]
+    return {"documents": data["documents"], "load_s": data["load_s"],
+            "first_result_s": round(data["first_result_at"] - spawned, 3),
+            "latency": summary(lat[1:]), "peak_rss_mb": data["peak_rss_mb"]}

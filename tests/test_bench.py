@@ -1,0 +1,290 @@
+"""The benchmark's own pieces: the upstream baseline port, the synthetic generator, bulk loading and the scale switch."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import server.index as index_mod
+from bench.baseline import BaselineIndex, UpstreamDoc, doc_from_data, parse_query
+from bench.corpus import derive_vectors
+from bench.measure import percentile
+from bench.queries import FIRST_QUERY, latency_queries
+from bench.synthetic import (
+    THEMES,
+    corpus_variant,
+    load_sources,
+    make_corpus,
+    make_pool,
+    parent_order,
+    render_yaml,
+    themed_variant,
+)
+from server.evaluation import LabelledQuery
+from server.index import TemplateIndex
+from server.templates import Fingerprint, load_record, record_from_data
+from server.validation import validate_text
+from server.yamlsafe import load_mapping
+from tests.conftest import LIBRARY, HashEmbedder, write_template
+
+# ---- upstream query parser -------------------------------------------------------------------------------------
+
+
+def test_parser_keeps_packages_and_content_words():
+    q = parse_query("Image with nginx and docker-ce!")
+    assert q.tokens == ["image", "nginx", "docker-ce"]  # "with", "and" are upstream stop words
+    assert q.packages == ["nginx", "docker-ce"]
+    assert q.negative == []
+
+
+def test_parser_negates_exactly_one_term_per_negation_word():
+    q = parse_query("minimal without docker for edge")
+    assert q.negative == ["docker"]
+    assert q.tokens == ["minimal", "edge"]  # the negated word is not a token; "for" is a stop word
+    assert q.packages == []
+
+
+def test_parser_conjunction_after_negation_keeps_negating():
+    q = parse_query("no and docker, nginx")
+    assert q.negative == ["and", "docker"]
+    assert q.packages == ["nginx"] and q.tokens == ["nginx"]
+
+
+def test_parser_package_patterns_are_substrings():
+    q = parse_query("python3-pip openssh-server vim-tiny")
+    assert q.packages == ["python3-pip", "openssh-server", "vim-tiny"]
+
+
+# ---- upstream scoring ----------------------------------------------------------------------------------------
+
+
+def _doc(name: str, packages: list[str], keywords: list[str] | None = None, **kw: str) -> UpstreamDoc:
+    return UpstreamDoc(name=name, file_name=f"{name}.yml", keywords=keywords or [], packages=packages,
+                       dist=kw.get("dist", "ubuntu24"), arch=kw.get("arch", "x86_64"),
+                       image_type=kw.get("image_type", "raw"))
+
+
+def _unit(i: int, dims: int = 8) -> np.ndarray:
+    v = np.zeros(dims, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def test_fixed_weights_keyword_share_and_package_prefixes():
+    docs = [_doc("alpha-edge-raw", ["docker-ce", "nginx=1.24"], ["gateway"]), _doc("beta-cloud", ["cloud-init"])]
+    index = BaselineIndex(docs, np.stack([_unit(0), _unit(1)]))
+    score, semantic, keyword, package = index.scores("edge gateway docker nginx", _unit(0))
+    # tokens: edge (file stem), gateway (keyword), docker, nginx -> 2 of 4 match; both packages match by prefix.
+    assert semantic[0] == pytest.approx(1.0)
+    assert keyword[0] == pytest.approx(0.5)
+    assert package[0] == pytest.approx(1.0)
+    assert score[0] == pytest.approx(0.7 * 1.0 + 0.2 * 0.5 + 0.1 * 1.0)
+    assert score[1] == pytest.approx(0.0)
+
+
+def test_version_suffix_adds_the_base_name():
+    doc = _doc("gamma", ["python3=3.12.1"])
+    assert doc.package_names() == {"python3=3.12.1", "python3"}
+
+
+def test_negation_halves_and_threshold_drops():
+    docs = [_doc("edge-docker", ["docker.io"]), _doc("edge-plain", ["openssh-server"])]
+    vectors = np.stack([_unit(0), _unit(0)])
+    index = BaselineIndex(docs, vectors)
+    hits = index.search("edge without docker", _unit(0))
+    by_name = {h.name: h.score for h in hits}
+    # tokens ["edge"] match both stems; docker.io contains the negated "docker": x0.5 (0.9 -> 0.45).
+    assert by_name["edge-plain"] == pytest.approx(0.9)
+    assert by_name["edge-docker"] == pytest.approx(0.45)
+    assert [h.name for h in hits] == ["edge-plain", "edge-docker"]
+    weak = BaselineIndex(docs, np.stack([_unit(1), _unit(1)]))
+    assert weak.search("something unrelated", _unit(0)) == []  # 0.0 < 0.40
+
+
+def test_searchable_text_infers_keywords_from_the_file_name_only_without_metadata():
+    doc = doc_from_data("emt3-x86_64-edge-raw.yml", {
+        "image": {"name": "edge"}, "target": {"os": "edge-microvisor-toolkit", "dist": "emt3", "arch": "x86_64",
+                                              "imageType": "raw"},
+        "systemConfig": {"description": "Edge image", "packages": [f"p{i}" for i in range(25)],
+                         "kernel": {"packages": ["kernel-rt"]}}})
+    text = doc.searchable_text().splitlines()
+    assert text[0] == "Template: emt3-x86_64-edge-raw.yml"
+    assert "Description: Edge image" in text
+    assert text[-1] == "Keywords: edge, raw"
+    packages_line = next(line for line in text if line.startswith("Packages: "))
+    assert packages_line.count(",") == 19  # the first 20 system packages; kernel packages are not read
+    assert doc.all_keywords() == ["edge", "raw"]
+
+
+# ---- synthetic templates -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def library_sources():
+    sources = load_sources([LIBRARY])
+    assert len(sources) >= 20
+    return sources
+
+
+def test_variants_are_valid_templates_and_round_trip(library_sources, tmp_path: Path):
+    pool = make_pool(library_sources, 40)
+    variants = pool[:12] + make_corpus(pool, 12, start=500)
+    for variant in variants:
+        text = render_yaml(variant.data, header="synthetic")
+        assert load_mapping(text.encode()).data == variant.data
+        report = validate_text(text, base_dir=tmp_path)
+        assert report.valid, (variant.name, report.summary())
+
+
+def test_generator_is_deterministic_and_range_independent(library_sources):
+    a = make_pool(library_sources, 30)
+    b = make_pool(library_sources, 30)
+    assert [v.name for v in a] == [v.name for v in b]
+    assert len({v.name for v in a}) == 30
+    order = parent_order(len(a))
+    whole = make_corpus(a, 20)
+    assert [v.name for v in whole[10:]] == [corpus_variant(a, order, s).name for s in range(10, 20)]
+    assert all(0 <= v.parent < len(a) for v in whole)
+
+
+def test_variant_carries_theme_packages_and_metadata(library_sources):
+    import random
+
+    source = next(s for s in library_sources if s.target.get("dist") == "ubuntu24")
+    theme = next(t for t in THEMES if t.slug == "iot-gateway")
+    variant = themed_variant(source, theme, random.Random(1))
+    assert "mosquitto" in variant.data["systemConfig"]["packages"]
+    assert variant.data["metadata"]["useCase"] == "iot-gateway"
+    assert "additionalFiles" not in variant.data["systemConfig"]
+
+
+def test_record_from_memory_equals_record_from_the_written_file(library_sources, tmp_path: Path):
+    pool = make_pool(library_sources, 10)
+    variant = make_corpus(pool, 1)[0]
+    raw = render_yaml(variant.data).encode()
+    path = tmp_path / f"{variant.name}.yml"
+    path.write_bytes(raw)
+    st = path.stat()
+    from_memory = record_from_data(variant.data, rel_id=path.name, root=str(tmp_path), raw=raw,
+                                   fingerprint=Fingerprint(st.st_size, st.st_mtime_ns))
+    assert from_memory == load_record(tmp_path, path)
+
+
+def test_derived_vectors_match_the_calibrated_cosine():
+    rng = np.random.default_rng(0)
+    pool = rng.standard_normal((20, 384)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    parents = np.arange(2000) % 20
+    sigma = np.sqrt(1 / 0.93**2 - 1)
+    vectors = derive_vectors(pool, parents, float(sigma), seed=1)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert float(np.mean(np.sum(vectors * pool[parents], axis=1))) == pytest.approx(0.93, abs=0.01)
+
+
+# ---- bulk load, the vector-index switch and background scanning -------------------------------------------
+
+
+def _bulk_corpus(tmp_path: Path, n: int) -> tuple[Path, list]:
+    root = tmp_path / "templates"
+    root.mkdir()
+    for i in range(n):
+        write_template(root, f"t{i:04d}", f"template number {i} for edge", "edge", "openssh-server")
+    return root, [load_record(root, p) for p in sorted(root.glob("*.yml"))]
+
+
+def test_bulk_load_rows_are_cache_hits_for_a_later_sync(tmp_path: Path):
+    root, records = _bulk_corpus(tmp_path, 30)
+    emb = HashEmbedder()
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    index.bulk_load(records, emb.embed([r.text for r in records]))
+    assert index._table.count_rows() == 30 and len(index.names()) == 30
+    emb.calls.clear()
+    report = TemplateIndex(tmp_path / "cache", [root], emb).sync()
+    assert (report.embedded, report.hits) == (0, 30)
+    assert emb.calls == []
+
+
+def test_bulk_load_rejects_mismatched_vectors(tmp_path: Path):
+    root, records = _bulk_corpus(tmp_path, 3)
+    index = TemplateIndex(tmp_path / "cache", [root], HashEmbedder())
+    with pytest.raises(ValueError):
+        index.bulk_load(records, np.zeros((2, 32), dtype=np.float32))
+    with pytest.raises(ValueError):
+        index.bulk_load(records, np.full((3, 32), np.nan, dtype=np.float32))
+
+
+def test_vector_index_is_built_past_the_switch_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(index_mod, "VECTOR_INDEX_MIN_ROWS", 256)
+    root, records = _bulk_corpus(tmp_path, 300)
+    emb = HashEmbedder()
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    index.bulk_load(records, emb.embed([r.text for r in records]))
+    assert index.vector_index_rows == 300
+    names = [i.name for i in index._table.list_indices()]
+    assert "vector_ivfsq_300" in names
+    found = index.candidates(emb.embed_query("template number 7 for edge"), "", None, 10)
+    assert len(found) == 10
+    reopened = TemplateIndex(tmp_path / "cache", [root], emb)
+    reopened.open()
+    assert reopened.vector_index_rows == 300  # read back from the index name
+
+
+def test_small_tables_stay_flat(tmp_path: Path):
+    root, records = _bulk_corpus(tmp_path, 20)
+    emb = HashEmbedder()
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    index.bulk_load(records, emb.embed([r.text for r in records]))
+    assert index.vector_index_rows == 0
+    assert not [i for i in index._table.list_indices() if list(i.columns) == ["vector"]]
+
+
+def test_large_libraries_scan_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(index_mod, "BACKGROUND_SCAN_MIN", 2)
+    root, _records = _bulk_corpus(tmp_path, 5)
+    emb = HashEmbedder()
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    index.sync()
+    write_template(root, "added", "a new template", "new", "nginx")
+    assert index.refresh_if_stale(0.0) is None  # nothing synced on the caller's thread
+    deadline = time.monotonic() + 30
+    while index._pending_scan is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    report = index.refresh_if_stale(0.0)  # the pending scan is applied now
+    assert report is not None and report.embedded == 1
+    assert "added" in index.names()
+    index.close()
+
+
+def test_scan_matches_the_template_loader(tmp_path: Path):
+    root, _records = _bulk_corpus(tmp_path, 3)
+    (root / "sub").mkdir()
+    write_template(root / "sub", "nested")
+    (root / ".hidden").mkdir()
+    write_template(root / ".hidden", "secret")
+    (root / "files").mkdir()
+    write_template(root / "files", "overlay")
+    (root / "notes.txt").write_text("x")
+    from server.templates import scan_files
+
+    index = TemplateIndex(tmp_path / "cache", [root], HashEmbedder())
+    mine = sorted((r, rel) for r, rel, _s, _m in index.scan())
+    theirs = sorted((str(r), p.relative_to(r).as_posix()) for r, p, _fp in scan_files([root]))
+    assert mine == theirs and ("sub/nested.yml" in {rel for _r, rel in mine})
+
+
+# ---- small helpers -----------------------------------------------------------------------------------------
+
+
+def test_latency_queries_are_distinct_and_exclude_the_first_query():
+    labelled = [LabelledQuery(f"query {i}", ["x"]) for i in range(7)] + [LabelledQuery(FIRST_QUERY, ["x"])]
+    qs = latency_queries(labelled, 50)
+    assert len(qs) == 50 and len({q.lower() for q in qs}) == 50
+    assert FIRST_QUERY not in qs
+
+
+def test_percentile_interpolates():
+    assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
+    assert percentile([5.0], 99) == 5.0

@@ -64,7 +64,8 @@ VECTOR_INDEX_PREFIX = "vector_ivfsq_"
 VECTOR_INDEX_REGROW = 4  # retrain when the table has grown this many times past the training size
 BACKGROUND_SCAN_MIN = 2_000  # from this many templates the periodic fingerprint scan leaves the search path
 SCAN_DUTY = 50  # measured at 10,000 templates: duty 10 (a 0.13 s scan every 2 s) added ~15 ms to search p95
-LIST_FIELDS = ("use_cases", "keywords", "explicit_keywords", "capabilities", "recommended_for", "packages")
+LIST_FIELDS = ("use_cases", "keywords", "explicit_keywords", "capabilities", "recommended_for", "packages",
+               "terms_strong", "terms_weak")
 STR_FIELDS = ("id", "root", "name", "image_name", "content_hash", "os", "dist", "arch", "image_type",
               "description", "use_case", "kernel", "text")
 

@@ -130,12 +130,7 @@ class SearchOutcome:
     cached: bool = False
 
 
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
+_stem = vocab.stem
 
 
 class QueryAnalyzer:
@@ -226,8 +221,10 @@ class SearchEngine:
         self.index = index
         self.embedder = embedder
         self.settings = settings
-        self._doc_terms: dict[str, tuple[set[str], set[str]]] = {}
-        self._idf: dict[str, float] = {}
+        self._df: Counter[str] = Counter()
+        self._seen: dict[str, tuple[str, tuple[str, ...]]] = {}  # uid -> (content hash, its terms)
+        self._doc_sets: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._n_docs = 1
         self._catalog_version: tuple[int, int] = (-1, -1)
         self._default_idf = 1.0
         self._cache: OrderedDict[tuple, tuple[float, SearchOutcome]] = OrderedDict()
@@ -236,45 +233,47 @@ class SearchEngine:
 
     # ---- per-catalog precomputation ------------------------------------------
     def _refresh_terms(self) -> None:
+        """Document frequencies for IDF, updated incrementally from the terms stored with each row."""
         version = (id(self.index), self.index.generation)
         if version == self._catalog_version:
             return
-        doc_terms: dict[str, tuple[set[str], set[str]]] = {}
-        df: Counter[str] = Counter()
-        for uid, rec in self.index.catalog.items():
-            strong, weak = self._terms_of(rec)
-            doc_terms[uid] = (strong, weak)
-            df.update(strong | weak)
-        n = max(len(doc_terms), 1)
-        self._doc_terms = doc_terms
-        self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
-        self._default_idf = math.log(1 + n)
+        catalog = self.index.catalog
+        df = self._df
+        seen = self._seen
+        for uid in [u for u in seen if u not in catalog]:
+            df.subtract(seen.pop(uid)[1])
+        for uid, rec in catalog.items():
+            old = seen.get(uid)
+            if old is not None and old[0] == rec.content_hash:
+                continue
+            if old is not None:
+                df.subtract(old[1])
+            terms = (*rec.terms_strong, *rec.terms_weak)
+            df.update(terms)
+            seen[uid] = (rec.content_hash, terms)
+        self._n_docs = max(len(seen), 1)
+        self._default_idf = math.log(1 + self._n_docs)
+        self._doc_sets.clear()
         technical = set(vocab.TECHNICAL_TERMS) | {w for words in vocab.ARCH_WORDS.values() for w in words}
         technical.discard("intel")
         self.analyzer = QueryAnalyzer(self.settings, self.index.all_packages(), technical)
         self._catalog_version = version
         self._cache.clear()
 
-    @staticmethod
-    def _words(texts: list[str]) -> set[str]:
-        parts: list[str] = []
-        for text in texts:
-            toks = vocab.tokenize(text)
-            parts.extend(toks)
-            # "real-time" should also match "real" + "time" and vice versa.
-            parts.extend(p for tok in toks for p in re.split(r"[-.]", tok) if p)
-        terms = {p for p in parts if p and p not in vocab.STOPWORDS}
-        return terms | {_stem(t) for t in terms}
+    def _idf(self, term: str) -> float:
+        count = self._df.get(term) or self._df.get(_stem(term))
+        return math.log(1 + self._n_docs / count) if count and count > 0 else self._default_idf
 
-    @classmethod
-    def _terms_of(cls, rec: TemplateRecord) -> tuple[set[str], set[str]]:
-        """(strong, weak) words: what the author wrote vs what we inferred from the content."""
-        strong = cls._words([" ".join(vocab.split_parts(rec.id)), " ".join(vocab.split_parts(rec.image_name)),
-                             rec.description, rec.use_case, *rec.use_cases, *rec.explicit_keywords,
-                             *rec.capabilities, *rec.recommended_for, rec.os, rec.dist, rec.arch, rec.image_type,
-                             *vocab.DIST_WORDS.get(rec.dist, []), *vocab.ARCH_WORDS.get(rec.arch, [])[:2]])
-        weak = cls._words(rec.keywords) - strong
-        return strong, weak
+    def _term_sets(self, uid: str) -> tuple[frozenset[str], frozenset[str]]:
+        """Sets only for the candidates a query scores (at most a few hundred), built on demand."""
+        sets = self._doc_sets.get(uid)
+        if sets is None:
+            rec = self.index.catalog.get(uid)
+            sets = (frozenset(rec.terms_strong), frozenset(rec.terms_weak)) if rec else (frozenset(), frozenset())
+            if len(self._doc_sets) > 4096:
+                self._doc_sets.clear()
+            self._doc_sets[uid] = sets
+        return sets
 
     # ---- scoring -------------------------------------------------------------
     def weights_for(self, analysis: QueryAnalysis) -> dict[str, float]:
@@ -291,11 +290,11 @@ class SearchEngine:
         return w
 
     def _keyword_score(self, analysis: QueryAnalysis, uid: str) -> tuple[float, list[str]]:
-        strong, weak = self._doc_terms.get(uid, (set(), set()))
+        strong, weak = self._term_sets(uid)
         total = matched = 0.0
         hits: list[str] = []
         for q in dict.fromkeys(analysis.content_terms):
-            idf = self._idf.get(q, self._idf.get(_stem(q), self._default_idf))
+            idf = self._idf(q)
             total += idf
             exact = {q, _stem(q)}
             synonyms = set(vocab.SYNONYMS.get(q, []))

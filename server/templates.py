@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ TEMPLATE_KEYS = frozenset({"image", "target", "systemConfig", "disk"})
 MAX_TEMPLATE_BYTES = 1024 * 1024
 MAX_PACKAGES_IN_TEXT = 40
 # Bump when build_text or keyword inference changes: cached rows embed the old text and must be redone.
-TEXT_VERSION = 3
+TEXT_VERSION = 4
 
 
 def content_hash(data: bytes) -> str:
@@ -65,6 +66,8 @@ class TemplateRecord:
     kernel: str = ""
     has_metadata: bool = False
     text: str = ""
+    terms_strong: list[str] = field(default_factory=list)
+    terms_weak: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
@@ -92,12 +95,40 @@ def _as_list(value: Any) -> list[str]:
 
 
 def _dedupe(items: Iterable[str]) -> list[str]:
-    seen: dict[str, None] = {}
+    """Case-insensitive de-duplication that keeps the first spelling and the order."""
+    seen: set[str] = set()
+    out: list[str] = []
     for item in items:
         key = item.strip()
-        if key and key.lower() not in (k.lower() for k in seen):
-            seen[key] = None
-    return list(seen)
+        if key and key.lower() not in seen:
+            seen.add(key.lower())
+            out.append(key)
+    return out
+
+
+_SPLIT = re.compile(r"[-.]")
+
+
+def words(texts: Iterable[str]) -> set[str]:
+    """Matchable words of some texts: tokens, their dash/dot parts ("real-time" -> real, time), plural stems."""
+    parts: list[str] = []
+    for text in texts:
+        toks = vocab.tokenize(text)
+        parts.extend(toks)
+        parts.extend(p for tok in toks for p in _SPLIT.split(tok) if p)
+    terms = {p for p in parts if p and p not in vocab.STOPWORDS}
+    return terms | {vocab.stem(t) for t in terms}
+
+
+def term_sets(rec: TemplateRecord) -> tuple[list[str], list[str]]:
+    """(strong, weak) words: what the author wrote vs what we inferred from the content. Computed once at
+    index time and stored with the row, so a warm start does no text processing at all."""
+    strong = words([" ".join(vocab.split_parts(rec.id)), " ".join(vocab.split_parts(rec.image_name)),
+                    rec.description, rec.use_case, *rec.use_cases, *rec.explicit_keywords, *rec.capabilities,
+                    *rec.recommended_for, rec.os, rec.dist, rec.arch, rec.image_type,
+                    *vocab.DIST_WORDS.get(rec.dist, []), *vocab.ARCH_WORDS.get(rec.arch, [])[:2]])
+    weak = words(rec.keywords) - strong
+    return sorted(strong), sorted(weak)
 
 
 def template_packages(data: dict[str, Any]) -> list[str]:
@@ -214,6 +245,7 @@ def record_from_data(
         has_metadata=bool(meta),
     )
     rec.text = build_text(rec, system_description)
+    rec.terms_strong, rec.terms_weak = term_sets(rec)
     return rec
 
 
@@ -266,4 +298,6 @@ __all__ = [
     "record_from_data",
     "scan_files",
     "template_packages",
+    "term_sets",
+    "words",
 ]

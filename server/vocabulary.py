@@ -6,6 +6,7 @@ query is understood with cannot drift apart.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Distribution identity: dist id -> words a person might use for it.
@@ -185,3 +186,13 @@ def split_parts(name: str) -> list[str]:
 
 def dist_for_word(word: str) -> list[str]:
     return [d for d, words in DIST_WORDS.items() if word in words or word == d]
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Plural to singular, just enough for matching ("containers" ~ "container", "libraries" ~ "library")."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word

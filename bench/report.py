@@ -339,7 +339,19 @@ def write_plots(results: dict[str, Any], plots: Path) -> list[str]:
     return made
 
 
+LLM_START, LLM_END = "<!-- llm-bench:start -->", "<!-- llm-bench:end -->"
+
+
+def _kept_llm_section(path: Path) -> list[str]:
+    """`make bench-llm` owns the block between its markers; a `make bench` run keeps it as it was."""
+    old = path.read_text("utf-8") if path.is_file() else ""
+    if LLM_START in old and LLM_END in old:
+        return ["", old[old.index(LLM_START):old.index(LLM_END) + len(LLM_END)], ""]
+    return ["", LLM_START, "## A real local LLM", "", "Not measured yet: run `make bench-llm`.", LLM_END, ""]
+
+
 def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
+    kept = _kept_llm_section(path)
     made = write_plots(results, plots)
     rel = Path("bench") / "plots"
     with contextlib.suppress(ValueError):
@@ -417,4 +429,9 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
         "not in its brute-force O(N) growth.",
         "",
     ]
+    if results.get("agent"):
+        from bench.agent_bench import markdown
+
+        lines += [markdown(results["agent"])]
+    lines += kept
     path.write_text("\n".join(lines))

@@ -180,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
         "refine_factor": index_mod.VECTOR_INDEX_REFINE, "regrow": index_mod.VECTOR_INDEX_REGROW,
         "background_scan_min": index_mod.BACKGROUND_SCAN_MIN}
 
+    # ---- the agent: offline generation and refinement, validation and package verification -------------
+    from bench import agent_bench
+
+    results["agent"] = phases.run("agent, validation and verification figures", agent_bench.run,
+                                  cache / f"quality-{corpora[-1].name}")
+    logging.disable(logging.NOTSET)
+
     results["phases_s"] = phases.seconds
     results["total_s"] = phases.total
     results["embedding_cache"] = {"embedded_this_run": embed_cache.embedded,

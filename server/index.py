@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 TABLE = "templates"
 EMBED_BATCH = 32
 BULK_CHUNK = 25_000
+WRITE_RETRIES = 5
 VECTOR_INDEX_MIN_ROWS = 20_000
 VECTOR_INDEX_NPROBES = 20
 VECTOR_INDEX_REFINE = 2
@@ -180,6 +181,7 @@ class TemplateIndex:
         self._last_scan = 0.0
         self._pending_optimize = 0
         self.generation = 0  # bumped whenever the catalog changes, so derived caches know to rebuild
+        self._loaded_version: int | None = None  # table version our catalog reflects; another writer moves it
         self.vector_index_rows = 0  # rows the vector index was trained on; 0 = flat search
         self._scanner: threading.Thread | None = None
         self._optimizer: threading.Thread | None = None
@@ -200,13 +202,11 @@ class TemplateIndex:
                     table = self._db.open_table(TABLE)
                     if not self._compatible(table):
                         log.info("embedding model changed: dropping the index to re-embed every template")
-                        self._db.drop_table(TABLE)
-                        table = None
+                        table = self._create_table(replace=True)
                 else:
-                    table = None
-                if table is None:
                     table = self._create_table()
                 self._table = table
+                self._loaded_version = self._table_version()
                 self._read_vector_index()
             except OSError as exc:
                 raise IndexError_(
@@ -231,16 +231,47 @@ class TemplateIndex:
         """What a stored vector depends on: the embedding model and the text we built for it."""
         return f"{self.embedder.model_id}|text-v{TEXT_VERSION}"
 
-    def _create_table(self) -> Any:
+    def _create_table(self, replace: bool = False) -> Any:
+        """Create the table (or open the one another process created a moment ago) with its FTS index."""
         from lancedb.index import FTS
 
-        table = self._db.create_table(TABLE, schema=_schema(self.embedder.dimensions), mode="overwrite")
-        table.create_index(
-            "text",
-            config=FTS(with_position=False, base_tokenizer="simple", stem=True, remove_stop_words=True,
-                       lower_case=True, ascii_folding=True),
-        )
+        schema = _schema(self.embedder.dimensions)
+        if replace:
+            table = self._db.create_table(TABLE, schema=schema, mode="overwrite")
+        else:
+            try:
+                # exist_ok: two servers starting on one empty cache dir must not wipe each other's rows.
+                table = self._db.create_table(TABLE, schema=schema, exist_ok=True)
+            except (RuntimeError, ValueError, OSError):
+                table = self._db.open_table(TABLE)
+        if not any("text" in getattr(ix, "columns", []) for ix in table.list_indices()):
+            try:
+                table.create_index(
+                    "text",
+                    config=FTS(with_position=False, base_tokenizer="simple", stem=True, remove_stop_words=True,
+                               lower_case=True, ascii_folding=True),
+                )
+            except (RuntimeError, ValueError) as exc:  # created concurrently by another process
+                log.info("FTS index not created here: %s", exc)
         return table
+
+    def _table_version(self) -> int | None:
+        try:
+            return int(self._table.version)
+        except Exception:  # noqa: BLE001 - a version is an optimisation hint, never a reason to fail
+            return None
+
+    def _upsert(self, table: Any) -> None:
+        """merge_insert with retries: LanceDB commits optimistically, and another process may commit first."""
+        for attempt in range(WRITE_RETRIES):
+            try:
+                self._table.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all().execute(table)
+                return
+            except RuntimeError as exc:
+                if "conflict" not in str(exc).lower() or attempt == WRITE_RETRIES - 1:
+                    raise
+                log.info("index write conflicted with another writer; retrying (%d)", attempt + 1)
+                time.sleep(0.05 * 2 ** attempt)
 
     def _load_catalog(self) -> None:
         with _bulk_objects():
@@ -338,6 +369,11 @@ class TemplateIndex:
         """
         with self._lock:
             self.open()
+            version = self._table_version()
+            if version is not None and self._loaded_version is not None and version != self._loaded_version:
+                # Another process wrote rows since we loaded: take them instead of embedding the same files again.
+                self._load_catalog()
+                self._loaded_version = version
             started = time.perf_counter()
             report = SyncReport()
             seen: set[str] = set()
@@ -398,6 +434,7 @@ class TemplateIndex:
             if self._pending_optimize:
                 self._optimize_soon()
             if changed or removed:
+                self._loaded_version = self._table_version()  # our own commits are no reason to reload
                 if not names_stable:
                     self._reindex_names()
                 self.generation += 1
@@ -429,7 +466,7 @@ class TemplateIndex:
             if progress:
                 progress(done, total, batch[-1].id)
         table = self._arrow_rows(records, np.concatenate(vectors))
-        (self._table.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all().execute(table))
+        self._upsert(table)
         self._remember(records)
         self._pending_optimize += 1
 
@@ -480,8 +517,7 @@ class TemplateIndex:
                 if fresh:
                     self._table.add(table)
                 else:
-                    (self._table.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
-                     .execute(table))
+                    self._upsert(table)
                 self._remember(chunk)
                 if progress:
                     progress(min(start + BULK_CHUNK, total), total, chunk[-1].id)
@@ -524,6 +560,7 @@ class TemplateIndex:
                     break
                 time.sleep(0.1 * (attempt + 1))
         self._ensure_vector_index()
+        self._loaded_version = self._table_version()
 
     def _read_vector_index(self) -> None:
         self.vector_index_rows = 0

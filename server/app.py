@@ -62,14 +62,12 @@ def create_app(settings: AISettings, engine: Engine | None = None) -> MCPServer:
         log_level=settings.server.log_level,
     )
     from resources import templates as template_resources
-    from server.agent import Agent
     from tools import cache_stats, generate, refine, search, validate, verify_packages
 
-    agent = Agent(engine)
     for module in (search, validate, verify_packages, cache_stats):
         module.register(mcp, engine)
-    generate.register(mcp, engine, agent)
-    refine.register(mcp, engine, agent)
+    generate.register(mcp, engine)
+    refine.register(mcp, engine)
     template_resources.register(mcp, engine)
     # -- prompts and argument aliases (resources/prompts.py, tools/_common.py) --
     from resources import prompts

@@ -37,14 +37,13 @@ def add_commands(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _engine_and_agent(settings: AISettings, args: argparse.Namespace) -> tuple[Any, Any]:
-    from server.agent import Agent
     from server.engine import Engine
 
     if getattr(args, "provider", None):
         settings = settings.model_copy(update={"provider": args.provider})
     engine = Engine(settings)
     engine.start()
-    return engine, Agent(engine)
+    return engine, engine.agent
 
 
 def _remember(engine: Any, conversation_id: str) -> None:

@@ -96,6 +96,7 @@ class Engine:
         self.searcher: SearchEngine | None = None
         self._verifier: Any = None
         self._conversations: Any = None
+        self._agent: Any = None
         self._chat: tuple[Any, Any] | None = None
         self._verifier_lock = threading.Lock()
         self.validations = {"valid": 0, "invalid": 0}
@@ -142,6 +143,11 @@ class Engine:
             return self.cache_dir
 
     def _load(self, progress: ProgressFn | None) -> None:
+        preload = None
+        if hasattr(self.embedder, "load"):
+            # Reading the model (numpy, I/O, hashing) overlaps with importing LanceDB, the other slow start step.
+            preload = threading.Thread(target=self._preload_model, name="model-load", daemon=True)
+            preload.start()
         try:
             cache_dir = self._resolve_cache_dir()
             from server.index import TemplateIndex
@@ -155,11 +161,19 @@ class Engine:
             self.first_sync = index.sync(progress=progress)
             self.index = index
             self.searcher = SearchEngine(index, self.embedder, self.settings)
+            if preload is not None:
+                preload.join()
         except BaseException as exc:  # noqa: BLE001 - reported to every caller of ready()
             self._start_error = exc
             log.error("engine failed to start: %s", exc)
         finally:
             self._ready.set()
+
+    def _preload_model(self) -> None:
+        try:
+            self.embedder.load()
+        except Exception as exc:  # noqa: BLE001 - the first embed call raises it again, with its advice
+            log.debug("model preload failed: %s", exc)
 
     def ready(self, timeout: float | None = None) -> None:
         """Block until loaded; raise the start-up error (with its advice) if loading failed."""
@@ -309,6 +323,16 @@ class Engine:
         return self.verifier.verify(names, os=os, dist=dist, arch=arch, repositories=repositories or None)
 
     # ---- generation support -----------------------------------------------------
+    @property
+    def agent(self) -> Any:
+        """The agent loop, imported on first use (validation, the composer and the LLM clients are heavy)."""
+        with self._start_lock:
+            if self._agent is None:
+                from server.agent import Agent
+
+                self._agent = Agent(self)
+            return self._agent
+
     def chat_providers(self) -> tuple[Any, Any]:
         """(ollama, openai) providers built from settings; None where not configured at all."""
         if self._chat is None:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp import MCPDeprecationWarning
 from mcp.server.mcpserver import Context
 from mcp.types import ClientCapabilities, SamplingCapability, SamplingMessage, TextContent
 from pydantic import BaseModel, Field
 
-from server.agent import AgentResult
 from server.llm import CallbackProvider, ChatMessage
+
+if TYPE_CHECKING:
+    from server.agent import AgentResult
 
 log = logging.getLogger(__name__)
 

@@ -8,13 +8,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from server.agent import Agent
 from server.engine import Engine
 from tools._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
 from tools._common import agent_call, result
 
 
-def register(mcp: MCPServer, engine: Engine, agent: Agent) -> None:
+def register(mcp: MCPServer, engine: Engine) -> None:
     @mcp.tool(
         name="generate_template",
         title="Generate an image template",
@@ -36,7 +35,7 @@ def register(mcp: MCPServer, engine: Engine, agent: Agent) -> None:
         docker for arm64"). Retrieves the closest real templates, generates (LLM or the offline composer),
         validates, fixes, and verifies packages. Returns the YAML, the validator's verdict, package results and
         a conversation_id for refine_template."""
-        outcome = await agent_call(engine, "generate_template", agent.generate(
+        outcome = await agent_call(engine, "generate_template", engine.agent.generate(
             request, conversation_id=conversation_id, os=os, dist=dist, arch=arch, image_type=image_type,
             save_as=save_as, overwrite=overwrite, sampling=sampling_provider(ctx, engine.settings.openai.timeout),
             progress=progress_reporter(ctx)))

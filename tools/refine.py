@@ -8,13 +8,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from server.agent import Agent
 from server.engine import Engine
 from tools._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
 from tools._common import agent_call, result
 
 
-def register(mcp: MCPServer, engine: Engine, agent: Agent) -> None:
+def register(mcp: MCPServer, engine: Engine) -> None:
     @mcp.tool(
         name="refine_template",
         title="Refine a generated template",
@@ -33,7 +32,7 @@ def register(mcp: MCPServer, engine: Engine, agent: Agent) -> None:
         """Modify the conversation's current template and keep everything the instruction does not touch;
         returns the new revision with a unified diff and the list of changes. Questions are answered without
         changing the template; 'undo' or 'revert to revision N' restores an earlier revision."""
-        outcome = await agent_call(engine, "refine_template", agent.refine(
+        outcome = await agent_call(engine, "refine_template", engine.agent.refine(
             conversation_id, instruction, save_as=save_as, overwrite=overwrite,
             sampling=sampling_provider(ctx, engine.settings.openai.timeout), progress=progress_reporter(ctx)))
         model = to_model(outcome)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from server.engine import Engine
-from server.search import SearchOutcome
+
+if TYPE_CHECKING:
+    from server.search import SearchOutcome
 from tools._common import call_engine, result
 
 

@@ -319,7 +319,8 @@ def markdown(results: dict[str, list[Record]], meta: dict[str, Any]) -> str:
         "on what the tool returns; *constraints met* checks the stated dist/arch/type/packages/hostname/size/"
         "version/cmdline; *latency* is the whole tool call; *completion tokens/s* divides the tokens the model wrote "
         "by the time of its calls (prompt processing included, so long prompts lower it). Refinements the composer "
-        "understands completely never reach the model (0 LLM calls).",
+        "understands completely never reach the model (0 LLM calls). Sampling (temperature 0.1) is not seeded: a rerun "
+        "moves a request or two between columns.",
     ]
     return "\n".join(lines) + "\n"
 

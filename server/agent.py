@@ -22,7 +22,7 @@ import anyio
 from server import composer
 from server import llm_prompts as prompts
 from server.llm import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
-from server.repair import complete_from_base, merge_onto_base
+from server.repair import complete_from_base, merge_onto_base, prune_unknown, salvage_yaml
 from server.validation import ValidationReport, validate_text
 from server.yamlsafe import YamlError, load_mapping
 
@@ -64,6 +64,9 @@ class AgentResult:
     answer: str | None = None
     saved_to: str | None = None
     skipped_providers: list[str] = field(default_factory=list)
+    # One entry per LLM call: the validator's verdict on that answer (after completion in the compact
+    # style), its error codes, latency and token counts. Empty when no LLM was asked.
+    trace: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -74,6 +77,7 @@ class _Draft:
     attempts: int
     notes: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _issues(report: ValidationReport) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -93,19 +97,59 @@ def _no_yaml_report() -> ValidationReport:
     return ValidationReport(False, [issue], [], None)
 
 
-def _complete(text: str, base: dict) -> tuple[str, list[str]]:
-    """A compact-style answer (only the changed sections) completed from ``base``; unparsable text as is."""
+def _complete(text: str, base: dict) -> tuple[str, list[str], bool]:
+    """A compact-style answer (only the changed sections) completed from ``base``.
+
+    Returns the text to validate, notes, and whether the answer was valid as written (completed, but
+    without the clean-up). The clean-up is deterministic and reported: YAML syntax slips salvaged line by
+    line, keys the schema does not know removed. Text with nothing to salvage comes back as it was.
+    """
+    salvaged: list[int] = []
     try:
         data = load_mapping(text).data
     except YamlError:
-        return text, []
+        data, salvaged = salvage_yaml(text)
     if not isinstance(data, dict):
-        return text, []
+        return text, [], False
     merged, filled = complete_from_base(data, base)
-    wrote = [k for k in data if k in merged]
-    note = (f"the model wrote {', '.join(map(str, wrote)) or 'no section'}; the rest "
-            f"({', '.join(map(str, filled))}) comes from the example unchanged") if filled else ""
-    return composer.dump_yaml(merged), [note] if note else []
+    wrote = [str(k) for k in data if k in merged]
+    notes = [f"the model wrote {', '.join(wrote) or 'no section'}; the rest "
+             f"({', '.join(map(str, filled))}) comes from the example unchanged"] if filled else []
+    out = composer.dump_yaml(merged)
+    report = validate_text(out)
+    as_written = report.valid and not salvaged
+    if salvaged:
+        notes.append(f"YAML syntax errors in the model's answer: changed or dropped its line(s) "
+                     f"{', '.join(map(str, salvaged[:10]))}")
+    if not report.valid:
+        pruned, removed = prune_unknown(merged, report.errors)
+        if removed:
+            notes.append(f"removed keys the schema does not know: {', '.join(removed[:10])}")
+            out = composer.dump_yaml(pruned)
+    return out, notes, as_written
+
+
+def _package_lists(data: dict) -> tuple[list[Any], list[Any]]:
+    system = data.get("systemConfig") or {}
+    return list(system.get("packages") or []), list((system.get("kernel") or {}).get("packages") or [])
+
+
+def _unmet_groups(data: dict, spec: Any) -> list[str]:
+    """Package groups the request names ("with ssh", "monitoring") that the model's template lacks:
+    whether the composer would still change the package lists for them."""
+    if not (spec.add_groups or spec.remove_groups):
+        return []
+    from server.request_parser import RequestSpec
+
+    probe = RequestSpec(add_groups=list(spec.add_groups), remove_groups=list(spec.remove_groups))
+    try:
+        probed, _changes = composer.apply_spec(data, probe)
+    except Exception:  # noqa: BLE001 - a check that cannot run must not fail generation
+        log.debug("group check failed", exc_info=True)
+        return []
+    if _package_lists(probed) == _package_lists(data):
+        return []
+    return [f"add {g}" for g in spec.add_groups] + [f"remove {g}" for g in spec.remove_groups]
 
 
 def request_hints(request: str, constraints: dict[str, str | None] | None = None) -> list[str]:
@@ -123,6 +167,8 @@ def request_hints(request: str, constraints: dict[str, str | None] | None = None
         hints.append("add to systemConfig.packages: " + ", ".join(spec.add_packages))
     if spec.remove_packages:
         hints.append("remove from systemConfig.packages: " + ", ".join(spec.remove_packages))
+    if spec.add_groups:
+        hints.append("add to systemConfig.packages the packages for: " + ", ".join(spec.add_groups))
     if spec.hostname:
         hints.append(f"systemConfig.hostname = {spec.hostname}")
     if spec.disk_size:
@@ -194,7 +240,7 @@ class Agent:
             conversation_id=conv_id, revision=revision, yaml=draft.yaml, valid=draft.report.valid, errors=errors,
             warnings=warnings, packages=packages, grounded_on=grounded_on, provider=draft.provider,
             attempts=draft.attempts, explanation=self._explain_generation(draft, grounding, packages),
-            changes=draft.changes, saved_to=saved, skipped_providers=skipped)
+            changes=draft.changes, saved_to=saved, skipped_providers=skipped, trace=draft.trace)
 
     def _grounding(self, request: str, os: str | None, dist: str | None, arch: str | None,
                    image_type: str | None) -> list[tuple[str, str, dict]]:
@@ -251,18 +297,26 @@ class Agent:
         attempts = 0
         best: _Draft | None = None
         current = base
+        trace: list[dict[str, Any]] = []
         while True:
             attempts += 1
             reply = await provider.chat([ChatMessage(r, c) for r, c in messages], temperature=0.1,
                                         max_tokens=cfg.max_tokens, stop=prompts.STOP)
             text = extract_yaml(reply.text)
             notes: list[str] = []
+            as_written: bool | None = None
             if text and compact and current:
-                text, notes = await anyio.to_thread.run_sync(_complete, text, current)
+                text, notes, as_written = await anyio.to_thread.run_sync(_complete, text, current)
             report = await anyio.to_thread.run_sync(validate_text, text) if text else _no_yaml_report()
             log.info("llm %s attempt %d: %s (%.1fs, %s completion tokens)", provider.name, attempts,
                      "valid" if report.valid else f"{len(report.errors)} error(s)", reply.latency_s,
                      reply.completion_tokens)
+            trace.append({"attempt": attempts, "valid": report.valid,
+                          "valid_as_written": report.valid if as_written is None else as_written,
+                          "errors": len(report.errors),
+                          "codes": [e.code for e in report.errors][:MAX_PROBLEM_LINES], "has_yaml": bool(text),
+                          "latency_s": round(reply.latency_s, 3), "prompt_tokens": reply.prompt_tokens,
+                          "completion_tokens": reply.completion_tokens})
             draft = _Draft(text or "", report, provider.name, attempts, notes)
             if best is None or len(report.errors) <= len(best.report.errors):
                 best = draft  # ties go to the later answer: it has seen the errors
@@ -277,19 +331,25 @@ class Agent:
                 messages = prompts.fix_messages(messages, reply.text, _problem_text(report))
         assert best is not None
         best.attempts = attempts
+        best.trace = trace
         if best.report.valid:
             return best
-        return await anyio.to_thread.run_sync(self._repair, best, base)
+        repaired = await anyio.to_thread.run_sync(self._repair, best, base)
+        repaired.trace = trace
+        return repaired
 
     def _repair(self, draft: _Draft, base: dict) -> _Draft:
         remaining = [str(e) for e in draft.report.errors[:MAX_PROBLEM_LINES]]
         data = draft.report.data if isinstance(draft.report.data, dict) else None
-        if data is None:
+        salvaged: list[int] = []
+        if data is None and draft.yaml:
             try:
-                data = load_mapping(draft.yaml).data if draft.yaml else None
+                data = load_mapping(draft.yaml).data
             except YamlError:
-                data = None
-        if data is not None:
+                data, salvaged = salvage_yaml(draft.yaml)
+        if isinstance(data, dict):
+            # Keys the model invented go first, so that the rest of their section can be kept.
+            data, pruned = prune_unknown(data, draft.report.errors)
             fixed = merge_onto_base(data, base)
             text = composer.dump_yaml(fixed.data)
             report = validate_text(text)
@@ -297,14 +357,17 @@ class Agent:
                 note = (f"the model's template still had {len(draft.report.errors)} error(s) after "
                         f"{draft.attempts} attempt(s); kept its valid sections ({', '.join(fixed.kept) or 'none'}) "
                         f"on top of the grounding template" + (f", dropped {', '.join(fixed.dropped)}"
-                                                              if fixed.dropped else ""))
-                return _Draft(text, report, f"{draft.provider}+repair", draft.attempts, [note], [])
+                                                              if fixed.dropped else "")
+                        + (f", removed unknown keys {', '.join(pruned)}" if pruned else "")
+                        + (f", dropped or changed its unparsable line(s) {', '.join(map(str, salvaged[:10]))}"
+                           if salvaged else ""))
+                return _Draft(text, report, f"{draft.provider}+repair", draft.attempts, [*draft.notes, note], [])
         if not self.settings.agent.require_valid_output:
             draft.notes.append("the template is still invalid; see errors")
             return draft
         note = (f"the model's template stayed invalid after {draft.attempts} attempt(s) "
-                f"({'; '.join(remaining[:3])}); returned the grounding template instead, adapted to the request "
-                "by the offline composer")
+                f"({'; '.join(remaining[:3])}); what is returned instead is the offline composer's work on the "
+                "same starting template")
         return _Draft(draft.yaml, draft.report, draft.provider, draft.attempts, [note, "__fallback__"], [])
 
     def _enforce(self, draft: _Draft, request: str, grounding: list[tuple[str, str, dict]], os: str | None,
@@ -315,6 +378,7 @@ class Agent:
             fallback.provider = f"{draft.provider}+offline"
             fallback.attempts = draft.attempts
             fallback.notes = [n for n in draft.notes if n != "__fallback__"] + fallback.notes
+            fallback.trace = draft.trace
             return fallback
         if not draft.report.valid or not isinstance(draft.report.data, dict):
             return draft
@@ -324,6 +388,7 @@ class Agent:
             if value:
                 setattr(spec, key, value)
         missing = self._unmet(draft.report.data, spec)
+        missing += _unmet_groups(draft.report.data, spec)
         if not missing:
             return draft
         data, changes = composer.apply_spec(draft.report.data, spec)
@@ -333,7 +398,7 @@ class Agent:
             draft.notes.append(f"request not fully met: {', '.join(missing)}")
             return draft
         return _Draft(text, report, draft.provider, draft.attempts,
-                      [*draft.notes, f"enforced what the model missed: {', '.join(missing)}"], changes)
+                      [*draft.notes, f"enforced what the model missed: {', '.join(missing)}"], changes, draft.trace)
 
     @staticmethod
     def _unmet(data: dict, spec: Any) -> list[str]:
@@ -446,6 +511,9 @@ class Agent:
         instruction = " ".join((instruction or "").split())
         if not instruction:
             raise AgentError("instruction is empty: say what to change, e.g. 'add docker' or 'set the disk to 8GiB'")
+        if len(instruction) > self.settings.search.max_query_chars:
+            raise AgentError(f"instruction is {len(instruction):,} characters; keep it under "
+                             f"{self.settings.search.max_query_chars:,} (one change at a time works best)")
         if save_as:
             self.engine.check_save_name(save_as, overwrite)
         conv = await anyio.to_thread.run_sync(self.engine.conversations.get, conversation_id)
@@ -488,7 +556,7 @@ class Agent:
         log.info("conversation %s: revision %d refined by %s", conv.id, revision, draft.provider)
         return AgentResult(conv.id, revision, draft.yaml, draft.report.valid, errors, warnings, packages,
                            grounded_on, draft.provider, draft.attempts, summary, mode="refine",
-                           changes=changes, diff=diff, saved_to=saved)
+                           changes=changes, diff=diff, saved_to=saved, trace=draft.trace)
 
     async def _refine_draft(self, instruction: str, current_yaml: str, data: dict | None, conv: Any,
                             sampling: CallbackProvider | None, progress: Progress | None) -> _Draft:
@@ -521,6 +589,7 @@ class Agent:
             if offline is not None and offline.report.valid:
                 offline.notes = [n for n in draft.notes if n != "__fallback__"] + offline.notes
                 offline.provider = f"{provider.name}+offline"
+                offline.trace = draft.trace
                 return offline
             draft.notes.remove("__fallback__")
         if isinstance(data, dict) and draft.report.data == data:

@@ -1,0 +1,196 @@
+"""The agent loop for small models: compact prompts, answers of only the changed sections, deterministic clean-up.
+
+Scripted replies below are what SmolLM2-135M actually wrote (bench-results/llm.json), trimmed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from server import llm_prompts as prompts
+from server.app import create_app
+from server.config import load_settings
+from server.engine import Engine
+from server.repair import complete_from_base, deep_merge, merge_onto_base, prune_unknown, salvage_yaml
+from server.validation import validate_data, validate_text
+from server.yamlsafe import load_mapping
+from tests.conftest import LIBRARY
+from tests.fake_llm import FakeLLM
+
+GOOD = (LIBRARY / "ubuntu24-x86_64-edge-gateway-docker-raw.yml").read_text()
+BASE = load_mapping(GOOD).data
+
+
+def make_app(cache: Path, llm: FakeLLM, style: str = "compact", **overrides: Any):
+    env = {"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": "http://127.0.0.1:9"}
+    settings = load_settings(env=env, overrides={
+        "packages.offline": True, "provider": "openai", "openai.base_url": llm.url + "/v1",
+        "openai.api_key": "local", "agent.prompt_style": style, **overrides})
+    return create_app(settings, engine=Engine(settings))
+
+
+def honest(data: dict[str, Any]) -> dict[str, Any]:
+    assert data["valid"] == validate_text(data["yaml"]).valid
+    return data
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    r = await client.call_tool(tool, args)
+    assert not r.is_error, r.content[0].text
+    return honest(r.structured_content)
+
+
+# ---- deterministic pieces ---------------------------------------------------------------------------------
+def test_salvage_turns_a_scalar_opener_back_into_a_section():
+    text = 'image: debian13-minimal\n  name: debian13-minimal-arm64\n  version: "3.0.0"\n'
+    data, touched = salvage_yaml(text)
+    assert data == {"image": {"name": "debian13-minimal-arm64", "version": "3.0.0"}} and touched == [1]
+
+
+def test_salvage_drops_a_line_it_cannot_place_and_gives_up_on_prose():
+    data, touched = salvage_yaml("systemConfig:\n  hostname: a\n - stray: [\n  packages:\n    - vim\n")
+    assert data == {"systemConfig": {"hostname": "a", "packages": ["vim"]}} and touched
+    assert salvage_yaml("just words, no yaml here: : :\n  : ::")[0] is None
+
+
+def test_prune_unknown_removes_only_invented_keys():
+    doc = {**BASE, "image": {**BASE["image"], "description": "made up"}}
+    pruned, removed = prune_unknown(doc, validate_data(doc).errors)
+    assert removed == ["$.image.description"] and pruned == BASE
+
+
+def test_a_short_package_list_extends_the_base_list_a_near_complete_one_replaces_it():
+    base = BASE["systemConfig"]["packages"]
+    merged = deep_merge(BASE, {"systemConfig": {"packages": ["htop"]}})
+    assert merged["systemConfig"]["packages"] == [*base, "htop"]
+    assert merged["systemConfig"]["hostname"] == BASE["systemConfig"]["hostname"]
+    without = [p for p in base if p != "jq"]
+    assert deep_merge(BASE, {"systemConfig": {"packages": without}})["systemConfig"]["packages"] == without
+
+
+def test_completion_fills_sections_and_hoists_stray_keys():
+    merged, filled = complete_from_base({"hostname": "gw-17", "arch": "amd64"}, BASE)
+    assert merged["systemConfig"]["hostname"] == "gw-17" and merged["target"]["arch"] == "x86_64"
+    assert {"disk", "image", "metadata"} <= set(filled) and validate_data(merged).valid
+
+
+def test_section_repair_keeps_the_rest_of_a_section_the_model_wrote_partly():
+    fixed = merge_onto_base({"systemConfig": {"hostname": "gw-9"}, "disk": {"partitionTableType": "zfs"}}, BASE)
+    assert fixed.data["systemConfig"]["hostname"] == "gw-9" and fixed.data["systemConfig"]["packages"]
+    assert "disk" in fixed.dropped and validate_data(fixed.data).valid
+
+
+def test_compact_prompt_is_short_and_explicit():
+    examples = [(n, (LIBRARY / n).read_text(), load_mapping((LIBRARY / n).read_text()).data) for n in (
+        "ubuntu24-x86_64-edge-gateway-docker-raw.yml", "ubuntu26-aarch64-edge-gateway-podman-raw.yml",
+        "ubuntu24-x86_64-monitoring-prometheus-grafana-raw.yml")]
+    full = prompts.generation_messages("edge box", {}, examples, "full")
+    compact = prompts.generation_messages("edge box", {"arch": "aarch64"}, examples, "compact",
+                                          hints=["systemConfig.hostname = gw-7"])
+    user = compact[1][1]
+    assert len(user) < len(full[1][1]) / 2
+    assert "metadata:" not in user and "typeUUID" not in user and "# partitions: boot (/boot/efi)" in user
+    assert user.count("Other similar templates") == 1 and "ubuntu26-aarch64-edge-gateway-podman" in user
+    assert "- target.arch = aarch64" in user and "- systemConfig.hostname = gw-7" in user
+    assert "ONLY the top-level sections you change" in compact[0][1]
+    assert load_mapping(prompts.compact_example(GOOD)).data.keys() == BASE.keys() - {"metadata"}
+
+
+# ---- the loop, with scripted replies ------------------------------------------------------------------------
+
+@pytest.mark.anyio
+async def test_an_answer_of_changed_sections_is_completed_and_valid_at_once(library_cache):
+    reply = "Here you go:\n```yaml\nsystemConfig:\n  hostname: gw-17\n```\n"
+    with FakeLLM([reply]) as llm:
+        async with Client(make_app(library_cache, llm)) as c:
+            data = await call(c, "generate_template", request="ubuntu 24.04 edge gateway with docker, hostname gw-17")
+    assert data["valid"] and data["provider"] == "openai" and data["attempts"] == 1
+    doc = load_mapping(data["yaml"]).data
+    grounding = load_mapping((LIBRARY / f"{data['grounded_on'][0]}.yml").read_text()).data
+    assert doc["systemConfig"]["hostname"] == "gw-17" and doc["disk"] == grounding["disk"]
+    assert "comes from the example unchanged" in data["explanation"]
+    prompt = llm.requests[0]["body"]["messages"][-1]["content"]
+    assert "Changes to make" in prompt and "systemConfig.hostname = gw-17" in prompt
+
+
+@pytest.mark.anyio
+async def test_syntax_slips_and_invented_keys_are_cleaned_up_and_said(library_cache):
+    reply = ('```yaml\nimage: my-gw\n  name: gw-image\n  version: "2.0.0"\n  description: a gateway\n'
+             "target:\n  os: ubuntu\n  dist: ubuntu24\n```")
+    with FakeLLM([reply]) as llm:
+        async with Client(make_app(library_cache, llm)) as c:
+            data = await call(c, "generate_template", request="ubuntu 24.04 edge gateway with docker")
+    assert data["valid"] and data["attempts"] == 1 and len(llm.requests) == 1
+    assert load_mapping(data["yaml"]).data["image"] == {"name": "gw-image", "version": "2.0.0"}
+    assert "YAML syntax errors" in data["explanation"] and "$.image.description" in data["explanation"]
+
+
+@pytest.mark.anyio
+async def test_errors_go_back_with_the_completed_template_in_a_fresh_prompt(library_cache):
+    bad = "```yaml\ntarget:\n  imageType: floppy\n```"
+    good = "```yaml\ntarget:\n  imageType: raw\nsystemConfig:\n  hostname: fixed-1\n```"
+    with FakeLLM([bad, good]) as llm:
+        async with Client(make_app(library_cache, llm)) as c:
+            data = await call(c, "generate_template", request="ubuntu 24.04 edge gateway with docker")
+    assert data["valid"] and data["attempts"] == 2
+    assert load_mapping(data["yaml"]).data["systemConfig"]["hostname"] == "fixed-1"
+    fix = llm.requests[1]["body"]["messages"]
+    assert len(fix) == 2 and "floppy" in fix[-1]["content"] and "systemConfig:" in fix[-1]["content"]
+
+
+@pytest.mark.anyio
+async def test_compact_refinement_changes_only_what_the_model_wrote(library_cache):
+    with FakeLLM(["```yaml\nsystemConfig:\n  hostname: gw-1\n```", '```yaml\nimage:\n  version: "2.1.0"\n```',
+                  '```yaml\nimage:\n  version: "2.1.0"\n```']) as llm:
+        async with Client(make_app(library_cache, llm)) as c:
+            gen = await call(c, "generate_template", request="ubuntu 24.04 edge gateway with docker")
+            cid = gen["conversation_id"]
+            r = await call(c, "refine_template", conversation_id=cid, instruction="set the image version to 2.1.0")
+            assert r["valid"] and r["provider"] == "openai"
+            before, after = load_mapping(gen["yaml"]).data, load_mapping(r["yaml"]).data
+            assert after["image"]["version"] == "2.1.0"
+            assert {k: v for k, v in after.items() if k != "image"} == {k: v for k, v in before.items() if k != "image"}
+            # The same answer again changes nothing: that is said, not passed off as done.
+            again = await call(c, "refine_template", conversation_id=cid, instruction="bump the image version")
+            assert "left the template unchanged" in again["explanation"]
+    assert "Change request: set the image version to 2.1.0" in llm.requests[1]["body"]["messages"][-1]["content"]
+
+
+@pytest.mark.anyio
+async def test_full_style_salvages_an_unparsable_template_after_the_fix_loop(library_cache):
+    broken = GOOD.replace("systemConfig:\n", "systemConfig: edge\n", 1).replace("hostname: ubuntu-edge-gw",
+                                                                               "hostname: gw-5")
+    with FakeLLM([f"```yaml\n{broken}```"] * 3) as llm:
+        async with Client(make_app(library_cache, llm, style="full")) as c:
+            data = await call(c, "generate_template", request="ubuntu 24.04 edge gateway with docker")
+    assert len(llm.requests) == 3 and data["provider"] == "openai+repair" and data["valid"]
+    assert load_mapping(data["yaml"]).data["systemConfig"]["hostname"] == "gw-5"
+    assert "unparsable line" in data["explanation"]
+
+
+@pytest.mark.anyio
+async def test_without_the_safety_net_the_remaining_errors_are_reported(library_cache):
+    with FakeLLM(["```yaml\ntarget:\n  imageType: floppy\n```"] * 3) as llm:
+        app = make_app(library_cache, llm, **{"agent.require_valid_output": False})
+        async with Client(app) as c:
+            data = await call(c, "generate_template", request="ubuntu 24.04 edge gateway with docker")
+    assert len(llm.requests) == 3
+    assert data["valid"] or data["provider"].endswith("+repair")
+    if not data["valid"]:
+        assert any("imageType" in e["path"] for e in data["errors"]) and "NOT valid" in data["explanation"]
+
+
+@pytest.mark.anyio
+async def test_a_package_group_the_model_left_out_is_enforced(library_cache):
+    without_ssh = GOOD.replace("    - openssh-server\n", "")
+    with FakeLLM([f"```yaml\n{without_ssh}```"]) as llm:
+        async with Client(make_app(library_cache, llm, style="full")) as c:
+            data = await call(c, "generate_template", request="ubuntu 24.04 edge gateway with docker and ssh")
+    assert data["valid"] and data["provider"] == "openai"
+    assert "openssh-server" in load_mapping(data["yaml"]).data["systemConfig"]["packages"]
+    assert "add ssh" in data["explanation"]
+    assert "the packages for: containers, ssh" in llm.requests[0]["body"]["messages"][-1]["content"]

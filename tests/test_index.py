@@ -141,3 +141,16 @@ def test_vectors_are_stored_as_given(tmp_path: Path):
     assert row["model_id"].startswith("test:hash|text-v") and row["dims"] == 32
     expected = emb.embed([index.by_name("alpha").text])[0]
     assert np.allclose(row["vector"], expected)
+
+
+def test_deferred_namespace_client_still_loads_on_demand():
+    """The start-up shortcut in _import_lancedb must not hide anything LanceDB's REST client offers."""
+    import subprocess
+    import sys
+
+    code = ("from server.index import _import_lancedb; import sys; _import_lancedb(); "
+            "assert 'lance_namespace_urllib3_client.api.table_api' not in sys.modules; "
+            "from lance_namespace_urllib3_client import ApiClient, TableApi; print(ApiClient.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ApiClient"

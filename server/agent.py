@@ -190,6 +190,17 @@ class Agent:
         self._locks: weakref.WeakValueDictionary[tuple[int, str], anyio.Lock] = weakref.WeakValueDictionary()
         self._locks_guard = threading.Lock()
 
+    def _clean_text(self, text: str | None, what: str, advice: str) -> str:
+        """Whitespace-normalised user text, or an AgentError saying what to send instead."""
+        text = " ".join((text or "").split())
+        if not text:
+            raise AgentError(f"{what} is empty: {advice}")
+        limit = self.settings.search.max_query_chars
+        if len(text) > limit:
+            raise AgentError(f"{what} is {len(text):,} characters; keep it under {limit:,} (one thing at a time "
+                             "works best)")
+        return text
+
     # ---- providers -----------------------------------------------------------
     async def provider(self, sampling: CallbackProvider | None) -> tuple[ChatProvider, list[str]]:
         ollama, openai = self.engine.chat_providers()
@@ -200,12 +211,8 @@ class Agent:
                        dist: str | None = None, arch: str | None = None, image_type: str | None = None,
                        save_as: str | None = None, overwrite: bool = False,
                        sampling: CallbackProvider | None = None, progress: Progress | None = None) -> AgentResult:
-        request = " ".join((request or "").split())
-        if not request:
-            raise AgentError("request is empty: describe the image, e.g. 'minimal ubuntu 24.04 edge image with docker'")
-        if len(request) > self.settings.search.max_query_chars:
-            raise AgentError(f"request is {len(request):,} characters; keep it under "
-                             f"{self.settings.search.max_query_chars:,}")
+        request = self._clean_text(request, "request", "describe the image, e.g. 'minimal ubuntu 24.04 edge "
+                                   "image with docker'")
         if save_as:
             self.engine.check_save_name(save_as, overwrite)
         await self._progress(progress, 0, "retrieving grounding templates")
@@ -508,12 +515,8 @@ class Agent:
     async def _refine_once(self, conversation_id: str, instruction: str, *, save_as: str | None = None,
                            overwrite: bool = False, sampling: CallbackProvider | None = None,
                            progress: Progress | None = None) -> AgentResult:
-        instruction = " ".join((instruction or "").split())
-        if not instruction:
-            raise AgentError("instruction is empty: say what to change, e.g. 'add docker' or 'set the disk to 8GiB'")
-        if len(instruction) > self.settings.search.max_query_chars:
-            raise AgentError(f"instruction is {len(instruction):,} characters; keep it under "
-                             f"{self.settings.search.max_query_chars:,} (one change at a time works best)")
+        instruction = self._clean_text(instruction, "instruction", "say what to change, e.g. 'add docker' or "
+                                       "'set the disk to 8GiB'")
         if save_as:
             self.engine.check_save_name(save_as, overwrite)
         conv = await anyio.to_thread.run_sync(self.engine.conversations.get, conversation_id)

@@ -39,6 +39,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 import numpy as np
 
 from server.templates import (
@@ -60,6 +65,7 @@ log = logging.getLogger(__name__)
 TABLE = "templates"
 EMBED_BATCH = 32
 BULK_CHUNK = 25_000
+WRITER_LOCK = "writer.lock"
 WRITE_RETRIES = 5
 VECTOR_INDEX_MIN_ROWS = 20_000
 VECTOR_INDEX_NPROBES = 20
@@ -399,98 +405,130 @@ class TemplateIndex:
         return seen != len(catalog)
 
     def sync(self, progress: ProgressFn | None = None, force: bool = False,
-             entries: list[ScanEntry] | None = None) -> SyncReport:
+             entries: list[ScanEntry] | None = None, wait: bool = True) -> SyncReport | None:
         """Bring the table in line with the files on disk; embed only what changed.
 
         ``entries`` is a scan taken moments ago (by the background scanner); without it the roots are scanned now.
+        One process writes at a time (a file lock next to the table): concurrent ``merge_insert``s of the same
+        new rows would each insert them. With ``wait=False`` a sync that finds another process writing is
+        skipped (returns None) instead of holding up a search; the next refresh tries again.
         """
         with self._lock:
             self.open()
-            version = self._table_version()
-            if version is not None and self._loaded_version is not None and version != self._loaded_version:
-                # Another process wrote rows since we loaded: take them instead of embedding the same files again.
-                self._load_catalog()
-                self._loaded_version = version
-            started = time.perf_counter()
-            report = SyncReport()
-            seen: set[str] = set()
-            changed: list[TemplateRecord] = []
-            problems: list[LoadProblem] = []
-            scan = self.scan() if entries is None else entries
-            report.scanned = len(scan)
-            catalog = self.catalog
-            overrides = self._fingerprint_overrides
-            hits = 0
-            # Locals and no per-file objects: this loop runs over every file at every sync.
-            for root_s, rel, size, mtime_ns in scan:
-                uid = f"{root_s}::{rel}"
-                seen.add(uid)
-                existing = catalog.get(uid)
-                if not force and existing is not None:
-                    known = overrides.get(uid) or existing
-                    if known.size == size and known.mtime_ns == mtime_ns:
-                        hits += 1
-                        continue
-                fp = Fingerprint(size, mtime_ns)
-                root = Path(root_s)
-                path = root / rel
-                try:
-                    raw = path.read_bytes()
-                except OSError as exc:
-                    problems.append(LoadProblem(str(path), f"cannot read: {exc}"))
-                    continue
-                if not force and existing is not None and existing.content_hash == content_hash(raw):
-                    overrides[uid] = fp
+            with self._writer_lock(wait) as acquired:
+                if not acquired:
+                    self._last_scan = time.monotonic()
+                    return None
+                return self._sync_locked(progress, force, entries)
+
+    @contextlib.contextmanager
+    def _writer_lock(self, wait: bool) -> Iterator[bool]:
+        if fcntl is None:  # no advisory locks here (Windows): one process per cache dir is then advised
+            yield True
+            return
+        with open(self.location / WRITER_LOCK, "a+b") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _sync_locked(self, progress: ProgressFn | None, force: bool,
+                     entries: list[ScanEntry] | None) -> SyncReport:
+        """The sync itself; the caller holds the thread lock and the inter-process writer lock."""
+        with contextlib.suppress(Exception):
+            # Our handle may lag another process's commit by up to the consistency interval; writing from a
+            # stale snapshot would insert rows that process just wrote.
+            self._table.checkout_latest()
+        version = self._table_version()
+        if version is not None and self._loaded_version is not None and version != self._loaded_version:
+            # Another process wrote rows since we loaded: take them instead of embedding the same files again.
+            self._load_catalog()
+            self._loaded_version = version
+        started = time.perf_counter()
+        report = SyncReport()
+        seen: set[str] = set()
+        changed: list[TemplateRecord] = []
+        problems: list[LoadProblem] = []
+        scan = self.scan() if entries is None else entries
+        report.scanned = len(scan)
+        catalog = self.catalog
+        overrides = self._fingerprint_overrides
+        hits = 0
+        # Locals and no per-file objects: this loop runs over every file at every sync.
+        for root_s, rel, size, mtime_ns in scan:
+            uid = f"{root_s}::{rel}"
+            seen.add(uid)
+            existing = catalog.get(uid)
+            if not force and existing is not None:
+                known = overrides.get(uid) or existing
+                if known.size == size and known.mtime_ns == mtime_ns:
                     hits += 1
                     continue
-                try:
-                    rec = load_record(root, path, raw)
-                except (YamlError, ValueError) as exc:
-                    problems.append(LoadProblem(str(path), str(exc)))
-                    log.warning("skipping template %s: %s", path, exc)
-                    continue
-                changed.append(rec)
-            report.hits = hits
-            removed = [uid for uid in catalog if uid not in seen]
-            # An edited template keeps its uid and so its name: the full name pass (a sort of every uid,
-            # ~0.4 s at 100,000) is only needed when templates appear or disappear.
-            names_stable = not removed and all(f"{r.root}::{r.id}" in self.catalog for r in changed)
-            if names_stable:
-                for rec in changed:
-                    rec.name = self.catalog[f"{rec.root}::{rec.id}"].name
-            if changed:
-                self._write(changed, progress)
-            if removed:
-                self._table.delete("uid IN (" + ", ".join(_sql_quote(u) for u in removed) + ")")
-                catalog = dict(self.catalog)  # swapped, never mutated in place: readers may be iterating it
-                for uid in removed:
-                    catalog.pop(uid, None)
-                    self._fingerprint_overrides.pop(uid, None)
-                self.catalog = catalog
-                self._pending_optimize += len(removed)
-            if self._pending_optimize:
-                self._optimize_soon()
-            if changed or removed:
-                self._loaded_version = self._table_version()  # our own commits are no reason to reload
-                if not names_stable:
-                    self._reindex_names()
-                self.generation += 1
-            report.embedded = len(changed)
-            report.removed = len(removed)
-            report.problems = problems
-            report.seconds = time.perf_counter() - started
-            self.problems = problems
-            self.stats.embedded_total += report.embedded
-            self.stats.cache_hits += report.hits
-            self.stats.cache_misses += report.embedded
-            self.stats.last_sync = time.time()
-            self.stats.last_sync_seconds = report.seconds
-            self.stats.syncs += 1
-            self._last_scan = time.monotonic()
-            if report.embedded or report.removed or problems:
-                log.info("index sync: %d scanned, %d embedded, %d cache hits, %d removed, %d skipped in %.2fs",
-                         report.scanned, report.embedded, report.hits, report.removed, len(problems), report.seconds)
-            return report
+            fp = Fingerprint(size, mtime_ns)
+            root = Path(root_s)
+            path = root / rel
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                problems.append(LoadProblem(str(path), f"cannot read: {exc}"))
+                continue
+            if not force and existing is not None and existing.content_hash == content_hash(raw):
+                overrides[uid] = fp
+                hits += 1
+                continue
+            try:
+                rec = load_record(root, path, raw)
+            except (YamlError, ValueError) as exc:
+                problems.append(LoadProblem(str(path), str(exc)))
+                log.warning("skipping template %s: %s", path, exc)
+                continue
+            changed.append(rec)
+        report.hits = hits
+        removed = [uid for uid in catalog if uid not in seen]
+        # An edited template keeps its uid and so its name: the full name pass (a sort of every uid,
+        # ~0.4 s at 100,000) is only needed when templates appear or disappear.
+        names_stable = not removed and all(f"{r.root}::{r.id}" in self.catalog for r in changed)
+        if names_stable:
+            for rec in changed:
+                rec.name = self.catalog[f"{rec.root}::{rec.id}"].name
+        if changed:
+            self._write(changed, progress)
+        if removed:
+            self._table.delete("uid IN (" + ", ".join(_sql_quote(u) for u in removed) + ")")
+            catalog = dict(self.catalog)  # swapped, never mutated in place: readers may be iterating it
+            for uid in removed:
+                catalog.pop(uid, None)
+                self._fingerprint_overrides.pop(uid, None)
+            self.catalog = catalog
+            self._pending_optimize += len(removed)
+        if self._pending_optimize:
+            self._optimize_soon()
+        if changed or removed:
+            self._loaded_version = self._table_version()  # our own commits are no reason to reload
+            if not names_stable:
+                self._reindex_names()
+            self.generation += 1
+        report.embedded = len(changed)
+        report.removed = len(removed)
+        report.problems = problems
+        report.seconds = time.perf_counter() - started
+        self.problems = problems
+        self.stats.embedded_total += report.embedded
+        self.stats.cache_hits += report.hits
+        self.stats.cache_misses += report.embedded
+        self.stats.last_sync = time.time()
+        self.stats.last_sync_seconds = report.seconds
+        self.stats.syncs += 1
+        self._last_scan = time.monotonic()
+        if report.embedded or report.removed or problems:
+            log.info("index sync: %d scanned, %d embedded, %d cache hits, %d removed, %d skipped in %.2fs",
+                     report.scanned, report.embedded, report.hits, report.removed, len(problems), report.seconds)
+        return report
 
     def _write(self, records: list[TemplateRecord], progress: ProgressFn | None) -> None:
         total = len(records)
@@ -650,12 +688,12 @@ class TemplateIndex:
         pending = self._pending_scan
         if pending is not None:
             self._pending_scan = None
-            return self.sync(entries=pending)
+            return self.sync(entries=pending, wait=False)
         elapsed = time.monotonic() - self._last_scan
         if elapsed < interval:
             return None
         if len(self.catalog) < BACKGROUND_SCAN_MIN:
-            return self.sync()
+            return self.sync(wait=False)
         if elapsed < SCAN_DUTY * self._scan_seconds:
             return None
         with self._lock:

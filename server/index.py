@@ -21,6 +21,7 @@ still searched, by a flat scan, until then).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import gc
@@ -224,7 +225,8 @@ class TemplateIndex:
         self._last_scan = 0.0
         self._pending_optimize = 0
         self.generation = 0  # bumped whenever the catalog changes, so derived caches know to rebuild
-        self._loaded_version: int | None = None  # table version our catalog reflects; another writer moves it
+        self._loaded_version: int | None = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # table version our catalog reflects; another writer moves it
         self.vector_index_rows = 0  # rows the vector index was trained on; 0 = flat search
         self._scanner: threading.Thread | None = None
         self._optimizer: threading.Thread | None = None
@@ -719,6 +721,13 @@ class TemplateIndex:
     def candidates(self, qvec: np.ndarray, fts_query: str, where: str | None, limit: int) -> list[Candidate]:
         table = self._table  # no lock: a background optimize holds it for a second at 100,000 rows
         found: dict[str, Candidate] = {}
+        text_rows = None
+        if fts_query.strip():
+            tq = table.search(fts_query, query_type="fts", fts_columns="text")
+            if where:
+                tq = tq.where(where, prefilter=True)
+            # The two legs run concurrently: LanceDB releases the GIL while it searches.
+            text_rows = self._leg_pool().submit(tq.limit(limit).select(["uid", "vector"]).to_list)
         vq = table.search(qvec.astype(np.float32), vector_column_name="vector").distance_type("cosine")
         if self.vector_index_rows:
             vq = vq.nprobes(VECTOR_INDEX_NPROBES).refine_factor(VECTOR_INDEX_REFINE)
@@ -726,11 +735,8 @@ class TemplateIndex:
             vq = vq.where(where, prefilter=True)
         for row in vq.limit(limit).select(["uid"]).to_list():
             found[row["uid"]] = Candidate(row["uid"], 1.0 - float(row["_distance"]), in_vector_leg=True)
-        if fts_query.strip():
-            tq = table.search(fts_query, query_type="fts", fts_columns="text")
-            if where:
-                tq = tq.where(where, prefilter=True)
-            for row in tq.limit(limit).select(["uid", "vector"]).to_list():
+        if text_rows is not None:
+            for row in text_rows.result():
                 cand = found.get(row["uid"])
                 if cand is None:
                     cos = float(np.dot(np.asarray(row["vector"], dtype=np.float32), qvec))
@@ -738,6 +744,11 @@ class TemplateIndex:
                 cand.bm25 = float(row["_score"])
                 cand.in_text_leg = True
         return [c for c in found.values() if c.uid in self.catalog]
+
+    def _leg_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="fts-leg")
+        return self._pool
 
     def by_name(self, name: str) -> TemplateRecord | None:
         uid = self._uid_by_name.get(name)
@@ -783,6 +794,9 @@ class TemplateIndex:
         if optimizer is not None:
             optimizer.join(60)
         with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
             self._table = None
             self._db = None
             if self._temp_dir:

@@ -130,6 +130,19 @@ def _defer_namespace_client() -> None:
     sys.modules[name] = package
 
 
+def _retry_on_conflict(action: Callable[[], Any], attempts: int, what: str) -> Any:
+    """LanceDB commits optimistically: when another process commits first, back off and try again."""
+    for attempt in range(attempts):
+        try:
+            return action()
+        except RuntimeError as exc:
+            if "conflict" not in str(exc).lower() or attempt == attempts - 1:
+                raise
+            log.info("%s conflicted with another writer; retrying (%d)", what, attempt + 1)
+            time.sleep(0.05 * 2 ** attempt)
+    return None
+
+
 def _schema(dims: int) -> Any:
     import pyarrow as pa
 
@@ -307,16 +320,9 @@ class TemplateIndex:
             return None
 
     def _upsert(self, table: Any) -> None:
-        """merge_insert with retries: LanceDB commits optimistically, and another process may commit first."""
-        for attempt in range(WRITE_RETRIES):
-            try:
-                self._table.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all().execute(table)
-                return
-            except RuntimeError as exc:
-                if "conflict" not in str(exc).lower() or attempt == WRITE_RETRIES - 1:
-                    raise
-                log.info("index write conflicted with another writer; retrying (%d)", attempt + 1)
-                time.sleep(0.05 * 2 ** attempt)
+        _retry_on_conflict(
+            lambda: self._table.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
+            .execute(table), WRITE_RETRIES, "index write")
 
     def _load_catalog(self) -> None:
         with _bulk_objects():
@@ -627,15 +633,10 @@ class TemplateIndex:
     def _optimize(self) -> None:
         # Folds new rows into the FTS and vector indexes; concurrent optimizers from other processes may conflict.
         self._pending_optimize = 0  # a failed attempt is retried after the next write, not in a loop
-        for attempt in range(3):
-            try:
-                self._table.optimize(cleanup_older_than=timedelta(hours=1))
-                break
-            except RuntimeError as exc:
-                if "conflict" not in str(exc).lower() or attempt == 2:
-                    log.warning("index optimize skipped: %s", exc)
-                    break
-                time.sleep(0.1 * (attempt + 1))
+        try:
+            _retry_on_conflict(lambda: self._table.optimize(cleanup_older_than=timedelta(hours=1)), 3, "optimize")
+        except RuntimeError as exc:
+            log.warning("index optimize skipped: %s", exc)
         self._ensure_vector_index()
         self._loaded_version = self._table_version()
 

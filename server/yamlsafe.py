@@ -96,23 +96,39 @@ def _decode(data: str | bytes) -> str:
         ) from None
 
 
-def _bracket_depth(text: str) -> int:
-    """Upper bound of flow nesting (brackets inside strings count too, which only errs on the safe side)."""
-    if "[" not in text and "{" not in text:
-        return 0
-    depth = peak = 0
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-            peak = max(peak, depth)
-        elif ch in "]}":
-            depth -= 1
-    return peak
+_OPEN_EVENTS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE_EVENTS = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-def _deeply_nested_risk(text: str) -> bool:
-    """Cheap pre-check deciding whether the C parser (recursive in C) is safe to use."""
-    return any(len(line) - len(line.lstrip(" -")) > 2 * MAX_DEPTH for line in text.splitlines())
+def _check_nesting(text: str, loader_cls: type) -> None:
+    """Refuse documents nested deeper than MAX_DEPTH before anything recursive sees them.
+
+    Both parsers (libyaml's and PyYAML's pure-Python one) are state machines with heap stacks, so
+    streaming their events is bounded however deep the text nests. The composers that build the node
+    graph afterwards recurse once per level (in C for the C loader, where a deep document overflows
+    the C stack and kills the process with SIGSEGV). Counting start/end events is exact for every
+    nesting construct (block indentation, ``- - -`` on one line, explicit ``?`` keys, flow ``[[``/``{{``,
+    anchors and tags) and stops at the first event past the limit.
+    """
+    depth = 0
+    loader = loader_cls(text)
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, _OPEN_EVENTS):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    raise YamlError(
+                        f"document is nested more than {MAX_DEPTH} levels deep",
+                        mark.line + 1 if mark else None,
+                        mark.column + 1 if mark else None,
+                        hint="Templates are shallow mappings; flatten the structure.",
+                    )
+            elif isinstance(event, _CLOSE_EVENTS):
+                depth -= 1
+    finally:
+        loader.dispose()
 
 
 def _check_graph(root: Node) -> list[tuple[Path, int, int]]:
@@ -185,12 +201,11 @@ def parse_yaml(data: str | bytes, max_bytes: int = MAX_BYTES) -> ParsedYaml:
         pos = text.index("\x00")
         line = text.count("\n", 0, pos) + 1
         raise YamlError("input contains NUL bytes (binary data, not YAML text)", line, pos - text.rfind("\n", 0, pos))
-    if _bracket_depth(text) > MAX_DEPTH:
-        raise YamlError(f"document is nested more than {MAX_DEPTH} levels deep", hint="Flatten the structure.")
-    loader_cls = yaml.SafeLoader if (_CLoader is None or _deeply_nested_risk(text)) else _CLoader
+    loader_cls = _CLoader or yaml.SafeLoader
     loader = loader_cls(text)
     try:
         try:
+            _check_nesting(text, loader_cls)
             root = loader.get_single_node()
         except RecursionError:
             raise YamlError(

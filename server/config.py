@@ -185,6 +185,8 @@ class AISettings(_Section):
     provider: Literal["auto", "ollama", "openai", "sampling", "offline"] = "auto"
     embedding_provider: Literal["local", "ollama", "openai"] = "local"
     templates_dir: list[str] = Field(default_factory=lambda: [str(BUNDLED_TEMPLATES)])
+    # Symlinks in a templates directory are followed only to regular files inside that directory (server/templates.py).
+    templates_follow_external_symlinks: bool = False
     local_model_dir: str | None = None
     save_dir: str | None = None  # where save_as writes; default: the first templates directory
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)

@@ -8,6 +8,7 @@ MCP handshake never waits for it.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import logging
 import os
@@ -157,6 +158,7 @@ class Engine:
             if self.settings.save_dir and self.save_dir not in roots:
                 roots.append(self.save_dir)  # saved templates are searchable at once
             index = TemplateIndex(cache_dir, roots, self.embedder)
+            index.follow_external_symlinks = self.settings.templates_follow_external_symlinks
             index.open()
             self.first_sync = index.sync(progress=progress)
             self.index = index
@@ -386,9 +388,22 @@ class Engine:
     def save_template(self, text: str, save_as: str, overwrite: bool) -> Path:
         path = self.check_save_name(save_as, overwrite)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, "utf-8")
-        tmp.replace(path)  # atomic: readers never see half a template
+        # A fresh, randomly named temp file created with O_EXCL (mkstemp): nothing planted in the directory
+        # (a symlink at a predictable temp name) can redirect the write. os.replace then renames the file
+        # itself, atomically: readers never see half a template, and a symlink at the final name is replaced,
+        # not followed.
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(text.encode("utf-8"))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp_name, 0o644)  # mkstemp makes it 0600; a template is meant to be shared like the others
+            os.replace(tmp_name, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+            raise
         if self.index is not None and path.parent in {r.resolve() for r in self.index.roots}:
             self.index.sync()
         log.info("saved template to %s", path)

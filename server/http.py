@@ -139,7 +139,10 @@ class Gateway:
             await self.app(scope, receive, send)
             return
         if scope["path"] == HEALTH_PATH and scope["method"] in ("GET", "HEAD"):
-            await _send_json(send, 200, self.health(), head_only=scope["method"] == "HEAD")
+            health = self.health()
+            # 503 while the index cannot load, so a load balancer or orchestrator stops routing here.
+            await _send_json(send, 503 if health["status"] == "degraded" else 200, health,
+                             head_only=scope["method"] == "HEAD")
             return
         # OAuth discovery (/.well-known/...) gets the app's plain 404: there is no authorization server to find,
         # and a 401 there sends some clients into an OAuth flow instead of using their configured header.
@@ -150,8 +153,9 @@ class Gateway:
         await self.app(scope, receive, send)
 
     def health(self) -> dict[str, Any]:
-        return {"status": "ok", "server": REALM, "version": self.version, "transport": self.transport,
-                "index": self.engine.state}
+        state = self.engine.state
+        return {"status": "degraded" if state == "error" else "ok", "server": REALM, "version": self.version,
+                "transport": self.transport, "index": state}
 
     def _authorized(self, scope: Scope) -> bool:
         header = Headers(scope=scope).get("authorization", "")

@@ -56,6 +56,8 @@ from server.templates import (
     YamlError,
     content_hash,
     load_record,
+    read_template_file,
+    regular_file_stat,
 )
 
 if TYPE_CHECKING:
@@ -234,6 +236,11 @@ class TemplateIndex:
         self._uid_by_name: dict[str, str] = {}
         self._fingerprint_overrides: dict[str, Fingerprint] = {}
         self.problems: list[LoadProblem] = []
+        # Files that failed to load, by uid, with the (size, mtime_ns) they had: not read again until they change
+        # (30 broken 1 MB files used to be re-read and re-parsed by every sync, i.e. every search after idle).
+        self._broken: dict[str, tuple[int, int, LoadProblem]] = {}
+        self._scan_skipped: list[LoadProblem] = []  # special files and refused symlinks seen by the last scan
+        self.follow_external_symlinks = False  # ai.templates_follow_external_symlinks (see templates.py)
         self.stats = IndexStats()
         self._last_scan = 0.0
         self._pending_optimize = 0
@@ -367,6 +374,7 @@ class TemplateIndex:
         ``templates.scan_files`` (in no particular order) but with ``os.scandir`` and no Path objects:
         0.5 s instead of 2.5 s for 100,000 files on the benchmark machine."""
         entries: list[ScanEntry] = []
+        skipped: list[LoadProblem] = []
         for root in self.roots:
             root_s = str(root)
             if not os.path.isdir(root_s):
@@ -390,11 +398,22 @@ class TemplateIndex:
                                 continue
                             if not name.endswith(TEMPLATE_SUFFIXES):
                                 continue
-                            st = entry.stat()
+                            if entry.is_file(follow_symlinks=False):
+                                st = entry.stat(follow_symlinks=False)
+                            else:  # symlink, FIFO, device, socket: only the policy in templates.py decides
+                                st = regular_file_stat(entry.path, root_s, self.follow_external_symlinks)
+                        except ValueError as exc:
+                            skipped.append(LoadProblem(entry.path, str(exc)))
+                            continue
                         except OSError:
                             continue
                         entries.append((root_s, rel + name, st.st_size, st.st_mtime_ns))
+        self._scan_skipped = skipped
         return entries
+
+    def _known_broken(self, uid: str, size: int, mtime_ns: int) -> LoadProblem | None:
+        known = self._broken.get(uid)
+        return known[2] if known is not None and known[0] == size and known[1] == mtime_ns else None
 
     def _differs(self, entries: list[ScanEntry]) -> bool:
         """Whether a scan shows any added, removed or touched file (read-only: safe off the search thread)."""
@@ -405,10 +424,13 @@ class TemplateIndex:
             uid = f"{root_s}::{rel}"
             rec = catalog.get(uid)
             if rec is None:
-                return True
+                if self._known_broken(uid, size, mtime_ns) is None:
+                    return True
+                continue
             seen += 1
             fp = overrides.get(uid)
-            if (fp.size, fp.mtime_ns) != (size, mtime_ns) if fp else (rec.size, rec.mtime_ns) != (size, mtime_ns):
+            known = (fp.size, fp.mtime_ns) if fp else (rec.size, rec.mtime_ns)
+            if known != (size, mtime_ns) and self._known_broken(uid, size, mtime_ns) is None:
                 return True
         return seen != len(catalog)
 
@@ -463,6 +485,8 @@ class TemplateIndex:
         changed: list[TemplateRecord] = []
         problems: list[LoadProblem] = []
         scan = self.scan() if entries is None else entries
+        problems.extend(self._scan_skipped)
+        broken = self._broken
         report.scanned = len(scan)
         catalog = self.catalog
         overrides = self._fingerprint_overrides
@@ -477,25 +501,38 @@ class TemplateIndex:
                 if known.size == size and known.mtime_ns == mtime_ns:
                     hits += 1
                     continue
+            if not force:
+                known_problem = self._known_broken(uid, size, mtime_ns)
+                if known_problem is not None:
+                    problems.append(known_problem)
+                    continue
             fp = Fingerprint(size, mtime_ns)
             root = Path(root_s)
             path = root / rel
             try:
-                raw = path.read_bytes()
-            except OSError as exc:
-                problems.append(LoadProblem(str(path), f"cannot read: {exc}"))
+                raw, _ = read_template_file(path, root, follow_external=self.follow_external_symlinks)
+            except (OSError, ValueError) as exc:
+                reason = f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+                problem = LoadProblem(str(path), reason)
+                problems.append(problem)
+                broken[uid] = (size, mtime_ns, problem)
                 continue
             if not force and existing is not None and existing.content_hash == content_hash(raw):
                 overrides[uid] = fp
                 hits += 1
                 continue
             try:
-                rec = load_record(root, path, raw)
+                rec = load_record(root, path, raw, fingerprint=fp)
             except (YamlError, ValueError) as exc:
-                problems.append(LoadProblem(str(path), str(exc)))
+                problem = LoadProblem(str(path), str(exc))
+                problems.append(problem)
+                broken[uid] = (size, mtime_ns, problem)
                 log.warning("skipping template %s: %s", path, exc)
                 continue
+            broken.pop(uid, None)
             changed.append(rec)
+        for uid in [u for u in broken if u not in seen]:
+            del broken[uid]
         report.hits = hits
         removed = [uid for uid in catalog if uid not in seen]
         # An edited template keeps its uid and so its name: the full name pass (a sort of every uid,

@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import re
+import stat as stat_mod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,22 +254,109 @@ def looks_like_template(data: Any) -> bool:
     return isinstance(data, dict) and bool(TEMPLATE_KEYS & set(data))
 
 
-def load_record(root: Path, path: Path, raw: bytes | None = None) -> TemplateRecord:
+# ---- reading files from a templates directory ----------------------------------------------------------------
+# Policy: only regular files are read. A symlink is followed when its target is a regular file inside the same
+# templates root (a library that links shared templates keeps working); a symlink that leads outside the root is
+# refused unless ai.templates_follow_external_symlinks is set, so a planted link cannot publish /etc/shadow-like
+# files through search results. FIFOs, devices, sockets and links to them are never opened for reading: a FIFO
+# blocks the reader forever and /dev/zero never ends. Every refusal is reported (cache_stats' skipped_files).
+
+_KINDS = ((stat_mod.S_ISFIFO, "a FIFO (named pipe)"), (stat_mod.S_ISCHR, "a character device"),
+          (stat_mod.S_ISBLK, "a block device"), (stat_mod.S_ISSOCK, "a socket"), (stat_mod.S_ISDIR, "a directory"))
+
+
+def file_kind(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "a regular file" if stat_mod.S_ISREG(mode) else "not a regular file"
+
+
+def _inside(path: str, root: str) -> bool:
+    root = os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def regular_file_stat(path: str, root: str, follow_external: bool = False) -> os.stat_result:
+    """The stat of ``path`` if the policy above lets us read it; ValueError says why not. Never opens the file."""
+    st = os.lstat(path)
+    if stat_mod.S_ISLNK(st.st_mode):
+        target = os.path.realpath(path)
+        if not follow_external and not _inside(target, root):
+            raise ValueError(f"symlink to {target}, outside the templates directory {root}; not followed "
+                             "(set ai.templates_follow_external_symlinks to allow it)")
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise ValueError(f"broken symlink to {target}: {exc.strerror or exc}") from None
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise ValueError(f"symlink to {target}, which is {file_kind(st.st_mode)}; only regular files are read")
+    elif not stat_mod.S_ISREG(st.st_mode):
+        raise ValueError(f"{file_kind(st.st_mode)}, not a regular file; only regular files are read")
+    return st
+
+
+def read_template_file(path: str | Path, root: str | Path, *, follow_external: bool = False,
+                       limit: int = MAX_TEMPLATE_BYTES) -> tuple[bytes, Fingerprint]:
+    """At most ``limit`` bytes of a regular template file, or ValueError/OSError with the reason.
+
+    Checked twice: by path before opening (nothing special is ever opened) and on the open descriptor (a file
+    swapped for a FIFO or device in between is still refused). O_NONBLOCK keeps even that open from waiting
+    for a FIFO writer; reading stops at limit+1 bytes whatever the size claims.
+    """
+    path_s, root_s = str(path), str(root)
+    st = regular_file_stat(path_s, root_s, follow_external)
+    if st.st_size > limit:
+        raise ValueError(f"file is {st.st_size:,} bytes, over the {limit:,}-byte template limit")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path_s, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise ValueError(f"{file_kind(st.st_mode)}, not a regular file (it changed while being opened)")
+        opened = f"/proc/self/fd/{fd}"
+        if not follow_external and os.path.islink(opened):
+            real = os.readlink(opened)
+            if not _inside(real, root_s):
+                raise ValueError(f"resolves to {real}, outside the templates directory {root_s}; not read")
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 256 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise ValueError(f"file grew past the {limit:,}-byte template limit while being read")
+    return data, Fingerprint(st.st_size, st.st_mtime_ns)
+
+
+def load_record(root: Path, path: Path, raw: bytes | None = None, *, follow_external: bool = False,
+                fingerprint: Fingerprint | None = None) -> TemplateRecord:
     """Parse one file into a record; raises :class:`YamlError` or ``ValueError`` with the reason."""
-    stat = path.stat()
-    if stat.st_size > MAX_TEMPLATE_BYTES:
-        raise ValueError(f"file is {stat.st_size:,} bytes, over the {MAX_TEMPLATE_BYTES:,}-byte template limit")
-    raw = path.read_bytes() if raw is None else raw
+    if raw is None:
+        raw, fingerprint = read_template_file(path, root, follow_external=follow_external)
+    else:
+        if fingerprint is None:
+            st = path.stat()
+            fingerprint = Fingerprint(st.st_size, st.st_mtime_ns)
+        if len(raw) > MAX_TEMPLATE_BYTES:
+            raise ValueError(f"file is {len(raw):,} bytes, over the {MAX_TEMPLATE_BYTES:,}-byte template limit")
     parsed = load_mapping(raw, max_bytes=MAX_TEMPLATE_BYTES)
     if not looks_like_template(parsed.data):
         raise ValueError("not an image template (none of image, target, disk, systemConfig at top level)")
     rel = path.relative_to(root).as_posix()
-    return record_from_data(parsed.data, rel_id=rel, root=str(root), raw=raw,
-                            fingerprint=Fingerprint(stat.st_size, stat.st_mtime_ns))
+    return record_from_data(parsed.data, rel_id=rel, root=str(root), raw=raw, fingerprint=fingerprint)
 
 
-def scan_files(roots: Iterable[Path]) -> Iterator[tuple[Path, Path, Fingerprint]]:
-    """Every template file under the roots with a cheap fingerprint (no reads)."""
+def scan_files(roots: Iterable[Path], follow_external: bool = False,
+               skipped: list[LoadProblem] | None = None) -> Iterator[tuple[Path, Path, Fingerprint]]:
+    """Every readable template file under the roots with a cheap fingerprint (no reads); files the policy
+    above refuses go to ``skipped`` when given."""
     for root in roots:
         if not root.is_dir():
             continue
@@ -279,7 +367,11 @@ def scan_files(roots: Iterable[Path]) -> Iterator[tuple[Path, Path, Fingerprint]
                     continue
                 path = Path(dirpath) / fname
                 try:
-                    st = path.stat()
+                    st = regular_file_stat(str(path), str(root), follow_external)
+                except ValueError as exc:
+                    if skipped is not None:
+                        skipped.append(LoadProblem(str(path), str(exc)))
+                    continue
                 except OSError:
                     continue
                 yield root, path, Fingerprint(st.st_size, st.st_mtime_ns)
@@ -291,11 +383,14 @@ __all__ = [
     "TemplateRecord",
     "YamlError",
     "build_text",
+    "file_kind",
     "content_hash",
     "infer_keywords",
     "load_record",
     "looks_like_template",
+    "read_template_file",
     "record_from_data",
+    "regular_file_stat",
     "scan_files",
     "template_packages",
     "term_sets",

@@ -45,6 +45,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from server.logs import redact, redact_known
+
 log = logging.getLogger(__name__)
 
 _ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -518,6 +520,9 @@ class SqliteConversationStore:
             "SELECT COALESCE(MAX(revision), 0) FROM revisions WHERE conversation_id = ?", (cid,)
         ).fetchone()[0]
         new = max(latest, current) + 1
+        # Nothing secret is persisted: notes may quote an upstream error; the YAML keeps its exact text apart
+        # from configured secrets (see server/logs.py).
+        yaml, note = redact_known(yaml), redact(note)
         conn.execute(
             "INSERT INTO revisions (conversation_id, revision, yaml, created_at, note, valid) VALUES (?, ?, ?, ?, ?, ?)",
             (cid, new, yaml, now, note, int(bool(valid))),
@@ -560,7 +565,7 @@ class SqliteConversationStore:
             self._live_row(conn, conversation_id, now)
             conn.execute(
                 "INSERT INTO messages (conversation_id, role, content, at) VALUES (?, ?, ?, ?)",
-                (conversation_id, role, content, now),
+                (conversation_id, role, redact(content), now),
             )
             # Keep only the newest max_history messages.
             conn.execute(

@@ -77,6 +77,17 @@ def usable_cache_dir(preferred: Path) -> tuple[Path | None, list[str]]:
     return None, warnings
 
 
+def _remember_secrets(settings: AISettings) -> None:
+    """Configured keys and URL credentials are removed from everything the server returns or stores
+    (server/logs.py): an upstream error body may echo them in any shape."""
+    from server.logs import remember_secret, remember_url_credentials
+
+    for secret in (settings.openai.api_key, settings.server.auth_token):
+        remember_secret(secret.get_secret_value() if secret is not None else None)
+    for url in (settings.openai.base_url, settings.ollama.base_url):
+        remember_url_credentials(url)
+
+
 class Engine:
     def __init__(self, settings: AISettings):
         self.settings = settings
@@ -101,6 +112,7 @@ class Engine:
         self._chat: tuple[Any, Any] | None = None
         self._verifier_lock = threading.Lock()
         self.validations = {"valid": 0, "invalid": 0}
+        _remember_secrets(settings)
         missing = [str(r) for r in settings.template_roots if not r.is_dir()]
         for root in missing:
             self.warnings.append(f"templates directory {root} does not exist; check OIC_AI_TEMPLATES_DIR / ai.templates_dir")

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.config import ConfigError, ServerSettings
 from server.engine import Engine
+from server.logs import remember_secret
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ def resolve_token(s: ServerSettings) -> str | None:
         raise ConfigError(f"ai.server.auth_token_file: cannot read {path}: {exc.strerror or exc}") from None
     if not token:
         raise ConfigError(f"ai.server.auth_token_file: {path} is empty")
+    remember_secret(token)
     if os.name == "posix" and mode & (stat.S_IRGRP | stat.S_IROTH):
         log.warning("token file %s is readable by other users; chmod 600 it", path)
     return token

@@ -12,6 +12,7 @@ from mcp.types import ClientCapabilities, SamplingCapability, SamplingMessage, T
 from pydantic import BaseModel, Field
 
 from server.llm import CallbackProvider, ChatMessage
+from server.logs import redact, redact_known
 
 if TYPE_CHECKING:
     from server.agent import AgentResult
@@ -58,8 +59,27 @@ class TemplateResult(BaseModel):
     skipped_providers: list[str]
 
 
+# Template text stays byte-exact ("password:" is a real template key): only configured secrets leave it.
+_EXACT_FIELDS = frozenset({"yaml", "diff"})
+
+
+def _redacted(value: Any, exact: bool) -> Any:
+    if isinstance(value, str):
+        return redact_known(value) if exact else redact(value)
+    if isinstance(value, list):
+        return [_redacted(v, exact) for v in value]
+    if isinstance(value, dict):
+        return {k: _redacted(v, exact) for k, v in value.items()}
+    if isinstance(value, BaseModel):
+        return type(value).model_validate(_redacted(value.model_dump(), exact))
+    return value
+
+
 def to_model(r: AgentResult) -> TemplateResult:
-    return TemplateResult(**{k: getattr(r, k) for k in TemplateResult.model_fields})
+    """The tool's result, with secrets an upstream LLM error may have put into explanations removed."""
+    model = TemplateResult(**{k: getattr(r, k) for k in TemplateResult.model_fields})
+    return TemplateResult.model_validate(
+        {k: _redacted(v, k in _EXACT_FIELDS) for k, v in model.model_dump().items()})
 
 
 def to_text(m: TemplateResult) -> str:

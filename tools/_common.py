@@ -16,6 +16,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from server.engine import Engine
+from server.logs import redact
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -40,7 +41,7 @@ async def call_engine(engine: Engine, tool: str, fn: Callable[..., T], *args: An
     except CLIENT_ERRORS as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         log.info("%s refused: %s", tool, message)
-        raise ToolError(str(message)) from exc
+        raise ToolError(redact(str(message))) from exc
     finally:
         engine.tool_latency.add(tool, (time.perf_counter() - started) * 1000)
 
@@ -139,10 +140,10 @@ async def agent_call(engine: Engine, tool: str, call: Awaitable[T]) -> T:
     except ToolError:
         raise
     except ConversationNotFound as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(redact(str(exc))) from exc
     except (LLMError, *CLIENT_ERRORS) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         log.info("%s refused: %s", tool, message)
-        raise ToolError(str(message)) from exc
+        raise ToolError(redact(str(message))) from exc
     finally:
         engine.tool_latency.add(tool, (time.perf_counter() - started) * 1000)

@@ -146,6 +146,13 @@ class ServerSettings(_Section):
     json_response: bool = False  # streamable HTTP answers with JSON instead of an SSE stream
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
     shutdown_timeout: float = 10.0  # how long in-flight requests may finish after SIGTERM/SIGINT
+    # Connection and session limits (server/http.py; README "Deploy remotely" and SECURITY).
+    request_read_timeout: float = Field(15.0, gt=0)  # a whole request (headers + body) must arrive within this
+    keep_alive_timeout: float = Field(5.0, gt=0)  # idle time between requests on a kept-alive connection
+    max_connections: int = Field(256, ge=1)  # open connections; more are closed at once, requests beyond get 503
+    max_header_bytes: int = Field(16 * 1024, ge=1024)  # request line + headers
+    max_sessions: int = Field(256, ge=1)  # stateful streamable HTTP sessions; a new one beyond gets 503
+    session_idle_timeout: float = Field(1800.0, gt=0)  # a session with no request in flight this long is closed
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
@@ -161,7 +168,8 @@ class ServerSettings(_Section):
         text = str(v).strip()
         return text or None
 
-    @field_validator("shutdown_timeout", mode="before")
+    @field_validator("shutdown_timeout", "request_read_timeout", "keep_alive_timeout", "session_idle_timeout",
+                     mode="before")
     @classmethod
     def _duration(cls, v: Any) -> float:
         return parse_duration(v)

@@ -191,10 +191,75 @@ def build_http_app(mcp: MCPServer, engine: Engine, s: ServerSettings, token: str
     elif s.transport == "streamable-http":
         inner = mcp.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=s.stateless,
                                         json_response=s.json_response, max_request_body_size=s.max_body_bytes,
-                                        transport_security=security, host=s.host)
+                                        transport_security=security, host=s.host,
+                                        session_idle_timeout=s.session_idle_timeout, max_sessions=s.max_sessions)
     else:
         raise ValueError(f"not an HTTP transport: {s.transport}")
     return Gateway(inner, engine, token=token, transport=s.transport, version=mcp.version)
+
+
+def guarded_protocol(s: ServerSettings) -> type:
+    """uvicorn's h11 protocol with a deadline for reading each request and a hard cap on open connections.
+
+    uvicorn times out idle keep-alive connections only after a first response, and any byte received cancels
+    that timer: a client that connects and sends nothing, or sends a header line every few seconds, holds a
+    socket (and a file descriptor) forever. Here every connection must deliver a complete request (headers and
+    body) within ``request_read_timeout`` of connecting or of its previous response, or it is closed; and
+    connections beyond ``max_connections`` are closed as soon as they are accepted, so a flood cannot exhaust
+    the process's file descriptors (requests beyond the cap on open connections get uvicorn's 503).
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    deadline = s.request_read_timeout
+    cap = s.max_connections
+    refused = {"count": 0}
+
+    class GuardedH11Protocol(H11Protocol):
+        _read_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            if len(self.connections) >= cap:
+                refused["count"] += 1
+                if refused["count"] in (1, 10, 100) or refused["count"] % 1000 == 0:
+                    log.warning("refusing connections: %d already open (ai.server.max_connections); %d refused so "
+                                "far", cap, refused["count"])
+                transport.close()
+                return
+            super().connection_made(transport)
+            self._arm_read_deadline(None)
+
+        def on_response_complete(self) -> None:
+            finished = self.cycle
+            super().on_response_complete()  # may start a pipelined request: that one is not `finished`
+            self._arm_read_deadline(finished)
+
+        def _arm_read_deadline(self, finished: Any) -> None:
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+            if not self.transport.is_closing():
+                self._read_timer = self.loop.call_later(deadline, self._read_deadline_passed, finished)
+
+        def _read_deadline_passed(self, finished: Any) -> None:
+            self._read_timer = None
+            if self.transport.is_closing():
+                return
+            waiting_for_request = self.cycle is finished  # nothing (complete) since connecting / the last response
+            slow_body = self.cycle is not finished and self.conn.their_state is h11.SEND_BODY
+            if waiting_for_request or slow_body:
+                log.debug("closing connection from %s: no complete request within %.0fs", self.client, deadline)
+                if self.cycle is not None and not self.cycle.response_complete:
+                    self.cycle.disconnected = True
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._read_timer is not None:
+                self._read_timer.cancel()
+                self._read_timer = None
+            if self.transport is not None:  # None: refused in connection_made, never set up
+                super().connection_lost(exc)
+
+    return GuardedH11Protocol
 
 
 def make_server(app: ASGIApp, s: ServerSettings) -> Any:
@@ -226,7 +291,8 @@ def make_server(app: ASGIApp, s: ServerSettings) -> Any:
     config = uvicorn.Config(
         app, host=s.host, port=s.port, log_config=None, access_log=False, server_header=False,
         lifespan="on", timeout_graceful_shutdown=max(0.1, s.shutdown_timeout),
-        limit_concurrency=None, proxy_headers=False,
+        limit_concurrency=s.max_connections, proxy_headers=False, http=guarded_protocol(s),
+        timeout_keep_alive=s.keep_alive_timeout, h11_max_incomplete_event_size=s.max_header_bytes,
     )
     return Server(config)
 

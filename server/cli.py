@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -541,11 +542,78 @@ def _cache_clear(settings: AISettings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+REJECTED_METHOD = "oic/rejected-message"
+_MAX_CHECKED_LINE = 16 * 1024 * 1024  # longer lines pass through unchecked (the SDK reads them either way)
+
+
+def screen_stdio_line(line: bytes) -> bytes:
+    """The line to hand the SDK for one line read from stdin.
+
+    The SDK's stdio reader drops a line it cannot validate (a lone UTF-16 surrogate such as ``\\ud800`` in a
+    string, or JSON that is not JSON-RPC) without answering, and the client waits until its own time-out. A
+    request whose id we can still read is rewritten into a call of ``REJECTED_METHOD`` carrying the reason;
+    the middleware installed by ``_run_stdio`` answers it with a JSON-RPC error for that id through the SDK's
+    own writer (so stdout keeps one writer). Lines with no recoverable id (not JSON at all, notifications)
+    cannot be answered: they are logged and passed on for the SDK to drop.
+    """
+    import mcp_types
+
+    if len(line) > _MAX_CHECKED_LINE or not line.strip():
+        return line
+    text = line.decode("utf-8", "replace")  # the SDK decodes the same way
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+        return line
+    except Exception as exc:  # noqa: BLE001 - any validation failure is reported the same way
+        problem = str(exc).splitlines()
+        reason = problem[-1].strip() if problem else exc.__class__.__name__
+    try:
+        message = json.loads(text)
+    except ValueError:
+        logging.getLogger(__name__).warning("stdin: dropped a line that is not JSON (%d bytes)", len(line))
+        return line
+    msg_id = message.get("id") if isinstance(message, dict) else None
+    if isinstance(msg_id, bool) or not isinstance(msg_id, int | str) or "method" not in message:
+        logging.getLogger(__name__).warning("stdin: dropped an invalid JSON-RPC message without an id: %s", reason)
+        return line
+    if _has_lone_surrogate(message):
+        reason = ("a string contains a lone UTF-16 surrogate (e.g. \\ud800), which is not a Unicode character; "
+                  "send valid UTF-8 text")
+    else:
+        reason = f"not a valid JSON-RPC 2.0 request: {reason}"
+    rewritten = {"jsonrpc": "2.0", "id": msg_id, "method": REJECTED_METHOD, "params": {"reason": reason}}
+    return json.dumps(rewritten).encode() + b"\n"
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def install_rejection_answers(mcp: Any) -> None:
+    """Answer the requests :func:`screen_stdio_line` rewrote with an Invalid Request error."""
+    from mcp.shared.exceptions import MCPError
+
+    async def rejected_messages(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == REJECTED_METHOD:
+            params = ctx.params if isinstance(ctx.params, dict) else {}
+            raise MCPError(code=-32600, message=str(params.get("reason") or "invalid request"))
+        return await call_next(ctx)
+
+    mcp.middleware.insert(0, rejected_messages)
+
+
 class _StdinRelay:
     """Feeds the stdio transport through a pipe we own, so a signal can end the session with a clean EOF.
 
     The SDK reads stdin in a worker thread that no cancellation can interrupt; ending the input is the one
-    way to stop it that runs the normal shutdown path (lifespan exit, engine closed).
+    way to stop it that runs the normal shutdown path (lifespan exit, engine closed). Each line is screened
+    on the way (:func:`screen_stdio_line`) so malformed requests get an answer.
     """
 
     def __init__(self) -> None:
@@ -560,17 +628,28 @@ class _StdinRelay:
         threading.Thread(target=self._pump, name="stdin-relay", daemon=True).start()
 
     def _pump(self) -> None:
+        pending = b""
         try:
             while True:
                 chunk = os.read(self._source, 65536)
+                out = b""
+                if chunk:
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    out = b"".join(screen_stdio_line(line + b"\n") for line in lines)
+                    if len(pending) > _MAX_CHECKED_LINE:  # too long to screen: pass it on as it comes
+                        out, pending = out + pending, b""
+                else:
+                    out, pending = pending, b""
                 # Under the lock, so close() can never race a write onto a recycled descriptor.
                 with self._lock:
                     if self._sink.closed:
                         return
+                    if out:
+                        self._sink.write(out)
                     if not chunk:
                         self._sink.close()
                         return
-                    self._sink.write(chunk)
         except OSError:
             self.close()
 
@@ -603,6 +682,8 @@ def _run_stdio(mcp: Any, grace: float) -> None:
             in_flight -= 1
 
     mcp.middleware.insert(0, count_calls)
+    if relay is not None:
+        install_rejection_answers(mcp)
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:

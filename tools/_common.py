@@ -17,9 +17,18 @@ from pydantic import BaseModel
 
 from server.engine import Engine
 from server.logs import redact
+from server.yamlsafe import MAX_BYTES as YAML_MAX_BYTES
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# Length limits of tool arguments, in characters: generous for real use, small enough that one argument cannot
+# balloon memory or a response (a 20 MB package name used to be accepted and echoed four times). Validation
+# errors name the argument and the limit.
+MAX_NAME_CHARS = 256  # package, template, file and conversation names, filter values
+MAX_TEXT_CHARS = 64 * 1024  # requests, instructions, queries (search itself keeps ai.search.max_query_chars)
+MAX_YAML_CHARS = 2 * YAML_MAX_BYTES  # just over 1 MiB still gets the YAML size error and its advice
+MAX_LIST_ITEMS = 5000  # package lists
 
 # Domain errors whose message is written for the client: shown as is.
 CLIENT_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, LookupError, TimeoutError, RuntimeError)

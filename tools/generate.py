@@ -10,7 +10,7 @@ from pydantic import Field
 
 from server.engine import Engine
 from tools._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
-from tools._common import agent_call, result
+from tools._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, agent_call, result
 
 
 def register(mcp: MCPServer, engine: Engine) -> None:
@@ -21,14 +21,14 @@ def register(mcp: MCPServer, engine: Engine) -> None:
                                     open_world_hint=True),
     )
     async def generate_template(
-        request: Annotated[str, Field(description="what the image is for, in plain words")],
+        request: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="what the image is for, in plain words")],
         ctx: Context[Any, Any],
-        conversation_id: Annotated[str | None, Field(description="your own id for the conversation")] = None,
-        os: Annotated[str | None, Field(description="target OS, e.g. ubuntu, azure-linux")] = None,
-        dist: Annotated[str | None, Field(description="target distribution, e.g. ubuntu24, azl3")] = None,
-        arch: Annotated[str | None, Field(description="x86_64 or aarch64")] = None,
-        image_type: Annotated[str | None, Field(description="raw, iso or img")] = None,
-        save_as: Annotated[str | None, Field(description="file name to save into the templates directory")] = None,
+        conversation_id: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="your own id for the conversation")] = None,
+        os: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="target OS, e.g. ubuntu, azure-linux")] = None,
+        dist: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="target distribution, e.g. ubuntu24, azl3")] = None,
+        arch: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="x86_64 or aarch64")] = None,
+        image_type: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="raw, iso or img")] = None,
+        save_as: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="file name to save into the templates directory")] = None,
         overwrite: Annotated[bool, Field(description="replace an existing file of that name")] = False,
     ) -> Annotated[CallToolResult, TemplateResult]:
         """Create a new OS Image Composer template from a description ("minimal ubuntu 24.04 edge image with

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from server.engine import Engine
 from tools._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
-from tools._common import agent_call, result
+from tools._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, agent_call, result
 
 
 def register(mcp: MCPServer, engine: Engine) -> None:
@@ -21,12 +21,12 @@ def register(mcp: MCPServer, engine: Engine) -> None:
                                     open_world_hint=True),
     )
     async def refine_template(
-        conversation_id: Annotated[str, Field(description="from generate_template")],
-        instruction: Annotated[str, Field(description="the change ('add docker and monitoring', 'set the disk "
+        conversation_id: Annotated[str, Field(max_length=MAX_NAME_CHARS, description="from generate_template")],
+        instruction: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="the change ('add docker and monitoring', 'set the disk "
                                                       "to 8GiB'), a question ('what packages are included?'), "
                                                       "or 'undo' / 'revert to revision 2'")],
         ctx: Context[Any, Any],
-        save_as: Annotated[str | None, Field(description="file name to save into the templates directory")] = None,
+        save_as: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="file name to save into the templates directory")] = None,
         overwrite: Annotated[bool, Field(description="replace an existing file of that name")] = False,
     ) -> Annotated[CallToolResult, TemplateResult]:
         """Modify the conversation's current template and keep everything the instruction does not touch;

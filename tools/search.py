@@ -12,7 +12,7 @@ from server.engine import Engine
 
 if TYPE_CHECKING:
     from server.search import SearchOutcome
-from tools._common import call_engine, result
+from tools._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, call_engine, result
 
 
 class ScoreBreakdown(BaseModel):
@@ -86,12 +86,12 @@ def register(mcp: MCPServer, engine: Engine) -> None:
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
     )
     async def search_templates(
-        query: Annotated[str, Field(description="what the image is for, in plain words or keywords")],
+        query: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="what the image is for, in plain words or keywords")],
         top_k: Annotated[int, Field(description="how many results (1-50)")] = 5,
-        os: Annotated[str | None, Field(description="exact filter, e.g. ubuntu, azure-linux")] = None,
-        dist: Annotated[str | None, Field(description="exact filter, e.g. ubuntu24, azl3, elxr12")] = None,
-        arch: Annotated[str | None, Field(description="exact filter: x86_64 or aarch64")] = None,
-        image_type: Annotated[str | None, Field(description="exact filter: raw, iso or img")] = None,
+        os: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="exact filter, e.g. ubuntu, azure-linux")] = None,
+        dist: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="exact filter, e.g. ubuntu24, azl3, elxr12")] = None,
+        arch: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="exact filter: x86_64 or aarch64")] = None,
+        image_type: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="exact filter: raw, iso or img")] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Find OS Image Composer templates matching a description (hybrid semantic + keyword + package search).
 

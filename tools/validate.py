@@ -9,7 +9,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from server.engine import Engine
-from tools._common import call_engine, result
+from tools._common import MAX_NAME_CHARS, MAX_YAML_CHARS, call_engine, result
 
 
 class ValidationIssue(BaseModel):
@@ -58,8 +58,8 @@ def register(mcp: MCPServer, engine: Engine) -> None:
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
     )
     async def validate_template(
-        yaml: Annotated[str | None, Field(description="the template YAML text")] = None,
-        name: Annotated[str | None, Field(description="or the name of an indexed template")] = None,
+        yaml: Annotated[str | None, Field(max_length=MAX_YAML_CHARS, description="the template YAML text")] = None,
+        name: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="or the name of an indexed template")] = None,
     ) -> Annotated[CallToolResult, ValidationResult]:
         """Check an OS Image Composer template against the JSON Schema and semantic rules (os/dist pairs,
         partition layout and sizes, partition GUIDs per architecture, EFI/ESP, bootloader packages, secure boot vs

@@ -9,7 +9,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from server.engine import Engine
-from tools._common import call_engine, result
+from tools._common import MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_YAML_CHARS, call_engine, result
 
 
 class SourceInfo(BaseModel):
@@ -66,12 +66,12 @@ def register(mcp: MCPServer, engine: Engine) -> None:
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=True),
     )
     async def verify_packages(
-        packages: Annotated[list[str] | None, Field(description="package names; globs like 'wayland*' allowed")] = None,
-        yaml: Annotated[str | None, Field(description="or a template: its target and packages are used")] = None,
-        name: Annotated[str | None, Field(description="or the name of an indexed template")] = None,
-        os: Annotated[str | None, Field(description="target OS, e.g. ubuntu, azure-linux")] = None,
-        dist: Annotated[str | None, Field(description="target distribution, e.g. ubuntu24, azl3, elxr12")] = None,
-        arch: Annotated[str | None, Field(description="x86_64 or aarch64")] = None,
+        packages: Annotated[list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] | None, Field(max_length=MAX_LIST_ITEMS, description="package names; globs like 'wayland*' allowed")] = None,
+        yaml: Annotated[str | None, Field(max_length=MAX_YAML_CHARS, description="or a template: its target and packages are used")] = None,
+        name: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="or the name of an indexed template")] = None,
+        os: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="target OS, e.g. ubuntu, azure-linux")] = None,
+        dist: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="target distribution, e.g. ubuntu24, azl3, elxr12")] = None,
+        arch: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="x86_64 or aarch64")] = None,
     ) -> Annotated[CallToolResult, VerifyPackagesResult]:
         """Check that packages exist in the real repositories of the target distribution and architecture
         (Debian Packages / RPM primary.xml indexes, cached). Missing packages get suggestions (close spellings,

@@ -152,7 +152,32 @@ class Gateway:
         if self._token is not None and not discovery and not self._authorized(scope):
             await self._reject(scope, send)
             return
-        await self.app(scope, receive, send)
+        await self._call_app(scope, receive, send)
+
+    async def _call_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app, with errors raised after a complete response logged as one line instead of a traceback.
+
+        The SDK's SSE endpoint answers a bad Host/Origin with 421/403 and then raises to end the connection;
+        uvicorn would log each of those as a 45-line "Exception in ASGI application". The client already has
+        its answer, so one line says what happened. Errors before or during a response propagate as before.
+        """
+        sent: dict[str, Any] = {"status": None, "done": False}
+
+        async def tracking_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                sent["status"] = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                sent["done"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if not sent["done"]:
+                raise
+            client = scope.get("client") or ("?", 0)
+            log.warning("%s %s from %s: answered %s, then the handler ended with %s: %s", scope["method"],
+                        scope["path"], client[0], sent["status"], exc.__class__.__name__, exc)
 
     def health(self) -> dict[str, Any]:
         state = self.engine.state

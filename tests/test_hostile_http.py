@@ -4,6 +4,7 @@ session floods. Every wait is bounded; nothing here measures speed, only that th
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
 import time
@@ -186,3 +187,20 @@ def test_settings_are_documented(engine) -> None:
     for key in ("request_read_timeout", "keep_alive_timeout", "max_connections", "max_header_bytes",
                 "max_sessions", "session_idle_timeout"):
         assert f"OIC_AI_SERVER_{key.upper()}" in readme, key
+
+
+def test_sse_host_rejection_logs_one_line_not_a_traceback(engine, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    with server(engine, transport="sse", auth_token=None) as (url, _port):
+        with httpx.Client(timeout=BOUND) as client:
+            bad_host = client.get(f"{url}/sse", headers={"Host": "evil.example.com"})
+            bad_origin = client.get(f"{url}/sse", headers={"Origin": "http://evil.example.com"})
+        assert bad_host.status_code == 421 and bad_origin.status_code == 403
+        deadline = time.monotonic() + BOUND  # the server logs after the client has its answer
+        while len([r for r in caplog.records if "/sse" in r.getMessage() or r.exc_info]) < 2:
+            assert time.monotonic() < deadline, "nothing was logged"
+            time.sleep(0.05)
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records if r.exc_info]
+    assert "Traceback" not in caplog.text and "Exception in ASGI application" not in caplog.text
+    lines = [r.getMessage() for r in caplog.records if "/sse" in r.getMessage() and "answered" in r.getMessage()]
+    assert len(lines) == 2 and "421" in lines[0] and "403" in lines[1]

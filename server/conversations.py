@@ -40,11 +40,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from server.diskfull import DiskFullError, is_disk_full
 from server.logs import redact, redact_known
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,8 @@ class ConversationNotFound(KeyError):
         self.conversation_id = conversation_id
         self.reason = reason
         if reason == "unknown":
-            text = f"conversation {conversation_id!r} does not exist; {_START_HINT}"
+            where = f" {detail}" if detail else ""
+            text = f"conversation {conversation_id!r} does not exist{where}; {_START_HINT}"
         else:
             text = f"conversation {conversation_id!r} {detail or reason}; {_START_HINT}"
         self.message = text
@@ -241,6 +243,7 @@ class SqliteConversationStore:
         self._clock = clock
         self._lock = threading.RLock()
         self.recovered_from: Path | None = None  # where a corrupt file was moved, if that happened
+        self.unknown_note = ""  # added to "does not exist" (e.g. the store moved to a fallback cache dir, and why)
         self._memory = str(path) == ":memory:"
         self._conn = self._open()
 
@@ -343,19 +346,27 @@ class SqliteConversationStore:
             except sqlite3.OperationalError as exc:
                 if "readonly" in str(exc) or "read-only" in str(exc):
                     raise self._unwritable(exc) from None
+                if is_disk_full(exc):
+                    raise DiskFullError(self.path.parent, "the conversation store") from None
                 raise
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as exc:
+                with suppress(sqlite3.OperationalError):  # SQLite may have rolled back itself (e.g. disk full)
+                    conn.execute("ROLLBACK")
+                if is_disk_full(exc):
+                    raise DiskFullError(self.path.parent, "the conversation store") from None
                 raise
             else:
                 try:
                     conn.execute("COMMIT")
                 except sqlite3.OperationalError as exc:
-                    conn.execute("ROLLBACK")
+                    with suppress(sqlite3.OperationalError):  # a failed COMMIT may have ended the transaction
+                        conn.execute("ROLLBACK")
                     if "readonly" in str(exc) or "read-only" in str(exc):
                         raise self._unwritable(exc) from None
+                    if is_disk_full(exc):
+                        raise DiskFullError(self.path.parent, "the conversation store") from None
                     raise
 
     # --- liveness ------------------------------------------------------------------------------
@@ -381,7 +392,7 @@ class SqliteConversationStore:
             (conversation_id,),
         ).fetchone()
         if row is None:
-            raise ConversationNotFound(conversation_id)
+            raise ConversationNotFound(conversation_id, detail=self.unknown_note)
         dead = self._dead_reason(row[:4], now)
         if dead:
             raise ConversationNotFound(conversation_id, dead[0], dead[1])

@@ -371,6 +371,14 @@ class Engine:
                 self._conversations = SqliteConversationStore(
                     path, max_history=c.max_history, idle_timeout_s=c.session_timeout, max_age_s=c.max_age,
                     max_conversations=c.max_conversations)
+                preferred = self.settings.cache_path
+                if self.settings.cache.enabled and cache_dir != preferred:
+                    # Conversations of earlier runs live in the configured directory: say so, not just "unknown".
+                    why = next((w for w in self.warnings if str(preferred) in w and "unusable" in w),
+                               f"cache directory {preferred} is not usable")
+                    self._conversations.unknown_note = (
+                        f"in this run's conversation store ({path}): it moved because {why}; conversations kept "
+                        f"in {preferred} come back once that directory is writable again (or set OIC_AI_CACHE_DIR)")
             return self._conversations
 
     @property

@@ -47,6 +47,7 @@ except ImportError:  # Windows
 
 import numpy as np
 
+from server.diskfull import DiskFullError, is_disk_full
 from server.templates import (
     TEMPLATE_SUFFIXES,
     TEXT_VERSION,
@@ -444,12 +445,17 @@ class TemplateIndex:
         skipped (returns None) instead of holding up a search; the next refresh tries again.
         """
         with self._lock:
-            self.open()
-            with self._writer_lock(wait) as acquired:
-                if not acquired:
-                    self._last_scan = time.monotonic()
-                    return None
-                return self._sync_locked(progress, force, entries)
+            try:
+                self.open()
+                with self._writer_lock(wait) as acquired:
+                    if not acquired:
+                        self._last_scan = time.monotonic()
+                        return None
+                    return self._sync_locked(progress, force, entries)
+            except Exception as exc:
+                if is_disk_full(exc):  # LanceDB's own text is a Rust error with a source path in it
+                    raise DiskFullError(self.location.parent, "the template index") from None
+                raise
 
     @contextlib.contextmanager
     def _writer_lock(self, wait: bool) -> Iterator[bool]:

@@ -56,6 +56,7 @@ from typing import IO, Any
 from urllib.parse import parse_qs, unquote, urljoin, urlsplit, urlunsplit
 from xml.parsers import expat
 
+import httpcore
 import httpx
 import zstandard
 
@@ -892,17 +893,54 @@ def _public_host_guard(url: str) -> None:
         raise _GuardError(f"scheme {parts.scheme!r} not allowed for template repositories")
     if parts.username or parts.password:
         raise _GuardError("credentials in repository URLs are not allowed")
-    host = parts.hostname or ""
+    _public_addresses(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+
+
+def _public_addresses(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to, if all of them are public; else _GuardError."""
     try:
-        infos = socket.getaddrinfo(
-            host, parts.port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM
-        )
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as e:
         raise _GuardError(f"cannot resolve {host}: {e}") from e
+    addresses: list[str] = []
     for info in infos:
         ip = ipaddress.ip_address(info[4][0])
         if not ip.is_global:
             raise _GuardError(f"{host} resolves to non-public address {ip}")
+        addresses.append(str(ip))
+    return addresses
+
+
+class _PublicAddressBackend(httpcore.SyncBackend):
+    """Resolves, checks and connects in one step, for template repositories.
+
+    The URL guard resolves a name to check it; if httpx then resolved it again, a name whose DNS answer changes
+    between the two lookups (DNS rebinding) could pass the check with a public address and connect to a
+    private one. Here the connection goes to an address from the very answer that was checked. TLS still
+    verifies the certificate against the host name (httpcore passes it as SNI/server_hostname separately).
+    """
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        error: Exception | None = None
+        for address in _public_addresses(host, port):
+            try:
+                return super().connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                           socket_options=socket_options)
+            except httpcore.ConnectError as exc:
+                error = exc
+        raise error or httpcore.ConnectError(f"cannot connect to {host}:{port}")
+
+
+def _pinned_transport() -> httpx.HTTPTransport:
+    """An httpx transport whose connections use :class:`_PublicAddressBackend` (direct, never via a proxy)."""
+    transport = httpx.HTTPTransport(trust_env=False)
+    pool = transport._pool  # httpx has no public hook for the network backend; keep its SSL and limits
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=pool._ssl_context, max_connections=pool._max_connections,
+        max_keepalive_connections=pool._max_keepalive_connections, keepalive_expiry=pool._keepalive_expiry,
+        http1=pool._http1, http2=pool._http2, network_backend=_PublicAddressBackend())
+    return transport
 
 
 class _HttpCache:
@@ -926,17 +964,25 @@ class _HttpCache:
         self.clock = clock
         self.counts: Counter[str] = Counter()
         self._client: httpx.Client | None = None
+        self._guarded_client: httpx.Client | None = None  # template repositories: pinned, public addresses only
         self._lock = threading.Lock()
         self._url_locks: dict[str, threading.Lock] = {}
 
     def close(self) -> None:
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            for client in (self._client, self._guarded_client):
+                if client is not None:
+                    client.close()
+            self._client = self._guarded_client = None
 
-    def _http(self) -> httpx.Client:
+    def _http(self, guarded: bool = False) -> httpx.Client:
         with self._lock:
+            if guarded:
+                if self._guarded_client is None:
+                    self._guarded_client = httpx.Client(
+                        timeout=httpx.Timeout(self.timeout), follow_redirects=False,
+                        headers={"User-Agent": _USER_AGENT}, transport=_pinned_transport(), trust_env=False)
+                return self._guarded_client
             if self._client is None:
                 self._client = httpx.Client(
                     timeout=httpx.Timeout(self.timeout),
@@ -1050,7 +1096,7 @@ class _HttpCache:
     def _download(
         self, url: str, headers: dict[str, str], guard: Callable[[str], None] | None, body: Path
     ) -> tuple[int, httpx.Headers, Path | None, str]:
-        client = self._http()
+        client = self._http(guarded=guard is not None)
         for _ in range(6):
             if guard is not None:
                 guard(url)

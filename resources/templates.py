@@ -27,10 +27,12 @@ def register(mcp: MCPServer, engine: Engine) -> None:
             raise ResourceNotFoundError(
                 f"no template named '{name}'; read templates://index for the list or use search_templates"
             )
+        follow = engine.settings.templates_follow_external_symlinks
         try:
-            return await anyio.to_thread.run_sync(rec.path.read_text, "utf-8")
-        except OSError as exc:
-            raise ResourceNotFoundError(f"template '{name}' is indexed but cannot be read: {exc.strerror}") from exc
+            return await anyio.to_thread.run_sync(rec.read_text, follow)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise ResourceNotFoundError(f"template '{name}' is indexed but cannot be read: {reason}") from exc
 
     @mcp.resource("templates://index", title="Template index", mime_type="application/json",
                   description="All indexed templates: name, file, OS, distribution, arch, image type, description")

@@ -269,9 +269,9 @@ class Agent:
         out: list[tuple[str, str, dict]] = []
         for r in outcome.results if outcome else []:
             try:
-                text = r.record.path.read_text("utf-8")
+                text = r.record.read_text(self.settings.templates_follow_external_symlinks)
                 out.append((r.record.name, text, load_mapping(text).data))
-            except (OSError, YamlError) as exc:
+            except (OSError, ValueError) as exc:  # YamlError is a ValueError
                 log.warning("grounding template %s unreadable: %s", r.record.name, exc)
         return out
 

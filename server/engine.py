@@ -264,9 +264,10 @@ class Engine:
             return yaml, None, None
         rec = self.find_template(name or "")
         try:
-            return rec.path.read_text("utf-8"), rec.path.parent, rec.name
-        except OSError as exc:
-            raise ValueError(f"template '{name}' is indexed but cannot be read: {exc.strerror}") from exc
+            return rec.read_text(self.settings.templates_follow_external_symlinks), rec.path.parent, rec.name
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise ValueError(f"template '{name}' is indexed but cannot be read: {reason}") from exc
 
     def validate(self, yaml: str | None = None, name: str | None = None) -> tuple[Any, str | None]:
         from server.validation import validate_text

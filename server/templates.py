@@ -78,6 +78,12 @@ class TemplateRecord:
     def uri(self) -> str:
         return f"template://{self.name}"
 
+    def read_text(self, follow_external: bool = False) -> str:
+        """The file's text now, read as safely as at index time (it may have been swapped for a FIFO or a
+        symlink since); ValueError or OSError says why not."""
+        raw, _ = read_template_file(self.path, self.root, follow_external=follow_external)
+        return raw.decode("utf-8")
+
 
 @dataclass
 class LoadProblem:

@@ -192,3 +192,29 @@ def test_healthz_is_degraded_when_the_index_cannot_load(tmp_path: Path) -> None:
     assert response.status_code == 503
     assert response.json()["status"] == "degraded" and response.json()["index"] == "error"
     engine.close()
+
+
+def test_indexed_template_swapped_for_a_fifo_is_refused_not_a_hang(tmp_path: Path) -> None:
+    """Reads after indexing (validate by name, the template:// resource, grounding) use the same safe reader."""
+    engine, root = _engine(tmp_path)
+    write_template(root, "good")
+    engine.ready(120)
+    (root / "good.yml").unlink()
+    os.mkfifo(root / "good.yml")
+    outcome: list[BaseException | object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(engine.template_text(None, "good"))
+        except BaseException as exc:  # noqa: BLE001 - the outcome is what the test checks
+            outcome.append(exc)
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():  # old behaviour: blocked on the FIFO; unblock it so the thread ends
+        with open(root / "good.yml", "wb"):
+            pass
+    assert outcome, "reading the template blocked on a FIFO"
+    assert isinstance(outcome[0], ValueError) and "FIFO" in str(outcome[0])
+    engine.close()

@@ -2,9 +2,11 @@
 
 PyYAML's safe loader already refuses arbitrary objects, but it still expands
 aliases without bound (the "billion laughs" bomb), recurses once per nesting
-level, and silently keeps the last of two duplicate keys. This module parses
-to the node graph first, checks size, depth and alias expansion on that graph,
-and only then builds Python objects. The node graph is kept so callers can
+level (in C for the C loader: a deep document is a SIGSEGV, not an exception),
+and silently keeps the last of two duplicate keys. This module bounds the depth
+on the parser's event stream first (iterative, every nesting construct), then
+composes the node graph, checks alias expansion on that graph, and only then
+builds Python objects. The node graph is kept so callers can
 map a JSON-like path back to a line and column in the source.
 """
 

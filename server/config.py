@@ -186,6 +186,7 @@ class AISettings(_Section):
     embedding_provider: Literal["local", "ollama", "openai"] = "local"
     templates_dir: list[str] = Field(default_factory=lambda: [str(BUNDLED_TEMPLATES)])
     local_model_dir: str | None = None
+    local_runtime: Literal["auto", "onnx", "numpy"] = "auto"  # auto: onnxruntime when installed
     save_dir: str | None = None  # where save_as writes; default: the first templates directory
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)

@@ -6,12 +6,14 @@ Every embedder returns L2-normalised float32 arrays of shape (n, dimensions) and
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import hashlib
 import importlib.util
 import ipaddress
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +40,7 @@ LOCAL_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 LOCAL_SUB_BATCH = 16  # bounds the attention tensors: one 50-text batch grew memory past 1 GB
 ONNX_SUB_BATCH = 2  # measured: 2-4 gave the best texts/s and the lowest peak (16: -20 % and +130 MB)
 LOCAL_RUNTIMES = ("auto", "onnx", "numpy")
+ONNX_BATCH_WORKERS = min(2, os.cpu_count() or 1)  # threads for batches (index builds), never for one query
 QUERY_CACHE_SIZE = 1024
 OLLAMA_BATCH = 32
 OPENAI_BATCH = 128
@@ -428,15 +431,27 @@ class LocalEmbedder:
         encodings = self._tokenizer.encode_batch([str(t) for t in texts])
         lengths = [len(e.ids) for e in encodings]
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        with _single_thread_blas():
-            for chunk in self._chunks(lengths):
-                width = lengths[chunk[-1]]
-                ids = np.zeros((len(chunk), width), dtype=np.int64)
-                mask = np.zeros((len(chunk), width), dtype=np.int64)
-                for row, i in enumerate(chunk):
-                    ids[row, :lengths[i]] = encodings[i].ids
-                    mask[row, :lengths[i]] = 1
-                out[chunk] = self._model.encode(ids, mask)
+        model = self._model
+
+        def run(chunk: list[int]) -> None:
+            width = lengths[chunk[-1]]
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                ids[row, :lengths[i]] = encodings[i].ids
+                mask[row, :lengths[i]] = 1
+            out[chunk] = model.encode(ids, mask)
+
+        chunks = list(self._chunks(lengths))
+        if self.runtime == "onnxruntime" and len(chunks) > 1 and ONNX_BATCH_WORKERS > 1:
+            # Each onnxruntime call uses one thread and releases the GIL, so index builds spread sub-batches
+            # over the cores while a single query still runs on the calling thread alone.
+            with concurrent.futures.ThreadPoolExecutor(ONNX_BATCH_WORKERS, thread_name_prefix="embed") as pool:
+                list(pool.map(run, chunks))
+        else:
+            with _single_thread_blas():
+                for chunk in chunks:
+                    run(chunk)
         return _normalise(out)
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -196,6 +196,7 @@ class AISettings(_Section):
     # Symlinks in a templates directory are followed only to regular files inside that directory (server/templates.py).
     templates_follow_external_symlinks: bool = False
     local_model_dir: str | None = None
+    local_runtime: Literal["auto", "onnx", "numpy"] = "auto"  # auto: onnxruntime when installed
     save_dir: str | None = None  # where save_as writes; default: the first templates directory
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)

@@ -6,21 +6,26 @@ Every embedder returns L2-normalised float32 arrays of shape (n, dimensions) and
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import hashlib
 import importlib.util
 import ipaddress
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
+
+if TYPE_CHECKING:
+    from server.embed_onnx import OnnxMiniLM
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +38,9 @@ LOCAL_INSTALL_HINT = (
 )
 LOCAL_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 LOCAL_SUB_BATCH = 16  # bounds the attention tensors: one 50-text batch grew memory past 1 GB
+ONNX_SUB_BATCH = 2  # measured: 2-4 gave the best texts/s and the lowest peak (16: -20 % and +130 MB)
+LOCAL_RUNTIMES = ("auto", "onnx", "numpy")
+ONNX_BATCH_WORKERS = min(2, os.cpu_count() or 1)  # threads for batches (index builds), never for one query
 QUERY_CACHE_SIZE = 1024
 OLLAMA_BATCH = 32
 OPENAI_BATCH = 128
@@ -310,15 +318,27 @@ def _find_packaged_model_dir() -> Path:
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 in-process with numpy; loads lazily on first use, reproduces sentence-transformers."""
+    """all-MiniLM-L6-v2 in-process; loads lazily on first use, reproduces sentence-transformers.
+
+    Runs on onnxruntime when it is installed (about 3x faster per query), else on the numpy encoder; both
+    compute the same vectors from the same weights, so the model id does not depend on the runtime.
+    """
 
     model_id = f"local:{LOCAL_MODEL_NAME}"
 
-    def __init__(self, model_dir: str | Path | None = None, *, sub_batch: int = LOCAL_SUB_BATCH) -> None:
+    def __init__(self, model_dir: str | Path | None = None, *, sub_batch: int | None = None,
+                 runtime: str = "auto", graph_dir: Path | None = None) -> None:
+        if runtime not in LOCAL_RUNTIMES:
+            raise EmbeddingError(f"unknown local embedding runtime {runtime!r}: use one of "
+                                 f"{', '.join(LOCAL_RUNTIMES)} (OIC_AI_LOCAL_RUNTIME)")
         self._model_dir = Path(model_dir).expanduser() if model_dir else None
-        self._sub_batch = max(1, sub_batch)
+        self._requested_sub_batch = sub_batch
+        self._sub_batch = max(1, sub_batch or LOCAL_SUB_BATCH)
+        self._runtime = runtime
+        self._graph_dir = graph_dir
+        self.runtime: str | None = None  # the one in use once loaded: "onnxruntime" or "numpy"
         self._lock = threading.Lock()
-        self._model: _MiniLM | None = None
+        self._model: _MiniLM | OnnxMiniLM | None = None
         self._tokenizer: Any = None
         self._cache = _QueryCache()
 
@@ -362,19 +382,46 @@ class LocalEmbedder:
                                  "reinstall the project (`make install`)") from exc
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            weights = load_file(str(weights_path))
         except Exception as exc:  # the Rust bindings raise their own exception types
             raise EmbeddingError(f"cannot read local embedding model in {model_dir}: {exc}") from exc
         # The bundled tokenizer.json truncates and pads at 128; sentence-transformers uses 256 and
         # pads per batch, which we do ourselves with an attention mask.
         tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
         tokenizer.no_padding()
-        model = _MiniLM(weights)
+        model = self._load_onnx(weights_path, digest) if self._runtime in ("auto", "onnx") else None
+        if model is None:
+            try:
+                model = _MiniLM(load_file(str(weights_path)))
+            except EmbeddingError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"cannot read local embedding model in {model_dir}: {exc}") from exc
+            self.runtime = "numpy"
         if model.hidden != self.dimensions:
             raise EmbeddingError(f"{weights_path} has hidden size {model.hidden}, expected {self.dimensions}")
         self._tokenizer = tokenizer
         self._model = model
-        log.info("loaded local embedding model %s from %s", LOCAL_MODEL_NAME, model_dir)
+        log.info("loaded local embedding model %s from %s (%s)", LOCAL_MODEL_NAME, model_dir, self.runtime)
+
+    def _load_onnx(self, weights_path: Path, digest: str) -> OnnxMiniLM | None:
+        from server import embed_onnx
+
+        if not embed_onnx.available():
+            if self._runtime == "onnx":
+                raise EmbeddingError("OIC_AI_LOCAL_RUNTIME=onnx but onnxruntime/onnx are not installed: "
+                                     "`pip install onnxruntime onnx`, or use the numpy runtime")
+            return None
+        try:
+            model = embed_onnx.OnnxMiniLM.load(weights_path, digest, self._graph_dir)
+        except Exception as exc:  # an onnxruntime build that refuses the graph: numpy gives the same vectors
+            if self._runtime == "onnx":
+                raise EmbeddingError(f"onnxruntime cannot run the embedding model: {exc}") from exc
+            log.warning("onnxruntime cannot run the embedding model (%s); using the numpy encoder", exc)
+            return None
+        self.runtime = "onnxruntime"
+        if self._requested_sub_batch is None:
+            self._sub_batch = ONNX_SUB_BATCH
+        return model
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -384,15 +431,27 @@ class LocalEmbedder:
         encodings = self._tokenizer.encode_batch([str(t) for t in texts])
         lengths = [len(e.ids) for e in encodings]
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        with _single_thread_blas():
-            for chunk in self._chunks(lengths):
-                width = lengths[chunk[-1]]
-                ids = np.zeros((len(chunk), width), dtype=np.int64)
-                mask = np.zeros((len(chunk), width), dtype=np.int64)
-                for row, i in enumerate(chunk):
-                    ids[row, :lengths[i]] = encodings[i].ids
-                    mask[row, :lengths[i]] = 1
-                out[chunk] = self._model.encode(ids, mask)
+        model = self._model
+
+        def run(chunk: list[int]) -> None:
+            width = lengths[chunk[-1]]
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                ids[row, :lengths[i]] = encodings[i].ids
+                mask[row, :lengths[i]] = 1
+            out[chunk] = model.encode(ids, mask)
+
+        chunks = list(self._chunks(lengths))
+        if self.runtime == "onnxruntime" and len(chunks) > 1 and ONNX_BATCH_WORKERS > 1:
+            # Each onnxruntime call uses one thread and releases the GIL, so index builds spread sub-batches
+            # over the cores while a single query still runs on the calling thread alone.
+            with concurrent.futures.ThreadPoolExecutor(ONNX_BATCH_WORKERS, thread_name_prefix="embed") as pool:
+                list(pool.map(run, chunks))
+        else:
+            with _single_thread_blas():
+                for chunk in chunks:
+                    run(chunk)
         return _normalise(out)
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -644,11 +703,12 @@ PROVIDERS = ("local", "ollama", "openai")
 
 def create_embedder(provider: str, *, ollama_base_url: str, ollama_model: str, openai_model: str,
                     openai_api_key: str | None, openai_base_url: str | None, timeout: float,
-                    local_model_dir: str | None = None) -> Embedder:
+                    local_model_dir: str | None = None, local_runtime: str = "auto",
+                    local_graph_dir: Path | None = None) -> Embedder:
     """Build the configured embedder; nothing is loaded or contacted until the first embed call."""
     name = (provider or "local").strip().lower()
     if name == "local":
-        return LocalEmbedder(local_model_dir)
+        return LocalEmbedder(local_model_dir, runtime=local_runtime, graph_dir=local_graph_dir)
     if name == "ollama":
         return OllamaEmbedder(ollama_base_url, ollama_model, timeout)
     if name == "openai":

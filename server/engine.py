@@ -133,6 +133,8 @@ class Engine:
                 openai_base_url=s.openai.base_url,
                 timeout=min(s.ollama.timeout, 60.0) if s.embedding_provider == "ollama" else s.openai.timeout,
                 local_model_dir=s.local_model_dir,
+                local_runtime=s.local_runtime,
+                local_graph_dir=self._resolve_cache_dir(),
             )
         return self._embedder
 

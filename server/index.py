@@ -72,6 +72,7 @@ BULK_CHUNK = 25_000
 WRITER_LOCK = "writer.lock"
 WRITE_RETRIES = 5
 VECTOR_INDEX_MIN_ROWS = 20_000
+MIRROR_MAX_ROWS = VECTOR_INDEX_MIN_ROWS  # the in-memory vector mirror serves flat search only
 VECTOR_INDEX_NPROBES = 20
 VECTOR_INDEX_REFINE = 2
 VECTOR_INDEX_PREFIX = "vector_ivfsq_"
@@ -219,6 +220,30 @@ class IndexStats:
     syncs: int = 0
 
 
+class _VectorMirror:
+    """Vectors of one catalog snapshot, with the filter columns for prefiltering like LanceDB's ``where``."""
+
+    def __init__(self, catalog: dict[str, TemplateRecord], uids: list[str], matrix: np.ndarray) -> None:
+        self.catalog = catalog
+        self.uids = uids
+        self.matrix = matrix
+        self.position = {u: i for i, u in enumerate(uids)}
+        self._columns: dict[str, np.ndarray] = {}
+
+    def mask(self, filters: dict[str, str | None]) -> np.ndarray | None:
+        keep: np.ndarray | None = None
+        for column, value in filters.items():
+            if not value:
+                continue
+            values = self._columns.get(column)
+            if values is None:
+                values = self._columns[column] = np.array([getattr(self.catalog[u], column) for u in self.uids],
+                                                          dtype=object)
+            hit = values == value
+            keep = hit if keep is None else keep & hit
+        return keep
+
+
 class TemplateIndex:
     """Owns the LanceDB table and the in-memory catalog of records."""
 
@@ -247,6 +272,8 @@ class TemplateIndex:
         self._pending_optimize = 0
         self.generation = 0  # bumped whenever the catalog changes, so derived caches know to rebuild
         self._loaded_version: int | None = None
+        self._mirror: _VectorMirror | None = None
+        self._mirror_lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # table version our catalog reflects; another writer moves it
         self.vector_index_rows = 0  # rows the vector index was trained on; 0 = flat search
         self._scanner: threading.Thread | None = None
@@ -762,7 +789,13 @@ class TemplateIndex:
             self._last_scan = time.monotonic()
 
     # ---- reading -----------------------------------------------------------
-    def candidates(self, qvec: np.ndarray, fts_query: str, where: str | None, limit: int) -> list[Candidate]:
+    def candidates(self, qvec: np.ndarray, fts_query: str, where: str | None, limit: int,
+                   filters: dict[str, str | None] | None = None) -> list[Candidate]:
+        """Vector and full-text candidates. ``filters`` (column -> value) is ``where`` in structured form;
+        with it, flat-search-sized tables answer the vector leg from the in-memory mirror."""
+        mirror = self._vector_mirror() if filters is not None or not where else None
+        if mirror is not None:
+            return self._candidates_mirrored(mirror, qvec, fts_query, where, filters or {}, limit)
         table = self._table  # no lock: a background optimize holds it for a second at 100,000 rows
         found: dict[str, Candidate] = {}
         text_rows = None
@@ -788,6 +821,61 @@ class TemplateIndex:
                 cand.bm25 = float(row["_score"])
                 cand.in_text_leg = True
         return [c for c in found.values() if c.uid in self.catalog]
+
+    def _candidates_mirrored(self, mirror: _VectorMirror, qvec: np.ndarray, fts_query: str, where: str | None,
+                             filters: dict[str, str | None], limit: int) -> list[Candidate]:
+        sims = mirror.matrix @ np.asarray(qvec, dtype=np.float32)
+        keep = mirror.mask(filters)
+        if keep is not None:
+            sims = np.where(keep, sims, -np.inf)
+        k = min(limit, int(np.isfinite(sims).sum()))
+        top = np.argpartition(-sims, k - 1)[:k] if 0 < k < len(sims) else np.flatnonzero(np.isfinite(sims))
+        found = {mirror.uids[i]: Candidate(mirror.uids[i], float(sims[i]), in_vector_leg=True) for i in top}
+        if fts_query.strip():
+            tq = self._table.search(fts_query, query_type="fts", fts_columns="text")
+            if where:
+                tq = tq.where(where, prefilter=True)
+            for row in tq.limit(limit).select(["uid"]).to_list():
+                cand = found.get(row["uid"])
+                if cand is None:
+                    pos = mirror.position.get(row["uid"])
+                    if pos is None:  # written after the mirror was taken: it is rebuilt on the next query
+                        continue
+                    cand = found[row["uid"]] = Candidate(row["uid"], float(mirror.matrix[pos] @ qvec))
+                cand.bm25 = float(row["_score"])
+                cand.in_text_leg = True
+        return [c for c in found.values() if c.uid in self.catalog]
+
+    def _vector_mirror(self) -> _VectorMirror | None:
+        """An exact in-memory copy of the vectors while search is flat (below the IVF switch point).
+
+        Why: at library sizes LanceDB's per-query overhead (schema look-ups, an event-loop hop, plan
+        building) was most of the vector leg's ~4 ms, while a matrix-vector product over 10,000 x 384
+        floats takes ~0.3 ms. LanceDB stays the store and the full-text leg; the mirror follows the
+        catalog (rebuilt when the catalog object is swapped) and is dropped once the IVF index takes over.
+        """
+        catalog = self.catalog
+        mirror = self._mirror
+        if mirror is not None and mirror.catalog is catalog:
+            return mirror
+        if self.vector_index_rows or len(catalog) > MIRROR_MAX_ROWS or self._table is None:
+            self._mirror = None
+            return None
+        with self._mirror_lock:
+            if self._mirror is not None and self._mirror.catalog is self.catalog:
+                return self._mirror
+            catalog = self.catalog
+            rows = self._table.count_rows()
+            if rows > MIRROR_MAX_ROWS:
+                return None
+            data = self._table.search().select(["uid", "vector"]).limit(max(rows, 1)).to_arrow()
+            uids = [u for u in data.column("uid").to_pylist()]
+            flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            matrix = np.asarray(flat, dtype=np.float32).reshape(len(uids), -1) if uids else \
+                np.zeros((0, self.embedder.dimensions), dtype=np.float32)
+            keep = [i for i, u in enumerate(uids) if u in catalog]
+            self._mirror = _VectorMirror(catalog, [uids[i] for i in keep], np.ascontiguousarray(matrix[keep]))
+            return self._mirror
 
     def _leg_pool(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:

@@ -369,7 +369,7 @@ class SearchEngine:
                      and t not in vocab.NEGATION_WORDS]
         fts_query = " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
         limit = max(top_k * 4, 50)
-        candidates = self.index.candidates(np.asarray(qvec), fts_query, build_where(filters), limit)
+        candidates = self.index.candidates(np.asarray(qvec), fts_query, build_where(filters), limit, filters=filters)
         max_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
         scored: list[ScoredResult] = []
         for cand in candidates:

@@ -1,0 +1,66 @@
+"""The in-memory vector mirror answers the vector leg exactly as LanceDB's flat search does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from server import index as index_mod
+from server.index import TemplateIndex, build_where
+from tests.conftest import LIBRARY, HashEmbedder, write_template
+
+QUERIES = ["ubuntu edge gateway with docker", "minimal arm image", "secure boot immutable", "cloud vm", "x"]
+FILTERS = [{}, {"arch": "x86_64"}, {"os": "ubuntu", "arch": "aarch64"}, {"dist": "no-such-dist"}]
+
+
+def _legs(index: TemplateIndex, emb: HashEmbedder, query: str, filters: dict) -> dict[str, tuple[float, float, bool, bool]]:
+    cands = index.candidates(emb.embed_query(query), query, build_where(filters), 20, filters=filters)
+    return {c.uid: (round(c.cosine, 5), round(c.bm25, 4), c.in_vector_leg, c.in_text_leg) for c in cands}
+
+
+@pytest.fixture
+def library_index(tmp_path: Path) -> tuple[TemplateIndex, HashEmbedder]:
+    emb = HashEmbedder(dimensions=64)
+    index = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    index.sync()
+    return index, emb
+
+
+@pytest.mark.parametrize("filters", FILTERS)
+def test_mirror_and_lancedb_give_the_same_candidates(library_index, filters: dict, monkeypatch) -> None:
+    index, emb = library_index
+    mirrored = {q: _legs(index, emb, q, filters) for q in QUERIES}
+    assert index._mirror is not None
+    monkeypatch.setattr(index_mod, "MIRROR_MAX_ROWS", 0)  # force LanceDB's own flat search
+    index._mirror = None
+    direct = {q: _legs(index, emb, q, filters) for q in QUERIES}
+    assert index._mirror is None
+    assert mirrored == direct
+
+
+def test_mirror_follows_catalog_changes(tmp_path: Path) -> None:
+    root = tmp_path / "templates"
+    root.mkdir()
+    write_template(root, "alpha", "edge gateway with docker", "edge, docker", "docker.io")
+    emb = HashEmbedder()
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    index.sync()
+    assert {index.catalog[c.uid].name for c in index.candidates(emb.embed_query("kiosk"), "", None, 10)} == {"alpha"}
+    write_template(root, "beta", "kiosk browser", "kiosk", "chromium")
+    index.sync()
+    names = {index.catalog[c.uid].name for c in index.candidates(emb.embed_query("kiosk"), "", None, 10)}
+    assert names == {"alpha", "beta"}
+    (root / "alpha.yml").unlink()
+    index.sync()
+    names = {index.catalog[c.uid].name for c in index.candidates(emb.embed_query("kiosk"), "", None, 10)}
+    assert names == {"beta"}
+
+
+def test_no_mirror_once_the_vector_index_serves(library_index) -> None:
+    index, emb = library_index
+    index.vector_index_rows = 20_000
+    index._mirror = None
+    index.candidates(emb.embed_query("docker"), "docker", None, 10, filters={})
+    assert index._mirror is None

@@ -31,7 +31,7 @@ USER_TEMPLATE_REF = "#/$defs/UserTemplate"  # what upstream's ValidateUserTempla
 UPSTREAM_METADATA_FIELDS = ("description", "use_cases", "keywords")
 # Metadata fields upstream refuses -> the upstream list their words belong in.
 METADATA_MOVES: dict[str, str] = {
-    "useCase": "keywords",  # a category slug such as edge-gateway is a search keyword
+    "useCase": "use_cases",  # a category slug such as edge-gateway; goes first, as the index ranks it
     "capabilities": "keywords",
     "recommendedFor": "use_cases",  # natural-language "ideal for ..." phrases are use cases
     "useCases": "use_cases",
@@ -118,7 +118,7 @@ def metadata_move(key: str) -> str | None:
     target = METADATA_MOVES.get(key)
     if target is None:
         return None
-    what = "these phrases" if target == "use_cases" else "its value" if key == "useCase" else "these words"
+    what = "its value" if key == "useCase" else "these phrases" if target == "use_cases" else "these words"
     return f"move {what} into metadata.{target}"
 
 
@@ -197,7 +197,8 @@ def conform(data: dict) -> tuple[dict, list[str]]:
         texts = _texts(value, split_commas=target == "keywords") if target else []
         if target and texts:
             before = new.get(target, [])
-            new[target] = _merge(before, texts)
+            # The category leads the list, where the index always showed useCase.
+            new[target] = _merge(texts, before) if key == "useCase" else _merge(before, texts)
             moved.setdefault(target, []).append(str(key))
         else:
             dropped.append(str(key))

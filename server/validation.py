@@ -231,7 +231,7 @@ _TAG = "tag:yaml.org,2002:"
 
 def _upstream_text(node: ScalarNode) -> str | None:
     """The source text of a plain scalar upstream reads as a string while PyYAML does not, else None."""
-    if node.style is not None:
+    if node.style:  # quoted or block scalars are text for both parsers (plain is None or "" by loader)
         return None
     tag = node.tag
     if tag == _TAG + "bool" and node.value not in _YAML12_BOOLS:  # yes/no/on/off/y/n
@@ -1752,6 +1752,36 @@ def _check_system(ctx: _Ctx) -> None:
         )
 
 
+# Values upstream's schema allows but its build code has no branch for (os-image-composer d8ae0f5):
+# internal/image/imageboot InstallImageBoot switches on "grub" and "systemd-boot" only, and
+# internal/utils/compression CompressFile on gz, xz, zstd (and tar.*) only. The build fails late.
+BUILD_BOOTLOADERS = ("grub", "systemd-boot")
+BUILD_COMPRESSIONS = ("gz", "xz", "zstd")
+_COMPRESSION_FIX = {"gzip": "gz", "bz2": "gz, xz or zstd"}
+
+
+def _check_build_support(ctx: _Ctx) -> None:
+    provider = ctx.get("systemConfig", "bootloader", "provider")
+    if isinstance(provider, str) and provider not in BUILD_BOOTLOADERS and ctx.str_at("target", "imageType") != "img":
+        ctx.add(
+            ("systemConfig", "bootloader", "provider"),
+            f"bootloader provider {_show(provider)} passes os-image-composer's schema, but its build stops with "
+            f"'unsupported bootloader provider: {provider}' (it installs only {' and '.join(BUILD_BOOTLOADERS)})",
+            "build.bootloader",
+            hint="Use provider: grub (GRUB 2 is installed under that name).",
+        )
+    for i, artifact in enumerate(ctx.list_at("disk", "artifacts")):
+        comp = artifact.get("compression") if isinstance(artifact, dict) else None
+        if isinstance(comp, str) and comp and comp not in BUILD_COMPRESSIONS:
+            ctx.add(
+                ("disk", "artifacts", i, "compression"),
+                f"compression {_show(comp)} passes os-image-composer's schema, but its build stops with "
+                f"'unsupported compression type: {comp}' after the image is made",
+                "build.compression",
+                hint=f"Use {_COMPRESSION_FIX.get(comp, ', '.join(BUILD_COMPRESSIONS))}.",
+            )
+
+
 _CHECKS: tuple[Callable[[_Ctx], None], ...] = (
     _check_strings,
     _check_target,
@@ -1765,4 +1795,5 @@ _CHECKS: tuple[Callable[[_Ctx], None], ...] = (
     _check_files_and_commands,
     _check_repositories,
     _check_system,
+    _check_build_support,
 )

@@ -931,3 +931,83 @@ def test_validate_data_non_mapping_and_cycles() -> None:
     report = validate_data(cyclic)
     assert report.valid is False and report.errors[0].code == "schema.too_deep"
     assert validate_text(None).valid is False  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- upstream's load and build checks
+
+
+@pytest.mark.parametrize(
+    ("value", "code", "part"),
+    [
+        ('"a\\x07b"', "string.control", "U+0007"),
+        ('"gw\\u00a0one"', "string.control", "NO-BREAK SPACE"),
+        ('"zero\\u200bwidth"', "string.control", "ZERO WIDTH SPACE"),
+        ('"nul\\0byte"', "string.nul", "NUL character at character 4"),
+        ('"' + "x" * 4097 + '"', "string.too_long", "4,097 characters long; os-image-composer accepts at most 4,096"),
+    ],
+)
+def test_upstream_string_checks_are_errors(value: str, code: str, part: str) -> None:
+    report = validate_text(_sub(BASE, "  name: demo-system\n", f"  name: demo-system\n  hostname: {value}\n"))
+    issue = _only(report, code)
+    assert issue.path == "$.systemConfig.hostname" and issue.line == 28
+    assert part in issue.message and issue.hint
+    assert not report.valid
+
+
+def test_upstream_string_checks_allow_what_upstream_allows() -> None:
+    long_ok = "x" * 4096
+    text = _sub(BASE, "  name: demo-system\n",
+                f'  name: demo-system\n  description: "tab\\there, new\\nline, é 日本 ✓"\n'
+                f'  configurations:\n    - cmd: "{long_ok}"\n')
+    report = validate_text(text)
+    assert report.valid, report.summary()
+    assert not {i.code for i in report.errors + report.warnings} & {"string.control", "string.too_long"}
+
+
+def test_lone_surrogate_from_json_input_is_invalid_utf8() -> None:
+    data = yaml.safe_load(BASE)
+    data["systemConfig"]["description"] = "bad \ud800 text"
+    issue = _only(validate_data(data), "string.encoding")
+    assert issue.path == "$.systemConfig.description"
+
+
+@pytest.mark.parametrize("word", ["yes", "on", "No", "off"])
+def test_yaml11_booleans_are_text_for_upstream(word: str) -> None:
+    # PyYAML reads these as booleans, os-image-composer's YAML 1.2 parser as text: a boolean field refuses them...
+    report = validate_text(BASE + f"  users:\n    - name: ops\n      sudo: {word}\n")
+    issue = _only(report, "schema.type")
+    assert issue.path == "$.systemConfig.users[0].sudo" and issue.line == 33
+    assert "YAML 1.2" in issue.hint and "true or false" in issue.hint
+    # ...and a string field accepts them, as upstream does.
+    ok = validate_text(BASE + f"  users:\n    - name: ops\n      sudo: true\n      shell: {word}\n")
+    assert not [e for e in ok.errors if e.path.endswith(".shell")], ok.summary()
+
+
+def test_yaml12_booleans_and_quoted_text_unchanged() -> None:
+    report = validate_text(BASE + '  users:\n    - name: ops\n      sudo: True\n      shell: "yes"\n')
+    assert report.valid, report.summary()
+    assert report.data["systemConfig"]["users"][0] == {"name": "ops", "sudo": True, "shell": "yes"}
+
+
+def test_timestamps_and_sexagesimals_stay_as_written() -> None:
+    report = validate_text(_sub(BASE, "  name: demo-system\n",
+                                "  name: demo-system\n  description: 2024-01-01 12:00:00\n  hostname: 1:30\n"))
+    assert report.data["systemConfig"]["description"] == "2024-01-01 12:00:00"
+    assert report.data["systemConfig"]["hostname"] == "1:30"
+    assert not [e for e in report.errors if e.code == "schema.type"], report.summary()
+
+
+def test_values_upstream_schema_allows_but_its_build_refuses() -> None:
+    text = _sub(BASE, "  partitionTableType: gpt\n", "  partitionTableType: gpt\n  artifacts:\n"
+                "    - type: raw\n      compression: bz2\n    - type: qcow2\n      compression: gzip\n")
+    text = text + "  bootloader:\n    bootType: efi\n    provider: grub2\n"
+    report = validate_text(text)
+    by_path = {i.path: i for i in report.errors}
+    assert by_path["$.disk.artifacts[0].compression"].code == "build.compression"
+    assert by_path["$.disk.artifacts[1].compression"].hint == "Use gz."
+    boot = by_path["$.systemConfig.bootloader.provider"]
+    assert boot.code == "build.bootloader" and "grub" in boot.hint
+    assert len(report.errors) == 3
+    # grub, systemd-boot, gz, xz and zstd are what the build handles
+    fine = text.replace("bz2", "xz").replace("gzip", "zstd").replace("grub2", "grub")
+    assert validate_text(fine).valid

@@ -7,7 +7,7 @@ the 1-based line and column so a person (or the fix loop of the agent) can go st
 
 1. YAML (``server.yamlsafe``): size limit (``MAX_BYTES`` = 1 MiB), NUL bytes, encoding,
    alias bombs, deep nesting, syntax, empty input, non-mapping documents. Duplicate keys
-   are warnings (the last value wins, as in upstream's parser). Plain scalars that YAML 1.1
+   are errors (upstream's yaml.v3 refuses them). Plain scalars that YAML 1.1
    reads differently from upstream's YAML 1.2 parser (``yes``/``on`` booleans, ``1:30``
    sexagesimals, timestamps) are validated as the text upstream sees.
 2. Strings: upstream's ``internal/utils/security/inputcheck.go`` limits (at most 4096 runes,
@@ -204,23 +204,25 @@ def _validate_text(text: str | bytes, *, base_dir: Path | None, max_bytes: int) 
         issue = Issue("$", exc.message, exc.line, exc.column, exc.hint or None, _yaml_code(exc.message))
         logger.info("template rejected at YAML level: %s", issue.code)
         return ValidationReport(False, [issue], [], None)
-    warnings: list[Issue] = []
+    early: list[Issue] = []
     for dup_path, line, col in parsed.duplicate_keys:
-        warnings.append(
+        # gopkg.in/yaml.v3 (upstream's parser) refuses a mapping key written twice: "mapping key ...
+        # already defined at line N", so the template never loads there.
+        early.append(
             Issue(
                 _fmt_path(dup_path),
-                f"duplicate key '{dup_path[-1]}' in {_where(dup_path[:-1])}; the last one wins",
+                f"duplicate key '{dup_path[-1]}' in {_where(dup_path[:-1])}; os-image-composer refuses a key "
+                "written twice",
                 line,
                 col,
-                "Remove one of the two entries.",
+                "Keep one of the two entries.",
                 "yaml.duplicate_key",
-                "warning",
             )
         )
     data = _jsonable(parsed.data)
     if parsed.root is not None:
         _read_as_upstream(parsed.root, data)
-    return _validate_mapping(data, parsed, base_dir, warnings)
+    return _validate_mapping(data, parsed, base_dir, early)
 
 
 # PyYAML reads YAML 1.1; upstream's gopkg.in/yaml.v3 reads (mostly) YAML 1.2 into interface{}. Where the
@@ -289,10 +291,11 @@ def _yaml_code(message: str) -> str:
 
 
 def _validate_mapping(
-    data: dict, locator: _Locator, base_dir: Path | None, warnings: list[Issue]
+    data: dict, locator: _Locator, base_dir: Path | None, early: list[Issue]
 ) -> ValidationReport:
     ctx = _Ctx(data, locator, base_dir)
-    ctx.warnings.extend(warnings)
+    for issue in early:  # found while parsing
+        (ctx.errors if issue.severity == "error" else ctx.warnings).append(issue)
     _schema_issues(ctx)
     for check in _CHECKS:
         try:

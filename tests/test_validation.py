@@ -402,11 +402,13 @@ def test_repository_alternatives_are_summarised() -> None:
     assert pkey.path == "$.packageRepositories[2].pkey" and pkey.line == 39
 
 
-def test_duplicate_yaml_key_is_a_warning() -> None:
+def test_duplicate_yaml_key_is_an_error_like_upstreams_yaml_v3() -> None:
+    # gopkg.in/yaml.v3 decodes with uniqueKeys on: "mapping key "name" already defined at line 2".
     report = validate_text(_sub(BASE, "  name: demo\n", "  name: demo\n  name: demo2\n"))
-    assert report.valid
-    issue = _only(report, "yaml.duplicate_key", "warning")
+    assert not report.valid
+    issue = _only(report, "yaml.duplicate_key")
     assert (issue.path, issue.line, issue.column) == ("$.image.name", 3, 3)
+    assert "os-image-composer refuses" in issue.message
 
 
 # --------------------------------------------------------------------------- semantic rules

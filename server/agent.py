@@ -314,15 +314,19 @@ class Agent:
             text = extract_yaml(reply.text)
             notes: list[str] = []
             as_written: bool | None = None
+            # Fields os-image-composer refuses (the ADR's metadata, copied from examples) are moved into
+            # keywords/use_cases before completion and validation (so no clean-up drops their words), and
+            # again after a salvage; the answer says so.
+            moved: list[str] = []
+            if text:
+                text, moved = await anyio.to_thread.run_sync(conform_text, text)
             if text and compact and current:
                 text, notes, as_written = await anyio.to_thread.run_sync(_complete, text, current)
-            if text:
-                # Fields os-image-composer refuses (the ADR's metadata, copied from examples) are moved
-                # into keywords/use_cases before validation, and the answer says so.
-                text, moved = await anyio.to_thread.run_sync(conform_text, text)
-                if moved:
-                    notes += moved
-                    as_written = False
+                text, more = await anyio.to_thread.run_sync(conform_text, text)
+                moved += more
+            if moved:
+                notes += moved
+                as_written = False
             report = await anyio.to_thread.run_sync(validate_text, text) if text else _no_yaml_report()
             log.info("llm %s attempt %d: %s (%.1fs, %s completion tokens)", provider.name, attempts,
                      "valid" if report.valid else f"{len(report.errors)} error(s)", reply.latency_s,

@@ -187,3 +187,38 @@ def test_bench_counts_upstream_validity_apart() -> None:
     text = markdown(figures)
     assert "own schema file, unchanged (counted apart) | 75% |" in text
     assert "0 refused by upstream's schema" in text
+
+
+# --------------------------------------------------------------------------- the LLM path
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("style", ["full", "compact"])
+async def test_llm_answer_with_adr_metadata_is_conformed_before_validation(library_cache, style) -> None:
+    from server.agent import Agent
+    from server.config import load_settings
+    from server.engine import Engine
+    from tests.fake_llm import FakeLLM
+
+    good = (LIBRARY / "ubuntu24-x86_64-edge-gateway-docker-raw.yml").read_text()
+    copied = good.replace("  keywords:\n", "  useCase: edge-gateway\n  capabilities:\n    - zz-mesh-relay\n"
+                          "  recommendedFor:\n    - zz remote oil rigs\n  keywords:\n", 1)
+    assert refusals_text(copied)  # what small models copy from ADR-style examples
+    with FakeLLM([f"```yaml\n{copied}```"] * 3) as llm:
+        settings = load_settings(
+            env={"OIC_AI_CACHE_DIR": str(library_cache), "OLLAMA_HOST": "http://127.0.0.1:9"},
+            overrides={"packages.offline": True, "agent.verify_packages": False, "provider": "openai",
+                       "openai.base_url": llm.url + "/v1", "openai.api_key": "sk-test-key-1234",
+                       "agent.prompt_style": style})
+        engine = Engine(settings)
+        try:
+            result = await Agent(engine).generate("ubuntu edge gateway with docker")
+        finally:
+            engine.close()
+    assert result.valid and result.provider == "openai" and result.attempts == 1, result.explanation
+    assert refusals_text(result.yaml) == []
+    meta = yaml.safe_load(result.yaml)["metadata"]
+    assert set(meta) <= {"description", "use_cases", "keywords"}
+    assert "zz-mesh-relay" in meta["keywords"] and "zz remote oil rigs" in meta["use_cases"]
+    assert "Moved metadata.capabilities into metadata.keywords" in result.explanation
+    assert result.trace[0]["valid"] and not result.trace[0]["valid_as_written"]

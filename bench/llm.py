@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.agent_bench import upstream_accepts
 from server.llm import ChatMessage, ChatReply, extract_yaml
 from server.validation import validate_text
 from server.yamlsafe import YamlError, load_mapping
@@ -140,6 +141,7 @@ class Record:
     latency_s: float
     calls: list[Call] = field(default_factory=list)
     error: str | None = None
+    upstream_valid: bool = False  # os-image-composer's own schema file accepts the returned YAML
 
     @property
     def first_valid(self) -> bool:
@@ -217,13 +219,16 @@ async def _one(setup: str, kind: str, request: str, want: dict[str, Any], record
     # The invariant the agent promises: `valid` is the validator's verdict on the returned YAML.
     if result.valid != validate_text(result.yaml).valid:
         raise AssertionError(f"{setup} {request!r}: valid={result.valid} but the validator disagrees")
+    upstream_valid = upstream_accepts(result.yaml)
+    if result.valid and not upstream_valid:
+        raise AssertionError(f"{setup} {request!r}: called valid, but os-image-composer's schema refuses it")
     calls = list(recorder.calls)
     # The agent's own per-answer verdicts: in the compact style an answer is judged after completion.
     for call, step in zip(calls, result.trace, strict=False):
         call.valid, call.errors, call.codes = bool(step["valid"]), int(step["errors"]), list(step["codes"])
         call.valid_as_written = bool(step.get("valid_as_written", step["valid"]))
     rec = Record(kind, setup, request, result.valid, result.provider, result.attempts,
-                 unmet(_doc(result.yaml), want), elapsed, calls)
+                 unmet(_doc(result.yaml), want), elapsed, calls, upstream_valid=upstream_valid)
     log.info("%s %s %-60s valid=%s provider=%s calls=%d unmet=%s %.1fs", setup, kind, request[:60], rec.valid,
              rec.provider, len(rec.calls), rec.unmet or "-", elapsed)
     return rec
@@ -249,6 +254,7 @@ def _summary(records: list[Record]) -> dict[str, Any]:
         "repaired": sum(r.provider.endswith("+repair") for r in records),
         "fallback": sum(r.provider.endswith("+offline") for r in records),
         "valid": sum(r.valid for r in records),
+        "upstream_valid": sum(r.upstream_valid for r in records),
         "adherent": sum(not r.unmet for r in records),
         "llm_used": sum(bool(r.calls) for r in records),
         "calls_per_request": (len(calls) / n) if n else 0.0,
@@ -279,10 +285,11 @@ def markdown(results: dict[str, list[Record]], meta: dict[str, Any]) -> str:
     ]
     header = ("| setup | n | LLM used | valid 1st answer as written | valid 1st answer after clean-up | "
               "valid after LLM fix loop | + section repair | + composer fallback | valid returned | "
+              "upstream schema accepts | "
               "LLM calls / request | constraints met | latency p50 / mean / max | completion tokens/s | "
               "prompt / completion tokens per call |")
     for kind, title in (("generate", "Generation"), ("refine", "Refinement")):
-        lines += [f"### {title}", "", header, "|" + "---|" * 14]
+        lines += [f"### {title}", "", header, "|" + "---|" * 15]
         for setup, records in results.items():
             s = _summary([r for r in records if r.kind == kind])
             if not s["n"]:
@@ -296,7 +303,7 @@ def markdown(results: dict[str, list[Record]], meta: dict[str, Any]) -> str:
                 f"| {setup} | {s['n']} | {used if llm else '-'} | {_pct(s['first_as_written'], used) if llm else '-'} | "
                 f"{_pct(s['first_valid'], used) if llm else '-'} | "
                 f"{_pct(s['llm_valid'], used) if llm else '-'} | {s['repaired'] if llm else '-'} | "
-                f"{s['fallback'] if llm else '-'} | {_pct(s['valid'], s['n'])} | "
+                f"{s['fallback'] if llm else '-'} | {_pct(s['valid'], s['n'])} | {_pct(s['upstream_valid'], s['n'])} | "
                 f"{s['calls_per_request']:.2f} | {_pct(s['adherent'], s['n'])} | "
                 f"{s['latency_p50']:.1f} / {s['latency_mean']:.1f} / {s['latency_max']:.1f} s | {tps} | {tokens} |")
         lines.append("")
@@ -316,7 +323,8 @@ def markdown(results: dict[str, list[Record]], meta: dict[str, Any]) -> str:
         "counts requests where any answer (first or after feeding the errors back) was valid; *section repair* "
         "and *composer fallback* count results made valid by the deterministic repair (the model's valid sections "
         "kept on the grounding template) or by the offline composer; *valid returned* is the validator's verdict "
-        "on what the tool returns; *constraints met* checks the stated dist/arch/type/packages/hostname/size/"
+        "on what the tool returns; *upstream schema accepts* checks the same YAML against os-image-composer's own "
+        "schema file, unchanged, with plain jsonschema (counted apart from our validator); *constraints met* checks the stated dist/arch/type/packages/hostname/size/"
         "version/cmdline; *latency* is the whole tool call; *completion tokens/s* divides the tokens the model wrote "
         "by the time of its calls (prompt processing included, so long prompts lower it). Refinements the composer "
         "understands completely never reach the model (0 LLM calls). Sampling (temperature 0.1) is not seeded: a rerun "

@@ -406,8 +406,8 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
         "## How the large corpora are made", "",
         "- Templates: `bench/synthetic.py` mutates the real templates (our library, plus the upstream reference set "
         "when present) in two levels. Level 1 re-purposes a real template for one of 24 themes (kiosk, IoT gateway, "
-        "k3s node, database, hardened, VPN, CI agent, ...): new name, metadata (description, use cases, keywords, "
-        "capabilities, recommendedFor), the theme's packages for the distribution family. Level 2 customises a "
+        "k3s node, database, hardened, VPN, CI agent, ...): new name, metadata (description, use cases, keywords; "
+        "only os-image-composer's own fields), the theme's packages for the distribution family. Level 2 customises a "
         "level-1 variant for a site of a fleet (renamed, versioned, a sentence in the description, one or two "
         "everyday tools). Disk, kernel, bootloader and target stay as in the real template; every variant passes "
         "`validate_text` (tests/test_bench.py). Files are written as YAML to `.bench-cache/corpus/`.",

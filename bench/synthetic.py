@@ -3,7 +3,7 @@
 Real templates (our library, plus the upstream reference set when present) are mutated in two levels:
 
 * level 1 (``themed_variant``): a real template re-purposed for one of ``THEMES`` (kiosk, IoT gateway,
-  k3s node, ...): new name, metadata (description, use cases, keywords, capabilities, recommendedFor),
+  k3s node, ...): new name, metadata (description, use cases, keywords; the ADR's extra fields folded into those two),
   the theme's packages for the distribution family, a new image name/version/hostname. Disk layout, kernel,
   bootloader, target and the source's own packages stay as they were, so every variant stays buildable
   and passes ``server.validation.validate_text``.
@@ -269,13 +269,12 @@ def themed_variant(source: Source, theme: Theme, rng: random.Random, with_metada
     data["systemConfig"] = system
     if with_metadata:
         k = rng.randint(2, len(theme.use_cases))
+        # Only os-image-composer's own metadata fields: the ADR's useCase/recommendedFor words go into
+        # use_cases and its capabilities into keywords (server.upstream_compat), so every variant loads there.
         data = {"metadata": {
             "description": description,
-            "useCase": theme.slug,
-            "use_cases": list(rng.sample(theme.use_cases, k)),
-            "keywords": [*theme.keywords, dist],
-            "capabilities": list(theme.capabilities),
-            "recommendedFor": list(theme.recommended_for),
+            "use_cases": [theme.slug, *rng.sample(theme.use_cases, k), *theme.recommended_for],
+            "keywords": [*theme.keywords, dist, *(c for c in theme.capabilities if c not in theme.keywords)],
         }, **data}
     return Variant(name, data)
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.types import Completion, ResourceTemplateReference
 
+from server import upstream_compat
 from server.engine import Engine
 
-SCHEMA_PATH = Path(__file__).with_name("template-schema.json")
 MAX_COMPLETIONS = 100
 
 
@@ -47,11 +46,13 @@ def register(mcp: MCPServer, engine: Engine) -> None:
         return json.dumps({"count": len(rows), "templates": rows}, indent=1)
 
     @mcp.resource("schema://template", title="Template JSON Schema", mime_type="application/schema+json",
-                  description="JSON Schema (draft 2020-12) for OS Image Composer templates, with metadata fields")
+                  description="os-image-composer's own JSON Schema (draft 2020-12), unchanged; user templates "
+                              "are checked against its $defs/UserTemplate")
     def template_schema() -> str:
-        if not SCHEMA_PATH.is_file():
-            raise ResourceNotFoundError("the template schema is not bundled with this installation")
-        return SCHEMA_PATH.read_text("utf-8")
+        try:
+            return upstream_compat.schema_text()
+        except OSError as exc:
+            raise ResourceNotFoundError("the template schema is not bundled with this installation") from exc
 
     @mcp.completion()
     async def complete(ref, argument, context):  # noqa: ANN001 - signature fixed by the SDK

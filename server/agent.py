@@ -23,6 +23,7 @@ from server import composer
 from server import llm_prompts as prompts
 from server.llm import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
 from server.repair import complete_from_base, merge_onto_base, prune_unknown, salvage_yaml
+from server.upstream_compat import conform, conform_text
 from server.validation import ValidationReport, validate_text
 from server.yamlsafe import YamlError, load_mapping
 
@@ -303,6 +304,7 @@ class Agent:
         compact = cfg.prompt_style == "compact"
         attempts = 0
         best: _Draft | None = None
+        base, _ = conform(base)  # a user-brought grounding template may carry ADR metadata
         current = base
         trace: list[dict[str, Any]] = []
         while True:
@@ -312,8 +314,19 @@ class Agent:
             text = extract_yaml(reply.text)
             notes: list[str] = []
             as_written: bool | None = None
+            # Fields os-image-composer refuses (the ADR's metadata, copied from examples) are moved into
+            # keywords/use_cases before completion and validation (so no clean-up drops their words), and
+            # again after a salvage; the answer says so.
+            moved: list[str] = []
+            if text:
+                text, moved = await anyio.to_thread.run_sync(conform_text, text)
             if text and compact and current:
                 text, notes, as_written = await anyio.to_thread.run_sync(_complete, text, current)
+                text, more = await anyio.to_thread.run_sync(conform_text, text)
+                moved += more
+            if moved:
+                notes += moved
+                as_written = False
             report = await anyio.to_thread.run_sync(validate_text, text) if text else _no_yaml_report()
             log.info("llm %s attempt %d: %s (%.1fs, %s completion tokens)", provider.name, attempts,
                      "valid" if report.valid else f"{len(report.errors)} error(s)", reply.latency_s,

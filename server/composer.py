@@ -21,6 +21,7 @@ import yaml
 
 from server.knowledge import Capabilities, load_capabilities
 from server.request_parser import RequestSpec, is_question, parse_request
+from server.upstream_compat import conform
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ def apply_instruction(data: dict, instruction: str) -> ComposeResult:
         same = copy.deepcopy(data)
         return ComposeResult(same, dump_yaml(same), [], spec, [])
     new, changes, problems = _apply(data, spec, caps)
+    new, moved = conform(new)  # metadata os-image-composer refuses (the ADR's fields) -> its own fields
+    changes += moved
     unhandled = [*spec.unparsed, *problems]
     if spec.is_empty() and not unhandled:
         unhandled.append(f"could not find an edit in: {instruction!r}")
@@ -1406,7 +1409,7 @@ def _name_and_describe(
 
 _ORDER = {
     (): ["metadata", "image", "target", "packageRepositories", "disk", "systemConfig"],
-    ("metadata",): ["description", "use_cases", "useCase", "keywords", "capabilities", "recommendedFor"],
+    ("metadata",): ["description", "use_cases", "keywords"],
     ("image",): ["name", "version"],
     ("target",): ["os", "dist", "arch", "imageType"],
     ("disk",): ["name", "path", "artifacts", "size", "partitionTableType", "partitions"],

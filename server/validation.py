@@ -1,21 +1,27 @@
-"""Validate OS Image Composer templates: safe YAML, our JSON Schema, then semantic checks.
+"""Validate OS Image Composer templates: safe YAML, upstream's own JSON Schema, then semantic checks.
 
 Every issue carries a JSON-path-like location and, when the template came as YAML text,
 the 1-based line and column so a person (or the fix loop of the agent) can go straight to it.
 
-Three layers, in order:
+``valid`` means what os-image-composer itself would say at load time, plus our own checks. Layers:
 
 1. YAML (``server.yamlsafe``): size limit (``MAX_BYTES`` = 1 MiB), NUL bytes, encoding,
    alias bombs, deep nesting, syntax, empty input, non-mapping documents. Duplicate keys
-   are warnings (the last value wins, as in upstream's parser).
-2. Schema (``resources/template-schema.json``): upstream's ``$defs/UserTemplate`` with the
-   ADR metadata fields added. jsonschema's messages are rewritten for humans; for
-   anyOf/oneOf the most relevant branch is reported instead of all of them.
-3. Semantics: facts the schema cannot express, learnt from upstream's code and data
+   are errors (upstream's yaml.v3 refuses them). Plain scalars that YAML 1.1
+   reads differently from upstream's YAML 1.2 parser (``yes``/``on`` booleans, ``1:30``
+   sexagesimals, timestamps) are validated as the text upstream sees.
+2. Strings: upstream's ``internal/utils/security/inputcheck.go`` limits (at most 4096 runes,
+   valid UTF-8, no NUL, only printable characters plus newline and tab).
+3. Schema: upstream's ``os-image-template.schema.json`` ``$defs/UserTemplate``, the exact file
+   (``server.upstream_compat``), never widened. jsonschema's messages are rewritten for humans;
+   for anyOf/oneOf the most relevant branch is reported instead of all of them; fields upstream
+   refuses get a hint (e.g. the ADR's ``metadata.capabilities`` -> ``metadata.keywords``).
+4. Semantics: facts the schema cannot express, learnt from upstream's code and data
    (os-image-composer ``internal/config``, ``internal/image/imagedisc`` and ``osv/*``):
    size syntax, partition geometry, partition types per architecture, ESP for EFI,
    packages built for the other architecture, secure boot vs boot mode, placeholders,
-   plain-text passwords, missing additional files, and a few cheaper ones.
+   plain-text passwords, missing additional files, and a few cheaper ones. These only add
+   errors and warnings; nothing here accepts what upstream's schema refuses.
 
 The public functions never raise on bad input: everything becomes an :class:`Issue`.
 """
@@ -23,19 +29,19 @@ The public functions never raise on bad input: everything becomes an :class:`Iss
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from server import upstream_compat
 from server.yamlsafe import MAX_BYTES as _YAML_MAX_BYTES
 from server.yamlsafe import YamlError, load_mapping
 
@@ -44,7 +50,8 @@ logger = logging.getLogger(__name__)
 MAX_BYTES = _YAML_MAX_BYTES  # 1 MiB; real templates are a few KiB (the largest reference one ~20 KiB)
 MAX_ISSUES = 100  # per severity; the rest is summarised in one "issues.truncated" entry
 
-SCHEMA_RESOURCE = "template-schema.json"
+SCHEMA_RESOURCE = upstream_compat.SCHEMA_FILE
+MAX_STRING_RUNES = 4096  # upstream security.DefaultLimits().MaxString
 
 PathT = tuple[str | int, ...]
 
@@ -113,28 +120,9 @@ class ValidationReport:
 # --------------------------------------------------------------------------- schema
 
 
-@functools.lru_cache(maxsize=1)
-def _schema_text() -> str:
-    # resources/ sits next to server/ both in the checkout and in an installed wheel; going through
-    # importlib.resources breaks under setuptools' editable finder (namespace-package fallback).
-    path = Path(__file__).resolve().parents[1] / "resources" / SCHEMA_RESOURCE
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
-    return resources.files("resources").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
-
-
 def load_schema() -> dict:
-    """Our template schema (a strict superset of upstream's UserTemplate). A fresh copy each call."""
-    return json.loads(_schema_text())
-
-
-@functools.lru_cache(maxsize=1)
-def _validator() -> Draft202012Validator:
-    schema = load_schema()
-    Draft202012Validator.check_schema(schema)
-    # No format checker on purpose: upstream (santhosh-tekuri/jsonschema, draft 2020-12) does not
-    # assert "format", and its own sample templates use url: "<URL>".
-    return Draft202012Validator(schema)
+    """Upstream's template schema document, unchanged (``$defs/UserTemplate`` is what we check). A fresh copy."""
+    return upstream_compat.schema()
 
 
 # --------------------------------------------------------------------------- public entry points
@@ -216,20 +204,71 @@ def _validate_text(text: str | bytes, *, base_dir: Path | None, max_bytes: int) 
         issue = Issue("$", exc.message, exc.line, exc.column, exc.hint or None, _yaml_code(exc.message))
         logger.info("template rejected at YAML level: %s", issue.code)
         return ValidationReport(False, [issue], [], None)
-    warnings: list[Issue] = []
+    early: list[Issue] = []
     for dup_path, line, col in parsed.duplicate_keys:
-        warnings.append(
+        # gopkg.in/yaml.v3 (upstream's parser) refuses a mapping key written twice: "mapping key ...
+        # already defined at line N", so the template never loads there.
+        early.append(
             Issue(
                 _fmt_path(dup_path),
-                f"duplicate key '{dup_path[-1]}' in {_where(dup_path[:-1])}; the last one wins",
+                f"duplicate key '{dup_path[-1]}' in {_where(dup_path[:-1])}; os-image-composer refuses a key "
+                "written twice",
                 line,
                 col,
-                "Remove one of the two entries.",
+                "Keep one of the two entries.",
                 "yaml.duplicate_key",
-                "warning",
             )
         )
-    return _validate_mapping(_jsonable(parsed.data), parsed, base_dir, warnings)
+    data = _jsonable(parsed.data)
+    if parsed.root is not None:
+        _read_as_upstream(parsed.root, data)
+    return _validate_mapping(data, parsed, base_dir, early)
+
+
+# PyYAML reads YAML 1.1; upstream's gopkg.in/yaml.v3 reads (mostly) YAML 1.2 into interface{}. Where the
+# two disagree on a plain scalar, upstream sees the text, and its schema judges the text.
+_YAML12_BOOLS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
+_TAG = "tag:yaml.org,2002:"
+
+
+def _upstream_text(node: ScalarNode) -> str | None:
+    """The source text of a plain scalar upstream reads as a string while PyYAML does not, else None."""
+    if node.style:  # quoted or block scalars are text for both parsers (plain is None or "" by loader)
+        return None
+    tag = node.tag
+    if tag == _TAG + "bool" and node.value not in _YAML12_BOOLS:  # yes/no/on/off/y/n
+        return node.value
+    if tag in (_TAG + "int", _TAG + "float") and ":" in node.value:  # 1:30 sexagesimal
+        return node.value
+    if tag == _TAG + "timestamp":  # yaml.v3 keeps timestamps as text when decoding into interface{}
+        return node.value
+    return None
+
+
+def _read_as_upstream(node: Node, value: Any, depth: int = 0) -> None:
+    """Rewrite, in place, the values of ``value`` (built from ``node``) that upstream reads as text."""
+    if depth > 100:
+        return
+    if isinstance(node, MappingNode) and isinstance(value, dict):
+        last: dict[str, Node] = {}  # duplicate keys: the last one wins, as in the data
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.tag == _TAG + "str":
+                last[key_node.value] = value_node
+        for key, child in last.items():
+            if key not in value:
+                continue
+            text = _upstream_text(child) if isinstance(child, ScalarNode) else None
+            if text is not None:
+                value[key] = text
+            else:
+                _read_as_upstream(child, value[key], depth + 1)
+    elif isinstance(node, SequenceNode) and isinstance(value, list) and len(node.value) == len(value):
+        for i, child in enumerate(node.value):
+            text = _upstream_text(child) if isinstance(child, ScalarNode) else None
+            if text is not None:
+                value[i] = text
+            else:
+                _read_as_upstream(child, value[i], depth + 1)
 
 
 def _yaml_code(message: str) -> str:
@@ -252,10 +291,11 @@ def _yaml_code(message: str) -> str:
 
 
 def _validate_mapping(
-    data: dict, locator: _Locator, base_dir: Path | None, warnings: list[Issue]
+    data: dict, locator: _Locator, base_dir: Path | None, early: list[Issue]
 ) -> ValidationReport:
     ctx = _Ctx(data, locator, base_dir)
-    ctx.warnings.extend(warnings)
+    for issue in early:  # found while parsing
+        (ctx.errors if issue.severity == "error" else ctx.warnings).append(issue)
     _schema_issues(ctx)
     for check in _CHECKS:
         try:
@@ -485,11 +525,12 @@ def _closest(word: str, options: Iterable[str]) -> str | None:
 
 def _schema_issues(ctx: _Ctx) -> None:
     errors = sorted(
-        _validator().iter_errors(ctx.data),
+        upstream_compat.user_template_validator().iter_errors(ctx.data),
         key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
     )
     for err in errors:
         _map_error(err, ctx)
+
 
 
 def _map_error(err: ValidationError, ctx: _Ctx) -> None:
@@ -537,12 +578,24 @@ def _on_additional(err: ValidationError, path: PathT, ctx: _Ctx) -> None:
         if len(ctx.errors) >= MAX_ISSUES:
             ctx.dropped["error"] += 1
             continue
+        move = upstream_compat.metadata_move(key) if path == ("metadata",) else None
+        if move:
+            # The ADR's metadata fields (and look-alikes models copy): say where the words belong.
+            ctx.add(
+                (*path, key),
+                f"metadata.{key} is not accepted by os-image-composer: {move}",
+                "schema.additionalProperties",
+                hint=f"{move[0].upper()}{move[1:]}; os-image-composer's metadata has only "
+                f"{', '.join(upstream_compat.UPSTREAM_METADATA_FIELDS)}, and search reads those too.",
+                at_key=True,
+            )
+            continue
         guess = _closest(key, allowed)
         hint = f"Did you mean '{guess}'? " if guess else ""
         hint += f"Allowed keys in {_where(path)}: {', '.join(allowed)}."
         ctx.add(
             (*path, key),
-            f"unknown key '{key}' in {_where(path)}",
+            f"unknown key '{key}' in {_where(path)}; os-image-composer refuses it",
             "schema.additionalProperties",
             hint=hint,
             at_key=True,
@@ -635,6 +688,8 @@ def _on_type(err: ValidationError, path: PathT, ctx: _Ctx) -> None:
     if expected == "string" and value is not None and not isinstance(value, dict | list):
         raw = ctx.source(path) or (json.dumps(value) if not isinstance(value, str) else value)
         hint = f'Quote it: "{raw}".'
+    elif expected == "boolean" and isinstance(value, str) and value.lower() in ("yes", "no", "on", "off", "y", "n"):
+        hint = "os-image-composer reads YAML 1.2, where only true and false are booleans: write true or false."
     elif expected == "boolean" and isinstance(value, str):
         hint = "Write true or false without quotes."
     elif expected == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
@@ -753,13 +808,6 @@ def _on_alternatives(err: ValidationError, path: PathT, ctx: _Ctx) -> None:
             f"{_where(path)} {_show(instance)} is not a usable GPG key reference",
             "schema.pkey",
             hint='Use an http(s):// or file:// URL, an absolute path, or "[trusted=yes]" (skips verification).',
-        )
-        return
-    if path[-1:] == ("recommendedFor",):
-        ctx.add(
-            path,
-            f"metadata.recommendedFor is {_kind(instance)}; expected a string or a list of strings",
-            "schema.type",
         )
         return
     if err.context:
@@ -1456,6 +1504,55 @@ def _walk_strings(obj: Any, path: PathT = (), depth: int = 0) -> Iterator[tuple[
             yield from _walk_strings(v, (*path, i), depth + 1)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _string_problem(text: str) -> tuple[str, str, str] | None:
+    """(code, message, hint) when upstream's security.ValidateString refuses ``text``, else None.
+
+    Same order as upstream: UTF-8, NUL, length in runes, then every rune must satisfy Go's
+    unicode.IsPrint (letters, marks, numbers, punctuation, symbols, ASCII space) or be \\n or \\t.
+    """
+    if not text:
+        return None
+    ascii_only = text.isascii()
+    surrogate = None if ascii_only else _SURROGATE.search(text)
+    if surrogate:
+        return ("string.encoding", f"is not valid UTF-8 (a lone surrogate at character {surrogate.start() + 1})",
+                "Re-encode the text as UTF-8.")
+    if "\0" in text:
+        return ("string.nul", f"contains a NUL character at character {text.index(chr(0)) + 1}",
+                "Remove the NUL (\\0) character.")
+    if len(text) > MAX_STRING_RUNES:
+        return ("string.too_long",
+                f"is {len(text):,} characters long; os-image-composer accepts at most {MAX_STRING_RUNES:,}",
+                "Shorten it; a long shell sequence belongs in a script added with additionalFiles "
+                "and run by one configurations entry.")
+    if ascii_only:  # the common case, without a per-character category lookup
+        bad = _ASCII_CONTROL.search(text)
+        chars = [(bad.start(), bad.group())] if bad else []
+    else:
+        chars = enumerate(text)
+    for i, ch in chars:
+        if ch in "\n\t" or ch == " " or unicodedata.category(ch)[0] in "LMNPS":
+            continue
+        name = unicodedata.name(ch, "a control character")
+        return ("string.control",
+                f"contains U+{ord(ch):04X} ({name}) at character {i + 1}; os-image-composer accepts only "
+                "printable characters, newline and tab",
+                "Remove it, or replace it with a plain space if it is a special space.")
+    return None
+
+
+def _check_strings(ctx: _Ctx) -> None:
+    for path, text in _walk_strings(ctx.data):
+        problem = _string_problem(text)
+        if problem:
+            code, message, hint = problem
+            ctx.add(path, f"{_where(path)} {message}", code, hint=hint)
+
+
 _PLACEHOLDER_HINTS = {
     "url": "Replace it with the repository base URL (https://...).",
     "pkey": 'Replace it with the GPG key URL, an absolute key path, or "[trusted=yes]".',
@@ -1658,7 +1755,38 @@ def _check_system(ctx: _Ctx) -> None:
         )
 
 
+# Values upstream's schema allows but its build code has no branch for (os-image-composer d8ae0f5):
+# internal/image/imageboot InstallImageBoot switches on "grub" and "systemd-boot" only, and
+# internal/utils/compression CompressFile on gz, xz, zstd (and tar.*) only. The build fails late.
+BUILD_BOOTLOADERS = ("grub", "systemd-boot")
+BUILD_COMPRESSIONS = ("gz", "xz", "zstd")
+_COMPRESSION_FIX = {"gzip": "gz", "bz2": "gz, xz or zstd"}
+
+
+def _check_build_support(ctx: _Ctx) -> None:
+    provider = ctx.get("systemConfig", "bootloader", "provider")
+    if isinstance(provider, str) and provider not in BUILD_BOOTLOADERS and ctx.str_at("target", "imageType") != "img":
+        ctx.add(
+            ("systemConfig", "bootloader", "provider"),
+            f"bootloader provider {_show(provider)} passes os-image-composer's schema, but its build stops with "
+            f"'unsupported bootloader provider: {provider}' (it installs only {' and '.join(BUILD_BOOTLOADERS)})",
+            "build.bootloader",
+            hint="Use provider: grub (GRUB 2 is installed under that name).",
+        )
+    for i, artifact in enumerate(ctx.list_at("disk", "artifacts")):
+        comp = artifact.get("compression") if isinstance(artifact, dict) else None
+        if isinstance(comp, str) and comp and comp not in BUILD_COMPRESSIONS:
+            ctx.add(
+                ("disk", "artifacts", i, "compression"),
+                f"compression {_show(comp)} passes os-image-composer's schema, but its build stops with "
+                f"'unsupported compression type: {comp}' after the image is made",
+                "build.compression",
+                hint=f"Use {_COMPRESSION_FIX.get(comp, ', '.join(BUILD_COMPRESSIONS))}.",
+            )
+
+
 _CHECKS: tuple[Callable[[_Ctx], None], ...] = (
+    _check_strings,
     _check_target,
     _check_disk_geometry,
     _check_partition_fields,
@@ -1670,4 +1798,5 @@ _CHECKS: tuple[Callable[[_Ctx], None], ...] = (
     _check_files_and_commands,
     _check_repositories,
     _check_system,
+    _check_build_support,
 )

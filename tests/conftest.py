@@ -26,6 +26,35 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(autouse=True)
+def agent_results_load_upstream(monkeypatch: pytest.MonkeyPatch):
+    """Every template the agent returns in any test: if we call it valid, os-image-composer's own schema
+    file (plain jsonschema, tests/upstream_schema.py) must accept it too, and no generated or refined one
+    may carry metadata fields upstream refuses."""
+    import server.agent as agent
+    from tests.upstream_schema import refusals_text
+
+    seen: list = []
+    original = agent.AgentResult.__init__
+
+    def record(self, *args, **kwargs) -> None:  # noqa: ANN001
+        original(self, *args, **kwargs)
+        seen.append(self)
+
+    monkeypatch.setattr(agent.AgentResult, "__init__", record)
+    yield
+    problems = []
+    for result in seen:
+        if not result.yaml:
+            continue
+        refused = refusals_text(result.yaml)
+        if result.valid and refused:
+            problems.append(f"revision {result.revision} called valid, but upstream refuses it: {refused[:3]}")
+        if result.mode in ("generate", "refine"):  # questions and reverts hand back what was there
+            problems += [f"revision {result.revision}: {r}" for r in refused if r.startswith("metadata")]
+    assert not problems, "\n".join(problems)
+
+
 class HashEmbedder:
     """Deterministic bag-of-words embedder for tests of index bookkeeping (not of retrieval quality)."""
 

@@ -157,7 +157,8 @@ def test_variant_carries_theme_packages_and_metadata(library_sources):
     theme = next(t for t in THEMES if t.slug == "iot-gateway")
     variant = themed_variant(source, theme, random.Random(1))
     assert "mosquitto" in variant.data["systemConfig"]["packages"]
-    assert variant.data["metadata"]["useCase"] == "iot-gateway"
+    assert variant.data["metadata"]["use_cases"][0] == "iot-gateway"
+    assert set(variant.data["metadata"]) == {"description", "use_cases", "keywords"}  # upstream's fields only
     assert "additionalFiles" not in variant.data["systemConfig"]
 
 

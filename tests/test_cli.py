@@ -100,7 +100,8 @@ def test_validate_stdin_and_unreadable_files(workspace):
 def test_validate_strict_fails_on_warnings(workspace, tmp_path):
     text = (workspace["templates"] / "ssh-only.yml").read_text()
     dup = tmp_path / "dup.yml"
-    dup.write_text(text.replace("image:\n", "image:\n  version: \"0.9\"\n", 1))  # duplicate key: a warning
+    dup.write_text(text + "packageRepositories:\n  - codename: extra\n    url: https://example.com/repo\n"
+                   "    pkey: \"[trusted=yes]\"\n")  # a repository without GPG verification: a warning
     out = run(workspace, "validate", "--json", str(dup))
     report = json.loads(out.stdout)["files"][0]
     assert out.returncode == 0 and report["warning_count"] >= 1 and report["error_count"] == 0

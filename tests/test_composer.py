@@ -13,6 +13,7 @@ import yaml
 from server.composer import apply_instruction, apply_spec, compose, dump_yaml, summarize
 from server.knowledge import load_capabilities
 from server.request_parser import parse_request
+from tests.upstream_schema import refusals
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REFERENCE = SHARED / "reference" / "os-image-composer"
@@ -51,6 +52,8 @@ def _validator():
 def assert_valid(data: dict) -> None:
     errors = _validator()(data)
     assert not errors, "\n".join(errors)
+    # os-image-composer's own schema file with plain jsonschema, independently of our validator.
+    assert refusals(data) == [], refusals(data)
     # The YAML text we hand out must read back to the same data.
     assert yaml.safe_load(dump_yaml(data)) == data
 

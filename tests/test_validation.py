@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import logging
 import random
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from server import upstream_compat
 from server.validation import (
     MAX_BYTES,
     MAX_ISSUES,
@@ -152,8 +155,11 @@ def test_reference_placeholders_are_warnings() -> None:
 
 # --------------------------------------------------------------------------- schema sync with upstream
 
+BUNDLED_SCHEMA = Path(__file__).resolve().parents[1] / "resources" / "os-image-template.schema.json"
+
 
 def _upstream_validator() -> Draft202012Validator:
+    """Upstream's UserTemplate from the reference copy in ../shared, independent of our loader."""
     schema = json.loads(UPSTREAM_SCHEMA.read_text())
     schema = {**schema, "$ref": "#/$defs/UserTemplate"}
     return Draft202012Validator(schema)
@@ -163,27 +169,22 @@ def _error_keys(validator: Draft202012Validator, doc: dict) -> set[tuple[tuple, 
     return {(tuple(e.absolute_path), str(e.validator)) for e in validator.iter_errors(doc)}
 
 
-def _is_metadata(key: tuple[tuple, str]) -> bool:
-    return bool(key[0]) and key[0][0] == "metadata"
-
-
 @needs_shared
-def test_schema_is_upstream_plus_metadata() -> None:
-    ours = load_schema()
-    upstream = json.loads(UPSTREAM_SCHEMA.read_text())
-    Draft202012Validator.check_schema(ours)
-    assert ours["$ref"] == "#/$defs/UserTemplate"
-    assert set(ours["$defs"]) == set(upstream["$defs"])
-    for name, definition in upstream["$defs"].items():
-        if name != "Metadata":
-            assert ours["$defs"][name] == definition, name
-    meta, up_meta = ours["$defs"]["Metadata"], upstream["$defs"]["Metadata"]
-    assert meta["additionalProperties"] is False
-    for key, sub in up_meta["properties"].items():
-        assert meta["properties"][key] == sub
-    assert {"useCase", "capabilities", "recommendedFor", "use_cases", "keywords", "description"} <= set(
-        meta["properties"]
-    )
+def test_bundled_schema_is_upstreams_file_byte_for_byte() -> None:
+    assert BUNDLED_SCHEMA.read_bytes() == UPSTREAM_SCHEMA.read_bytes()
+
+
+def test_bundled_schema_matches_its_recorded_source() -> None:
+    source = upstream_compat.schema_source()
+    assert hashlib.sha256(BUNDLED_SCHEMA.read_bytes()).hexdigest() == source["sha256"]
+    assert source["path"] == "internal/config/schema/os-image-template.schema.json"
+    assert re.fullmatch(r"[0-9a-f]{40}", source["commit"])
+    # Used as is: our loader hands out exactly that document, and nothing widens it.
+    assert load_schema() == json.loads(BUNDLED_SCHEMA.read_text())
+    assert upstream_compat.schema_text() == BUNDLED_SCHEMA.read_text()
+    metadata = load_schema()["$defs"]["Metadata"]
+    assert set(metadata["properties"]) == {"description", "use_cases", "keywords"}
+    assert metadata["additionalProperties"] is False
 
 
 def _mutations() -> list[tuple[str, callable]]:
@@ -264,9 +265,10 @@ def _mutations() -> list[tuple[str, callable]]:
 
 
 @needs_shared
-def test_schema_agrees_with_upstream_on_corpus_and_mutations() -> None:
+def test_verdict_agrees_with_upstream_on_corpus_and_mutations() -> None:
+    """Same schema errors as upstream's file, and never valid where upstream refuses."""
     upstream = _upstream_validator()
-    ours = Draft202012Validator(load_schema())
+    ours = upstream_compat.user_template_validator()
     compared = 0
     for path in _reference_templates():
         original = yaml.safe_load(path.read_text())
@@ -276,38 +278,51 @@ def test_schema_agrees_with_upstream_on_corpus_and_mutations() -> None:
             mutate(doc)
             docs.append((name, doc))
         for name, doc in docs:
-            up, mine = _error_keys(upstream, doc), _error_keys(ours, doc)
             where = f"{path.name}/{name}"
-            # Same verdict on everything outside metadata...
-            assert {k for k in up if not _is_metadata(k)} == {k for k in mine if not _is_metadata(k)}, where
-            # ...and inside metadata we only ever accept more.
-            assert {k for k in mine if _is_metadata(k)} <= {k for k in up if _is_metadata(k)}, where
-            if not up:
-                assert not mine, where
+            up = _error_keys(upstream, doc)
+            assert _error_keys(ours, doc) == up, where
+            report = validate_data(doc)
+            if up:
+                assert not report.valid, where
+            if name == "original":
+                assert report.valid, where
             compared += 1
     assert compared == 48 * (1 + len(_mutations()))
 
 
-@needs_shared
-def test_adr_metadata_rejected_upstream_accepted_here() -> None:
-    doc = yaml.safe_load(BASE)
-    doc["metadata"] = {
-        "useCase": "edge",
-        "use_cases": ["a"],
-        "recommendedFor": "kiosks",
-        "capabilities": ["x"],
-    }
-    assert _error_keys(_upstream_validator(), doc)
-    assert validate_data(doc).valid
+@pytest.mark.parametrize(
+    ("field", "value", "move"),
+    [
+        ("capabilities", ["security"], "move these words into metadata.keywords"),
+        ("useCase", "edge", "move its value into metadata.use_cases"),
+        ("recommendedFor", "kiosks", "move these phrases into metadata.use_cases"),
+        ("recommendedFor", 3, "move these phrases into metadata.use_cases"),
+    ],
+)
+def test_adr_metadata_is_refused_like_upstream_with_a_hint(field: str, value: object, move: str) -> None:
+    text = BASE + f"metadata:\n  description: demo\n  {field}: {json.dumps(value)}\n"
+    report = validate_text(text)
+    issue = _only(report, "schema.additionalProperties")
+    assert issue.path == f"$.metadata.{field}" and (issue.line, issue.column) == (33, 3)
+    assert issue.message == f"metadata.{field} is not accepted by os-image-composer: {move}"
+    assert "description, use_cases, keywords" in issue.hint
+    assert not report.valid
+
+
+def test_unknown_metadata_key_suggests_the_upstream_ones() -> None:
+    report = validate_text(BASE + "metadata:\n  keyword: [edge]\n  author: me\n")
+    by_path = {i.path: i for i in report.errors}
+    assert "metadata.keywords" in by_path["$.metadata.keyword"].message
+    assert "os-image-composer refuses it" in by_path["$.metadata.author"].message
+    assert "description, use_cases, keywords" in by_path["$.metadata.author"].hint
 
 
 def test_metadata_fields_typed() -> None:
-    text = BASE + "metadata:\n  recommendedFor: 3\n  keywords: edge\n"
-    report = validate_text(text)
+    report = validate_text(BASE + "metadata:\n  description: 3\n  keywords: edge\n")
     by_path = {i.path: i for i in report.errors}
-    assert by_path["$.metadata.recommendedFor"].line == 32
-    assert "string or a list of strings" in by_path["$.metadata.recommendedFor"].message
+    assert by_path["$.metadata.description"].line == 32
     assert by_path["$.metadata.keywords"].code == "schema.type"
+    assert "[edge]" in by_path["$.metadata.keywords"].hint
 
 
 # --------------------------------------------------------------------------- schema error messages
@@ -387,18 +402,13 @@ def test_repository_alternatives_are_summarised() -> None:
     assert pkey.path == "$.packageRepositories[2].pkey" and pkey.line == 39
 
 
-def test_anyof_best_match_reports_one_branch() -> None:
-    # recommendedFor: [1] fails both branches; we report one readable message, not two raw ones.
-    report = validate_text(BASE + "metadata:\n  recommendedFor: [1]\n")
-    assert len(report.errors) == 1
-    assert report.errors[0].path == "$.metadata.recommendedFor"
-
-
-def test_duplicate_yaml_key_is_a_warning() -> None:
+def test_duplicate_yaml_key_is_an_error_like_upstreams_yaml_v3() -> None:
+    # gopkg.in/yaml.v3 decodes with uniqueKeys on: "mapping key "name" already defined at line 2".
     report = validate_text(_sub(BASE, "  name: demo\n", "  name: demo\n  name: demo2\n"))
-    assert report.valid
-    issue = _only(report, "yaml.duplicate_key", "warning")
+    assert not report.valid
+    issue = _only(report, "yaml.duplicate_key")
     assert (issue.path, issue.line, issue.column) == ("$.image.name", 3, 3)
+    assert "os-image-composer refuses" in issue.message
 
 
 # --------------------------------------------------------------------------- semantic rules
@@ -923,3 +933,83 @@ def test_validate_data_non_mapping_and_cycles() -> None:
     report = validate_data(cyclic)
     assert report.valid is False and report.errors[0].code == "schema.too_deep"
     assert validate_text(None).valid is False  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- upstream's load and build checks
+
+
+@pytest.mark.parametrize(
+    ("value", "code", "part"),
+    [
+        ('"a\\x07b"', "string.control", "U+0007"),
+        ('"gw\\u00a0one"', "string.control", "NO-BREAK SPACE"),
+        ('"zero\\u200bwidth"', "string.control", "ZERO WIDTH SPACE"),
+        ('"nul\\0byte"', "string.nul", "NUL character at character 4"),
+        ('"' + "x" * 4097 + '"', "string.too_long", "4,097 characters long; os-image-composer accepts at most 4,096"),
+    ],
+)
+def test_upstream_string_checks_are_errors(value: str, code: str, part: str) -> None:
+    report = validate_text(_sub(BASE, "  name: demo-system\n", f"  name: demo-system\n  hostname: {value}\n"))
+    issue = _only(report, code)
+    assert issue.path == "$.systemConfig.hostname" and issue.line == 28
+    assert part in issue.message and issue.hint
+    assert not report.valid
+
+
+def test_upstream_string_checks_allow_what_upstream_allows() -> None:
+    long_ok = "x" * 4096
+    text = _sub(BASE, "  name: demo-system\n",
+                f'  name: demo-system\n  description: "tab\\there, new\\nline, é 日本 ✓"\n'
+                f'  configurations:\n    - cmd: "{long_ok}"\n')
+    report = validate_text(text)
+    assert report.valid, report.summary()
+    assert not {i.code for i in report.errors + report.warnings} & {"string.control", "string.too_long"}
+
+
+def test_lone_surrogate_from_json_input_is_invalid_utf8() -> None:
+    data = yaml.safe_load(BASE)
+    data["systemConfig"]["description"] = "bad \ud800 text"
+    issue = _only(validate_data(data), "string.encoding")
+    assert issue.path == "$.systemConfig.description"
+
+
+@pytest.mark.parametrize("word", ["yes", "on", "No", "off"])
+def test_yaml11_booleans_are_text_for_upstream(word: str) -> None:
+    # PyYAML reads these as booleans, os-image-composer's YAML 1.2 parser as text: a boolean field refuses them...
+    report = validate_text(BASE + f"  users:\n    - name: ops\n      sudo: {word}\n")
+    issue = _only(report, "schema.type")
+    assert issue.path == "$.systemConfig.users[0].sudo" and issue.line == 33
+    assert "YAML 1.2" in issue.hint and "true or false" in issue.hint
+    # ...and a string field accepts them, as upstream does.
+    ok = validate_text(BASE + f"  users:\n    - name: ops\n      sudo: true\n      shell: {word}\n")
+    assert not [e for e in ok.errors if e.path.endswith(".shell")], ok.summary()
+
+
+def test_yaml12_booleans_and_quoted_text_unchanged() -> None:
+    report = validate_text(BASE + '  users:\n    - name: ops\n      sudo: True\n      shell: "yes"\n')
+    assert report.valid, report.summary()
+    assert report.data["systemConfig"]["users"][0] == {"name": "ops", "sudo": True, "shell": "yes"}
+
+
+def test_timestamps_and_sexagesimals_stay_as_written() -> None:
+    report = validate_text(_sub(BASE, "  name: demo-system\n",
+                                "  name: demo-system\n  description: 2024-01-01 12:00:00\n  hostname: 1:30\n"))
+    assert report.data["systemConfig"]["description"] == "2024-01-01 12:00:00"
+    assert report.data["systemConfig"]["hostname"] == "1:30"
+    assert not [e for e in report.errors if e.code == "schema.type"], report.summary()
+
+
+def test_values_upstream_schema_allows_but_its_build_refuses() -> None:
+    text = _sub(BASE, "  partitionTableType: gpt\n", "  partitionTableType: gpt\n  artifacts:\n"
+                "    - type: raw\n      compression: bz2\n    - type: qcow2\n      compression: gzip\n")
+    text = text + "  bootloader:\n    bootType: efi\n    provider: grub2\n"
+    report = validate_text(text)
+    by_path = {i.path: i for i in report.errors}
+    assert by_path["$.disk.artifacts[0].compression"].code == "build.compression"
+    assert by_path["$.disk.artifacts[1].compression"].hint == "Use gz."
+    boot = by_path["$.systemConfig.bootloader.provider"]
+    assert boot.code == "build.bootloader" and "grub" in boot.hint
+    assert len(report.errors) == 3
+    # grub, systemd-boot, gz, xz and zstd are what the build handles
+    fine = text.replace("bz2", "xz").replace("gzip", "zstd").replace("grub2", "grub")
+    assert validate_text(fine).valid

@@ -224,6 +224,8 @@ class ClosureChecker:
             if f.allow:
                 allowed = _AllowFilter(f.allow)
                 blocked |= {s.id for s in repo.solvables if not allowed(s.name)}
+        if not deb:
+            _rpmlib_capabilities(solv, pool)
         pool.addfileprovides()
         pool.createwhatprovides()
         if blocked:
@@ -313,6 +315,7 @@ class ClosureChecker:
     def _problems(self, solv: Any, pool: Any, problems: list[Any], roots: dict[int, str], res: ClosureResult,
                   complete: bool) -> None:
         seen: set[tuple[Any, ...]] = set()
+        providers: dict[int, set[str]] = {}  # "requires X, but no provider installable" -> X's providers
         for problem in problems:
             for rule in problem.findallproblemrules():
                 for info in rule.allinfos():
@@ -349,19 +352,21 @@ class ClosureChecker:
                             continue
                         seen.add(key)
                         chain = _chain_to(solv, pool, roots, s.id)
-                        res.unresolvable.append(Unresolvable(
+                        entry = Unresolvable(
                             str(dep), s.name, chain,
-                            f"{info.problemstr()}; no installable candidate (needed by {' -> '.join(chain)})"))
+                            f"{info.problemstr()}; no installable candidate (needed by {' -> '.join(chain)})")
+                        providers[id(entry)] = {p.name for p in pool.whatprovides(dep)}
+                        res.unresolvable.append(entry)
                     elif kind == solv.Solver.SOLVER_RULE_JOB_NOTHING_PROVIDES_DEP and dep is not None:
                         key = ("j", str(dep))
                         if key not in seen:
                             seen.add(key)
                             res.unresolvable.append(Unresolvable(str(dep), None, [], info.problemstr()))
-        # A REQUIRES rule about a package already explained by a NOTHING_PROVIDES or conflict is noise.
-        explained = {u.needed_by for u in res.unresolvable if u.message.startswith("nothing provides")}
+        # "A requires B, but B cannot be installed" is noise when B's own problem (nothing provides
+        # something B needs, or a conflict) is already reported.
+        explained = {u.needed_by for u in res.unresolvable if id(u) not in providers}
         explained |= {c.package for c in res.conflicts} | {c.other for c in res.conflicts}
-        res.unresolvable = [u for u in res.unresolvable if u.message.startswith("nothing provides")
-                            or not (explained & set(u.chain))]
+        res.unresolvable = [u for u in res.unresolvable if not (providers.get(id(u), set()) & explained)]
 
 
 @dataclass
@@ -404,6 +409,28 @@ def _add_index(solv: Any, repo: Any, f: IndexFile) -> None:
             fp.close()
     finally:
         _os.close(fd)
+
+
+# What rpm itself provides (``rpm --querytags``/``rpmlib`` features): packages built by rpm may require
+# them, and in a real transaction the installed rpm satisfies them. createrepo usually strips them
+# from primary.xml; when a repository keeps them, they must not read as missing dependencies.
+RPMLIB_FEATURES = (
+    "BuiltinLuaScripts", "CaretInVersions", "CompressedFileNames", "DynamicBuildRequires",
+    "ExplicitPackageProvide", "FileCaps", "FileDigests", "HeaderLoadSortsTags", "LargeFiles",
+    "PartialHardlinkSets", "PayloadFilesHavePrefix", "PayloadIsBzip2", "PayloadIsLzma", "PayloadIsXz",
+    "PayloadIsZstd", "RichDependencies", "ScriptletExpansion", "ScriptletInterpreterArgs",
+    "ShortCircuited", "SysUsers", "TildeInVersions", "VersionedDependencies",
+)
+
+
+def _rpmlib_capabilities(solv: Any, pool: Any) -> None:
+    repo = pool.add_repo("@rpm")
+    s = repo.add_solvable()
+    s.name, s.evr, s.arch = "rpmlib-capabilities", "1", "noarch"
+    for feature in RPMLIB_FEATURES:
+        s.add_deparray(solv.SOLVABLE_PROVIDES, pool.Dep(f"rpmlib({feature})"))
+    repo.internalize()
+    pool.installed = repo  # present before the transaction, so never part of the closure
 
 
 def _select(solv: Any, pool: Any, name: str) -> Any:

@@ -286,14 +286,20 @@ class ClosureChecker:
         # Alternatives "a | b": apt and os-image-composer take the first installable one; libsolv's
         # policy may pick another (e.g. dracut for "initramfs-tools | linux-initramfs-tool"). Favour
         # the first alternatives the solution skipped and solve again, until nothing changes.
-        favoured: set[str] = set()
+        favoured: dict[str, bool] = {}
         for _ in range(4):
-            extra = _skipped_first_alternatives(solv, pool, news) - favoured
+            extra = {k: v for k, v in _skipped_first_alternatives(solv, pool, news).items() if k not in favoured}
             if not extra:
                 break
-            favoured |= extra
-            fav_jobs = [j for n in sorted(favoured)
-                        for j in pool.select(n, solv.Selection.SELECTION_NAME).jobs(solv.Job.SOLVER_FAVOR)]
+            favoured.update(extra)
+            # FAVOR steers the choices libsolv makes; a weak INSTALL also covers requirements it never
+            # had to choose for (already met by a package that Provides the name, e.g. lsb-base).
+            fav_jobs = []
+            for n, install in sorted(favoured.items()):
+                sel = pool.select(n, solv.Selection.SELECTION_NAME)
+                fav_jobs += sel.jobs(solv.Job.SOLVER_FAVOR)
+                if install:
+                    fav_jobs += sel.jobs(solv.Job.SOLVER_INSTALL | solv.Job.SOLVER_WEAK)
             solver = pool.Solver()
             solver.set_flag(solv.Solver.SOLVER_FLAG_IGNORE_RECOMMENDED, 1)
             if solver.solve(jobs + fav_jobs):
@@ -455,21 +461,25 @@ def _requires(solv: Any, s: Any) -> list[Any]:
     return list(s.lookup_deparray(solv.SOLVABLE_REQUIRES, 0))
 
 
-def _skipped_first_alternatives(solv: Any, pool: Any, news: list[Any]) -> set[str]:
-    """First alternatives of satisfied "a | b" requirements that the solution did not choose."""
-    chosen = {s.id for s in news}
+def _skipped_first_alternatives(solv: Any, pool: Any, news: list[Any]) -> dict[str, bool]:
+    """Real packages apt and os-image-composer would have picked but the solution did not.
+
+    Both take the first alternative of "a | b", and a package really named like the requirement
+    before any package that only Provides it (upstream findAllCandidates: exact name first). libsolv
+    may satisfy "libavcodec59 (= v)" with libavcodec-extra59, which provides and conflicts with it."""
     names = {s.name for s in news}
-    out: set[str] = set()
+    out: dict[str, bool] = {}  # name -> must be installed (True) or only favoured in a choice (False)
     for s in news:
         for dep in _requires(solv, s):
             text = str(dep)
-            if " | " not in text:
-                continue
             first = text.split(" | ", 1)[0].split(" ", 1)[0]
-            if first in names or any(p.id in chosen for p in pool.whatprovides(pool.Dep(first))):
+            if first in names or first in out:
                 continue
-            if not pool.select(first, solv.Selection.SELECTION_NAME).isempty():
-                out.add(first)
+            if pool.select(first, solv.Selection.SELECTION_NAME).isempty():
+                continue
+            # "a | b" already met by b, which is installed anyway: apt keeps b and adds nothing.
+            # A plain requirement met only through a Provides: apt installs the real package.
+            out[first] = " | " not in text
     return out
 
 

@@ -345,3 +345,33 @@ def test_real_bookworm_desktop_on_4gib_root_is_caught(tmp_path: Path) -> None:
     assert [e.code for e in b.errors] == ["build.disk_too_small"], b.summary()
     shell = next(p for p in c.packages if p.name == "gnome-shell")
     assert shell.chain[0] == "task-gnome-desktop" and shell.chain[-1] == "gnome-shell"
+
+
+@needs_solv
+def test_repository_priority_blocking_and_allow_packages(tmp_path: Path, served: tuple[Path, str]) -> None:
+    root, url = served
+    (root / "Packages").write_text(stanza("tool", "2.0-1") + "\n" + stanza("helper", "1.0-1"))
+    extra = root / "extra" / "dists" / "x" / "main" / "binary-amd64"
+    extra.mkdir(parents=True)
+    (extra / "Packages").write_text(stanza("tool", "1.5-1", size_kib=7) + "\n" + stanza("helper", "0.5-1"))
+    v = PackageVerifier(tmp_path / "cache", sources={"ubuntu24": [f"{url}/Packages"]},
+                        allow_private_template_hosts=True)
+    c = ClosureChecker(v)
+
+    def closure(priority: int, allow: list[str] | None = None) -> dict[str, str]:
+        repo = {"url": f"{url}/extra", "codename": "x", "component": "main", "priority": priority}
+        if allow is not None:
+            repo["allowPackages"] = allow
+        data = {"target": {"os": "ubuntu", "dist": "ubuntu24", "arch": "x86_64"},
+                "systemConfig": {"packages": ["tool", "helper"]}, "packageRepositories": [repo]}
+        r = c.check_template(data)
+        assert r.ok and r.complete, r.message
+        return {p.name: p.version for p in r.packages}
+
+    # Higher priority wins over a higher version (apt pinning), equal priority takes the newest.
+    assert closure(1001) == {"tool": "1.5-1", "helper": "0.5-1"}
+    assert closure(0) == {"tool": "2.0-1", "helper": "1.0-1"}
+    # A negative priority blocks the repository (upstream shouldBlockPackage).
+    assert closure(-1) == {"tool": "2.0-1", "helper": "1.0-1"}
+    # allowPackages: only the listed names may come from that repository.
+    assert closure(1001, ["tool"]) == {"tool": "1.5-1", "helper": "1.0-1"}

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench lock clean install-llm llm-server test-llm bench-llm docs
+.PHONY: install run test lint bench lock clean system-deps install-llm llm-server test-llm bench-llm docs
 
 $(STAMP): pyproject.toml constraints.txt requirements-model.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,19 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 
-test: install lint
+test: install lint system-deps
 	$(BIN)/python -m pytest -q -m "not llm" $(PYTEST_ARGS)
+
+# The install-closure check (server/closure.py) solves with libsolv; Debian's python3-solv is the build
+# with Debian support (PyPI's solv wheels read rpm-md only). Without it those checks and tests say so and
+# skip. `apt-get update` also provides the bookworm index the closure tests and bench read.
+system-deps:
+	@if command -v apt-get >/dev/null && ! dpkg -s python3-solv >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-solv; \
+	  else echo "note: install python3-solv (sudo apt-get install python3-solv) for the closure check" >&2; fi; \
+	fi
+	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; \
+	  then apt-get update -qq || true; fi
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
@@ -30,7 +41,7 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,bench]'
 	@touch $@
 
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) system-deps
 	$(BIN)/python -m bench.run $(ARGS)
 
 # Regenerate the README's table of bundled templates.

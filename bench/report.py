@@ -76,6 +76,11 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     ref = _get(results, "quality", "reference", "shipped", "ours", "overall", "hit@3")
     if ref is not None:
         add("hit@3 overall on the real (reference) corpus", _f(ref, 3), "≥ 0.95", ref >= 0.95)
+    st = _get(results, "closure", "size_target")
+    if st:
+        label = f"{st['closure']}-package closure, {st['index_packages']:,}-package index"
+        add(f"install closure warm ({label})", _f(st["warm_s_p50"], 3, " s"), "≤ 1 s", st["warm_s_p50"] <= 1)
+        add(f"install closure cold ({label})", _f(st["cold_s"], 2, " s"), "≤ 3 s", st["cold_s"] <= 3)
     return rows
 
 
@@ -433,5 +438,9 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
         from bench.agent_bench import markdown
 
         lines += [markdown(results["agent"])]
+    if results.get("closure"):
+        from bench.closure import markdown as closure_markdown
+
+        lines += [closure_markdown(results["closure"])]
     lines += kept
     path.write_text("\n".join(lines))

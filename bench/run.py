@@ -187,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
                                   cache / f"quality-{corpora[-1].name}")
     logging.disable(logging.NOTSET)
 
+    # ---- will it build? install closure and disk fit on the real Debian index -------------------------
+    from bench import closure as closure_bench
+
+    results["closure"] = phases.run("install closure vs apt", closure_bench.run)
+
     results["phases_s"] = phases.seconds
     results["total_s"] = phases.total
     results["embedding_cache"] = {"embedded_this_run": embed_cache.embedded,

@@ -446,8 +446,13 @@ class Agent:
             return {"verified": False, "message": f"package verification skipped: {exc}", "found": [],
                     "missing": [], "unchecked": [], "suggestions": {}}
         d = res.to_dict()
-        return {"verified": bool(d.get("complete", d["verified"])), "message": d["message"], "found": d["found"],
-                "missing": d["missing"], "unchecked": d["unchecked"], "suggestions": d["suggestions"]}
+        out = {"verified": bool(d.get("complete", d["verified"])), "message": d["message"], "found": d["found"],
+               "missing": d["missing"], "unchecked": d["unchecked"], "suggestions": d["suggestions"]}
+        if getattr(self.settings.agent, "check_build", False):  # closure + disk fit (server/build_check.py)
+            from server.build_check import build_check_step
+
+            out["build"] = build_check_step(self.engine, draft.yaml)
+        return out
 
     def _record_new(self, conversation_id: str | None, request: str, draft: _Draft,
                     grounded_on: list[str]) -> tuple[str, int]:
@@ -494,6 +499,8 @@ class Agent:
             else:
                 reason = str(packages.get("message", "")).split("\n")[0].split(" (e.g.")[0].split(". ")[0]
                 text += f" Packages could not be verified ({reason}); none is reported missing."
+            if packages.get("build"):
+                text += " " + packages["build"]["verdict"]
         return text
 
     # ---- refinement ----------------------------------------------------------

@@ -103,6 +103,9 @@ class AgentSettings(_Section):
     auto_fix: bool = True
     max_fix_attempts: int = Field(2, ge=0, le=10)
     verify_packages: bool = True
+    # "Will it build?" (server/build_check.py): closure, conflicts, disk fit. Off by default: it reads
+    # full repository indexes, which is slow the first time and impossible offline.
+    check_build: bool = False
     require_valid_output: bool = True
     # "full": every grounding template in full; "compact": the best one in full, the others summarised
     # (for small local models with short context windows).

@@ -339,6 +339,21 @@ class Engine:
             )
         return self.verifier.verify(names, os=os, dist=dist, arch=arch, repositories=repositories or None)
 
+    def check_build(self, yaml: str | None = None, name: str | None = None) -> Any:
+        """Will it build? Install closure, conflicts and disk fit from the real repository indexes
+        (server/build_check.py). Slow on first use (index download); opt-in for callers."""
+        from server.build_check import check_build
+
+        text, _base, _resolved = self.template_text(yaml, name)
+        return check_build(self.verifier, text)
+
+    def check_closure(self, packages: list[str], *, os: str | None = None, dist: str | None = None,
+                      arch: str | None = None) -> Any:
+        """The install closure of a bare package list (no template, so no disk fit)."""
+        from server.closure import checker_for
+
+        return checker_for(self.verifier).check(packages, os=os, dist=dist, arch=arch)
+
     # ---- generation support -----------------------------------------------------
     @property
     def agent(self) -> Any:

@@ -245,7 +245,10 @@ def open_index(path: Path) -> Iterator[IO[bytes]]:
         elif head[:3] == b"BZh":
             stream = bz2.BZ2File(raw)
         elif head[:4] == b"\x04\x22\x4d\x18":
-            raise IndexFormatError("lz4-compressed index is not supported")
+            # apt's own downloaded lists (/var/lib/apt/lists/*_Packages.lz4) are lz4 frames.
+            import lz4.frame
+
+            stream = lz4.frame.LZ4FrameFile(raw)  # noqa: SIM115 - closed in the finally below
         else:
             stream = raw
         try:
@@ -260,7 +263,7 @@ def _chunks(stream: IO[bytes], size: int = 1 << 22) -> Iterator[bytes]:
     while True:
         try:
             chunk = stream.read(size)
-        except (OSError, EOFError, lzma.LZMAError, zstandard.ZstdError) as e:
+        except (OSError, EOFError, RuntimeError, lzma.LZMAError, zstandard.ZstdError) as e:  # lz4: RuntimeError
             raise IndexFormatError(f"corrupt compressed index: {e}") from e
         if not chunk:
             return
@@ -1187,6 +1190,33 @@ def _dedup_key(location: str) -> str:
     return f"{parts.netloc}{parts.path}".rstrip("/") if parts.netloc else location.rstrip("/")
 
 
+@dataclass
+class IndexFile:
+    """One consulted index file on local disk (for the closure check, which reads the full metadata)."""
+
+    family: str  # "deb" | "rpm"
+    path: Path  # a Packages file or primary.xml, possibly compressed (see open_index)
+    fingerprint: str
+    source: str
+    priority: int = 0  # the template repository's priority (apt pinning semantics); 0 for defaults
+    allow: tuple[str, ...] = ()
+
+
+@dataclass
+class IndexFiles:
+    dist: str | None
+    arch: str | None
+    family: str | None
+    files: list[IndexFile]
+    sources: list[SourceStatus]
+    notes: list[str]
+    error: str | None = None  # no target could be determined
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None and all(s.ok for s in self.sources)
+
+
 class PackageVerifier:
     """Checks package names against the repository indexes of a distribution.
 
@@ -1333,6 +1363,62 @@ class PackageVerifier:
         plan = self._plan(d, family, a, repositories)
         view, _ = self._consult(plan.units)
         return view.suggest(name.strip(), max(1, limit))
+
+    def index_files(
+        self,
+        *,
+        os: str | None,
+        dist: str | None,
+        arch: str | None,
+        repositories: list[dict[str, Any]] | None = None,
+    ) -> IndexFiles:
+        """The index files ``verify`` would consult for this target, fetched or revalidated as it would.
+
+        The closure check (server/closure.py) hands these to libsolv, which needs every field, not
+        just names. A repository that cannot be read is reported in ``sources``, never hidden.
+        """
+        target = self._target(os, dist, arch)
+        if isinstance(target, str):
+            return IndexFiles(canonical_dist(os, dist), arch, None, [], [], [], error=target)
+        d, family, a, notes = target
+        plan = self._plan(d, family, a, repositories)
+        notes = notes + plan.notes
+        priorities: dict[str, int] = {}
+        for repo in repositories or []:
+            url, prio = repo.get("url"), repo.get("priority")
+            if not isinstance(url, str) or _is_placeholder(url) or not isinstance(prio, int):
+                continue
+            with contextlib.suppress(ValueError):
+                for u in self._template_source(repo, url.strip(), family).units(family, a):
+                    priorities[u.key] = prio
+
+        def locate(unit: _Unit) -> tuple[Path, str] | str:
+            try:
+                if _is_local(unit.location):
+                    return self._locate_local(unit)
+                got = self._fetch_unit(unit)
+                return got.path, got.sha256
+            except (_FetchError, _NotFound, IndexFormatError, OSError, ValueError) as e:
+                return f"not found: {e}" if isinstance(e, _NotFound) else (str(e) or type(e).__name__)
+
+        if len(plan.units) > 1:
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(plan.units))) as pool:
+                located = list(pool.map(locate, plan.units))
+        else:
+            located = [locate(u) for u in plan.units]
+        files: list[IndexFile] = []
+        statuses: list[SourceStatus] = []
+        for unit, got in zip(plan.units, located, strict=True):
+            if isinstance(got, str):
+                statuses.append(SourceStatus(_display(unit), False, 0, None, got, False))
+                continue
+            path, fingerprint = got
+            files.append(
+                IndexFile(unit.parser_family, path, fingerprint, _display(unit), priorities.get(unit.key, 0),
+                          unit.allow)
+            )
+            statuses.append(SourceStatus(_display(unit), True, 0, None, None, True))
+        return IndexFiles(d, a, family, files, statuses + plan.failed, notes)
 
     def stats(self) -> dict[str, Any]:
         now = self.clock()

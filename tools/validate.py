@@ -60,12 +60,20 @@ def register(mcp: MCPServer, engine: Engine) -> None:
     async def validate_template(
         yaml: Annotated[str | None, Field(max_length=MAX_YAML_CHARS, description="the template YAML text")] = None,
         name: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="or the name of an indexed template")] = None,
+        check_build: Annotated[bool, Field(description="also check that it would build: dependency closure, "
+                                                       "conflicts and disk fit against the real repository "
+                                                       "indexes (slower; needs the indexes)")] = False,
     ) -> Annotated[CallToolResult, ValidationResult]:
         """Check an OS Image Composer template against the JSON Schema and semantic rules (os/dist pairs,
         partition layout and sizes, partition GUIDs per architecture, EFI/ESP, bootloader packages, secure boot vs
         immutability, duplicates, placeholders, plain-text passwords). Every issue has a path, line, column and a
         hint. Pass either the YAML text or the name of an indexed template."""
         report, resolved = await call_engine(engine, "validate_template", engine.validate, yaml, name)
+        if check_build and report.data is not None:
+            build = await call_engine(engine, "validate_template", engine.check_build, yaml, name)
+            report.errors += build.errors
+            report.warnings += build.warnings
+            report.valid = report.valid and not build.errors
         data = report.to_dict()
         model = ValidationResult(valid=data["valid"], template=resolved, error_count=data["error_count"],
                                  warning_count=data["warning_count"], errors=data["errors"],

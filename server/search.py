@@ -27,6 +27,7 @@ scores above 0.40 while queries about unrelated topics score under 0.25.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -38,9 +39,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from server import package_names
 from server import vocabulary as vocab
 from server.config import AISettings
 from server.index import TemplateIndex, build_where
+from server.knowledge import Concept, load_glossary
 from server.templates import TemplateRecord
 
 if TYPE_CHECKING:
@@ -58,32 +61,45 @@ RESULT_CACHE_SIZE = 256
 
 QUERY_TYPES = ("semantic", "package-explicit", "keyword-heavy", "negation")
 
-# Cross-distribution names for the same thing; used for package matching and negation.
-PACKAGE_ALIAS_GROUPS: list[set[str]] = [
-    {"docker", "docker.io", "docker-ce", "moby-engine", "moby", "docker-engine"},
-    {"docker-cli", "docker-ce-cli", "moby-cli"},
-    {"containerd", "containerd.io", "moby-containerd"},
-    {"podman", "podman-docker"},
-    {"openssh-server", "openssh", "sshd", "ssh"},
-    {"nginx", "nginx-core", "nginx-light", "nginx-full"},
-    {"apache", "apache2", "httpd"},
-    {"prometheus-node-exporter", "node-exporter", "node_exporter", "golang-github-prometheus-node-exporter"},
-    {"kernel", "linux-image-amd64", "linux-image-generic", "linux-image-arm64", "linux-image"},
-    {"python3", "python"},
-    {"qemu-kvm", "qemu-system-x86", "kvm", "qemu"},
-    {"libvirt", "libvirt-daemon-system", "libvirt-daemon"},
-    {"postgres", "postgresql"},
-    {"mysql", "mariadb", "mariadb-server", "mysql-server"},
-]
-_ALIASES: dict[str, set[str]] = {}
-for _group in PACKAGE_ALIAS_GROUPS:
-    for _name in _group:
-        _ALIASES.setdefault(_name, set()).update(_group)
+MAX_STEM_PACKAGES = 12
+CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
+STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
+_NAMESPACE = re.compile(r"^(?:intel-|python3?-|ros-[a-z]+-|prometheus-|golang-github-|gstreamer1\.0-|lib(?=[a-z]{3}))")
+_NAME_PARTS = re.compile(r"[-_.+]")
 
 
-def package_aliases(name: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def package_aliases(name: str) -> frozenset[str]:
+    """The name and the names that stand for the same software elsewhere (shared package knowledge)."""
     low = name.lower()
-    return _ALIASES.get(low, set()) | {low}
+    out = {low, *package_names.equivalents(low)}
+    for other in list(out):
+        out.update(package_names.equivalents(other))
+    return frozenset(out)
+
+
+def _known_alias_names() -> set[str]:
+    return {n for group in package_names.EQUIVALENT_GROUPS for n in group}
+
+
+def package_stem_keys(package: str) -> set[str]:
+    """Stems a person may name a package by: leading runs of its name parts, with and without a namespace
+    prefix (``intel-``, ``python3-``, ``ros-jazzy-``, ``lib``…), stopping at version parts. So
+    ``acpi-call-dkms`` answers to acpi-call, ``intel-dlstreamer-2025.2.0`` to dlstreamer,
+    ``prometheus-node-exporter`` to node-exporter, ``linux-headers-6.12-intel`` to linux-headers."""
+    keys: set[str] = set()
+    low = package.lower()
+    for name in {low, _NAMESPACE.sub("", low)}:
+        run: list[str] = []
+        for part in _NAME_PARTS.split(name):
+            if not part or part[0].isdigit():
+                break
+            run.append(part)
+            keys.add("-".join(run))
+            trimmed = part.rstrip("0123456789")
+            if len(run) == 1 and trimmed != part and len(trimmed) >= 3:
+                keys.add(trimmed)  # gstreamer1.0-tools, libze1
+    return keys
 
 
 class SearchInputError(ValueError):
@@ -100,6 +116,22 @@ class QueryAnalysis:
     excluded: list[str]
     density: float
     wants: dict[str, str] = field(default_factory=dict)  # dist/arch/image_type stated in the query
+    # Package mentions by stem ("v4l2loopback" -> v4l2loopback-dkms): mention -> catalog names it stands for.
+    package_sets: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Glossary concepts the query names, each with the content words that named it.
+    concepts: list[tuple[Concept, tuple[str, ...]]] = field(default_factory=list)
+
+    def expansion_terms(self) -> list[str]:
+        """Words the templates use for the concepts named in plain words (both search legs add them)."""
+        out: list[str] = []
+        for concept, _ in self.concepts:
+            out.extend(t for t in concept.terms if t not in out)
+        return out
+
+    def embedding_text(self) -> str:
+        """The query, plus a label for each concept named without any of its own words."""
+        labels = [c.label for c, words in self.concepts if not set(words) & set(c.terms)]
+        return self.text if not labels else f"{self.text} ({'; '.join(labels)})"
 
 
 @dataclass
@@ -136,10 +168,35 @@ _stem = vocab.stem
 class QueryAnalyzer:
     """Classifies a query and pulls out packages, exclusions and stated targets."""
 
-    def __init__(self, settings: AISettings, known_packages: set[str], vocabulary_terms: set[str]):
+    def __init__(self, settings: AISettings, known_packages: set[str], vocabulary_terms: set[str],
+                 stems: dict[str, frozenset[str]] | None = None):
         self.settings = settings
-        self.known_packages = known_packages | set(_ALIASES)
+        self.known_packages = known_packages | _known_alias_names()
         self.vocabulary_terms = vocabulary_terms
+        self.stems = stems or {}
+        self.glossary = load_glossary()
+        target_words = {w for words in (*vocab.DIST_WORDS.values(), *vocab.ARCH_WORDS.values(),
+                                        *vocab.IMAGE_TYPE_WORDS.values()) for w in words}
+        self._not_stems = (self.glossary.generic_package_parts | self.glossary.phrase_words | vocab.STOPWORDS
+                           | vocab.NEGATION_WORDS | target_words)
+
+    def _stem_mentions(self, content: list[str], packages: list[str]) -> dict[str, frozenset[str]]:
+        """Package names given by stem: longest runs of adjacent words first ("linux headers" -> linux-headers)."""
+        found: dict[str, frozenset[str]] = {}
+        used: set[int] = set()
+        for n in (3, 2, 1):
+            for i in range(len(content) - n + 1):
+                span = range(i, i + n)
+                if used & set(span):
+                    continue
+                key = "-".join(content[i:i + n])
+                if n == 1 and (key in packages or key in self._not_stems or len(key) < 3 or key[0].isdigit()):
+                    continue
+                names = self.stems.get(key)
+                if names and key not in packages:
+                    found[key] = names
+                    used.update(span)
+        return found
 
     def analyze(self, query: str) -> QueryAnalysis:
         tokens = vocab.tokenize(query)
@@ -158,6 +215,10 @@ class QueryAnalyzer:
             content.append(tok)
             if is_pkg or tok in self.vocabulary_terms or _stem(tok) in self.vocabulary_terms:
                 technical += 1
+        stem_sets = self._stem_mentions(content, packages)
+        for key in stem_sets:
+            packages.append(key)
+            technical += 1
         words = [t for t in tokens if t not in vocab.NEGATION_WORDS]
         density = technical / len(words) if words else 0.0
         cls = self.settings.classification
@@ -169,7 +230,19 @@ class QueryAnalyzer:
             qtype = "keyword-heavy"
         else:
             qtype = "semantic"
-        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content))
+        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content),
+                             stem_sets, self._concepts(query, content))
+
+    def _concepts(self, query: str, content: list[str]) -> list[tuple[Concept, tuple[str, ...]]]:
+        out = []
+        for concept, phrases in self.glossary.match(query):
+            # The words that named it must be wanted words: "without nginx" names no web server.
+            for phrase in phrases:
+                covered = tuple(t for t in content if t in phrase or _stem(t) in phrase)
+                if covered:
+                    out.append((concept, covered))
+                    break
+        return out
 
     @staticmethod
     def _negations(tokens: list[str]) -> tuple[list[str], set[int]]:
@@ -201,7 +274,10 @@ class QueryAnalyzer:
     @staticmethod
     def _wants(content: list[str]) -> dict[str, str]:
         wants: dict[str, str] = {}
-        for tok in content:
+        # "wind river", "red hat", "centos stream" name a target in two words; "cbl-mariner" in one dashed word.
+        pairs = [f"{a}-{b}" for a, b in zip(content, content[1:], strict=False)]
+        parts = [p for tok in content if "-" in tok for p in tok.split("-")]
+        for tok in [*content, *parts, *pairs]:
             for arch, words in vocab.ARCH_WORDS.items():
                 if tok in words and tok not in ("intel",):
                     wants["arch"] = arch
@@ -209,10 +285,14 @@ class QueryAnalyzer:
                 if tok in (itype, *words[:2]) and tok != "disk":
                     wants["image_type"] = itype
             dists = vocab.dist_for_word(tok)
-            if len(dists) == 1 and tok not in ("intel", "microsoft", "canonical", "wind", "river", "debian-based"):
+            if len(dists) == 1 and tok not in ("intel", "microsoft", "wind", "river", "debian-based"):
                 wants["dist"] = dists[0]
-            elif tok == "ubuntu" and "dist" not in wants:
-                wants["os"] = "ubuntu"
+            elif "dist" not in wants:
+                for os_id, words in vocab.OS_WORDS.items():
+                    if tok in words:
+                        wants["os"] = os_id
+        if "dist" in wants:
+            wants.pop("os", None)
         return wants
 
 
@@ -256,9 +336,20 @@ class SearchEngine:
         self._doc_sets.clear()
         technical = set(vocab.TECHNICAL_TERMS) | {w for words in vocab.ARCH_WORDS.values() for w in words}
         technical.discard("intel")
-        self.analyzer = QueryAnalyzer(self.settings, self.index.all_packages(), technical)
+        packages = self.index.all_packages()
+        self.analyzer = QueryAnalyzer(self.settings, packages, technical, self._package_stems(packages))
         self._catalog_version = version
         self._cache.clear()
+
+    @staticmethod
+    def _package_stems(packages: set[str]) -> dict[str, frozenset[str]]:
+        stems: dict[str, set[str]] = {}
+        for name in packages:
+            for key in package_stem_keys(name):
+                if key != name.lower():
+                    stems.setdefault(key, set()).add(name.lower())
+        # A stem shared by very many packages (ros-*, python3-*) identifies none of them.
+        return {k: frozenset(v) for k, v in stems.items() if len(v) <= MAX_STEM_PACKAGES}
 
     def _idf(self, term: str) -> float:
         count = self._df.get(term) or self._df.get(_stem(term))
@@ -289,25 +380,47 @@ class SearchEngine:
             w = {"semantic": w["semantic"], "keyword": w["keyword"] + w["package"], "package": 0.0}
         return w
 
+    @staticmethod
+    def _credit(words: set[str], synonyms: set[str], strong: frozenset[str], weak: frozenset[str]) -> float:
+        if words & strong:
+            return 1.0
+        if synonyms & strong or words & weak:
+            return WEAK_CREDIT
+        if synonyms & weak:
+            return WEAK_CREDIT * WEAK_CREDIT
+        return 0.0
+
     def _keyword_score(self, analysis: QueryAnalysis, uid: str) -> tuple[float, list[str]]:
         strong, weak = self._term_sets(uid)
         total = matched = 0.0
         hits: list[str] = []
+        covered: set[str] = set()
+        # A concept named in plain words ("fetch at power-on through the LAN") is matched by the words the
+        # templates use for it (initrd, pxe): its words weigh together and earn the best credit either way.
+        for concept, words in analysis.concepts:
+            if not words or covered.issuperset(words):
+                continue
+            fresh = [w for w in words if w not in covered]
+            covered.update(words)
+            weights = [self._idf(w) for w in fresh]
+            weight = sum(weights)
+            own = sum(wt * self._credit({w, _stem(w)}, set(vocab.SYNONYMS.get(w, [])), strong, weak)
+                      for w, wt in zip(fresh, weights, strict=True)) / weight
+            terms = {t for term in concept.terms for t in (term, _stem(term))}
+            credit = max(own, self._credit(terms, set(), strong, weak) * CONCEPT_CREDIT)
+            total += weight
+            if credit:
+                matched += credit * weight
+                hits.append(concept.id)
         for q in dict.fromkeys(analysis.content_terms):
+            if q in covered:
+                continue
             idf = self._idf(q)
             total += idf
-            exact = {q, _stem(q)}
-            synonyms = set(vocab.SYNONYMS.get(q, []))
-            if exact & strong:
-                credit = 1.0
-            elif synonyms & strong or exact & weak:
-                credit = WEAK_CREDIT
-            elif synonyms & weak:
-                credit = WEAK_CREDIT * WEAK_CREDIT
-            else:
-                continue
-            matched += credit * idf
-            hits.append(q)
+            credit = self._credit({q, _stem(q)}, set(vocab.SYNONYMS.get(q, [])), strong, weak)
+            if credit:
+                matched += credit * idf
+                hits.append(q)
         return (matched / total if total else 0.0), hits
 
     @staticmethod
@@ -315,13 +428,15 @@ class SearchEngine:
         if not analysis.packages:
             return 0.0, []
         have = {p.lower() for p in rec.packages}
-        matched = [p for p in analysis.packages if package_aliases(p) & have]
+        matched = [p for p in analysis.packages
+                   if package_aliases(p) & have or analysis.package_sets.get(p, frozenset()) & have]
         return len(matched) / len(analysis.packages), matched
 
     @staticmethod
     def _excluded_hits(analysis: QueryAnalysis, rec: TemplateRecord) -> list[str]:
         have = {p.lower() for p in rec.packages}
-        words = {w.lower() for w in rec.keywords} | {w for w in vocab.split_parts(rec.id)}
+        # Words the author wrote, not ones we inferred: a "web" file name does not mean nginx is installed.
+        words = {w.lower() for w in rec.explicit_keywords} | {w for w in vocab.split_parts(rec.id)}
         hits = []
         for term in analysis.excluded:
             aliases = package_aliases(term) | {_stem(term)} | set(vocab.SYNONYMS.get(term, [])[:1])
@@ -329,6 +444,13 @@ class SearchEngine:
             if pkg_hit or term in words:
                 hits.append(term)
         return hits
+
+    @staticmethod
+    def _strong(analysis: QueryAnalysis, r: ScoredResult) -> bool:
+        """Exact evidence: most named packages installed, or most of the query's words (or concepts) present."""
+        if analysis.packages and r.package >= STRONG_EVIDENCE:
+            return True
+        return len(r.matched_terms) >= 1 and r.keyword >= STRONG_EVIDENCE + BM25_SHARE
 
     # ---- the search ----------------------------------------------------------
     def validate_args(self, query: str, top_k: int, filters: dict[str, str | None]) -> str:
@@ -364,9 +486,10 @@ class SearchEngine:
                                     "latency_ms": (time.perf_counter() - started) * 1000})
         analysis = self.analyzer.analyze(query)
         weights = self.weights_for(analysis)
-        qvec = self.embedder.embed_query(query)
+        qvec = self.embedder.embed_query(analysis.embedding_text())
         fts_terms = [t for t in analysis.tokens if t not in vocab.STOPWORDS and t not in analysis.excluded
                      and t not in vocab.NEGATION_WORDS]
+        fts_terms += [t for t in analysis.expansion_terms() if t not in fts_terms]
         fts_query = " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
         limit = max(top_k * 4, 50)
         candidates = self.index.candidates(np.asarray(qvec), fts_query, build_where(filters), limit)
@@ -396,7 +519,8 @@ class SearchEngine:
                                        round(cand.cosine, 4), round(cand.bm25, 4), penalties, matched, hits))
         scored.sort(key=lambda r: (-r.score, r.record.name))
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
-        kept = [r for r in scored if r.score >= threshold]
+        # A weak semantic score never empties a query whose packages or words a template clearly has.
+        kept = [r for r in scored if r.score >= threshold or (not r.penalties and self._strong(analysis, r))]
         below = len(scored) - len(kept)
         results = kept[:top_k]
         if results:

@@ -43,7 +43,7 @@ from server import package_names
 from server import vocabulary as vocab
 from server.config import AISettings
 from server.index import TemplateIndex, build_where
-from server.knowledge import Concept, load_glossary
+from server.knowledge import Concept, glossary_words, load_glossary
 from server.templates import TemplateRecord
 
 if TYPE_CHECKING:
@@ -238,7 +238,8 @@ class QueryAnalyzer:
         for concept, phrases in self.glossary.match(query):
             # The words that named it must be wanted words: "without nginx" names no web server.
             for phrase in phrases:
-                covered = tuple(t for t in content if t in phrase or _stem(t) in phrase)
+                # Query tokens keep dashes ("write-protected"); glossary words do not.
+                covered = tuple(t for t in content if set(glossary_words(t)) & set(phrase))
                 if covered:
                     out.append((concept, covered))
                     break

@@ -449,7 +449,9 @@ class SearchEngine:
     @staticmethod
     def _strong(analysis: QueryAnalysis, r: ScoredResult) -> bool:
         """Exact evidence: most named packages installed, or most of the query's words (or concepts) present."""
-        if analysis.packages and r.package >= STRONG_EVIDENCE:
+        if analysis.packages and r.package >= STRONG_EVIDENCE and r.semantic > 0:
+            # Some package names are English words ("file", "less"): a match counts only when the query's
+            # meaning is not wholly unrelated to the template (cosine above the floor).
             return True
         return len(r.matched_terms) >= 1 and r.keyword >= STRONG_EVIDENCE + BM25_SHARE
 

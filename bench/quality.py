@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--misses", action="store_true", help="list our misses at 3")
     p.add_argument("--cache", default=str(corpus_mod.REPO / ".bench-cache"))
     p.add_argument("--json", default=None, help="also write the figures to this file")
+    p.add_argument("--update-report", action="store_true",
+                   help="rewrite the quality section and quality targets of BENCHMARKS.md (and bench/plots/quality.png)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     os.environ.setdefault("LANCEDB_LOG", "error")
@@ -184,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
             _print(f"{rc.name} needs set, {half} half", res, args.misses)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+    if args.update_report:
+        from bench.measure import machine
+        from bench.report import update_quality_section
+
+        m = machine()
+        update_quality_section(results, corpus_mod.REPO / "BENCHMARKS.md", corpus_mod.REPO / "bench" / "plots",
+                               f"{m['date']} ({m['cpu']}, {m['cores']} cores)")
     return 0
 
 

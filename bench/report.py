@@ -385,6 +385,48 @@ def _kept_llm_section(path: Path) -> list[str]:
     return ["", LLM_START, "## A real local LLM", "", "Not measured yet: run `make bench-llm`.", LLM_END, ""]
 
 
+QUALITY_HEADING = "## Quality: ours vs the upstream baseline"
+QUALITY_TARGETS = ("quality above the baseline", "hit@3 overall on the real", "needs-written queries")
+
+
+def _quality_intro(made: list[str], rel: Path) -> list[str]:
+    lines = ["Baseline = upstream `ai` search re-implemented in `bench/baseline.py`: its searchable text, query parser, "
+             "fixed 0.7/0.2/0.1 weights, ×0.5 negation, 0.40 threshold, brute-force cosine, over the same local "
+             "MiniLM embeddings. ▲/▼: ours above/below the baseline. *empty*: relevant queries answered with "
+             "nothing; *irrelevant* queries (`relevant: []`) count as right only when nothing is returned.", ""]
+    if "quality.png" in made:
+        lines += [f"![quality per query type]({rel / 'quality.png'})", ""]
+    return lines
+
+
+def update_quality_section(quality: dict[str, Any], path: Path, plots: Path, stamp: str) -> None:
+    """Re-render only the quality section and quality target rows of an existing BENCHMARKS.md (the output
+    of ``python -m bench.quality --update-report``); speed figures stay as the last full run left them."""
+    text = path.read_text(encoding="utf-8")
+    start = text.index(QUALITY_HEADING)
+    end = text.index("\n## ", start + len(QUALITY_HEADING))
+    results = {"quality": quality}
+    made = [m for m in write_plots(results, plots) if m == "quality.png"]
+    if not made and (plots / "quality.png").is_file():
+        made = ["quality.png"]  # matplotlib absent (bench extra not installed): keep the last full run's plot
+    rel = Path("bench") / "plots"
+    with contextlib.suppress(ValueError):
+        rel = plots.resolve().relative_to(path.resolve().parent)
+    section = [QUALITY_HEADING, "", f"Quality figures refreshed by `python -m bench.quality --update-report` on "
+               f"{stamp}.", ""] + _quality_intro(made, rel) + _quality_tables(results)
+    text = text[:start] + "\n".join(section).rstrip() + "\n" + text[end:]
+    rows = [f"| {t['target']} | {t['measured']} | {t['goal']} | {'yes' if t['met'] else '**no**'} |"
+            for t in targets(results)]
+    lines = text.split("\n")
+    kept = [ln for ln in lines if not (ln.startswith("| ") and ln[2:].startswith(QUALITY_TARGETS))]
+    header = kept.index("| target | measured | goal | met |")
+    last = header + 1
+    while last + 1 < len(kept) and kept[last + 1].startswith("| "):
+        last += 1
+    kept[last + 1:last + 1] = rows
+    path.write_text("\n".join(kept), encoding="utf-8")
+
+
 def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
     kept = _kept_llm_section(path)
     made = write_plots(results, plots)
@@ -412,12 +454,7 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
     lines += ["## Targets", "", "| target | measured | goal | met |", "|---|---|---|---|"]
     for t in targets(results):
         lines.append(f"| {t['target']} | {t['measured']} | {t['goal']} | {'yes' if t['met'] else '**no**'} |")
-    lines += ["", "## Quality: ours vs the upstream baseline", "",
-              "Baseline = upstream `ai` search re-implemented in `bench/baseline.py`: its searchable text, query parser, "
-              "fixed 0.7/0.2/0.1 weights, ×0.5 negation, 0.40 threshold, brute-force cosine, over the same local "
-              "MiniLM embeddings. ▲/▼: ours above/below the baseline.", ""]
-    if "quality.png" in made:
-        lines += [f"![quality per query type]({rel / 'quality.png'})", ""]
+    lines += ["", QUALITY_HEADING, ""] + _quality_intro(made, rel)
     lines += _quality_tables(results)
     lines += ["## Search latency", "",
               f"{_get(results, 'config', 'queries_per_size')} distinct queries per size (the labelled queries and "

@@ -6,8 +6,6 @@ from __future__ import annotations
 import pytest
 
 from server.evaluation import evaluate, load_queries
-from server.knowledge import load_glossary
-from server.search import package_aliases, package_stem_keys
 from tests.conftest import REPO
 
 NEEDS = {name: REPO / "bench" / "eval" / f"search-{name}.yaml" for name in ("reference", "library")}
@@ -20,6 +18,8 @@ def _names(outcome) -> list[str]:
 # ---- package stems ----------------------------------------------------------------------------------------
 
 def test_stem_keys_cover_suffixes_prefixes_and_versions():
+    from server.search import package_stem_keys
+
     assert "v4l2loopback" in package_stem_keys("v4l2loopback-dkms")
     assert "tpm2" in package_stem_keys("tpm2-tools")
     assert "dlstreamer" in package_stem_keys("intel-dlstreamer-2025.2.0")
@@ -50,6 +50,8 @@ def test_generic_words_are_not_read_as_package_stems(library_engine):
 
 
 def test_package_equivalences_come_from_the_shared_knowledge():
+    from server.search import package_aliases
+
     assert {"podman-docker"} <= package_aliases("podman")
     assert {"mariadb-server", "mysql-server"} <= package_aliases("mysql")
     assert {"docker.io", "moby-engine"} <= package_aliases("docker")
@@ -82,6 +84,8 @@ def test_a_named_target_is_a_preference_not_a_filter(library_engine):
 # ---- concepts in plain words ------------------------------------------------------------------------------
 
 def test_glossary_covers_the_kinds_of_image_in_both_corpora():
+    from server.knowledge import load_glossary
+
     concepts = load_glossary().concepts
     for kind in ("network-boot", "installer", "immutable", "real-time", "robotics", "desktop", "uki",
                  "virtualization-host", "cloud-vm", "ai-vision", "monitoring", "web-server", "hardened", "kiosk",

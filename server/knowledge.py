@@ -517,6 +517,10 @@ class Glossary:
             self.concepts[cid] = Concept(cid, str(spec.get("label", cid)), terms,
                                          tuple(sorted(p for p in phrases if p)))
         self.generic_package_parts: frozenset[str] = frozenset(_tuple(raw.get("generic_package_parts")))
+        prefixes = [re.escape(p).replace(r"\*", "[a-z]+") + ("(?=[a-z]{3})" if p == "lib" else "")
+                    for p in _tuple(raw.get("package_namespaces"))]
+        # Matches the namespace prefix of a package name, if any (see package_namespaces in the YAML).
+        self.package_namespace: re.Pattern[str] = re.compile("^(?:" + "|".join(prefixes) + ")" if prefixes else "^$")
         # Words of the plain-language phrases: ordinary English, never read as package stems.
         self.phrase_words: frozenset[str] = frozenset(
             w for c in self.concepts.values() for p in c.phrases for w in p if len(p) > 1)

@@ -71,6 +71,7 @@ RESULT_CACHE_SIZE = 256
 QUERY_TYPES = ("semantic", "package-explicit", "keyword-heavy", "negation")
 
 MAX_STEM_PACKAGES = 12
+MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
 CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
 STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
 _NAME_PARTS = re.compile(r"[-_.+]")
@@ -110,6 +111,56 @@ def package_stem_keys(package: str) -> set[str]:
     return keys
 
 
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+def _within_one_edit(a: str, b: str) -> bool:
+    """Damerau distance ≤ 1: one insertion, deletion, substitution or swap of neighbours."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+class SpellingIndex:
+    """Reads a misspelt query word ("ubunut", "promethius", "virtualisation") as the one known word within one
+    edit of it. Known words: the domain vocabulary, the glossary, the catalog's package names and stems, and
+    the catalog's most frequent terms. Short words (< MIN_FUZZY_LEN) and known words are never changed."""
+
+    MIN_FUZZY_LEN = 5
+
+    def __init__(self, words: dict[str, int], corpus_terms: Counter[str] | None = None):
+        self.known = words  # word -> frequency (ties go to the more frequent word)
+        self.corpus_terms = corpus_terms if corpus_terms is not None else Counter()
+        self._by_deletion: dict[str, set[str]] | None = None  # built on the first unknown word, not per catalog
+
+    def _index(self) -> dict[str, set[str]]:
+        if self._by_deletion is None:
+            index: dict[str, set[str]] = {}
+            for word in self.known:
+                if len(word) >= self.MIN_FUZZY_LEN - 1 and word.isascii():
+                    for key in {word, *_deletions(word)}:
+                        index.setdefault(key, set()).add(word)
+            self._by_deletion = index
+        return self._by_deletion
+
+    def correct(self, token: str) -> str | None:
+        if (len(token) < self.MIN_FUZZY_LEN or token in self.known or self.corpus_terms.get(token)
+                or not token.isalpha()):
+            return None
+        index = self._index()
+        found = set().union(*(index.get(k, set()) for k in {token, *_deletions(token)}))
+        close = sorted((w for w in found if _within_one_edit(token, w)), key=lambda w: (-self.known[w], w))
+        return close[0] if close else None
+
+
 class SearchInputError(ValueError):
     """A search argument that cannot be used; the message says how to fix it."""
 
@@ -128,6 +179,7 @@ class QueryAnalysis:
     package_sets: dict[str, frozenset[str]] = field(default_factory=dict)
     # Glossary concepts the query names, each with the content words that named it.
     concepts: list[tuple[Concept, tuple[str, ...]]] = field(default_factory=list)
+    corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, as read)
 
     def expansion_terms(self) -> list[str]:
         """Words the templates use for the concepts named in plain words (both search legs add them)."""
@@ -139,6 +191,7 @@ class QueryAnalysis:
     def embedding_text(self) -> str:
         """The query, plus a label for each concept named without any of its own words."""
         labels = [c.label for c, words in self.concepts if not set(words) & set(c.terms)]
+        labels += [read for _, read in self.corrections]
         return self.text if not labels else f"{self.text} ({'; '.join(labels)})"
 
 
@@ -177,8 +230,9 @@ class QueryAnalyzer:
     """Classifies a query and pulls out packages, exclusions and stated targets."""
 
     def __init__(self, settings: AISettings, known_packages: set[str], vocabulary_terms: set[str],
-                 stems: dict[str, frozenset[str]] | None = None):
+                 stems: dict[str, frozenset[str]] | None = None, spelling: SpellingIndex | None = None):
         self.settings = settings
+        self.spelling = spelling
         self.known_packages = known_packages | _known_alias_names()
         self.vocabulary_terms = vocabulary_terms
         self.stems = stems or {}
@@ -208,6 +262,13 @@ class QueryAnalyzer:
 
     def analyze(self, query: str) -> QueryAnalysis:
         tokens = vocab.tokenize(query)
+        corrections: list[tuple[str, str]] = []
+        if self.spelling is not None:
+            for i, tok in enumerate(tokens):
+                fixed = None if tok in self.known_packages or tok in vocab.STOPWORDS else self.spelling.correct(tok)
+                if fixed:
+                    corrections.append((tok, fixed))
+                    tokens[i] = fixed
         excluded, negated_idx = self._negations(tokens)
         packages: list[str] = []
         content: list[str] = []
@@ -238,8 +299,9 @@ class QueryAnalyzer:
             qtype = "keyword-heavy"
         else:
             qtype = "semantic"
+        read = " ".join(tokens) if corrections else query
         return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content),
-                             stem_sets, self._concepts(query, content))
+                             stem_sets, self._concepts(read, content), corrections)
 
     def _concepts(self, query: str, content: list[str]) -> list[tuple[Concept, tuple[str, ...]]]:
         out = []
@@ -346,9 +408,23 @@ class SearchEngine:
         technical = set(vocab.TECHNICAL_TERMS) | {w for words in vocab.ARCH_WORDS.values() for w in words}
         technical.discard("intel")
         packages = self.index.all_packages()
-        self.analyzer = QueryAnalyzer(self.settings, packages, technical, self._package_stems(packages))
+        stems = self._package_stems(packages)
+        self.analyzer = QueryAnalyzer(self.settings, packages, technical, stems, self._spelling(stems))
         self._catalog_version = version
         self._cache.clear()
+
+    def _spelling(self, stems: dict[str, frozenset[str]]) -> SpellingIndex:
+        glossary = load_glossary()
+        domain = {*vocab.STOPWORDS, *vocab.TECHNICAL_TERMS, *vocab.SYNONYMS, *vocab.FILENAME_HINTS,
+                  *(w for words in (*vocab.DIST_WORDS.values(), *vocab.ARCH_WORDS.values(),
+                                    *vocab.IMAGE_TYPE_WORDS.values(), *vocab.FILENAME_HINTS.values()) for w in words),
+                  *glossary.phrase_words, *(t for c in glossary.concepts.values() for t in c.terms),
+                  *(k for k in stems if "-" not in k)}
+        words = {w: self._df.get(w, 0) + 1 for w in domain}
+        for term, count in self._df.most_common(MAX_SPELLING_TERMS):
+            if count > 0:
+                words[term] = count + 1
+        return SpellingIndex(words, self._df)
 
     @staticmethod
     def _package_stems(packages: set[str]) -> dict[str, frozenset[str]]:
@@ -536,6 +612,8 @@ class SearchEngine:
         results = kept[:top_k]
         if results:
             message = f"{len(results)} template(s) for a {analysis.query_type} query"
+            if analysis.corrections:
+                message += "; read " + ", ".join(f"'{a}' as '{b}'" for a, b in analysis.corrections)
             rescued = [r.record.name for r in results if r.score < threshold]
             if rescued:
                 message += (f"; {len(rescued)} scored under the {threshold:.2f} relevance threshold and are shown "

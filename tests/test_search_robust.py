@@ -159,3 +159,18 @@ def test_needs_set_test_half_meets_the_bar(corpus, request):
     assert metrics["hit@3"] >= 0.97, misses
     assert metrics["mrr"] >= 0.93, metrics
     assert metrics["empty"] == 0 and metrics["rejected"] == 1.0, misses
+
+
+# ---- misspellings -----------------------------------------------------------------------------------------
+
+def test_a_misspelt_word_is_read_as_the_known_word_one_edit_away(reference_engine):
+    outcome = reference_engine.search("ubunut edge image with contianers")
+    assert ("ubunut", "ubuntu") in outcome.analysis.corrections
+    assert ("contianers", "containers") in outcome.analysis.corrections
+    assert outcome.analysis.wants.get("os") == "ubuntu"
+    assert outcome.results[0].record.os == "ubuntu" and "read 'ubunut' as 'ubuntu'" in outcome.message
+
+
+def test_known_words_are_never_corrected(reference_engine):
+    analysis = reference_engine.searcher.analyzer.analyze("minimal debian installer with openssh-server")
+    assert analysis.corrections == []

@@ -152,9 +152,9 @@ class SpellingIndex:
         return self._by_deletion
 
     def correct(self, token: str) -> str | None:
-        if (len(token) < self.MIN_FUZZY_LEN or token in self.known or self.corpus_terms.get(token)
-                or not token.isalpha()):
-            return None
+        if (len(token) < self.MIN_FUZZY_LEN or not token.isalpha()
+                or any(w in self.known or self.corpus_terms.get(w) for w in (token, vocab.stem(token)))):
+            return None  # a plural of a known word ("headers") is no misspelling
         index = self._index()
         found = set().union(*(index.get(k, set()) for k in {token, *_deletions(token)}))
         close = sorted((w for w in found if _within_one_edit(token, w)), key=lambda w: (-self.known[w], w))

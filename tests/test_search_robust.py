@@ -174,3 +174,8 @@ def test_a_misspelt_word_is_read_as_the_known_word_one_edit_away(reference_engin
 def test_known_words_are_never_corrected(reference_engine):
     analysis = reference_engine.searcher.analyzer.analyze("minimal debian installer with openssh-server")
     assert analysis.corrections == []
+
+
+def test_a_plural_of_a_known_word_is_not_a_misspelling(reference_engine):
+    analysis = reference_engine.searcher.analyzer.analyze("linux headers for the intel 6.12 kernel")
+    assert analysis.corrections == [] and "linux-headers" in analysis.packages

@@ -64,8 +64,11 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             worst = max(worst or 0.0, v)
     if worst is not None:
         add("incremental re-index of one changed template, worst size", _f(worst, 2, " s"), "≤ 1 s", worst <= 1)
-    for corpus, q in results.get("quality", {}).items():
-        ours = _get(q, "shipped", "ours", "by_type") or {}
+    sets = [(corpus, q) for corpus, q in results.get("quality", {}).items() if "shipped" in q]
+    sets += [(f"{corpus}, needs test half", q["needs"]["test"]) for corpus, q in results.get("quality", {}).items()
+             if _get(q, "needs", "test", "shipped")]
+    for corpus, q in sets:
+        ours = {t: m for t, m in (_get(q, "shipped", "ours", "by_type") or {}).items() if m["queries"]}
         base = _get(q, "shipped", "baseline", "by_type") or {}
         losing = [t for t in ours if t in base and (ours[t]["mrr"] < base[t]["mrr"] or ours[t]["hit@3"] < base[t]["hit@3"])
                   ]
@@ -73,6 +76,13 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         add(f"quality above the baseline on every query type ({corpus})",
             "all types" if not (losing or not_above) else "not on: " + ", ".join(sorted(set(losing + not_above))),
             "MRR and hit@3 ≥ baseline, MRR >", not (losing or not_above))
+    for corpus, q in results.get("quality", {}).items():
+        test = _get(q, "needs", "test", "shipped", "ours", "overall")
+        if test:
+            add(f"needs-written queries, test half ({corpus}): hit@3 / MRR", f"{test['hit@3']:.3f} / {test['mrr']:.3f}",
+                "≥ 0.97 / ≥ 0.93", test["hit@3"] >= 0.97 and test["mrr"] >= 0.93)
+            add(f"needs-written queries, test half ({corpus}): empty answers to relevant queries", test["empty"], "0",
+                test["empty"] == 0)
     ref = _get(results, "quality", "reference", "shipped", "ours", "overall", "hit@3")
     if ref is not None:
         add("hit@3 overall on the real (reference) corpus", _f(ref, 3), "≥ 0.95", ref >= 0.95)
@@ -84,31 +94,53 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _set_tables(q: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for mode, title in (("shipped", "As shipped (each system's threshold, top 5)"),
+                        ("ranking", "Ranking only (no threshold, top 10)")):
+        ours = q[mode]["ours"]
+        base = q[mode]["baseline"]
+        out.append(f"**{title}**\n")
+        out.append("| query type | n | " + " | ".join(f"{m} ours / base" for m in METRICS) + " | empty ours / base |")
+        out.append("|---|---|" + "---|" * (len(METRICS) + 1))
+        types = [t for t in TYPES if t in ours["by_type"]] + sorted(t for t in ours["by_type"] if t not in TYPES)
+        groups = [(t, ours["by_type"].get(t), base["by_type"].get(t)) for t in types]
+        groups.append(("**overall**", ours["overall"], base["overall"]))
+        for name, o, b in groups:
+            if not o["queries"]:  # irrelevant queries only: the share rejected is what counts
+                if "rejected" in o:
+                    out.append(f"| {name} | {o['irrelevant']} | rejected (no result): {o['rejected']:.2f} / "
+                               f"{b['rejected']:.2f} |" + " |" * len(METRICS))
+                continue
+            cells = []
+            for m in METRICS:
+                mark = " ▲" if o[m] > b[m] else " ▼" if o[m] < b[m] else ""
+                cells.append(f"{o[m]:.3f} / {b[m]:.3f}{mark}")
+            empty = f"{o.get('empty', 0)} / {b.get('empty', 0)}"
+            out.append(f"| {name} | {o['queries']} | " + " | ".join(cells) + f" | {empty} |")
+        out.append("")
+    misses = q["shipped"]["ours"].get("misses_at_3") or []
+    if misses:
+        out.append("Our misses at 3 (as shipped): " + "; ".join(
+            f"“{m['query']}” (rank {m['rank'] or '>5'}, top: {', '.join(m['top3']) or 'nothing'})" for m in misses))
+        out.append("")
+    return out
+
+
 def _quality_tables(results: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for corpus, q in results.get("quality", {}).items():
-        out.append(f"### {corpus.capitalize()} corpus: {q['templates']} templates, {q['queries']} labelled queries\n")
-        for mode, title in (("shipped", "As shipped (each system's threshold, top 5)"),
-                            ("ranking", "Ranking only (no threshold, top 10)")):
-            ours = q[mode]["ours"]
-            base = q[mode]["baseline"]
-            out.append(f"**{title}**\n")
-            out.append("| query type | n | " + " | ".join(f"{m} ours / base" for m in METRICS) + " |")
-            out.append("|---|---|" + "---|" * len(METRICS))
-            groups = [(t, ours["by_type"].get(t), base["by_type"].get(t)) for t in TYPES if t in ours["by_type"]]
-            groups.append(("**overall**", ours["overall"], base["overall"]))
-            for name, o, b in groups:
-                cells = []
-                for m in METRICS:
-                    mark = " ▲" if o[m] > b[m] else " ▼" if o[m] < b[m] else ""
-                    cells.append(f"{o[m]:.3f} / {b[m]:.3f}{mark}")
-                out.append(f"| {name} | {o['queries']} | " + " | ".join(cells) + " |")
-            out.append("")
-        misses = q["shipped"]["ours"].get("misses_at_3") or []
-        if misses:
-            out.append("Our misses at 3 (as shipped): " + "; ".join(
-                f"“{m['query']}” (rank {m['rank'] or '>5'}, top: {', '.join(m['top3']) or 'nothing'})" for m in misses))
-            out.append("")
+        if "shipped" in q:
+            out.append(f"### {corpus.capitalize()} corpus: {q['templates']} templates, {q['queries']} labelled queries\n")
+            out += _set_tables(q)
+        for half, hq in (q.get("needs") or {}).items():
+            out.append(f"### {corpus.capitalize()} corpus, queries written from needs ({half} half): "
+                       f"{hq['templates']} templates, {hq['queries']} queries\n")
+            if half == "dev":
+                out.append("The development half: the glossary and scoring were tuned on these.\n")
+            else:
+                out.append("The held-out half (bench/eval/search-*.yaml, `split: test`): not used for tuning.\n")
+            out += _set_tables(hq)
     return out
 
 
@@ -299,6 +331,9 @@ def write_plots(results: dict[str, Any], plots: Path) -> list[str]:
     if quality:
         fig, axes = plt.subplots(len(quality), 2, figsize=(7.2, 2.6 * len(quality)), dpi=90, squeeze=False)
         for row, (corpus, q) in enumerate(quality.items()):
+            q = q if "shipped" in q else (q.get("needs") or {}).get("test", {})
+            if "shipped" not in q:
+                continue
             ours = q["shipped"]["ours"]
             base = q["shipped"]["baseline"]
             types = [t for t in TYPES if t in ours["by_type"]] + ["overall"]
@@ -355,6 +390,48 @@ def _kept_llm_section(path: Path) -> list[str]:
     return ["", LLM_START, "## A real local LLM", "", "Not measured yet: run `make bench-llm`.", LLM_END, ""]
 
 
+QUALITY_HEADING = "## Quality: ours vs the upstream baseline"
+QUALITY_TARGETS = ("quality above the baseline", "hit@3 overall on the real", "needs-written queries")
+
+
+def _quality_intro(made: list[str], rel: Path) -> list[str]:
+    lines = ["Baseline = upstream `ai` search re-implemented in `bench/baseline.py`: its searchable text, query parser, "
+             "fixed 0.7/0.2/0.1 weights, ×0.5 negation, 0.40 threshold, brute-force cosine, over the same local "
+             "MiniLM embeddings. ▲/▼: ours above/below the baseline. *empty*: relevant queries answered with "
+             "nothing; *irrelevant* queries (`relevant: []`) count as right only when nothing is returned.", ""]
+    if "quality.png" in made:
+        lines += [f"![quality per query type]({rel / 'quality.png'})", ""]
+    return lines
+
+
+def update_quality_section(quality: dict[str, Any], path: Path, plots: Path, stamp: str) -> None:
+    """Re-render only the quality section and quality target rows of an existing BENCHMARKS.md (the output
+    of ``python -m bench.quality --update-report``); speed figures stay as the last full run left them."""
+    text = path.read_text(encoding="utf-8")
+    start = text.index(QUALITY_HEADING)
+    end = text.index("\n## ", start + len(QUALITY_HEADING))
+    results = {"quality": quality}
+    made = [m for m in write_plots(results, plots) if m == "quality.png"]
+    if not made and (plots / "quality.png").is_file():
+        made = ["quality.png"]  # matplotlib absent (bench extra not installed): keep the last full run's plot
+    rel = Path("bench") / "plots"
+    with contextlib.suppress(ValueError):
+        rel = plots.resolve().relative_to(path.resolve().parent)
+    section = [QUALITY_HEADING, "", f"Quality figures refreshed by `python -m bench.quality --update-report` on "
+               f"{stamp}.", ""] + _quality_intro(made, rel) + _quality_tables(results)
+    text = text[:start] + "\n".join(section).rstrip() + "\n" + text[end:]
+    rows = [f"| {t['target']} | {t['measured']} | {t['goal']} | {'yes' if t['met'] else '**no**'} |"
+            for t in targets(results)]
+    lines = text.split("\n")
+    kept = [ln for ln in lines if not (ln.startswith("| ") and ln[2:].startswith(QUALITY_TARGETS))]
+    header = kept.index("| target | measured | goal | met |")
+    last = header + 1
+    while last + 1 < len(kept) and kept[last + 1].startswith("| "):
+        last += 1
+    kept[last + 1:last + 1] = rows
+    path.write_text("\n".join(kept), encoding="utf-8")
+
+
 def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
     kept = _kept_llm_section(path)
     made = write_plots(results, plots)
@@ -382,12 +459,7 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
     lines += ["## Targets", "", "| target | measured | goal | met |", "|---|---|---|---|"]
     for t in targets(results):
         lines.append(f"| {t['target']} | {t['measured']} | {t['goal']} | {'yes' if t['met'] else '**no**'} |")
-    lines += ["", "## Quality: ours vs the upstream baseline", "",
-              "Baseline = upstream `ai` search re-implemented in `bench/baseline.py`: its searchable text, query parser, "
-              "fixed 0.7/0.2/0.1 weights, ×0.5 negation, 0.40 threshold, brute-force cosine, over the same local "
-              "MiniLM embeddings. ▲/▼: ours above/below the baseline.", ""]
-    if "quality.png" in made:
-        lines += [f"![quality per query type]({rel / 'quality.png'})", ""]
+    lines += ["", QUALITY_HEADING, ""] + _quality_intro(made, rel)
     lines += _quality_tables(results)
     lines += ["## Search latency", "",
               f"{_get(results, 'config', 'queries_per_size')} distinct queries per size (the labelled queries and "

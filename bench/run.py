@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         base = baseline_index(rc, embed_cache, save_to=cache / f"baseline-{rc.name}" / "baseline")
         if rc.queries is not None:
             labelled += load_queries(rc.queries)
+        if rc.queries is not None or rc.needs is not None:
             results["quality"][rc.name] = phases.run(f"quality: {rc.name}", evaluate_corpus, rc, engine, base,
                                                      embed_cache)
     for engine in engines.values():

@@ -1,4 +1,9 @@
-"""Retrieval quality over a labelled query set: hit@k, MRR and nDCG@5, overall and by query type."""
+"""Retrieval quality over a labelled query set: hit@k, MRR and nDCG@5, overall and by query type.
+
+A query labelled with no relevant template (``relevant: []``) is an *irrelevant* query: it is answered
+correctly only by an empty result list. Such queries are kept out of the ranking metrics and counted in
+``rejected`` instead; ``empty`` counts relevant queries that came back with nothing at all.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,19 @@ from typing import Any
 
 from server.yamlsafe import parse_yaml
 
+SPLITS = ("dev", "test")
+
 
 @dataclass
 class LabelledQuery:
     query: str
     relevant: list[str]
     type: str = ""
+    split: str = ""  # "dev" (tuning allowed), "test" (held out) or "" (not split)
+
+    @property
+    def irrelevant(self) -> bool:
+        return not self.relevant
 
 
 @dataclass
@@ -27,6 +39,8 @@ class QueryOutcome:
     rank: int | None  # 1-based rank of the first relevant result
 
     def hit(self, k: int) -> bool:
+        if self.query.irrelevant:
+            return not self.ranked
         return self.rank is not None and self.rank <= k
 
 
@@ -35,7 +49,9 @@ class QualityReport:
     outcomes: list[QueryOutcome] = field(default_factory=list)
 
     def metrics(self, outcomes: list[QueryOutcome] | None = None) -> dict[str, float]:
-        items = self.outcomes if outcomes is None else outcomes
+        every = self.outcomes if outcomes is None else outcomes
+        items = [o for o in every if not o.query.irrelevant]
+        negatives = [o for o in every if o.query.irrelevant]
         n = len(items) or 1
         ndcg = 0.0
         for o in items:
@@ -43,13 +59,18 @@ class QualityReport:
             dcg = sum(1 / math.log2(i + 2) for i, name in enumerate(o.ranked[:5]) if name in rel)
             ideal = sum(1 / math.log2(i + 2) for i in range(min(5, len(rel))))
             ndcg += dcg / ideal if ideal else 0.0
-        return {
+        out: dict[str, float] = {
             "queries": len(items),
             "hit@1": round(sum(o.hit(1) for o in items) / n, 4),
             "hit@3": round(sum(o.hit(3) for o in items) / n, 4),
             "mrr": round(sum(1 / o.rank for o in items if o.rank) / n, 4),
             "ndcg@5": round(ndcg / n, 4),
+            "empty": sum(not o.ranked for o in items),
         }
+        if negatives:
+            out["irrelevant"] = len(negatives)
+            out["rejected"] = round(sum(o.hit(1) for o in negatives) / len(negatives), 4)
+        return out
 
     def by_type(self) -> dict[str, dict[str, float]]:
         groups: dict[str, list[QueryOutcome]] = defaultdict(list)
@@ -61,9 +82,14 @@ class QualityReport:
         return [o for o in self.outcomes if not o.hit(k)]
 
 
-def load_queries(path: Path) -> list[LabelledQuery]:
+def load_queries(path: Path, split: str | None = None) -> list[LabelledQuery]:
+    """The labelled queries of a file; with ``split``, only that half ("dev" or "test")."""
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split '{split}'; use one of {', '.join(SPLITS)}")
     data = parse_yaml(path.read_bytes()).data or []
-    return [LabelledQuery(str(q["query"]), [str(r) for r in q["relevant"]], str(q.get("type", ""))) for q in data]
+    queries = [LabelledQuery(str(q["query"]), [str(r) for r in q.get("relevant") or []], str(q.get("type", "")),
+                             str(q.get("split", ""))) for q in data]
+    return [q for q in queries if split is None or q.split == split]
 
 
 def evaluate(queries: list[LabelledQuery], rank: Callable[[str], tuple[list[str], str]]) -> QualityReport:

@@ -486,4 +486,67 @@ def load_capabilities() -> Capabilities:
     return Capabilities(load_mapping(text).data)
 
 
-__all__ = ["Capabilities", "Dist", "Family", "Group", "UseCase", "load_capabilities", "normalize_phrase"]
+# ---------------------------------------------------------------------------- glossary
+
+GLOSSARY_RESOURCE = "glossary.yaml"
+
+
+def glossary_words(text: str) -> tuple[str, ...]:
+    """Words of a query or phrase as the glossary compares them: lower case, '-', '_', '/' as spaces, plural 's'
+    dropped."""
+    words = re.findall(r"[a-z0-9.+']+", re.sub(r"[-_/]+", " ", text.lower()))
+    return tuple(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
+
+
+@dataclass(frozen=True)
+class Concept:
+    id: str
+    label: str
+    terms: tuple[str, ...]
+    phrases: tuple[tuple[str, ...], ...]  # each phrase as glossary words
+
+
+class Glossary:
+    """Kinds of image and capability with the plain words people use for them (``resources/glossary.yaml``)."""
+
+    def __init__(self, raw: Mapping[str, Any]):
+        self.concepts: dict[str, Concept] = {}
+        for cid, spec in (raw.get("concepts") or {}).items():
+            terms = _tuple(spec.get("terms"))
+            phrases = {glossary_words(p) for p in (*_tuple(spec.get("phrases")), *terms)}
+            self.concepts[cid] = Concept(cid, str(spec.get("label", cid)), terms,
+                                         tuple(sorted(p for p in phrases if p)))
+        self.generic_package_parts: frozenset[str] = frozenset(_tuple(raw.get("generic_package_parts")))
+        prefixes = [re.escape(p).replace(r"\*", "[a-z]+") + ("(?=[a-z]{3})" if p == "lib" else "")
+                    for p in _tuple(raw.get("package_namespaces"))]
+        # Matches the namespace prefix of a package name, if any (see package_namespaces in the YAML).
+        self.package_namespace: re.Pattern[str] = re.compile("^(?:" + "|".join(prefixes) + ")" if prefixes else "^$")
+        # Words of the plain-language phrases: ordinary English, never read as package stems.
+        self.phrase_words: frozenset[str] = frozenset(
+            w for c in self.concepts.values() for p in c.phrases for w in p if len(p) > 1)
+
+    def match(self, text: str) -> list[tuple[Concept, list[tuple[str, ...]]]]:
+        """Concepts the text mentions, each with every phrase of it found in the text, longest first."""
+        words = glossary_words(text)
+        found: list[tuple[Concept, list[tuple[str, ...]]]] = []
+        for concept in self.concepts.values():
+            hits = [p for p in concept.phrases
+                    if any(words[i:i + len(p)] == p for i in range(len(words) - len(p) + 1))]
+            if hits:
+                found.append((concept, sorted(hits, key=len, reverse=True)))
+        return found
+
+
+@functools.lru_cache(maxsize=1)
+def load_glossary() -> Glossary:
+    """The bundled domain glossary, parsed once."""
+    path = Path(__file__).resolve().parents[1] / "resources" / GLOSSARY_RESOURCE
+    if path.is_file():
+        text = path.read_text(encoding="utf-8")
+    else:
+        text = resources.files("resources").joinpath(GLOSSARY_RESOURCE).read_text(encoding="utf-8")
+    return Glossary(load_mapping(text).data)
+
+
+__all__ = ["Capabilities", "Concept", "Dist", "Family", "Glossary", "Group", "UseCase", "glossary_words",
+           "load_capabilities", "load_glossary", "normalize_phrase"]

@@ -173,6 +173,14 @@ EQUIVALENT_GROUPS: list[tuple[str, ...]] = [
     ("rsyslog", "syslog-ng"),
     ("sudo", "doas"),
     ("prometheus-node-exporter", "node_exporter", "golang-github-prometheus-node-exporter"),
+    # Names people search with (formerly a separate table in search.py).
+    ("prometheus-node-exporter", "node-exporter"),
+    ("openssh-server", "sshd"),
+    ("httpd", "apache"),
+    ("qemu-system-x86", "qemu", "kvm"),
+    ("podman", "podman-docker"),
+    ("mysql-server", "mysql", "mariadb-server", "mariadb"),
+    ("postgresql", "postgres"),
 ]
 
 _GROUPS_BY_NAME: dict[str, list[tuple[str, ...]]] = {}

@@ -13,20 +13,30 @@ final score is computed here so it means the same thing for every query:
   template's words (name parts, keywords explicit and inferred, use cases,
   description, distribution words), synonyms allowed, plus a small BM25 share.
 * package: share of the packages the query names that the template installs
-  (distro-aware aliases: docker ~ docker.io ~ docker-ce ~ moby-engine).
+  (distro-aware aliases from server.package_names: docker ~ docker.io ~
+  docker-ce ~ moby-engine; and package stems: "v4l2loopback" names
+  v4l2loopback-dkms, "linux headers" names linux-headers-6.12-intel).
   When a query names no package, the package weight moves to the keyword
   signal instead of capping every score at 0.9.
+
+Concepts described in plain words ("boot machines over the network") are
+recognised through the domain glossary (resources/glossary.yaml, read via
+server.knowledge.load_glossary) and expand both legs: their terms join the
+BM25 query and the keyword signal, their label joins the embedded text.
 
 Penalties: excluded terms ("without docker") multiply by negation_penalty;
 an explicit distribution, architecture or image type the template does not
 have multiplies by MISMATCH_PENALTY. Results under min_score_threshold are
-dropped; the threshold default (0.30) was calibrated on the labelled query set
-in tests/data/queries.yaml: the lowest-scoring relevant hit@3 template there
-scores above 0.40 while queries about unrelated topics score under 0.25.
+dropped unless they carry strong exact evidence (most named packages installed,
+or most of the query's words present) and no penalty, so a weak semantic score
+never empties a query a template clearly answers. The threshold default (0.30)
+was calibrated on the labelled query sets: relevant top-3 templates score
+above it while queries about unrelated topics score under 0.25.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -38,9 +48,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from server import package_names
 from server import vocabulary as vocab
 from server.config import AISettings
 from server.index import TemplateIndex, build_where
+from server.knowledge import Concept, glossary_words, load_glossary
 from server.templates import TemplateRecord
 
 if TYPE_CHECKING:
@@ -58,32 +70,95 @@ RESULT_CACHE_SIZE = 256
 
 QUERY_TYPES = ("semantic", "package-explicit", "keyword-heavy", "negation")
 
-# Cross-distribution names for the same thing; used for package matching and negation.
-PACKAGE_ALIAS_GROUPS: list[set[str]] = [
-    {"docker", "docker.io", "docker-ce", "moby-engine", "moby", "docker-engine"},
-    {"docker-cli", "docker-ce-cli", "moby-cli"},
-    {"containerd", "containerd.io", "moby-containerd"},
-    {"podman", "podman-docker"},
-    {"openssh-server", "openssh", "sshd", "ssh"},
-    {"nginx", "nginx-core", "nginx-light", "nginx-full"},
-    {"apache", "apache2", "httpd"},
-    {"prometheus-node-exporter", "node-exporter", "node_exporter", "golang-github-prometheus-node-exporter"},
-    {"kernel", "linux-image-amd64", "linux-image-generic", "linux-image-arm64", "linux-image"},
-    {"python3", "python"},
-    {"qemu-kvm", "qemu-system-x86", "kvm", "qemu"},
-    {"libvirt", "libvirt-daemon-system", "libvirt-daemon"},
-    {"postgres", "postgresql"},
-    {"mysql", "mariadb", "mariadb-server", "mysql-server"},
-]
-_ALIASES: dict[str, set[str]] = {}
-for _group in PACKAGE_ALIAS_GROUPS:
-    for _name in _group:
-        _ALIASES.setdefault(_name, set()).update(_group)
+MAX_STEM_PACKAGES = 12
+MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
+CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
+STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
+_NAME_PARTS = re.compile(r"[-_.+]")
 
 
-def package_aliases(name: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def package_aliases(name: str) -> frozenset[str]:
+    """The name and the names that stand for the same software elsewhere (shared package knowledge)."""
     low = name.lower()
-    return _ALIASES.get(low, set()) | {low}
+    out = {low, *package_names.equivalents(low)}
+    for other in list(out):
+        out.update(package_names.equivalents(other))
+    return frozenset(out)
+
+
+def _known_alias_names() -> set[str]:
+    return {n for group in package_names.EQUIVALENT_GROUPS for n in group}
+
+
+def package_stem_keys(package: str) -> set[str]:
+    """Stems a person may name a package by: leading runs of its name parts, with and without a namespace
+    prefix (``intel-``, ``python3-``, ``ros-jazzy-``, ``lib``…), stopping at version parts. So
+    ``acpi-call-dkms`` answers to acpi-call, ``intel-dlstreamer-2025.2.0`` to dlstreamer,
+    ``prometheus-node-exporter`` to node-exporter, ``linux-headers-6.12-intel`` to linux-headers."""
+    keys: set[str] = set()
+    low = package.lower()
+    for name in {low, load_glossary().package_namespace.sub("", low, count=1)}:
+        run: list[str] = []
+        for part in _NAME_PARTS.split(name):
+            if not part or part[0].isdigit():
+                break
+            run.append(part)
+            keys.add("-".join(run))
+            trimmed = part.rstrip("0123456789")
+            if len(run) == 1 and trimmed != part and len(trimmed) >= 3:
+                keys.add(trimmed)  # gstreamer1.0-tools, libze1
+    return keys
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+def _within_one_edit(a: str, b: str) -> bool:
+    """Damerau distance ≤ 1: one insertion, deletion, substitution or swap of neighbours."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+class SpellingIndex:
+    """Reads a misspelt query word ("ubunut", "promethius", "virtualisation") as the one known word within one
+    edit of it. Known words: the domain vocabulary, the glossary, the catalog's package names and stems, and
+    the catalog's most frequent terms. Short words (< MIN_FUZZY_LEN) and known words are never changed."""
+
+    MIN_FUZZY_LEN = 5
+
+    def __init__(self, words: dict[str, int], corpus_terms: Counter[str] | None = None):
+        self.known = words  # word -> frequency (ties go to the more frequent word)
+        self.corpus_terms = corpus_terms if corpus_terms is not None else Counter()
+        self._by_deletion: dict[str, set[str]] | None = None  # built on the first unknown word, not per catalog
+
+    def _index(self) -> dict[str, set[str]]:
+        if self._by_deletion is None:
+            index: dict[str, set[str]] = {}
+            for word in self.known:
+                if len(word) >= self.MIN_FUZZY_LEN - 1 and word.isascii():
+                    for key in {word, *_deletions(word)}:
+                        index.setdefault(key, set()).add(word)
+            self._by_deletion = index
+        return self._by_deletion
+
+    def correct(self, token: str) -> str | None:
+        if (len(token) < self.MIN_FUZZY_LEN or not token.isalpha()
+                or any(w in self.known or self.corpus_terms.get(w) for w in (token, vocab.stem(token)))):
+            return None  # a plural of a known word ("headers") is no misspelling
+        index = self._index()
+        found = set().union(*(index.get(k, set()) for k in {token, *_deletions(token)}))
+        close = sorted((w for w in found if _within_one_edit(token, w)), key=lambda w: (-self.known[w], w))
+        return close[0] if close else None
 
 
 class SearchInputError(ValueError):
@@ -100,6 +175,24 @@ class QueryAnalysis:
     excluded: list[str]
     density: float
     wants: dict[str, str] = field(default_factory=dict)  # dist/arch/image_type stated in the query
+    # Package mentions by stem ("v4l2loopback" -> v4l2loopback-dkms): mention -> catalog names it stands for.
+    package_sets: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Glossary concepts the query names, each with the content words that named it.
+    concepts: list[tuple[Concept, tuple[str, ...]]] = field(default_factory=list)
+    corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, as read)
+
+    def expansion_terms(self) -> list[str]:
+        """Words the templates use for the concepts named in plain words (both search legs add them)."""
+        out: list[str] = []
+        for concept, _ in self.concepts:
+            out.extend(t for t in concept.terms if t not in out)
+        return out
+
+    def embedding_text(self) -> str:
+        """The query, plus a label for each concept named without any of its own words."""
+        labels = [c.label for c, words in self.concepts if not set(words) & set(c.terms)]
+        labels += [read for _, read in self.corrections]
+        return self.text if not labels else f"{self.text} ({'; '.join(labels)})"
 
 
 @dataclass
@@ -136,13 +229,46 @@ _stem = vocab.stem
 class QueryAnalyzer:
     """Classifies a query and pulls out packages, exclusions and stated targets."""
 
-    def __init__(self, settings: AISettings, known_packages: set[str], vocabulary_terms: set[str]):
+    def __init__(self, settings: AISettings, known_packages: set[str], vocabulary_terms: set[str],
+                 stems: dict[str, frozenset[str]] | None = None, spelling: SpellingIndex | None = None):
         self.settings = settings
-        self.known_packages = known_packages | set(_ALIASES)
+        self.spelling = spelling
+        self.known_packages = known_packages | _known_alias_names()
         self.vocabulary_terms = vocabulary_terms
+        self.stems = stems or {}
+        self.glossary = load_glossary()
+        target_words = {w for words in (*vocab.DIST_WORDS.values(), *vocab.ARCH_WORDS.values(),
+                                        *vocab.IMAGE_TYPE_WORDS.values()) for w in words}
+        self._not_stems = (self.glossary.generic_package_parts | self.glossary.phrase_words | vocab.STOPWORDS
+                           | vocab.NEGATION_WORDS | target_words)
+
+    def _stem_mentions(self, content: list[str], packages: list[str]) -> dict[str, frozenset[str]]:
+        """Package names given by stem: longest runs of adjacent words first ("linux headers" -> linux-headers)."""
+        found: dict[str, frozenset[str]] = {}
+        used: set[int] = set()
+        for n in (3, 2, 1):
+            for i in range(len(content) - n + 1):
+                span = range(i, i + n)
+                if used & set(span):
+                    continue
+                key = "-".join(content[i:i + n])
+                if n == 1 and (key in packages or key in self._not_stems or len(key) < 3 or key[0].isdigit()):
+                    continue
+                names = self.stems.get(key)
+                if names and key not in packages:
+                    found[key] = names
+                    used.update(span)
+        return found
 
     def analyze(self, query: str) -> QueryAnalysis:
         tokens = vocab.tokenize(query)
+        corrections: list[tuple[str, str]] = []
+        if self.spelling is not None:
+            for i, tok in enumerate(tokens):
+                fixed = None if tok in self.known_packages or tok in vocab.STOPWORDS else self.spelling.correct(tok)
+                if fixed:
+                    corrections.append((tok, fixed))
+                    tokens[i] = fixed
         excluded, negated_idx = self._negations(tokens)
         packages: list[str] = []
         content: list[str] = []
@@ -158,6 +284,10 @@ class QueryAnalyzer:
             content.append(tok)
             if is_pkg or tok in self.vocabulary_terms or _stem(tok) in self.vocabulary_terms:
                 technical += 1
+        stem_sets = self._stem_mentions(content, packages)
+        for key in stem_sets:
+            packages.append(key)
+            technical += 1
         words = [t for t in tokens if t not in vocab.NEGATION_WORDS]
         density = technical / len(words) if words else 0.0
         cls = self.settings.classification
@@ -169,7 +299,21 @@ class QueryAnalyzer:
             qtype = "keyword-heavy"
         else:
             qtype = "semantic"
-        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content))
+        read = " ".join(tokens) if corrections else query
+        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content),
+                             stem_sets, self._concepts(read, content), corrections)
+
+    def _concepts(self, query: str, content: list[str]) -> list[tuple[Concept, tuple[str, ...]]]:
+        out = []
+        for concept, phrases in self.glossary.match(query):
+            # The words that named it must be wanted words: "without nginx" names no web server.
+            for phrase in phrases:
+                # Query tokens keep dashes ("write-protected"); glossary words do not.
+                covered = tuple(t for t in content if set(glossary_words(t)) & set(phrase))
+                if covered:
+                    out.append((concept, covered))
+                    break
+        return out
 
     @staticmethod
     def _negations(tokens: list[str]) -> tuple[list[str], set[int]]:
@@ -201,7 +345,10 @@ class QueryAnalyzer:
     @staticmethod
     def _wants(content: list[str]) -> dict[str, str]:
         wants: dict[str, str] = {}
-        for tok in content:
+        # "wind river", "red hat", "centos stream" name a target in two words; "cbl-mariner" in one dashed word.
+        pairs = [f"{a}-{b}" for a, b in zip(content, content[1:], strict=False)]
+        parts = [p for tok in content if "-" in tok for p in tok.split("-")]
+        for tok in [*content, *parts, *pairs]:
             for arch, words in vocab.ARCH_WORDS.items():
                 if tok in words and tok not in ("intel",):
                     wants["arch"] = arch
@@ -209,10 +356,14 @@ class QueryAnalyzer:
                 if tok in (itype, *words[:2]) and tok != "disk":
                     wants["image_type"] = itype
             dists = vocab.dist_for_word(tok)
-            if len(dists) == 1 and tok not in ("intel", "microsoft", "canonical", "wind", "river", "debian-based"):
+            if len(dists) == 1 and tok not in ("intel", "microsoft", "wind", "river", "debian-based"):
                 wants["dist"] = dists[0]
-            elif tok == "ubuntu" and "dist" not in wants:
-                wants["os"] = "ubuntu"
+            elif "dist" not in wants:
+                for os_id, words in vocab.OS_WORDS.items():
+                    if tok in words:
+                        wants["os"] = os_id
+        if "dist" in wants:
+            wants.pop("os", None)
         return wants
 
 
@@ -256,9 +407,34 @@ class SearchEngine:
         self._doc_sets.clear()
         technical = set(vocab.TECHNICAL_TERMS) | {w for words in vocab.ARCH_WORDS.values() for w in words}
         technical.discard("intel")
-        self.analyzer = QueryAnalyzer(self.settings, self.index.all_packages(), technical)
+        packages = self.index.all_packages()
+        stems = self._package_stems(packages)
+        self.analyzer = QueryAnalyzer(self.settings, packages, technical, stems, self._spelling(stems))
         self._catalog_version = version
         self._cache.clear()
+
+    def _spelling(self, stems: dict[str, frozenset[str]]) -> SpellingIndex:
+        glossary = load_glossary()
+        domain = {*vocab.STOPWORDS, *vocab.TECHNICAL_TERMS, *vocab.SYNONYMS, *vocab.FILENAME_HINTS,
+                  *(w for words in (*vocab.DIST_WORDS.values(), *vocab.ARCH_WORDS.values(),
+                                    *vocab.IMAGE_TYPE_WORDS.values(), *vocab.FILENAME_HINTS.values()) for w in words),
+                  *glossary.phrase_words, *(t for c in glossary.concepts.values() for t in c.terms),
+                  *(k for k in stems if "-" not in k)}
+        words = {w: self._df.get(w, 0) + 1 for w in domain}
+        for term, count in self._df.most_common(MAX_SPELLING_TERMS):
+            if count > 0:
+                words[term] = count + 1
+        return SpellingIndex(words, self._df)
+
+    @staticmethod
+    def _package_stems(packages: set[str]) -> dict[str, frozenset[str]]:
+        stems: dict[str, set[str]] = {}
+        for name in packages:
+            for key in package_stem_keys(name):
+                if key != name.lower():
+                    stems.setdefault(key, set()).add(name.lower())
+        # A stem shared by very many packages (ros-*, python3-*) identifies none of them.
+        return {k: frozenset(v) for k, v in stems.items() if len(v) <= MAX_STEM_PACKAGES}
 
     def _idf(self, term: str) -> float:
         count = self._df.get(term) or self._df.get(_stem(term))
@@ -289,25 +465,47 @@ class SearchEngine:
             w = {"semantic": w["semantic"], "keyword": w["keyword"] + w["package"], "package": 0.0}
         return w
 
+    @staticmethod
+    def _credit(words: set[str], synonyms: set[str], strong: frozenset[str], weak: frozenset[str]) -> float:
+        if words & strong:
+            return 1.0
+        if synonyms & strong or words & weak:
+            return WEAK_CREDIT
+        if synonyms & weak:
+            return WEAK_CREDIT * WEAK_CREDIT
+        return 0.0
+
     def _keyword_score(self, analysis: QueryAnalysis, uid: str) -> tuple[float, list[str]]:
         strong, weak = self._term_sets(uid)
         total = matched = 0.0
         hits: list[str] = []
+        covered: set[str] = set()
+        # A concept named in plain words ("fetch at power-on through the LAN") is matched by the words the
+        # templates use for it (initrd, pxe): its words weigh together and earn the best credit either way.
+        for concept, words in analysis.concepts:
+            if not words or covered.issuperset(words):
+                continue
+            fresh = [w for w in words if w not in covered]
+            covered.update(words)
+            weights = [self._idf(w) for w in fresh]
+            weight = sum(weights)
+            own = sum(wt * self._credit({w, _stem(w)}, set(vocab.SYNONYMS.get(w, [])), strong, weak)
+                      for w, wt in zip(fresh, weights, strict=True)) / weight
+            terms = {t for term in concept.terms for t in (term, _stem(term))}
+            credit = max(own, self._credit(terms, set(), strong, weak) * CONCEPT_CREDIT)
+            total += weight
+            if credit:
+                matched += credit * weight
+                hits.append(concept.id)
         for q in dict.fromkeys(analysis.content_terms):
+            if q in covered:
+                continue
             idf = self._idf(q)
             total += idf
-            exact = {q, _stem(q)}
-            synonyms = set(vocab.SYNONYMS.get(q, []))
-            if exact & strong:
-                credit = 1.0
-            elif synonyms & strong or exact & weak:
-                credit = WEAK_CREDIT
-            elif synonyms & weak:
-                credit = WEAK_CREDIT * WEAK_CREDIT
-            else:
-                continue
-            matched += credit * idf
-            hits.append(q)
+            credit = self._credit({q, _stem(q)}, set(vocab.SYNONYMS.get(q, [])), strong, weak)
+            if credit:
+                matched += credit * idf
+                hits.append(q)
         return (matched / total if total else 0.0), hits
 
     @staticmethod
@@ -315,13 +513,15 @@ class SearchEngine:
         if not analysis.packages:
             return 0.0, []
         have = {p.lower() for p in rec.packages}
-        matched = [p for p in analysis.packages if package_aliases(p) & have]
+        matched = [p for p in analysis.packages
+                   if package_aliases(p) & have or analysis.package_sets.get(p, frozenset()) & have]
         return len(matched) / len(analysis.packages), matched
 
     @staticmethod
     def _excluded_hits(analysis: QueryAnalysis, rec: TemplateRecord) -> list[str]:
         have = {p.lower() for p in rec.packages}
-        words = {w.lower() for w in rec.keywords} | {w for w in vocab.split_parts(rec.id)}
+        # Words the author wrote, not ones we inferred: a "web" file name does not mean nginx is installed.
+        words = {w.lower() for w in rec.explicit_keywords} | {w for w in vocab.split_parts(rec.id)}
         hits = []
         for term in analysis.excluded:
             aliases = package_aliases(term) | {_stem(term)} | set(vocab.SYNONYMS.get(term, [])[:1])
@@ -329,6 +529,15 @@ class SearchEngine:
             if pkg_hit or term in words:
                 hits.append(term)
         return hits
+
+    @staticmethod
+    def _strong(analysis: QueryAnalysis, r: ScoredResult) -> bool:
+        """Exact evidence: most named packages installed, or most of the query's words (or concepts) present."""
+        if analysis.packages and r.package >= STRONG_EVIDENCE and r.semantic > 0:
+            # Some package names are English words ("file", "less"): a match counts only when the query's
+            # meaning is not wholly unrelated to the template (cosine above the floor).
+            return True
+        return len(r.matched_terms) >= 1 and r.keyword >= STRONG_EVIDENCE + BM25_SHARE
 
     # ---- the search ----------------------------------------------------------
     def validate_args(self, query: str, top_k: int, filters: dict[str, str | None]) -> str:
@@ -364,9 +573,10 @@ class SearchEngine:
                                     "latency_ms": (time.perf_counter() - started) * 1000})
         analysis = self.analyzer.analyze(query)
         weights = self.weights_for(analysis)
-        qvec = self.embedder.embed_query(query)
+        qvec = self.embedder.embed_query(analysis.embedding_text())
         fts_terms = [t for t in analysis.tokens if t not in vocab.STOPWORDS and t not in analysis.excluded
                      and t not in vocab.NEGATION_WORDS]
+        fts_terms += [t for t in analysis.expansion_terms() if t not in fts_terms]
         fts_query = " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
         limit = max(top_k * 4, 50)
         candidates = self.index.candidates(np.asarray(qvec), fts_query, build_where(filters), limit, filters=filters)
@@ -396,11 +606,18 @@ class SearchEngine:
                                        round(cand.cosine, 4), round(cand.bm25, 4), penalties, matched, hits))
         scored.sort(key=lambda r: (-r.score, r.record.name))
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
-        kept = [r for r in scored if r.score >= threshold]
+        # A weak semantic score never empties a query whose packages or words a template clearly has.
+        kept = [r for r in scored if r.score >= threshold or (not r.penalties and self._strong(analysis, r))]
         below = len(scored) - len(kept)
         results = kept[:top_k]
         if results:
             message = f"{len(results)} template(s) for a {analysis.query_type} query"
+            if analysis.corrections:
+                message += "; read " + ", ".join(f"'{a}' as '{b}'" for a, b in analysis.corrections)
+            rescued = [r.record.name for r in results if r.score < threshold]
+            if rescued:
+                message += (f"; {len(rescued)} scored under the {threshold:.2f} relevance threshold and are shown "
+                            "because they have the named packages or words")
         elif scored:
             message = (f"no relevant templates found: the best candidate ({scored[0].record.name}) scored "
                        f"{scored[0].score:.2f}, under the {threshold:.2f} relevance threshold. Rephrase with the "

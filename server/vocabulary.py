@@ -11,14 +11,19 @@ import re
 
 # Distribution identity: dist id -> words a person might use for it.
 DIST_WORDS: dict[str, list[str]] = {
-    "azl3": ["azure", "azure-linux", "azl", "azl3", "mariner", "microsoft"],
+    "azl3": ["azure", "azure-linux", "azl", "azl3", "mariner", "microsoft", "cbl-mariner"],
     "emt3": ["emt", "emt3", "edge-microvisor-toolkit", "microvisor", "intel"],
-    "elxr12": ["elxr", "elxr12", "wind-river", "windriver", "wind", "river", "aria", "debian-based"],
+    "elxr12": ["elxr", "elxr12", "wind-river", "windriver", "wind", "river", "aria", "debian-based", "bookworm"],
     "ubuntu24": ["ubuntu", "ubuntu24", "noble", "24.04", "canonical"],
     "ubuntu26": ["ubuntu", "ubuntu26", "26.04", "resolute", "canonical"],
     "debian13": ["debian", "debian13", "trixie"],
     "el10": ["el10", "rhel", "rhel10", "redhat", "red-hat", "rcd", "rcd10", "centos", "alma", "almalinux", "rocky",
-             "redhat-compatible-distro", "enterprise-linux"],
+             "redhat-compatible-distro", "enterprise-linux", "centos-stream", "rockylinux"],
+}
+
+# Releases with no template of their own: the words still name the OS (a preference for its family).
+OS_WORDS: dict[str, list[str]] = {
+    "ubuntu": ["ubuntu", "canonical", "jammy", "focal"],
 }
 
 OS_FOR_DIST: dict[str, str] = {

@@ -350,13 +350,9 @@ class Engine:
         cache_dir = self._resolve_cache_dir()
         with self._start_lock:
             if self._conversations is None:
-                from server.conversations import SqliteConversationStore
+                from server.stores import open_conversation_store
 
-                c = self.settings.conversation
-                path: Any = (cache_dir / "conversations.sqlite3") if cache_dir else ":memory:"
-                self._conversations = SqliteConversationStore(
-                    path, max_history=c.max_history, idle_timeout_s=c.session_timeout, max_age_s=c.max_age,
-                    max_conversations=c.max_conversations)
+                self._conversations = open_conversation_store(self.settings, cache_dir)
             return self._conversations
 
     @property

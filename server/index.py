@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 try:
     import fcntl
@@ -60,6 +60,7 @@ from server.templates import (
 
 if TYPE_CHECKING:
     from server.embeddings import Embedder
+    from server.object_store import ObjectRoot
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,13 @@ ScanEntry = tuple[str, str, int, int]  # root, path relative to it (posix), size
 
 class IndexError_(RuntimeError):
     """The index cannot be opened or written; the message says what to do."""
+
+
+class WriterLease(Protocol):
+    """Who may write a shared index (the sync leader); the others follow its commits (server/pg_lease.py)."""
+
+    def try_acquire(self) -> bool: ...
+    def release(self) -> None: ...
 
 
 def _import_lancedb() -> Any:
@@ -195,6 +203,7 @@ class SyncReport:
     removed: int = 0
     problems: list[LoadProblem] = field(default_factory=list)
     seconds: float = 0.0
+    followed: bool = False  # another replica is the writer: this one took the table as that replica left it
 
 
 @dataclass
@@ -219,14 +228,28 @@ class IndexStats:
 class TemplateIndex:
     """Owns the LanceDB table and the in-memory catalog of records."""
 
-    def __init__(self, cache_dir: Path | None, roots: list[Path], embedder: Embedder):
+    def __init__(self, cache_dir: Path | None, roots: list[Path], embedder: Embedder, *, uri: str | None = None,
+                 storage_options: dict[str, str] | None = None, object_roots: list[ObjectRoot] | None = None,
+                 lease: WriterLease | None = None):
         self.roots = roots
+        self.object_roots = {r.uri: r for r in object_roots or []}
         self.embedder = embedder
+        self.lease = lease  # None: every process may write (a file lock serialises them on a local dir)
+        self._storage_options = dict(storage_options or {})
         self._temp_dir: str | None = None
-        if cache_dir is None:
-            self._temp_dir = tempfile.mkdtemp(prefix="oic-ai-index-")
-            cache_dir = Path(self._temp_dir)
-        self.location = cache_dir / "index.lance"
+        self.location: Path | None  # a local directory, or None for object storage (then see self.uri)
+        if uri is not None and "://" in uri:
+            self.location = None
+            self.uri = uri.rstrip("/")
+        elif uri is not None:
+            self.location = Path(uri).expanduser().resolve()
+            self.uri = str(self.location)
+        else:
+            if cache_dir is None:
+                self._temp_dir = tempfile.mkdtemp(prefix="oic-ai-index-")
+                cache_dir = Path(self._temp_dir)
+            self.location = cache_dir / "index.lance"
+            self.uri = str(self.location)
         self._lock = threading.RLock()
         self._db: Any = None
         self._table: Any = None
@@ -253,9 +276,11 @@ class TemplateIndex:
                 return
             lancedb = _import_lancedb()
             try:
-                self.location.mkdir(parents=True, exist_ok=True)
+                if self.location is not None:
+                    self.location.mkdir(parents=True, exist_ok=True)
                 # Readers see other processes' commits within a second (several servers may share a cache dir).
-                self._db = lancedb.connect(str(self.location), read_consistency_interval=timedelta(seconds=1))
+                self._db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1),
+                                           storage_options=self._storage_options or None)
                 if TABLE in self._db.table_names():
                     table = self._db.open_table(TABLE)
                     if not self._compatible(table):
@@ -268,7 +293,14 @@ class TemplateIndex:
                 self._read_vector_index()
             except OSError as exc:
                 raise IndexError_(
-                    f"cannot open the index at {self.location}: {exc}. Set OIC_AI_CACHE_DIR to a writable directory."
+                    f"cannot open the index at {self.uri}: {exc}. Set OIC_AI_CACHE_DIR to a writable directory."
+                ) from exc
+            except (RuntimeError, ValueError) as exc:
+                if self.location is not None:
+                    raise
+                raise IndexError_(
+                    f"cannot open the index at {self.uri}: {exc}. Check OIC_AI_INDEX_URI, the bucket, and the "
+                    "storage settings (OIC_AI_STORAGE_ENDPOINT, _REGION, _ACCESS_KEY_ID, _SECRET_ACCESS_KEY)."
                 ) from exc
             self._load_catalog()
 
@@ -349,7 +381,7 @@ class TemplateIndex:
 
     def _reindex_names(self) -> None:
         catalog = self.catalog
-        ranks = {str(r): i for i, r in enumerate(self.roots)}
+        ranks = {str(r): i for i, r in enumerate([*self.roots, *self.object_roots])}
         by_name: dict[str, str] = {}
         for uid in sorted(catalog, key=lambda u: (ranks.get(catalog[u].root, len(ranks)), u)):
             rec = catalog[uid]
@@ -394,7 +426,32 @@ class TemplateIndex:
                         except OSError:
                             continue
                         entries.append((root_s, rel + name, st.st_size, st.st_mtime_ns))
+        for uri, source in self.object_roots.items():
+            entries.extend((uri, rel, size, mtime_ns) for rel, size, mtime_ns in source.scan())
         return entries
+
+    def _read_source(self, root_s: str, rel: str) -> bytes:
+        source = self.object_roots.get(root_s)
+        return source.read(rel) if source is not None else (Path(root_s) / rel).read_bytes()
+
+    def _load_source(self, root_s: str, rel: str, raw: bytes, size: int, mtime_ns: int) -> TemplateRecord:
+        if root_s not in self.object_roots:
+            root = Path(root_s)
+            return load_record(root, root / rel, raw)
+        from server.templates import MAX_TEMPLATE_BYTES, looks_like_template, record_from_data
+        from server.yamlsafe import load_mapping
+
+        if size > MAX_TEMPLATE_BYTES:
+            raise ValueError(f"object is {size:,} bytes, over the {MAX_TEMPLATE_BYTES:,}-byte template limit")
+        parsed = load_mapping(raw, max_bytes=MAX_TEMPLATE_BYTES)
+        if not looks_like_template(parsed.data):
+            raise ValueError("not an image template (none of image, target, disk, systemConfig at top level)")
+        return record_from_data(parsed.data, rel_id=rel, root=root_s, raw=raw,
+                                fingerprint=Fingerprint(size, mtime_ns))
+
+    def read_text(self, rec: TemplateRecord) -> str:
+        """A template's current text, from its directory or its bucket (OSError when it cannot be read)."""
+        return self._read_source(rec.root, rec.id).decode("utf-8")
 
     def _differs(self, entries: list[ScanEntry]) -> bool:
         """Whether a scan shows any added, removed or touched file (read-only: safe off the search thread)."""
@@ -426,12 +483,51 @@ class TemplateIndex:
             with self._writer_lock(wait) as acquired:
                 if not acquired:
                     self._last_scan = time.monotonic()
-                    return None
+                    if self.lease is None:
+                        return None
+                    # Another replica leads: take its commits instead of writing the same rows.
+                    self._follow_locked()
+                    return SyncReport(scanned=len(self.catalog), hits=len(self.catalog), followed=True,
+                                      problems=list(self.problems))
                 return self._sync_locked(progress, force, entries)
+
+    def follow(self) -> bool:
+        """Reload the catalog if another writer committed since we loaded (True when it did)."""
+        with self._lock:
+            self.open()
+            return self._follow_locked()
+
+    def _follow_locked(self) -> bool:
+        with contextlib.suppress(Exception):
+            self._table.checkout_latest()
+        version = self._table_version()
+        if version is None or version == self._loaded_version:
+            return False
+        self._load_catalog()
+        self._read_vector_index()
+        self._loaded_version = version
+        return True
+
+    @property
+    def version(self) -> int | None:
+        """The table version the catalog reflects (for readiness checks)."""
+        return self._loaded_version
+
+    @property
+    def is_writer(self) -> bool:
+        """Whether this process currently may write (the sync leader, when a lease is configured)."""
+        if self.lease is None:
+            return True
+        return bool(getattr(self.lease, "held", False))
 
     @contextlib.contextmanager
     def _writer_lock(self, wait: bool) -> Iterator[bool]:
-        if fcntl is None:  # no advisory locks here (Windows): one process per cache dir is then advised
+        if self.lease is not None:  # a shared index: one leader among the replicas, chosen by the lease
+            yield self.lease.try_acquire()
+            return
+        if fcntl is None or self.location is None:
+            # No advisory file locks (Windows, object storage without a lease): LanceDB's optimistic commits
+            # and _retry_on_conflict keep the table consistent; configure a lease to avoid duplicate work.
             yield True
             return
         with open(self.location / WRITER_LOCK, "a+b") as handle:
@@ -478,19 +574,18 @@ class TemplateIndex:
                     hits += 1
                     continue
             fp = Fingerprint(size, mtime_ns)
-            root = Path(root_s)
-            path = root / rel
+            path = f"{root_s}/{rel}"
             try:
-                raw = path.read_bytes()
+                raw = self._read_source(root_s, rel)
             except OSError as exc:
-                problems.append(LoadProblem(str(path), f"cannot read: {exc}"))
+                problems.append(LoadProblem(path, f"cannot read: {exc}"))
                 continue
             if not force and existing is not None and existing.content_hash == content_hash(raw):
                 overrides[uid] = fp
                 hits += 1
                 continue
             try:
-                rec = load_record(root, path, raw)
+                rec = self._load_source(root_s, rel, raw, size, mtime_ns)
             except (YamlError, ValueError) as exc:
                 problems.append(LoadProblem(str(path), str(exc)))
                 log.warning("skipping template %s: %s", path, exc)
@@ -764,7 +859,9 @@ class TemplateIndex:
         catalog = self.catalog
         return [catalog[uid] for uid in self._uid_by_name.values() if uid in catalog]
 
-    def size_bytes(self) -> int:
+    def size_bytes(self) -> int | None:
+        if self.location is None:
+            return None  # object storage: ask the bucket
         total = 0
         for dirpath, _dirs, files in os.walk(self.location):
             for f in files:

@@ -126,6 +126,8 @@ class PostgresConversationStore:
             raise ConversationError(
                 "ai.conversations_url selects PostgreSQL, but psycopg is not installed: "
                 "pip install 'mcp-server-image-composer[team]'") from None
+        self._dsn = url
+        self._connect_timeout = connect_timeout
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
         self._pool = ConnectionPool(url, min_size=1, max_size=max(2, pool_size), open=False, name="oic-conversations",
                                     kwargs={"autocommit": True, "application_name": "oic-conversations"},
@@ -182,9 +184,14 @@ class PostgresConversationStore:
     @contextmanager
     def exclusive(self, conversation_id: str) -> Iterator[None]:
         """Hold a lock on one conversation across replicas (a refinement runs inside it). Blocking."""
+        import psycopg
+
         validate_id(conversation_id)
         try:
-            with self._pool.connection() as conn:
+            # Its own connection, not a pooled one: the refinement inside needs pooled connections, and N
+            # refinements each holding one of N pooled connections would wait for each other forever.
+            with psycopg.connect(self._dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout)),
+                                 application_name="oic-conversation-lock") as conn:
                 conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 1))", (conversation_id,))
                 try:
                     yield

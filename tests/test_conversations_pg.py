@@ -16,7 +16,8 @@ from tests import test_conversations as contract
 from tests.services import PostgresServer, pg_unavailable_reason, postgres_server
 
 _REASON = pg_unavailable_reason()
-pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"no PostgreSQL server can start here: {_REASON}")
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(_REASON is not None, reason=f"no PostgreSQL server can start here: {_REASON}")]
 
 T1, T2 = contract.T1, contract.T2
 Clock = contract.Clock

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench lock clean install-llm llm-server test-llm bench-llm docs postgres test-cluster
+.PHONY: install run test lint bench lock clean install-llm llm-server test-llm bench-llm docs postgres test-cluster bench-cluster
 
 $(STAMP): pyproject.toml constraints.txt requirements-model.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -80,3 +80,7 @@ lock: install
 
 clean:
 	rm -rf $(VENV) .ai-cache .bench-cache bench-results .pytest_cache .ruff_cache *.egg-info
+
+# Only the team deployment figures (1 vs 3 replicas); `make bench` runs them too.
+bench-cluster: $(BENCH_STAMP) postgres
+	$(BIN)/python -m bench.cluster $(ARGS)

@@ -350,6 +350,18 @@ def _kept_llm_section(path: Path) -> list[str]:
     return ["", LLM_START, "## A real local LLM", "", "Not measured yet: run `make bench-llm`.", LLM_END, ""]
 
 
+def _cluster_block(results: dict[str, Any], path: Path) -> list[str]:
+    """bench/cluster.py's block: from this run, else as the last `python -m bench.cluster` left it."""
+    from bench import cluster
+
+    if results.get("cluster"):
+        return ["", cluster.markdown(results["cluster"]), ""]
+    old = path.read_text("utf-8") if path.is_file() else ""
+    if cluster.START in old and cluster.END in old:
+        return ["", old[old.index(cluster.START):old.index(cluster.END) + len(cluster.END)], ""]
+    return []
+
+
 def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
     kept = _kept_llm_section(path)
     made = write_plots(results, plots)
@@ -433,5 +445,6 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
         from bench.agent_bench import markdown
 
         lines += [markdown(results["agent"])]
+    lines += _cluster_block(results, path)
     lines += kept
     path.write_text("\n".join(lines))

@@ -66,6 +66,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--plots", default=str(REPO / "bench" / "plots"))
     p.add_argument("--rebuild", action="store_true", help="rebuild the cached synthetic tables")
     p.add_argument("--no-sweep", action="store_true", help="skip the flat-vs-IVF switch sweep")
+    p.add_argument("--no-cluster", action="store_true",
+                   help="skip the team deployment figures, 1 vs 3 replicas (bench/cluster.py, ~3 min)")
     return p.parse_args(argv)
 
 
@@ -186,6 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     results["agent"] = phases.run("agent, validation and verification figures", agent_bench.run,
                                   cache / f"quality-{corpora[-1].name}")
     logging.disable(logging.NOTSET)
+
+    # ---- team deployment: replicas, PostgreSQL, S3 -----------------------------------------------------------
+    if not args.no_cluster:
+        from bench import cluster
+
+        results["cluster"] = phases.run("team deployment, 1 vs 3 replicas", cluster.run, [1, 3],
+                                        10 if args.quick else 20)
+        results["cluster"]["machine"] = results["machine"]
 
     results["phases_s"] = phases.seconds
     results["total_s"] = phases.total

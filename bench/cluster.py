@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s",
                         datefmt="%H:%M:%S")
-    for noisy in ("httpx", "mcp", "werkzeug", "server"):
+    for noisy in ("httpx", "httpx2", "mcp", "werkzeug", "server", "uvicorn", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     os.environ.setdefault("LANCEDB_LOG", "error")
     result = run([int(n) for n in args.replicas.split(",")], args.seconds, args.clients)

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s",
                         datefmt="%H:%M:%S")
-    for noisy in ("server", "httpx", "mcp"):
+    for noisy in ("server", "httpx", "httpx2", "mcp", "uvicorn", "uvicorn.error", "werkzeug"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.getLogger("bench").setLevel(logging.INFO)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([1000, 10000] if args.quick else

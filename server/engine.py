@@ -200,14 +200,22 @@ class Engine:
     def _follow_shared_index(self) -> None:
         """Every ``ai.index_refresh``: the leader syncs the template sources into the shared index; the others
         load the latest table version. Never on the search path (listing a bucket takes a round trip)."""
-        while not self._closing.wait(self.settings.index_refresh):
+        refresh = self.settings.index_refresh
+        while not self._closing.is_set():
             index = self.index
             if index is None:
+                return
+            wait_for_change = getattr(index.lease, "wait_for_change", None)
+            if wait_for_change is not None and not index.is_writer:
+                wait_for_change(refresh)  # the leader's NOTIFY after a commit, or the poll interval
+            else:
+                self._closing.wait(refresh)
+            if self._closing.is_set():
                 return
             try:
                 index.sync(wait=False)
             except Exception as exc:  # noqa: BLE001 - a failed round (bucket unreachable) is retried next time
-                log.warning("shared index refresh failed (retrying in %.0fs): %s", self.settings.index_refresh, exc)
+                log.warning("shared index refresh failed (retrying in %.0fs): %s", refresh, exc)
 
     def readiness(self) -> dict[str, Any]:
         """For /healthz/ready: whether this replica can answer (index loaded, conversation store reachable)."""

@@ -281,8 +281,14 @@ class TemplateIndex:
                 # Readers see other processes' commits within a second (several servers may share a cache dir).
                 self._db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1),
                                            storage_options=self._storage_options or None)
+                if self.lease is not None and TABLE not in self._db.table_names() and not self.lease.try_acquire():
+                    self._wait_for_writer()  # the writer creates the table; two creators could race on a bucket
                 if TABLE in self._db.table_names():
                     table = self._db.open_table(TABLE)
+                    if not self._compatible(table) and self.lease is not None and not self.lease.try_acquire():
+                        raise IndexError_(
+                            f"the shared index at {self.uri} was built with another embedding model or text "
+                            f"version than this replica's ({self.model_key}); run one version on every replica")
                     if not self._compatible(table):
                         log.info("embedding model changed: dropping the index to re-embed every template")
                         table = self._create_table(replace=True)
@@ -303,6 +309,18 @@ class TemplateIndex:
                     "storage settings (OIC_AI_STORAGE_ENDPOINT, _REGION, _ACCESS_KEY_ID, _SECRET_ACCESS_KEY)."
                 ) from exc
             self._load_catalog()
+
+    def _wait_for_writer(self, timeout: float = 300.0) -> None:
+        """A replica that does not write waits for the writer to create the shared table."""
+        deadline = time.monotonic() + timeout
+        log.info("waiting for the index writer to create the shared index at %s", self.uri)
+        while TABLE not in self._db.table_names():
+            if self.lease is not None and self.lease.try_acquire():
+                return  # the writer went away: this replica creates it
+            if time.monotonic() > deadline:
+                raise IndexError_(f"no replica created the shared index at {self.uri} within {timeout:.0f}s; "
+                                  "check the writer replica's log")
+            time.sleep(1.0)
 
     def _compatible(self, table: Any) -> bool:
         schema = table.schema
@@ -613,6 +631,9 @@ class TemplateIndex:
             self._optimize_soon()
         if changed or removed:
             self._loaded_version = self._table_version()  # our own commits are no reason to reload
+            notify = getattr(self.lease, "notify", None)
+            if notify is not None:
+                notify()  # followers load the new version now rather than at their next poll
             if not names_stable:
                 self._reindex_names()
             self.generation += 1

@@ -101,7 +101,9 @@ def test_one_writer_by_lease_and_followers_load_its_versions(s3: S3Server) -> No
             _put(s3, "team", "delta", "a delta image")
             assert follower.sync(wait=False).followed  # still not the writer: nothing new yet
             assert follower.names() == ["gamma"]
+            assert not follower_lease.wait_for_change(0.2)  # nothing committed yet
             assert leader.sync(wait=False).embedded == 1
+            assert follower_lease.wait_for_change(30)  # told by the leader's NOTIFY, not by polling
             assert follower.follow() and follower.names() == ["delta", "gamma"]
             # the leader goes away (its session ends): the follower takes over the writing
             leader_lease.release()

@@ -233,7 +233,9 @@ class Engine:
                 store.stats()
             checks["conversations"] = "ok"
         except Exception as exc:  # noqa: BLE001 - reported, not raised: a health check must answer
-            checks["conversations"] = f"unreachable: {exc}"
+            # The endpoint is unauthenticated: the body says what failed, the log says where and why.
+            log.warning("not ready: conversation store unreachable: %s", exc)
+            checks["conversations"] = "unreachable"
             ready = False
         return {"ready": ready, **checks}
 

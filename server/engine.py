@@ -480,7 +480,7 @@ class Engine:
         lookups = s.cache_hits + s.cache_misses
         return {
             "templates_indexed": len(index.catalog),
-            "template_roots": [str(r) for r in self.settings.template_roots],
+            "template_roots": [str(r) for r in self.settings.template_roots] + self.settings.template_object_roots,
             "embedded_this_run": s.embedded_total,
             "cache_hits": s.cache_hits,
             "cache_misses": s.cache_misses,

@@ -115,3 +115,26 @@ def test_one_writer_by_lease_and_followers_load_its_versions(s3: S3Server) -> No
             follower.close()
             leader_lease.release()
             follower_lease.release()
+
+
+def test_engine_over_a_bucket_searches_validates_and_reports(s3: S3Server, tmp_path: Path) -> None:
+    """The engine without PostgreSQL: the index and the templates in the bucket, the tools reading from it."""
+    from server.engine import Engine
+    from tools.cache_stats import CacheStats
+
+    _put(s3, "engine", "lidar-mapper", "lidar point cloud mapping appliance")
+    _put(s3, "engine", "kiosk", "a kiosk display with a browser")
+    engine = Engine(_settings(s3, "engine", OIC_AI_CACHE_DIR=str(tmp_path)))
+    try:
+        engine.ready()
+        assert engine.search("lidar point cloud mapping").results[0].record.name == "lidar-mapper"
+        report, name = engine.validate(name="lidar-mapper")  # the text comes from the bucket
+        assert name == "lidar-mapper" and report.valid, report.errors
+        stats = engine.stats()
+        assert stats["index_location"] == f"s3://{s3.bucket}/engine/index" and stats["index_size_bytes"] is None
+        assert f"s3://{s3.bucket}/engine/templates" in stats["template_roots"]
+        CacheStats.model_validate(stats)
+        with pytest.raises(ValueError, match="ai.save_dir"):
+            engine.check_save_name("mine.yml", overwrite=False)
+    finally:
+        engine.close()

@@ -156,8 +156,10 @@ class Engine:
             from server.search import SearchEngine
 
             roots = list(self.settings.template_roots)
-            if self.settings.save_dir and self.save_dir not in roots:
-                roots.append(self.save_dir)  # saved templates are searchable at once
+            if self.settings.save_dir and self.save_dir not in roots and not self.shared_index:
+                # Saved templates are searchable at once. Not in a shared index: a replica's own directory is
+                # not readable by the others (publish saved templates to the shared library instead).
+                roots.append(self.save_dir)
             index = TemplateIndex(cache_dir, roots, self.embedder, **self._shared_index_options())
             index.open()
             self.first_sync = index.sync(progress=progress)

@@ -161,7 +161,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"balancer to N replicas (stateless streamable HTTP) sharing a LanceDB index and {result['templates']} "
         "templates in S3 (moto's server) and conversations in PostgreSQL; each phase runs "
         f"{result['seconds']:.0f} s. Everything (replicas, PostgreSQL, S3, balancer and the clients) shares this "
-        f"machine's {result.get('machine', {}).get('cores', '?')} cores.", "",
+        f"machine's {result.get('machine', {}).get('cores', '?')} cores; load average at start "
+        f"{', '.join(str(x) for x in result.get('machine', {}).get('load_average_at_start', []))}.", "",
         "| replicas | search p50 | search p95 | searches/s | refinements/s | refinement p95 | failures |",
         "|---|---|---|---|---|---|---|"]
     for count, run_ in result["runs"].items():

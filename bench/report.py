@@ -430,6 +430,16 @@ def update_quality_section(quality: dict[str, Any], path: Path, plots: Path, sta
         last += 1
     kept[last + 1:last + 1] = rows
     path.write_text("\n".join(kept), encoding="utf-8")
+def _cluster_block(results: dict[str, Any], path: Path) -> list[str]:
+    """bench/cluster.py's block: from this run, else as the last `python -m bench.cluster` left it."""
+    from bench import cluster
+
+    if results.get("cluster"):
+        return ["", cluster.markdown(results["cluster"]), ""]
+    old = path.read_text("utf-8") if path.is_file() else ""
+    if cluster.START in old and cluster.END in old:
+        return ["", old[old.index(cluster.START):old.index(cluster.END) + len(cluster.END)], ""]
+    return []
 
 
 def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
@@ -514,5 +524,6 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
         from bench.closure import markdown as closure_markdown
 
         lines += [closure_markdown(results["closure"])]
+    lines += _cluster_block(results, path)
     lines += kept
     path.write_text("\n".join(lines))

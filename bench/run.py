@@ -66,6 +66,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--plots", default=str(REPO / "bench" / "plots"))
     p.add_argument("--rebuild", action="store_true", help="rebuild the cached synthetic tables")
     p.add_argument("--no-sweep", action="store_true", help="skip the flat-vs-IVF switch sweep")
+    p.add_argument("--no-cluster", action="store_true",
+                   help="skip the team deployment figures, 1 vs 3 replicas (bench/cluster.py, ~3 min)")
     return p.parse_args(argv)
 
 
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s",
                         datefmt="%H:%M:%S")
-    for noisy in ("server", "httpx", "mcp"):
+    for noisy in ("server", "httpx", "httpx2", "mcp", "uvicorn", "uvicorn.error", "werkzeug"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.getLogger("bench").setLevel(logging.INFO)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([1000, 10000] if args.quick else
@@ -192,6 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     from bench import closure as closure_bench
 
     results["closure"] = phases.run("install closure vs apt", closure_bench.run)
+    # ---- team deployment: replicas, PostgreSQL, S3 -----------------------------------------------------------
+    if not args.no_cluster:
+        from bench import cluster
+
+        results["cluster"] = phases.run("team deployment, 1 vs 3 replicas", cluster.run, [1, 3],
+                                        10 if args.quick else 20)
+        results["cluster"]["machine"] = results["machine"]
 
     results["phases_s"] = phases.seconds
     results["total_s"] = phases.total

@@ -8,12 +8,13 @@ provider of its own and the deterministic safety net under the LLM ones.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import logging
 import re
 import threading
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -270,7 +271,7 @@ class Agent:
         out: list[tuple[str, str, dict]] = []
         for r in outcome.results if outcome else []:
             try:
-                text = r.record.read_text(self.settings.templates_follow_external_symlinks)
+                text = self.engine.index.read_text(r.record)
                 out.append((r.record.name, text, load_mapping(text).data))
             except (OSError, ValueError) as exc:  # YamlError is a ValueError
                 log.warning("grounding template %s unreadable: %s", r.record.name, exc)
@@ -511,7 +512,7 @@ class Agent:
         written meanwhile by another process makes the refinement start again from the new revision."""
         from server.conversations import ConcurrentModification
 
-        async with self._conversation_lock(conversation_id):
+        async with self._conversation_lock(conversation_id), self._store_lock(conversation_id):
             for attempt in range(CONFLICT_RETRIES):
                 try:
                     return await self._refine_once(conversation_id, instruction, save_as=save_as,
@@ -522,6 +523,22 @@ class Agent:
                                          f"({CONFLICT_RETRIES} tries); try again") from None
                     log.info("conversation %s changed meanwhile; refining again", conversation_id)
             raise AssertionError("unreachable")
+
+    @contextlib.asynccontextmanager
+    async def _store_lock(self, conversation_id: str) -> AsyncIterator[None]:
+        """Across replicas: a store shared by several servers (PostgreSQL) serialises one conversation's
+        refinements itself, so they queue instead of conflicting."""
+        exclusive = getattr(self.engine.conversations, "exclusive", None)
+        if exclusive is None:
+            yield
+            return
+        held = exclusive(conversation_id)
+        await anyio.to_thread.run_sync(held.__enter__)
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(held.__exit__, None, None, None)
 
     def _conversation_lock(self, conversation_id: str) -> anyio.Lock:
         # Keyed by event loop too: the CLI runs each turn in a fresh loop, and a lock belongs to one loop.

@@ -192,6 +192,61 @@ class SearchSettings(_Section):
     fingerprint_interval: float = Field(2.0, ge=0)
 
 
+class StorageSettings(_Section):
+    """Object storage (S3 and compatibles: MinIO, Ceph, cloud buckets) for ``ai.index_uri`` and ``s3://`` template
+    directories. Unset fields fall back to the usual AWS_* environment variables and instance credentials."""
+
+    endpoint: str | None = None  # e.g. http://minio:9000; unset = AWS
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: SecretStr | None = None
+    session_token: SecretStr | None = None
+    allow_http: bool = False  # plain-HTTP endpoints (MinIO in a private network, tests)
+    virtual_hosted_style: bool = False  # bucket.endpoint/key instead of endpoint/bucket/key
+    options: dict[str, str] = Field(default_factory=dict)  # any other object_store option, passed through
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _pairs(cls, v: Any) -> Any:
+        # The environment carries them as "key=value,key=value".
+        if isinstance(v, str):
+            pairs = [p.partition("=") for p in re.split(r"[,\s]+", v) if p]
+            bad = [k for k, eq, _ in pairs if not eq or not k]
+            if bad:
+                raise ValueError(f"expected key=value pairs separated by commas, got {bad[0]!r}")
+            return {k: val for k, _, val in pairs}
+        return v
+
+    def lance_options(self) -> dict[str, str]:
+        """LanceDB / object_store storage options (see server/object_store.py for the file-system side)."""
+        opts: dict[str, str] = {}
+        if self.endpoint:
+            opts["aws_endpoint"] = self.endpoint
+        if self.region:
+            opts["aws_region"] = self.region
+        if self.access_key_id:
+            opts["aws_access_key_id"] = self.access_key_id
+        if self.secret_access_key is not None:
+            opts["aws_secret_access_key"] = self.secret_access_key.get_secret_value()
+        if self.session_token is not None:
+            opts["aws_session_token"] = self.session_token.get_secret_value()
+        if self.allow_http:
+            opts["allow_http"] = "true"
+        opts["aws_virtual_hosted_style_request"] = "true" if self.virtual_hosted_style else "false"
+        opts.update(self.options)
+        return opts
+
+
+def is_object_uri(value: str) -> bool:
+    return value.startswith(("s3://", "s3a://"))
+
+
+def split_dirs(value: str) -> list[str]:
+    """Template directories joined by os.pathsep; the ':' of 's3://' is not a separator."""
+    parts = re.split(r":(?!//)", value) if os.pathsep == ":" else value.split(os.pathsep)
+    return [p for p in parts if p.strip()]
+
+
 class AISettings(_Section):
     provider: Literal["auto", "ollama", "openai", "sampling", "offline"] = "auto"
     embedding_provider: Literal["local", "ollama", "openai"] = "local"
@@ -211,17 +266,57 @@ class AISettings(_Section):
     packages: PackageSettings = Field(default_factory=PackageSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    # Team deployments (README, Deployment for teams): a shared index, shared conversations.
+    index_uri: str | None = None  # default: <cache dir>/index.lance; or s3://bucket/prefix, or a local path
+    index_refresh: float = Field(5.0, gt=0)  # how often a replica of a shared index syncs or follows it
+    conversations_url: SecretStr | None = None  # postgresql://user:pass@host/db; default: SQLite in the cache dir
+    storage: StorageSettings = Field(default_factory=StorageSettings)
 
     @field_validator("templates_dir", mode="before")
     @classmethod
     def _dirs(cls, v: Any) -> list[str]:
         if isinstance(v, str):
-            return [p for p in v.split(os.pathsep) if p.strip()]
+            return split_dirs(v)
         return v
+
+    @field_validator("index_refresh", mode="before")
+    @classmethod
+    def _refresh(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    @field_validator("index_uri")
+    @classmethod
+    def _index_uri(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        v = v.strip()
+        if "://" in v and not is_object_uri(v):
+            raise ValueError("use s3://bucket/prefix (S3, MinIO, Ceph) or a local directory")
+        if is_object_uri(v) and not v.split("://", 1)[1].split("/", 1)[0]:
+            raise ValueError("the URI names no bucket; use s3://bucket/prefix")
+        return v
+
+    @field_validator("conversations_url", mode="before")
+    @classmethod
+    def _conversations_url(cls, v: Any) -> Any:
+        if v is None or isinstance(v, SecretStr):
+            return v
+        text = str(v).strip()
+        if not text:
+            return None
+        if not text.startswith(("postgresql://", "postgres://")):
+            raise ValueError("use a postgresql://user:password@host:5432/database URL (unset = SQLite in the "
+                             "cache dir)")
+        return text
 
     @property
     def template_roots(self) -> list[Path]:
-        return [Path(p).expanduser().resolve() for p in self.templates_dir]
+        """Local template directories (object-storage ones are in ``template_object_roots``)."""
+        return [Path(p).expanduser().resolve() for p in self.templates_dir if not is_object_uri(p)]
+
+    @property
+    def template_object_roots(self) -> list[str]:
+        return [p.rstrip("/") for p in self.templates_dir if is_object_uri(p)]
 
     @property
     def cache_path(self) -> Path:
@@ -247,7 +342,7 @@ ENV_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 # Values of these keys never appear in error messages.
-_SECRET_KEYS = re.compile(r"(?i)(token|api_key|password|secret)")
+_SECRET_KEYS = re.compile(r"(?i)(token|api_key|password|secret|conversations_url)")
 
 
 def _leaf_paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -335,9 +430,10 @@ def load_settings(
         # Relative paths in a config file are relative to that file, not to the process's cwd.
         if "templates_dir" in tree:
             dirs = tree["templates_dir"]
-            dirs = dirs.split(os.pathsep) if isinstance(dirs, str) else dirs
+            dirs = split_dirs(dirs) if isinstance(dirs, str) else dirs
             if isinstance(dirs, list):
-                tree["templates_dir"] = [str((base_dir / str(d)).resolve()) for d in dirs]
+                tree["templates_dir"] = [str(d) if is_object_uri(str(d)) else str((base_dir / str(d)).resolve())
+                                         for d in dirs]
         cache = tree.get("cache")
         if isinstance(cache, dict) and isinstance(cache.get("dir"), str):
             cache["dir"] = str((base_dir / cache["dir"]).resolve())

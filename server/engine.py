@@ -113,6 +113,8 @@ class Engine:
         self._verifier_lock = threading.Lock()
         self.validations = {"valid": 0, "invalid": 0}
         _remember_secrets(settings)
+        self._follower: threading.Thread | None = None  # keeps a shared index current (team deployments)
+        self._closing = threading.Event()
         missing = [str(r) for r in settings.template_roots if not r.is_dir()]
         for root in missing:
             self.warnings.append(f"templates directory {root} does not exist; check OIC_AI_TEMPLATES_DIR / ai.templates_dir")
@@ -169,14 +171,20 @@ class Engine:
             from server.search import SearchEngine
 
             roots = list(self.settings.template_roots)
-            if self.settings.save_dir and self.save_dir not in roots:
-                roots.append(self.save_dir)  # saved templates are searchable at once
-            index = TemplateIndex(cache_dir, roots, self.embedder)
+            if self.settings.save_dir and self.save_dir not in roots and not self.shared_index:
+                # Saved templates are searchable at once. Not in a shared index: a replica's own directory is
+                # not readable by the others (publish saved templates to the shared library instead).
+                roots.append(self.save_dir)
+            index = TemplateIndex(cache_dir, roots, self.embedder, **self._shared_index_options())
             index.follow_external_symlinks = self.settings.templates_follow_external_symlinks
             index.open()
             self.first_sync = index.sync(progress=progress)
             self.index = index
             self.searcher = SearchEngine(index, self.embedder, self.settings)
+            if self.shared_index:
+                self._follower = threading.Thread(target=self._follow_shared_index, name="index-follow",
+                                                  daemon=True)
+                self._follower.start()
             if preload is not None:
                 preload.join()
         except BaseException as exc:  # noqa: BLE001 - reported to every caller of ready()
@@ -184,6 +192,70 @@ class Engine:
             log.error("engine failed to start: %s", exc)
         finally:
             self._ready.set()
+
+    @property
+    def shared_index(self) -> bool:
+        """An index several replicas share (``ai.index_uri``): kept current by a background thread."""
+        return self.settings.index_uri is not None
+
+    def _shared_index_options(self) -> dict[str, Any]:
+        """Where the index lives, which template sources are buckets, and who may write (team deployments)."""
+        s = self.settings
+        options: dict[str, Any] = {"uri": s.index_uri, "storage_options": s.storage.lance_options()}
+        if s.template_object_roots:
+            from server.object_store import ObjectRoot
+            from server.templates import TEMPLATE_SUFFIXES
+
+            options["object_roots"] = [ObjectRoot(uri, s.storage, TEMPLATE_SUFFIXES)
+                                       for uri in s.template_object_roots]
+        if self.shared_index and s.conversations_url is not None:
+            from server.pg_lease import PgLease
+
+            # One sync leader among the replicas: a PostgreSQL advisory lock in the conversations database.
+            options["lease"] = PgLease(s.conversations_url.get_secret_value())
+        return options
+
+    def _follow_shared_index(self) -> None:
+        """Every ``ai.index_refresh``: the leader syncs the template sources into the shared index; the others
+        load the latest table version. Never on the search path (listing a bucket takes a round trip)."""
+        refresh = self.settings.index_refresh
+        while not self._closing.is_set():
+            index = self.index
+            if index is None:
+                return
+            wait_for_change = getattr(index.lease, "wait_for_change", None)
+            if wait_for_change is not None and not index.is_writer:
+                wait_for_change(refresh)  # the leader's NOTIFY after a commit, or the poll interval
+            else:
+                self._closing.wait(refresh)
+            if self._closing.is_set():
+                return
+            try:
+                index.sync(wait=False)
+            except Exception as exc:  # noqa: BLE001 - a failed round (bucket unreachable) is retried next time
+                log.warning("shared index refresh failed (retrying in %.0fs): %s", refresh, exc)
+
+    def readiness(self) -> dict[str, Any]:
+        """For /healthz/ready: whether this replica can answer (index loaded, conversation store reachable)."""
+        checks: dict[str, Any] = {"index": self.state}
+        ready = self.is_ready
+        index = self.index
+        if index is not None:
+            checks.update(index_version=index.version, templates=len(index.catalog), index_writer=index.is_writer)
+        try:
+            store = self.conversations
+            ping = getattr(store, "ping", None)
+            if ping is not None:
+                ping()
+            else:
+                store.stats()
+            checks["conversations"] = "ok"
+        except Exception as exc:  # noqa: BLE001 - reported, not raised: a health check must answer
+            # The endpoint is unauthenticated: the body says what failed, the log says where and why.
+            log.warning("not ready: conversation store unreachable: %s", exc)
+            checks["conversations"] = "unreachable"
+            ready = False
+        return {"ready": ready, **checks}
 
     def _preload_model(self) -> None:
         try:
@@ -211,10 +283,15 @@ class Engine:
         return self._ready.is_set() and self._start_error is None
 
     def close(self) -> None:
+        self._closing.set()
         if self._thread is not None:
             self._ready.wait(30)
+        if self._follower is not None:
+            self._follower.join(30)
         if self.index is not None:
             self.index.close()
+            if self.index.lease is not None:
+                self.index.lease.release()
         if self._verifier is not None:
             self._verifier.close()
         if self._conversations is not None:
@@ -231,6 +308,8 @@ class Engine:
     # ---- operations ----------------------------------------------------------
     def refresh(self) -> None:
         assert self.index is not None
+        if self.shared_index:
+            return  # _follow_shared_index keeps it current
         self.index.refresh_if_stale(self.settings.search.fingerprint_interval)
 
     def search(self, query: str, top_k: int | None = None, **filters: str | None) -> SearchOutcome:
@@ -265,10 +344,12 @@ class Engine:
         if yaml is not None:
             return yaml, None, None
         rec = self.find_template(name or "")
+        assert self.index is not None
         try:
-            return rec.read_text(self.settings.templates_follow_external_symlinks), rec.path.parent, rec.name
+            local = rec.root not in self.index.object_roots
+            return self.index.read_text(rec), rec.path.parent if local else None, rec.name
         except (OSError, ValueError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ValueError(f"template '{name}' is indexed but cannot be read: {reason}") from exc
 
     def validate(self, yaml: str | None = None, name: str | None = None) -> tuple[Any, str | None]:
@@ -382,18 +463,16 @@ class Engine:
         cache_dir = self._resolve_cache_dir()
         with self._start_lock:
             if self._conversations is None:
-                from server.conversations import SqliteConversationStore
+                from server.stores import open_conversation_store
 
-                c = self.settings.conversation
-                path: Any = (cache_dir / "conversations.sqlite3") if cache_dir else ":memory:"
-                self._conversations = SqliteConversationStore(
-                    path, max_history=c.max_history, idle_timeout_s=c.session_timeout, max_age_s=c.max_age,
-                    max_conversations=c.max_conversations)
+                self._conversations = open_conversation_store(self.settings, cache_dir)
                 preferred = self.settings.cache_path
-                if self.settings.cache.enabled and cache_dir != preferred:
+                if (self.settings.cache.enabled and cache_dir != preferred
+                        and hasattr(self._conversations, "unknown_note")):
                     # Conversations of earlier runs live in the configured directory: say so, not just "unknown".
                     why = next((w for w in self.warnings if str(preferred) in w and "unusable" in w),
                                f"cache directory {preferred} is not usable")
+                    path = (cache_dir / "conversations.sqlite3") if cache_dir else ":memory:"
                     self._conversations.unknown_note = (
                         f"in this run's conversation store ({path}): it moved because {why}; conversations kept "
                         f"in {preferred} come back once that directory is writable again (or set OIC_AI_CACHE_DIR)")
@@ -403,6 +482,9 @@ class Engine:
     def save_dir(self) -> Path:
         if self.settings.save_dir:
             return Path(self.settings.save_dir).expanduser().resolve()
+        if not self.settings.template_roots:
+            raise ValueError("every templates directory is in object storage: set ai.save_dir (OIC_AI_SAVE_DIR) "
+                             "to a local directory to save templates")
         return self.settings.template_roots[0]
 
     def check_save_name(self, save_as: str, overwrite: bool) -> Path:
@@ -455,7 +537,7 @@ class Engine:
         lookups = s.cache_hits + s.cache_misses
         return {
             "templates_indexed": len(index.catalog),
-            "template_roots": [str(r) for r in self.settings.template_roots],
+            "template_roots": [str(r) for r in self.settings.template_roots] + self.settings.template_object_roots,
             "embedded_this_run": s.embedded_total,
             "cache_hits": s.cache_hits,
             "cache_misses": s.cache_misses,
@@ -463,7 +545,7 @@ class Engine:
             "embedding_provider": self.settings.embedding_provider,
             "model_id": self.embedder.model_id,
             "dimensions": self.embedder.dimensions,
-            "index_location": str(index.location),
+            "index_location": index.uri,
             "index_size_bytes": index.size_bytes(),
             "last_sync": s.last_sync,
             "last_sync_seconds": s.last_sync_seconds,

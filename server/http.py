@@ -40,6 +40,8 @@ MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGE_PATH = "/messages/"
 HEALTH_PATH = "/healthz"
+LIVE_PATH = "/healthz/live"  # the process answers (restart it when this fails)
+READY_PATH = "/healthz/ready"  # it can serve: index loaded, conversation store reachable (route to it)
 REALM = "mcp-server-image-composer"
 MIN_TOKEN_CHARS = 16
 _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
@@ -145,6 +147,15 @@ class Gateway:
             # 503 while the index cannot load, so a load balancer or orchestrator stops routing here.
             await _send_json(send, 503 if health["status"] == "degraded" else 200, health,
                              head_only=scope["method"] == "HEAD")
+            return
+        if scope["path"] in (LIVE_PATH, READY_PATH) and scope["method"] in ("GET", "HEAD"):
+            body = {"status": "ok", "server": REALM, "version": self.version}
+            status = 200
+            if scope["path"] == READY_PATH:
+                body.update(await anyio.to_thread.run_sync(self.engine.readiness))  # may ask the database
+                status = 200 if body["ready"] else 503
+                body["status"] = "ready" if body["ready"] else "not ready"
+            await _send_json(send, status, body, head_only=scope["method"] == "HEAD")
             return
         # OAuth discovery (/.well-known/...) gets the app's plain 404: there is no authorization server to find,
         # and a 401 there sends some clients into an OAuth flow instead of using their configured header.

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 try:
     import fcntl
@@ -63,6 +63,7 @@ from server.templates import (
 
 if TYPE_CHECKING:
     from server.embeddings import Embedder
+    from server.object_store import ObjectRoot
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,13 @@ ScanEntry = tuple[str, str, int, int]  # root, path relative to it (posix), size
 
 class IndexError_(RuntimeError):
     """The index cannot be opened or written; the message says what to do."""
+
+
+class WriterLease(Protocol):
+    """Who may write a shared index (the sync leader); the others follow its commits (server/pg_lease.py)."""
+
+    def try_acquire(self) -> bool: ...
+    def release(self) -> None: ...
 
 
 def _import_lancedb() -> Any:
@@ -199,6 +207,7 @@ class SyncReport:
     removed: int = 0
     problems: list[LoadProblem] = field(default_factory=list)
     seconds: float = 0.0
+    followed: bool = False  # another replica is the writer: this one took the table as that replica left it
 
 
 @dataclass
@@ -247,14 +256,28 @@ class _VectorMirror:
 class TemplateIndex:
     """Owns the LanceDB table and the in-memory catalog of records."""
 
-    def __init__(self, cache_dir: Path | None, roots: list[Path], embedder: Embedder):
+    def __init__(self, cache_dir: Path | None, roots: list[Path], embedder: Embedder, *, uri: str | None = None,
+                 storage_options: dict[str, str] | None = None, object_roots: list[ObjectRoot] | None = None,
+                 lease: WriterLease | None = None):
         self.roots = roots
+        self.object_roots = {r.uri: r for r in object_roots or []}
         self.embedder = embedder
+        self.lease = lease  # None: every process may write (a file lock serialises them on a local dir)
+        self._storage_options = dict(storage_options or {})
         self._temp_dir: str | None = None
-        if cache_dir is None:
-            self._temp_dir = tempfile.mkdtemp(prefix="oic-ai-index-")
-            cache_dir = Path(self._temp_dir)
-        self.location = cache_dir / "index.lance"
+        self.location: Path | None  # a local directory, or None for object storage (then see self.uri)
+        if uri is not None and "://" in uri:
+            self.location = None
+            self.uri = uri.rstrip("/")
+        elif uri is not None:
+            self.location = Path(uri).expanduser().resolve()
+            self.uri = str(self.location)
+        else:
+            if cache_dir is None:
+                self._temp_dir = tempfile.mkdtemp(prefix="oic-ai-index-")
+                cache_dir = Path(self._temp_dir)
+            self.location = cache_dir / "index.lance"
+            self.uri = str(self.location)
         self._lock = threading.RLock()
         self._db: Any = None
         self._table: Any = None
@@ -288,11 +311,19 @@ class TemplateIndex:
                 return
             lancedb = _import_lancedb()
             try:
-                self.location.mkdir(parents=True, exist_ok=True)
+                if self.location is not None:
+                    self.location.mkdir(parents=True, exist_ok=True)
                 # Readers see other processes' commits within a second (several servers may share a cache dir).
-                self._db = lancedb.connect(str(self.location), read_consistency_interval=timedelta(seconds=1))
+                self._db = lancedb.connect(self.uri, read_consistency_interval=timedelta(seconds=1),
+                                           storage_options=self._storage_options or None)
+                if self.lease is not None and TABLE not in self._db.table_names() and not self.lease.try_acquire():
+                    self._wait_for_writer()  # the writer creates the table; two creators could race on a bucket
                 if TABLE in self._db.table_names():
                     table = self._db.open_table(TABLE)
+                    if not self._compatible(table) and self.lease is not None and not self.lease.try_acquire():
+                        raise IndexError_(
+                            f"the shared index at {self.uri} was built with another embedding model or text "
+                            f"version than this replica's ({self.model_key}); run one version on every replica")
                     if not self._compatible(table):
                         log.info("embedding model changed: dropping the index to re-embed every template")
                         table = self._create_table(replace=True)
@@ -303,9 +334,28 @@ class TemplateIndex:
                 self._read_vector_index()
             except OSError as exc:
                 raise IndexError_(
-                    f"cannot open the index at {self.location}: {exc}. Set OIC_AI_CACHE_DIR to a writable directory."
+                    f"cannot open the index at {self.uri}: {exc}. Set OIC_AI_CACHE_DIR to a writable directory."
+                ) from exc
+            except (RuntimeError, ValueError) as exc:
+                if self.location is not None:
+                    raise
+                raise IndexError_(
+                    f"cannot open the index at {self.uri}: {exc}. Check OIC_AI_INDEX_URI, the bucket, and the "
+                    "storage settings (OIC_AI_STORAGE_ENDPOINT, _REGION, _ACCESS_KEY_ID, _SECRET_ACCESS_KEY)."
                 ) from exc
             self._load_catalog()
+
+    def _wait_for_writer(self, timeout: float = 300.0) -> None:
+        """A replica that does not write waits for the writer to create the shared table."""
+        deadline = time.monotonic() + timeout
+        log.info("waiting for the index writer to create the shared index at %s", self.uri)
+        while TABLE not in self._db.table_names():
+            if self.lease is not None and self.lease.try_acquire():
+                return  # the writer went away: this replica creates it
+            if time.monotonic() > deadline:
+                raise IndexError_(f"no replica created the shared index at {self.uri} within {timeout:.0f}s; "
+                                  "check the writer replica's log")
+            time.sleep(1.0)
 
     def _compatible(self, table: Any) -> bool:
         schema = table.schema
@@ -384,7 +434,7 @@ class TemplateIndex:
 
     def _reindex_names(self) -> None:
         catalog = self.catalog
-        ranks = {str(r): i for i, r in enumerate(self.roots)}
+        ranks = {str(r): i for i, r in enumerate([*self.roots, *self.object_roots])}
         by_name: dict[str, str] = {}
         for uid in sorted(catalog, key=lambda u: (ranks.get(catalog[u].root, len(ranks)), u)):
             rec = catalog[uid]
@@ -437,11 +487,40 @@ class TemplateIndex:
                             continue
                         entries.append((root_s, rel + name, st.st_size, st.st_mtime_ns))
         self._scan_skipped = skipped
+        for uri, source in self.object_roots.items():
+            entries.extend((uri, rel, size, mtime_ns) for rel, size, mtime_ns in source.scan())
         return entries
 
     def _known_broken(self, uid: str, size: int, mtime_ns: int) -> LoadProblem | None:
         known = self._broken.get(uid)
         return known[2] if known is not None and known[0] == size and known[1] == mtime_ns else None
+
+    def _read_source(self, root_s: str, rel: str) -> bytes:
+        source = self.object_roots.get(root_s)
+        if source is not None:
+            return source.read(rel)
+        raw, _ = read_template_file(Path(root_s) / rel, root_s, follow_external=self.follow_external_symlinks)
+        return raw
+
+    def _load_source(self, root_s: str, rel: str, raw: bytes, size: int, mtime_ns: int) -> TemplateRecord:
+        if root_s not in self.object_roots:
+            root = Path(root_s)
+            return load_record(root, root / rel, raw, fingerprint=Fingerprint(size, mtime_ns))
+        from server.templates import MAX_TEMPLATE_BYTES, looks_like_template, record_from_data
+        from server.yamlsafe import load_mapping
+
+        if size > MAX_TEMPLATE_BYTES:
+            raise ValueError(f"object is {size:,} bytes, over the {MAX_TEMPLATE_BYTES:,}-byte template limit")
+        parsed = load_mapping(raw, max_bytes=MAX_TEMPLATE_BYTES)
+        if not looks_like_template(parsed.data):
+            raise ValueError("not an image template (none of image, target, disk, systemConfig at top level)")
+        return record_from_data(parsed.data, rel_id=rel, root=root_s, raw=raw,
+                                fingerprint=Fingerprint(size, mtime_ns))
+
+    def read_text(self, rec: TemplateRecord) -> str:
+        """A template's current text, from its directory (read as safely as at index time) or its bucket;
+        OSError or ValueError says why not."""
+        return self._read_source(rec.root, rec.id).decode("utf-8")
 
     def _differs(self, entries: list[ScanEntry]) -> bool:
         """Whether a scan shows any added, removed or touched file (read-only: safe off the search thread)."""
@@ -477,16 +556,55 @@ class TemplateIndex:
                 with self._writer_lock(wait) as acquired:
                     if not acquired:
                         self._last_scan = time.monotonic()
-                        return None
+                        if self.lease is None:
+                            return None
+                        # Another replica leads: take its commits instead of writing the same rows.
+                        self._follow_locked()
+                        return SyncReport(scanned=len(self.catalog), hits=len(self.catalog), followed=True,
+                                          problems=list(self.problems))
                     return self._sync_locked(progress, force, entries)
             except Exception as exc:
                 if is_disk_full(exc):  # LanceDB's own text is a Rust error with a source path in it
                     raise DiskFullError(self.location.parent, "the template index") from None
                 raise
 
+    def follow(self) -> bool:
+        """Reload the catalog if another writer committed since we loaded (True when it did)."""
+        with self._lock:
+            self.open()
+            return self._follow_locked()
+
+    def _follow_locked(self) -> bool:
+        with contextlib.suppress(Exception):
+            self._table.checkout_latest()
+        version = self._table_version()
+        if version is None or version == self._loaded_version:
+            return False
+        self._load_catalog()
+        self._read_vector_index()
+        self._loaded_version = version
+        return True
+
+    @property
+    def version(self) -> int | None:
+        """The table version the catalog reflects (for readiness checks)."""
+        return self._loaded_version
+
+    @property
+    def is_writer(self) -> bool:
+        """Whether this process currently may write (the sync leader, when a lease is configured)."""
+        if self.lease is None:
+            return True
+        return bool(getattr(self.lease, "held", False))
+
     @contextlib.contextmanager
     def _writer_lock(self, wait: bool) -> Iterator[bool]:
-        if fcntl is None:  # no advisory locks here (Windows): one process per cache dir is then advised
+        if self.lease is not None:  # a shared index: one leader among the replicas, chosen by the lease
+            yield self.lease.try_acquire()
+            return
+        if fcntl is None or self.location is None:
+            # No advisory file locks (Windows, object storage without a lease): LanceDB's optimistic commits
+            # and _retry_on_conflict keep the table consistent; configure a lease to avoid duplicate work.
             yield True
             return
         with open(self.location / WRITER_LOCK, "a+b") as handle:
@@ -540,13 +658,12 @@ class TemplateIndex:
                     problems.append(known_problem)
                     continue
             fp = Fingerprint(size, mtime_ns)
-            root = Path(root_s)
-            path = root / rel
+            path = f"{root_s}/{rel}"
             try:
-                raw, _ = read_template_file(path, root, follow_external=self.follow_external_symlinks)
+                raw = self._read_source(root_s, rel)
             except (OSError, ValueError) as exc:
                 reason = f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
-                problem = LoadProblem(str(path), reason)
+                problem = LoadProblem(path, reason)
                 problems.append(problem)
                 broken[uid] = (size, mtime_ns, problem)
                 continue
@@ -555,7 +672,7 @@ class TemplateIndex:
                 hits += 1
                 continue
             try:
-                rec = load_record(root, path, raw, fingerprint=fp)
+                rec = self._load_source(root_s, rel, raw, size, mtime_ns)
             except (YamlError, ValueError) as exc:
                 problem = LoadProblem(str(path), str(exc))
                 problems.append(problem)
@@ -588,6 +705,9 @@ class TemplateIndex:
             self._optimize_soon()
         if changed or removed:
             self._loaded_version = self._table_version()  # our own commits are no reason to reload
+            notify = getattr(self.lease, "notify", None)
+            if notify is not None:
+                notify()  # followers load the new version now rather than at their next poll
             if not names_stable:
                 self._reindex_names()
             self.generation += 1
@@ -895,7 +1015,9 @@ class TemplateIndex:
         catalog = self.catalog
         return [catalog[uid] for uid in self._uid_by_name.values() if uid in catalog]
 
-    def size_bytes(self) -> int:
+    def size_bytes(self) -> int | None:
+        if self.location is None:
+            return None  # object storage: ask the bucket
         total = 0
         for dirpath, _dirs, files in os.walk(self.location):
             for f in files:

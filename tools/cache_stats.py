@@ -28,7 +28,7 @@ class CacheStats(BaseModel):
     model_id: str
     dimensions: int
     index_location: str
-    index_size_bytes: int
+    index_size_bytes: int | None = Field(description="None when the index is in object storage")
     last_sync: float | None = Field(description="unix time of the last index sync")
     last_sync_seconds: float | None
     syncs: int
@@ -47,7 +47,9 @@ def to_text(s: CacheStats) -> str:
         f"embedding model {s.model_id} ({s.dimensions} dims, provider {s.embedding_provider})",
         f"embedding cache: {s.cache_hits} hits, {s.cache_misses} misses, hit rate {rate}; "
         f"{s.embedded_this_run} embedded this run",
-        f"index at {s.index_location} ({s.index_size_bytes / 1024:.0f} KiB), {s.syncs} syncs",
+        f"index at {s.index_location} "
+        f"({f'{s.index_size_bytes / 1024:.0f} KiB' if s.index_size_bytes is not None else 'object storage'}), "
+        f"{s.syncs} syncs",
     ]
     for qtype, q in sorted(s.queries.items()):
         lines.append(f"queries {qtype}: {q['count']:.0f}, p50 {q['p50_ms']} ms, p95 {q['p95_ms']} ms")

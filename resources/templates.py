@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -11,8 +10,9 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.types import Completion, ResourceTemplateReference
 
 from server.engine import Engine
+from server.paths import resource_path
 
-SCHEMA_PATH = Path(__file__).with_name("template-schema.json")
+SCHEMA_PATH = resource_path("template-schema.json")
 MAX_COMPLETIONS = 100
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 import re
 import tempfile
 import threading
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from server import paths
 from server.config import AISettings
 
 if TYPE_CHECKING:  # numpy, LanceDB and the scorer load in the background thread, not at import
@@ -28,7 +28,11 @@ if TYPE_CHECKING:  # numpy, LanceDB and the scorer load in the background thread
 
 log = logging.getLogger(__name__)
 
-USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-server-image-composer"
+USER_CACHE = paths.user_cache_dir()
+
+
+class LibraryEmptyError(ValueError):
+    """No template is indexed: nothing to search or ground generation on. The message names the fix."""
 
 
 def _quantile(ordered: list[float], q: float) -> float:
@@ -100,9 +104,11 @@ class Engine:
         self._chat: tuple[Any, Any] | None = None
         self._verifier_lock = threading.Lock()
         self.validations = {"valid": 0, "invalid": 0}
+        self.degraded: str | None = None  # why search runs without vectors (keyword-only), if it does
         missing = [str(r) for r in settings.template_roots if not r.is_dir()]
         for root in missing:
-            self.warnings.append(f"templates directory {root} does not exist; check OIC_AI_TEMPLATES_DIR / ai.templates_dir")
+            self.warnings.append(f"templates directory {root} does not exist: set OIC_AI_TEMPLATES_DIR "
+                                 "(ai.templates_dir, --templates-dir) to a folder of *.yml templates")
 
     # ---- lifecycle -----------------------------------------------------------
     @property
@@ -111,6 +117,17 @@ class Engine:
             from server.embeddings import create_embedder
 
             s = self.settings
+            if s.embedding_provider == "local":
+                from server.embeddings import KeywordOnlyEmbedder, local_model_missing
+
+                why = local_model_missing(s.local_model_dir)
+                if why is not None:
+                    # Search still answers (BM25 + packages + target); say so once, here and in every result.
+                    self.degraded = f"semantic search is off (ranking by keywords, packages and target only): {why}"
+                    self.warnings.append(self.degraded)
+                    log.warning("%s", self.degraded)
+                    self._embedder = KeywordOnlyEmbedder()
+                    return self._embedder
             self._embedder = create_embedder(
                 s.embedding_provider,
                 ollama_base_url=s.ollama.base_url,
@@ -154,12 +171,14 @@ class Engine:
             from server.search import SearchEngine
 
             roots = list(self.settings.template_roots)
-            if self.settings.save_dir and self.save_dir not in roots:
+            if self.save_dir not in roots:
                 roots.append(self.save_dir)  # saved templates are searchable at once
             index = TemplateIndex(cache_dir, roots, self.embedder)
             index.open()
             self.first_sync = index.sync(progress=progress)
             self.index = index
+            if not index.catalog:  # the CLI and every tool call say so; the server's log says it once
+                log.info("%s", self.library_empty_message())
             self.searcher = SearchEngine(index, self.embedder, self.settings)
             if preload is not None:
                 preload.join()
@@ -217,12 +236,30 @@ class Engine:
         assert self.index is not None
         self.index.refresh_if_stale(self.settings.search.fingerprint_interval)
 
+    def library_empty_message(self) -> str:
+        roots = [*self.settings.template_roots, self.save_dir]
+        where = ", ".join(f"{r}{'' if r.is_dir() else ' (missing)'}" for r in roots)
+        return (f"the template library is empty: no *.yml templates in {where}. Point OIC_AI_TEMPLATES_DIR "
+                "(ai.templates_dir, --templates-dir) at a folder of OS Image Composer templates, or reinstall "
+                "the package to restore its bundled library")
+
+    def require_templates(self) -> None:
+        """Raise LibraryEmptyError when nothing is indexed (searching it would only say 'nothing found')."""
+        assert self.index is not None
+        if not self.index.catalog:
+            raise LibraryEmptyError(self.library_empty_message())
+
     def search(self, query: str, top_k: int | None = None, **filters: str | None) -> SearchOutcome:
+        import dataclasses
+
         self.ready()
         assert self.searcher is not None
         self.refresh()
+        self.require_templates()
         outcome = self.searcher.search(query, self.settings.search.default_top_k if top_k is None else top_k, **filters)
         self.search_latency.add(outcome.query_type, outcome.latency_ms)
+        if self.degraded:
+            outcome = dataclasses.replace(outcome, notices=(self.degraded,))
         return outcome
 
     def reindex(self, progress: ProgressFn | None = None, force: bool = False) -> SyncReport:
@@ -361,9 +398,7 @@ class Engine:
 
     @property
     def save_dir(self) -> Path:
-        if self.settings.save_dir:
-            return Path(self.settings.save_dir).expanduser().resolve()
-        return self.settings.template_roots[0]
+        return self.settings.save_path
 
     def check_save_name(self, save_as: str, overwrite: bool) -> Path:
         """The path ``save_as`` would write to; ValueError for names that escape the directory or clobber."""
@@ -407,7 +442,9 @@ class Engine:
             "cache_hits": s.cache_hits,
             "cache_misses": s.cache_misses,
             "cache_hit_rate": round(s.cache_hits / lookups, 4) if lookups else None,
+            "save_dir": str(self.save_dir),
             "embedding_provider": self.settings.embedding_provider,
+            "semantic_search": "off" if self.degraded else "on",
             "model_id": self.embedder.model_id,
             "dimensions": self.embedder.dimensions,
             "index_location": str(index.location),

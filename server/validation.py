@@ -29,13 +29,13 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
+from server.paths import resource_text
 from server.yamlsafe import MAX_BYTES as _YAML_MAX_BYTES
 from server.yamlsafe import YamlError, load_mapping
 
@@ -115,12 +115,7 @@ class ValidationReport:
 
 @functools.lru_cache(maxsize=1)
 def _schema_text() -> str:
-    # resources/ sits next to server/ both in the checkout and in an installed wheel; going through
-    # importlib.resources breaks under setuptools' editable finder (namespace-package fallback).
-    path = Path(__file__).resolve().parents[1] / "resources" / SCHEMA_RESOURCE
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
-    return resources.files("resources").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+    return resource_text(SCHEMA_RESOURCE)
 
 
 def load_schema() -> dict:

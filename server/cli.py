@@ -190,6 +190,12 @@ def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parent
     setup.add_argument("--force", action="store_true", help="reinstall even when the model is already there")
     setup.add_argument("--dry-run", action="store_true", help="print the install command instead of running it")
 
+    health = sub.add_parser("healthcheck", parents=serve_parents,
+                            help="probe a running HTTP server's /healthz (exit 0 when healthy)",
+                            description="GET /healthz of the server these settings describe (the container "
+                                        "HEALTHCHECK). Exit 0 when it answers and its index is not broken.")
+    health.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
+
     index = sub.add_parser("index", parents=parents, help="build or refresh the index")
     index.add_argument("--force", action="store_true", help="re-embed every template")
     index.add_argument("--json", action="store_true")
@@ -712,6 +718,23 @@ def _serve(settings: AISettings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_healthcheck(settings: AISettings, args: argparse.Namespace) -> int:
+    import httpx
+
+    s = settings.server
+    # A wildcard bind is reached through loopback.
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(s.host, s.host)
+    url = f"http://{f'[{host}]' if ':' in host else host}:{s.port}/healthz"
+    try:
+        response = httpx.get(url, timeout=args.timeout)
+        body = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        error(f"{url}: {exc or type(exc).__name__}")
+        return EXIT_NO
+    print(f"{url}: HTTP {response.status_code}, index {body.get('index')}")
+    return EXIT_OK if response.status_code == 200 and body.get("index") != "error" else EXIT_NO
+
+
 def _cmd_setup_model(settings: AISettings, args: argparse.Namespace) -> int:
     from server.model_setup import SetupError, setup_model
 
@@ -732,6 +755,7 @@ COMMANDS: dict[str, Callable[[AISettings, argparse.Namespace], int]] = {
     "verify-packages": _cmd_verify_packages,
     "cache": _cmd_cache,
     "setup-model": _cmd_setup_model,
+    "healthcheck": _cmd_healthcheck,
 }
 
 

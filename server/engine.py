@@ -8,6 +8,7 @@ MCP handshake never waits for it.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import re
@@ -251,8 +252,6 @@ class Engine:
             raise LibraryEmptyError(self.library_empty_message())
 
     def search(self, query: str, top_k: int | None = None, **filters: str | None) -> SearchOutcome:
-        import dataclasses
-
         self.ready()
         assert self.searcher is not None
         self.refresh()

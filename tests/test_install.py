@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -75,7 +76,12 @@ def _clean_env() -> dict[str, str]:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("install")
     dist = root / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
+    # Built from a copy: pip builds in the source tree, and its egg-info there would shadow the checkout's
+    # own (editable) install metadata.
+    source = root / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "*.egg-info", "build", "dist", "__pycache__", ".*cache", "bench-results"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(source)],
                    check=True, capture_output=True, text=True, timeout=600, env=_clean_env())
     wheel = next(dist.glob("mcp_server_image_composer-*.whl"))
     with zipfile.ZipFile(wheel) as zf:

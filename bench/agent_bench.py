@@ -18,12 +18,13 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from bench import reference_checkout
 from server.adherence import unmet
 from server.config import PACKAGE_ROOT, load_settings
 from server.yamlsafe import YamlError, load_mapping, parse_yaml
 
 DATA = PACKAGE_ROOT / "tests" / "data"
-REFERENCE = PACKAGE_ROOT.parent / "shared" / "reference" / "os-image-composer" / "image-templates"
+REFERENCE = reference_checkout() / "image-templates"
 
 
 def upstream_accepts(text: str) -> bool:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import reference_checkout
 from bench.baseline import UpstreamDoc, doc_from_data, save_docs
 from bench.embedcache import EmbeddingCache
 from bench.synthetic import Source, Variant, corpus_variant, make_pool, parent_order, render_yaml
@@ -40,7 +41,7 @@ from server.templates import Fingerprint, TemplateRecord, record_from_data
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference" / "os-image-composer" / "image-templates"
+REFERENCE = reference_checkout() / "image-templates"
 LIBRARY = REPO / "image-templates"
 GEN_VERSION = 1
 SHARDS: tuple[tuple[str, int, int], ...] = (("s1", 0, 1_000), ("s2", 1_000, 10_000), ("s3", 10_000, 100_000))

@@ -12,10 +12,11 @@ from mcp.server.mcpserver import MCPServer
 
 from server.config import AISettings
 from server.engine import Engine
+from server.paths import package_version
 
 log = logging.getLogger(__name__)
 
-VERSION = "0.1.0"
+VERSION = package_version()
 
 INSTRUCTIONS = """\
 Tools for OS Image Composer image templates (YAML files that describe an OS image: target OS/distribution/arch,

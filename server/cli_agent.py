@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,15 @@ def add_commands(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                          description="Generate a validated, package-verified template. Piped without --json, "
                                      "the YAML goes to stdout and the explanation to stderr. Exit 1 when the "
                                      "result is not valid.")
-    gen.add_argument("query", help="what the image is for, in plain words")
+    gen.add_argument("query", metavar="REQUEST", help="what the image is for, in plain words")
     gen.add_argument("-o", "--output", help="write the YAML to this file")
-    for flag in ("--os", "--dist", "--arch", "--image-type"):
-        gen.add_argument(flag)
+    gen.add_argument("--os", help="target OS, e.g. ubuntu, azure-linux")
+    gen.add_argument("--dist", help="target distribution, e.g. ubuntu24, azl3")
+    gen.add_argument("--arch", help="x86_64 or aarch64")
+    gen.add_argument("--image-type", help="raw, iso or img")
+    gen.add_argument("--save-as", metavar="FILE_NAME",
+                     help="also save into the user templates directory (ai.save_dir), where search finds it")
+    gen.add_argument("--overwrite", action="store_true", help="with --save-as: replace a file of that name")
     gen.add_argument("--conversation-id", help="your own id, to continue with `chat --conversation-id`")
     gen.add_argument("--provider", choices=["auto", "ollama", "openai", "offline"], help="override ai.provider")
     gen.add_argument("--json", action="store_true", help="machine-readable output")
@@ -79,14 +85,32 @@ def _show(result: Any, *, rich: bool, stream: Any = None) -> None:
     print(result.answer or result.explanation, file=stream)
 
 
+def output_problem(name: str) -> str | None:
+    """Why ``-o name`` cannot be written, checked before the (slow) generation; None when it can."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return f"-o {name} is a directory; give a file name, e.g. {path / 'image.yml'}"
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        return f"-o {name}: directory {parent} does not exist"
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"-o {name}: not writable (permission denied); choose another path"
+    return None
+
+
 def cmd_generate(settings: AISettings, args: argparse.Namespace) -> int:
     from server.agent import AgentError
     from server.llm import LLMError
 
+    problem = output_problem(args.output) if args.output else None
+    if problem:
+        print(f"mcp-server-image-composer: {problem}", file=sys.stderr)
+        return 2
     engine, agent = _engine_and_agent(settings, args)
     try:
         result = asyncio.run(agent.generate(args.query, conversation_id=args.conversation_id, os=args.os,
-                                            dist=args.dist, arch=args.arch, image_type=args.image_type))
+                                            dist=args.dist, arch=args.arch, image_type=args.image_type,
+                                            save_as=args.save_as, overwrite=args.overwrite))
         _remember(engine, result.conversation_id)
     except (AgentError, LLMError, ValueError, KeyError) as exc:
         print(f"mcp-server-image-composer: {exc.args[0] if exc.args else exc}", file=sys.stderr)
@@ -99,11 +123,18 @@ def cmd_generate(settings: AISettings, args: argparse.Namespace) -> int:
         print(json.dumps(asdict(result), indent=2))
     else:
         if args.output:
-            Path(args.output).write_text(result.yaml, "utf-8")
+            try:
+                Path(args.output).expanduser().write_text(result.yaml, "utf-8")
+            except OSError as exc:
+                print(f"mcp-server-image-composer: cannot write -o {args.output}: {exc.strerror or exc}",
+                      file=sys.stderr)
+                return 2
         elif not sys.stdout.isatty():
             sys.stdout.write(result.yaml)
         _show(result, rich=sys.stdout.isatty() and not args.output,
               stream=sys.stdout if sys.stdout.isatty() else sys.stderr)
+        if result.saved_to:
+            print(f"saved to {result.saved_to} (indexed: search finds it)", file=sys.stderr)
         if args.output:
             print(f"wrote {args.output} (conversation {result.conversation_id}; continue with "
                   "`chat --continue`)", file=sys.stderr)
@@ -189,7 +220,11 @@ def _chat_command(engine: Any, conversation_id: str | None, line: str) -> None:
         if not arg:
             print("usage: /save FILE")
             return
-        Path(arg).write_text(conv.current_yaml or "", "utf-8")
+        try:
+            Path(arg).expanduser().write_text(conv.current_yaml or "", "utf-8")
+        except OSError as exc:
+            print(f"cannot write {arg}: {exc.strerror or exc}")
+            return
         print(f"wrote {arg} (revision {conv.current_revision})")
     elif command == "/history":
         for rev in conv.revisions:

@@ -25,10 +25,13 @@ from pydantic import (
     model_validator,
 )
 
+from server import paths
 from server.yamlsafe import YamlError, load_mapping
 
+# The checkout root (README.md, tests/data): for developer tools only, never for bundled data (server/paths.py).
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_TEMPLATES = PACKAGE_ROOT / "image-templates"
+BUNDLED_TEMPLATES = paths.bundled_templates_dir()
+CONFIG_FILE_NAME = "config.yaml"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
@@ -69,7 +72,9 @@ class OpenAISettings(_Section):
 
 class CacheSettings(_Section):
     enabled: bool = True
-    dir: str = "./.ai-cache"
+    # The platform's user cache dir (~/.cache/mcp-server-image-composer on Linux), never the working
+    # directory: clients launch servers from / or from $HOME.
+    dir: str = Field(default_factory=lambda: str(paths.user_cache_dir()))
 
 
 class ConversationSettings(_Section):
@@ -143,6 +148,7 @@ class ServerSettings(_Section):
     auth_token: SecretStr | None = None
     auth_token_file: str | None = None
     allow_remote: bool = False  # binding to a non-loopback address must be asked for
+    require_auth: bool = False  # refuse to serve HTTP without a token (the container image turns it on)
     allowed_hosts: list[str] = Field(default_factory=list)  # extra Host header values, e.g. mcp.example.com:*
     allowed_origins: list[str] = Field(default_factory=list)
     stateless: bool = False  # streamable HTTP without server-side sessions
@@ -255,7 +261,8 @@ class AISettings(_Section):
     templates_follow_external_symlinks: bool = False
     local_model_dir: str | None = None
     local_runtime: Literal["auto", "onnx", "numpy"] = "auto"  # auto: onnxruntime when installed
-    save_dir: str | None = None  # where save_as writes; default: the first templates directory
+    # Where save_as writes, indexed beside templates_dir. Never the bundled library unless set to it.
+    save_dir: str = Field(default_factory=lambda: str(paths.user_templates_dir()))
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
@@ -319,6 +326,10 @@ class AISettings(_Section):
         return [p.rstrip("/") for p in self.templates_dir if is_object_uri(p)]
 
     @property
+    def save_path(self) -> Path:
+        return Path(self.save_dir).expanduser().resolve()
+
+    @property
     def cache_path(self) -> Path:
         return Path(self.cache.dir).expanduser().resolve()
 
@@ -335,6 +346,7 @@ ENV_ALIASES: dict[str, tuple[str, ...]] = {
     "OIC_AI_AUTH_TOKEN": ("server", "auth_token"),
     "OIC_AI_AUTH_TOKEN_FILE": ("server", "auth_token_file"),
     "OIC_AI_ALLOW_REMOTE": ("server", "allow_remote"),
+    "OIC_AI_REQUIRE_AUTH": ("server", "require_auth"),
     "OIC_AI_ALLOWED_HOSTS": ("server", "allowed_hosts"),
     "OIC_AI_ALLOWED_ORIGINS": ("server", "allowed_origins"),
     "OIC_AI_STATELESS": ("server", "stateless"),
@@ -393,13 +405,21 @@ def _describe_error(err: dict[str, Any], sources: dict[tuple[str, ...], str]) ->
     return msg
 
 
+def user_config_file() -> Path:
+    """~/.config/mcp-server-image-composer/config.yaml on Linux (platform conventions elsewhere)."""
+    return paths.user_config_dir() / CONFIG_FILE_NAME
+
+
 def find_config_file(explicit: str | None, env: dict[str, str]) -> Path | None:
+    """--config, then $OIC_AI_CONFIG, then ./config.yaml, then the user's config file."""
     if explicit:
         return Path(explicit)
     if env.get("OIC_AI_CONFIG"):
         return Path(env["OIC_AI_CONFIG"])
-    local = Path("config.yaml")
-    return local if local.is_file() else None
+    for candidate in (Path(CONFIG_FILE_NAME), user_config_file()):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def load_settings(
@@ -432,11 +452,13 @@ def load_settings(
             dirs = tree["templates_dir"]
             dirs = split_dirs(dirs) if isinstance(dirs, str) else dirs
             if isinstance(dirs, list):
-                tree["templates_dir"] = [str(d) if is_object_uri(str(d)) else str((base_dir / str(d)).resolve())
-                                         for d in dirs]
+                tree["templates_dir"] = [str(d) if is_object_uri(str(d))
+                                         else str((base_dir / Path(str(d)).expanduser()).resolve()) for d in dirs]
         cache = tree.get("cache")
         if isinstance(cache, dict) and isinstance(cache.get("dir"), str):
-            cache["dir"] = str((base_dir / cache["dir"]).resolve())
+            cache["dir"] = str((base_dir / Path(cache["dir"]).expanduser()).resolve())
+        if isinstance(tree.get("save_dir"), str):
+            tree["save_dir"] = str((base_dir / Path(tree["save_dir"]).expanduser()).resolve())
 
     for name, key_path in env_names().items():
         if name in env and env[name] != "":

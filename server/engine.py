@@ -9,6 +9,7 @@ MCP handshake never waits for it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import logging
 import os
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from server import paths
 from server.config import AISettings
 
 if TYPE_CHECKING:  # numpy, LanceDB and the scorer load in the background thread, not at import
@@ -29,7 +31,11 @@ if TYPE_CHECKING:  # numpy, LanceDB and the scorer load in the background thread
 
 log = logging.getLogger(__name__)
 
-USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-server-image-composer"
+USER_CACHE = paths.user_cache_dir()
+
+
+class LibraryEmptyError(ValueError):
+    """No template is indexed: nothing to search or ground generation on. The message names the fix."""
 
 
 def _quantile(ordered: list[float], q: float) -> float:
@@ -115,9 +121,12 @@ class Engine:
         _remember_secrets(settings)
         self._follower: threading.Thread | None = None  # keeps a shared index current (team deployments)
         self._closing = threading.Event()
+        self.degraded: str | None = None  # why search runs without vectors (keyword-only), if it does
         missing = [str(r) for r in settings.template_roots if not r.is_dir()]
         for root in missing:
-            self.warnings.append(f"templates directory {root} does not exist; check OIC_AI_TEMPLATES_DIR / ai.templates_dir")
+            self.warnings.append(f"templates directory {root} does not exist: set OIC_AI_TEMPLATES_DIR "
+                                 "(ai.templates_dir, --templates-dir) to a folder of *.yml templates")
+            log.warning("%s", self.warnings[-1])
 
     # ---- lifecycle -----------------------------------------------------------
     @property
@@ -126,6 +135,17 @@ class Engine:
             from server.embeddings import create_embedder
 
             s = self.settings
+            if s.embedding_provider == "local":
+                from server.embeddings import KeywordOnlyEmbedder, local_model_missing
+
+                why = local_model_missing(s.local_model_dir)
+                if why is not None:
+                    # Search still answers (BM25 + packages + target); say so once, here and in every result.
+                    self.degraded = f"semantic search is off (ranking by keywords, packages and target only): {why}"
+                    self.warnings.append(self.degraded)
+                    log.warning("%s", self.degraded)
+                    self._embedder = KeywordOnlyEmbedder()
+                    return self._embedder
             self._embedder = create_embedder(
                 s.embedding_provider,
                 ollama_base_url=s.ollama.base_url,
@@ -171,7 +191,7 @@ class Engine:
             from server.search import SearchEngine
 
             roots = list(self.settings.template_roots)
-            if self.settings.save_dir and self.save_dir not in roots and not self.shared_index:
+            if self.save_dir not in roots and not self.shared_index:
                 # Saved templates are searchable at once. Not in a shared index: a replica's own directory is
                 # not readable by the others (publish saved templates to the shared library instead).
                 roots.append(self.save_dir)
@@ -180,6 +200,8 @@ class Engine:
             index.open()
             self.first_sync = index.sync(progress=progress)
             self.index = index
+            if not index.catalog:  # the CLI and every tool call say so; the server's log says it once
+                log.info("%s", self.library_empty_message())
             self.searcher = SearchEngine(index, self.embedder, self.settings)
             if self.shared_index:
                 self._follower = threading.Thread(target=self._follow_shared_index, name="index-follow",
@@ -312,12 +334,28 @@ class Engine:
             return  # _follow_shared_index keeps it current
         self.index.refresh_if_stale(self.settings.search.fingerprint_interval)
 
+    def library_empty_message(self) -> str:
+        roots = [*self.settings.template_roots, self.save_dir]
+        where = ", ".join(f"{r}{'' if r.is_dir() else ' (missing)'}" for r in roots)
+        return (f"the template library is empty: no *.yml templates in {where}. Point OIC_AI_TEMPLATES_DIR "
+                "(ai.templates_dir, --templates-dir) at a folder of OS Image Composer templates, or reinstall "
+                "the package to restore its bundled library")
+
+    def require_templates(self) -> None:
+        """Raise LibraryEmptyError when nothing is indexed (searching it would only say 'nothing found')."""
+        assert self.index is not None
+        if not self.index.catalog:
+            raise LibraryEmptyError(self.library_empty_message())
+
     def search(self, query: str, top_k: int | None = None, **filters: str | None) -> SearchOutcome:
         self.ready()
         assert self.searcher is not None
         self.refresh()
+        self.require_templates()
         outcome = self.searcher.search(query, self.settings.search.default_top_k if top_k is None else top_k, **filters)
         self.search_latency.add(outcome.query_type, outcome.latency_ms)
+        if self.degraded:
+            outcome = dataclasses.replace(outcome, notices=(self.degraded,))
         return outcome
 
     def reindex(self, progress: ProgressFn | None = None, force: bool = False) -> SyncReport:
@@ -480,12 +518,7 @@ class Engine:
 
     @property
     def save_dir(self) -> Path:
-        if self.settings.save_dir:
-            return Path(self.settings.save_dir).expanduser().resolve()
-        if not self.settings.template_roots:
-            raise ValueError("every templates directory is in object storage: set ai.save_dir (OIC_AI_SAVE_DIR) "
-                             "to a local directory to save templates")
-        return self.settings.template_roots[0]
+        return self.settings.save_path
 
     def check_save_name(self, save_as: str, overwrite: bool) -> Path:
         """The path ``save_as`` would write to; ValueError for names that escape the directory or clobber."""
@@ -542,7 +575,9 @@ class Engine:
             "cache_hits": s.cache_hits,
             "cache_misses": s.cache_misses,
             "cache_hit_rate": round(s.cache_hits / lookups, 4) if lookups else None,
+            "save_dir": str(self.save_dir),
             "embedding_provider": self.settings.embedding_provider,
+            "semantic_search": "off" if self.degraded else "on",
             "model_id": self.embedder.model_id,
             "dimensions": self.embedder.dimensions,
             "index_location": index.uri,

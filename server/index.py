@@ -909,15 +909,29 @@ class TemplateIndex:
             self._last_scan = time.monotonic()
 
     # ---- reading -----------------------------------------------------------
-    def candidates(self, qvec: np.ndarray, fts_query: str, where: str | None, limit: int,
+    def candidates(self, qvec: np.ndarray | None, fts_query: str, where: str | None, limit: int,
                    filters: dict[str, str | None] | None = None) -> list[Candidate]:
-        """Vector and full-text candidates. ``filters`` (column -> value) is ``where`` in structured form;
-        with it, flat-search-sized tables answer the vector leg from the in-memory mirror."""
-        mirror = self._vector_mirror() if filters is not None or not where else None
+        """Vector and full-text candidates; without a query vector (no embedding model) the full-text leg
+        alone, or every row matching ``where`` when the query has no searchable words. ``filters`` (column ->
+        value) is ``where`` in structured form; with it, flat-search-sized tables answer the vector leg from
+        the in-memory mirror."""
+        mirror = self._vector_mirror() if qvec is not None and (filters is not None or not where) else None
         if mirror is not None:
             return self._candidates_mirrored(mirror, qvec, fts_query, where, filters or {}, limit)
         table = self._table  # no lock: a background optimize holds it for a second at 100,000 rows
         found: dict[str, Candidate] = {}
+        if qvec is None:
+            if fts_query.strip():
+                tq = table.search(fts_query, query_type="fts", fts_columns="text")
+                if where:
+                    tq = tq.where(where, prefilter=True)
+                for row in tq.limit(limit).select(["uid"]).to_list():
+                    found[row["uid"]] = Candidate(row["uid"], 0.0, bm25=float(row["_score"]), in_text_leg=True)
+            if not found:
+                scan = table.search().where(where) if where else table.search()
+                for row in scan.limit(limit).select(["uid"]).to_list():
+                    found[row["uid"]] = Candidate(row["uid"], 0.0)
+            return [c for c in found.values() if c.uid in self.catalog]
         text_rows = None
         if fts_query.strip():
             tq = table.search(fts_query, query_type="fts", fts_columns="text")

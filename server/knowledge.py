@@ -17,10 +17,9 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
+from server.paths import resource_text
 from server.yamlsafe import load_mapping
 
 logger = logging.getLogger(__name__)
@@ -476,13 +475,7 @@ def _group(gid: str, spec: Mapping[str, Any]) -> Group:
 @functools.lru_cache(maxsize=1)
 def load_capabilities() -> Capabilities:
     """The bundled knowledge, parsed once (it is read-only data shipped with the package)."""
-    # resources/ sits next to server/ in the checkout and in a wheel; importlib.resources alone
-    # breaks under setuptools' editable finder (namespace-package fallback), so try the path first.
-    path = Path(__file__).resolve().parents[1] / "resources" / RESOURCE
-    if path.is_file():
-        text = path.read_text(encoding="utf-8")
-    else:
-        text = resources.files("resources").joinpath(RESOURCE).read_text(encoding="utf-8")
+    text = resource_text(RESOURCE)
     return Capabilities(load_mapping(text).data)
 
 
@@ -540,12 +533,7 @@ class Glossary:
 @functools.lru_cache(maxsize=1)
 def load_glossary() -> Glossary:
     """The bundled domain glossary, parsed once."""
-    path = Path(__file__).resolve().parents[1] / "resources" / GLOSSARY_RESOURCE
-    if path.is_file():
-        text = path.read_text(encoding="utf-8")
-    else:
-        text = resources.files("resources").joinpath(GLOSSARY_RESOURCE).read_text(encoding="utf-8")
-    return Glossary(load_mapping(text).data)
+    return Glossary(load_mapping(resource_text(GLOSSARY_RESOURCE)).data)
 
 
 __all__ = ["Capabilities", "Concept", "Dist", "Family", "Glossary", "Group", "UseCase", "glossary_words",

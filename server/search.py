@@ -221,6 +221,7 @@ class SearchOutcome:
     message: str
     latency_ms: float = 0.0
     cached: bool = False
+    notices: tuple[str, ...] = ()  # what limits this answer (e.g. no embedding model), for the reader
 
 
 _stem = vocab.stem
@@ -573,13 +574,18 @@ class SearchEngine:
                                     "latency_ms": (time.perf_counter() - started) * 1000})
         analysis = self.analyzer.analyze(query)
         weights = self.weights_for(analysis)
-        qvec = self.embedder.embed_query(analysis.embedding_text())
+        keyword_only = getattr(self.embedder, "keyword_only", False)
+        if keyword_only:  # no model: the semantic share goes to the other signals, in proportion
+            rest = (weights["keyword"] + weights["package"]) or 1.0
+            weights = {"semantic": 0.0, "keyword": weights["keyword"] / rest, "package": weights["package"] / rest}
+        qvec = None if keyword_only else self.embedder.embed_query(analysis.embedding_text())
         fts_terms = [t for t in analysis.tokens if t not in vocab.STOPWORDS and t not in analysis.excluded
                      and t not in vocab.NEGATION_WORDS]
         fts_terms += [t for t in analysis.expansion_terms() if t not in fts_terms]
         fts_query = " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
         limit = max(top_k * 4, 50)
-        candidates = self.index.candidates(np.asarray(qvec), fts_query, build_where(filters), limit, filters=filters)
+        candidates = self.index.candidates(None if qvec is None else np.asarray(qvec), fts_query,
+                                           build_where(filters), limit, filters=filters)
         max_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
         scored: list[ScoredResult] = []
         for cand in candidates:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
+
+from server.paths import resource_text
 
 SCHEMA_FILE = "os-image-template.schema.json"
 SOURCE_FILE = "os-image-template.schema.source.json"
@@ -62,15 +62,9 @@ __all__ = [
 
 
 def _bundled_text(name: str) -> str:
-    # resources/ sits next to server/ both in the checkout and in an installed wheel; going through
-    # importlib.resources breaks under setuptools' editable finder (namespace-package fallback).
-    path = Path(__file__).resolve().parents[1] / "resources" / name
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
-    return resources.files("resources").joinpath(name).read_text(encoding="utf-8")
+    return resource_text(name)
 
 
-@functools.lru_cache(maxsize=1)
 def schema_text() -> str:
     """Upstream's schema file exactly as bundled (also served as the ``schema://template`` resource)."""
     return _bundled_text(SCHEMA_FILE)

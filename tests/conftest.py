@@ -1,24 +1,39 @@
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bench import reference_checkout
+
 os.environ.setdefault("LANCEDB_LOG", "error")
+
+# Nothing a test runs may write into the real home: the default cache, saved templates and the user
+# config file follow these (server/paths.py, platformdirs), in this process and in every subprocess.
+_TEST_HOME = Path(tempfile.mkdtemp(prefix="oic-test-home-"))
+for _var in ("XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
+    os.environ[_var] = str(_TEST_HOME / _var.lower())
+atexit.register(shutil.rmtree, _TEST_HOME, True)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-REFERENCE = SHARED / "reference" / "os-image-composer"
+# Parity tests run against an os-image-composer checkout: ../shared/reference/os-image-composer, or any
+# clone named by OIC_AI_REFERENCE_DIR (git clone https://github.com/open-edge-platform/os-image-composer).
+REFERENCE = reference_checkout()
 REFERENCE_TEMPLATES = REFERENCE / "image-templates"
 LIBRARY = REPO / "image-templates"
 
 
 def needs_reference() -> None:
     if not REFERENCE_TEMPLATES.is_dir():
-        pytest.skip("../shared/reference is not present (fresh clone): reference-corpus test skipped")
+        pytest.skip(f"no os-image-composer checkout at {REFERENCE}: reference-corpus test skipped "
+                    "(set OIC_AI_REFERENCE_DIR to a clone to run it)")
 
 
 @pytest.fixture

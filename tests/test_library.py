@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
+from bench import reference_checkout
 from server import validation
 from server.yamlsafe import load_mapping
 from tests.upstream_schema import refusals
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY = REPO / "image-templates"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-REFERENCE = SHARED / "reference" / "os-image-composer"
+REFERENCE = reference_checkout()
 
 TEMPLATE_PATHS = sorted(LIBRARY.glob("*.yml"))
 

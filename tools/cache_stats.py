@@ -20,6 +20,8 @@ class SkippedFile(BaseModel):
 class CacheStats(BaseModel):
     templates_indexed: int
     template_roots: list[str]
+    save_dir: str = Field("", description="where save_as writes; indexed beside template_roots")
+    semantic_search: str = Field("on", description="off while no embedding model is installed (see warnings)")
     embedded_this_run: int
     cache_hits: int
     cache_misses: int
@@ -44,7 +46,8 @@ def to_text(s: CacheStats) -> str:
     rate = f"{s.cache_hit_rate:.0%}" if s.cache_hit_rate is not None else "n/a"
     lines = [
         f"{s.templates_indexed} templates indexed from {', '.join(s.template_roots)}",
-        f"embedding model {s.model_id} ({s.dimensions} dims, provider {s.embedding_provider})",
+        f"embedding model {s.model_id} ({s.dimensions} dims, provider {s.embedding_provider}); "
+        f"semantic search {s.semantic_search}",
         f"embedding cache: {s.cache_hits} hits, {s.cache_misses} misses, hit rate {rate}; "
         f"{s.embedded_this_run} embedded this run",
         f"index at {s.index_location} "

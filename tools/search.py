@@ -44,6 +44,8 @@ class SearchResult(BaseModel):
     excluded_terms: list[str]
     results: list[TemplateHit]
     message: str
+    notices: list[str] = Field(default_factory=list,
+                               description="what limits this answer, e.g. semantic search off: no embedding model")
     latency_ms: float
 
 
@@ -60,13 +62,15 @@ def to_model(outcome: SearchOutcome) -> SearchResult:
     ]
     return SearchResult(query=outcome.query, query_type=outcome.query_type, weights=outcome.weights,
                         excluded_terms=outcome.analysis.excluded, results=hits, message=outcome.message,
+                        notices=list(outcome.notices),
                         latency_ms=round(outcome.latency_ms, 2))
 
 
 def to_text(model: SearchResult) -> str:
+    notes = [f"Note: {n}" for n in model.notices]
     if not model.results:
-        return f"No templates found for '{model.query}' ({model.query_type} query): {model.message}"
-    lines = [f"{len(model.results)} template(s) for '{model.query}' ({model.query_type} query):"]
+        return "\n".join([*notes, f"No templates found for '{model.query}' ({model.query_type} query): {model.message}"])
+    lines = [*notes, f"{len(model.results)} template(s) for '{model.query}' ({model.query_type} query):"]
     for i, hit in enumerate(model.results, 1):
         s = hit.scores
         lines.append(f"{i}. {hit.name} [{hit.os}/{hit.dist} {hit.arch} {hit.image_type}] score {hit.score:.2f} "

@@ -150,8 +150,9 @@ def _engine(tmp_path: Path, **env: str):
 
     root = tmp_path / "library"
     root.mkdir(exist_ok=True)
+    # save_as writes into the library here on purpose: the planted symlink sits in the target directory.
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(root), "OIC_AI_CACHE_DIR": str(tmp_path / "cache"),
-                                  **env})
+                                  "OIC_AI_SAVE_DIR": str(root), **env})
     return Engine(settings), root
 
 

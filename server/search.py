@@ -520,6 +520,8 @@ class SearchEngine:
 
     @staticmethod
     def _excluded_hits(analysis: QueryAnalysis, rec: TemplateRecord) -> list[str]:
+        if not analysis.excluded:  # most queries negate nothing: skip building the per-record sets
+            return []
         have = {p.lower() for p in rec.packages}
         # Words the author wrote, not ones we inferred: a "web" file name does not mean nginx is installed.
         words = {w.lower() for w in rec.explicit_keywords} | {w for w in vocab.split_parts(rec.id)}

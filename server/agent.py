@@ -67,6 +67,8 @@ class AgentResult:
     # One entry per LLM call: the validator's verdict on that answer (after completion in the compact
     # style), its error codes, latency and token counts. Empty when no LLM was asked.
     trace: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was not understood / applied, one line each
+    unsupported: list[str] = field(default_factory=list)  # unsupported targets named, with closest choices
 
 
 @dataclass

@@ -21,6 +21,7 @@ import yaml
 
 from server.knowledge import Capabilities, load_capabilities
 from server.request_parser import RequestSpec, is_question, parse_request
+from server.sizes import fmt_offset, fmt_size, template_mib
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +32,6 @@ MIN_ROOT_MIB = 1024
 MIN_OTHER_MIB = 256
 GPT_TAIL_MIB = 1  # the backup GPT lives in the last sectors; fixed partitions must end before it
 
-_UNITS_MIB = {
-    "KiB": 1 / 1024, "K": 1 / 1024, "KB": 1000 / 1048576,
-    "MiB": 1.0, "M": 1.0, "MB": 1_000_000 / 1048576,
-    "GiB": 1024.0, "G": 1024.0, "GB": 1_000_000_000 / 1048576,
-}  # fmt: skip
 
 
 @dataclass
@@ -1688,29 +1684,9 @@ def _is_fill(end: Any) -> bool:
     return end is None or str(end).strip() in ("0", "")
 
 
-def _mib(value: Any) -> int | None:
-    """'513MiB' -> 513, '4GiB' -> 4096, 8 (int: MiB, as upstream) -> 8; None when unreadable or '0'."""
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value) if value else None
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|K|M|G|KB|MB|GB)?\s*", str(value))
-    if not m:
-        return None
-    number = float(m.group(1))
-    if not number:
-        return None
-    return int(number * _UNITS_MIB[m.group(2) or "MiB"])
-
-
-def _fmt_mib(mib: int) -> str:
-    """Partition offsets in MiB, as every upstream template writes them."""
-    return f"{mib}MiB"
-
-
-def _fmt_size(mib: int) -> str:
-    """Sizes for people and for disk.size: whole GiB when exact."""
-    return f"{mib // 1024}GiB" if mib % 1024 == 0 and mib >= 1024 else f"{mib}MiB"
+_mib = template_mib
+_fmt_mib = fmt_offset
+_fmt_size = fmt_size
 
 
 def _short_list(items: Any, limit: int = 8) -> str:

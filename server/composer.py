@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from server import compose_coherence as coherence
 from server.knowledge import Capabilities, load_capabilities
 from server.request_parser import RequestSpec, is_question, parse_request
 from server.sizes import fmt_offset, fmt_size, template_mib
@@ -117,6 +118,8 @@ class _Edit:
         self.changes: list[str] = []
         self.problems: list[str] = []
         self.keep_root = True
+        self.removed: list[str] = []  # every package taken out, for the coherence pass
+        self.named: set[str] = set()  # packages the request named (after translation), for exclusive roles
         target = self.data.get("target") if isinstance(self.data.get("target"), dict) else {}
         self.dist = caps.dist_of(str(target.get("dist") or "")) or str(target.get("dist") or "")
         self.family = caps.family_of(str(target.get("os") or "")) or caps.family_of(self.dist) or ""
@@ -184,6 +187,7 @@ class _Edit:
                     text = str(p)
                     if text.lower() in lowered or any(fnmatch.fnmatchcase(text, pat) for pat in patterns):
                         removed.append(text)
+                        self.removed.append(text)
                     else:
                         keep.append(p)
                 sc[key] = keep
@@ -201,6 +205,7 @@ class _Edit:
         self.remove_named_packages(spec.remove_packages)
         self.add_groups(spec.add_groups)
         self.add_named_packages(spec.add_packages)
+        self.one_per_role()
         self.kernel_edits(spec)
         self.hostname(spec.hostname)
         self.users(spec.users)
@@ -216,7 +221,41 @@ class _Edit:
         if spec.name and _image(self.data).get("name") != spec.name:
             _image(self.data)["name"] = spec.name
             self.changes.append(f"image name set to {spec.name}")
+        self.clean_up_after_removals()
         self.tidy()
+
+    # ------------------------------------------------------------ coherence
+
+    def one_per_role(self) -> None:
+        """One web server, one container engine, one display manager, unless the request named several."""
+        present = [str(p) for p in self.packages()]
+        for role, extra in coherence.exclusive_drops(present, self.named, self.caps).items():
+            removed = self.remove_packages(set(extra))
+            if removed:
+                self.changes.append(f"removed {', '.join(removed)}: one {role.replace('-', ' ')} is enough and "
+                                    f"the request named {', '.join(sorted(set(self.caps.exclusive[role]) & self.named))}")
+
+    def clean_up_after_removals(self) -> None:
+        """What removed software brought goes with it: its partitions, services, group memberships, keywords."""
+        if not self.removed:
+            return
+        installed = [str(p) for p in self.system(create=False).get("packages") or []]
+        gone = coherence.gone_stems(self.removed, installed, self.caps)
+        if not gone:
+            return
+        system = self.system(create=False)
+        services = coherence.drop_services(system, gone) if system else []
+        groups = coherence.drop_user_groups(system, gone) if system else []
+        keywords = coherence.drop_keywords(self.data, gone)
+        disk = self.disk()
+        for mount in coherence.mounts_of(disk, gone):
+            if disk is not None:
+                _Layout(self, disk).remove(mount)
+        parts = ([f"services {', '.join(services)}"] if services else []) + (
+            [f"group memberships {', '.join(groups)}"] if groups else []) + (
+            [f"keywords {', '.join(keywords)}"] if keywords else [])
+        if parts:
+            self.changes.append("also removed what the removed software needed: " + "; ".join(parts))
 
     # ------------------------------------------------------------ distribution and arch
 
@@ -663,6 +702,7 @@ class _Edit:
             if renamed is None:
                 self.problems.append(f"{new} is built for x86_64 only")
                 continue
+            self.named.add(renamed)
             if self.add_package(renamed):
                 how = f" (the {where} name for {name})" if renamed != name else ""
                 self.changes.append(f"added package {renamed}{how}")

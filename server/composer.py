@@ -1155,15 +1155,57 @@ class _Layout:
         old_text, old = self.disk.get("size"), self.size_mib
         self.size_mib = new
         need = self._fits()
+        if need and self._shrink_flexible(need - new):
+            need = self._fits()
         if need:
             self.size_mib = old
+            fixed = [f"{_pid(p)} ({_fmt_size(self._span(p))})" for p in self.parts
+                     if isinstance(p, dict) and not self._flexible(p) and not _is_fill(p.get("end"))]
             self.edit.problems.append(
-                f"disk size {size} is too small for the partitions (they need at least {_fmt_size(need)}); "
-                "shrink or remove partitions first"
+                f"disk size {size} is too small: the partitions need at least {_fmt_size(need)} even with every "
+                f"data partition at its minimum; fixed partitions: {', '.join(fixed) or 'none'}"
             )
             return
         self.disk["size"] = size
         self.edit.changes.append(f"disk size {old_text or 'unset'} -> {size}")
+
+    @staticmethod
+    def _span(part: dict) -> int:
+        return (_mib(part.get("end")) or 0) - (_mib(part.get("start")) or 0)
+
+    @staticmethod
+    def _flexible(part: dict) -> bool:
+        """A partition whose size can follow the disk: a mounted data or root file system, not the ESP, /boot,
+        a BIOS boot or a dm-verity hash partition."""
+        mount = str(part.get("mountPoint") or "")
+        return (mount.startswith("/") and mount not in ("/boot/efi", "/boot") and part.get("type") not in
+                ("esp", "bios", "xbootldr") and not _is_fill(part.get("end")))
+
+    def _shrink_flexible(self, excess: int) -> bool:
+        """Take ``excess`` MiB from the fixed-size data partitions, largest first, down to their minimums.
+        Returns whether anything shrank (the plan is applied only when it frees the whole excess)."""
+        plan: list[tuple[int, int]] = []
+        left = excess
+        order = sorted((i for i, p in enumerate(self.parts) if isinstance(p, dict) and self._flexible(p)),
+                       key=lambda i: -self._span(self.parts[i]))
+        for i in order:
+            room = self._span(self.parts[i]) - self._min_size(self.parts[i])
+            take = min(max(room, 0), left)
+            if take > 0:
+                plan.append((i, take))
+                left -= take
+            if left <= 0:
+                break
+        if left > 0 or not plan:
+            return False
+        for i, take in sorted(plan, reverse=True):
+            part = self.parts[i]
+            old = self._span(part)
+            part["end"] = _fmt_mib((_mib(part.get("end")) or 0) - take)
+            self._shift_after(i, -take)
+            self.edit.changes.append(f"partition {part.get('mountPoint')}: {_fmt_size(old)} -> "
+                                     f"{_fmt_size(old - take)} to fit the disk")
+        return True
 
     def change_size_by(self, delta: str) -> None:
         if not self.size_mib:

@@ -85,6 +85,46 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     return problems
 
 
+def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
+    """The wanted facts a parsed request states (server.request_parser.RequestSpec), in the names the
+    target ``dist`` uses, so the run-time check and the benchmark judge a template the same way."""
+    from server.knowledge import load_capabilities
+
+    caps = load_capabilities()
+    where = dist or spec.dist or spec.os or ""
+
+    def local(name: str) -> str | None:
+        return caps.translate_package(name, where) if where else name
+
+    want: dict[str, Any] = {}
+    for key, attr in (("dist", "dist"), ("arch", "arch"), ("type", "image_type"), ("hostname", "hostname"),
+                      ("size", "disk_size")):
+        if getattr(spec, attr, None):
+            want[key] = getattr(spec, attr)
+    has = [n for n in (local(p) for p in spec.add_packages) if n]
+    lacks = [n for p in spec.remove_packages for n in {p, local(p)} if n and n not in has]
+    if has:
+        want["has"] = has
+    if lacks:
+        want["lacks"] = lacks
+    mounts = [p["mountPoint"] for p in spec.partitions if p.get("action") == "add"]
+    gone = [p["mountPoint"] for p in spec.partitions if p.get("action") == "remove"]
+    if mounts:
+        want["mount"] = mounts
+    if gone:
+        want["no_mount"] = gone
+    if spec.kernel_cmdline_append:
+        want["cmdline"] = list(spec.kernel_cmdline_append)
+    if spec.immutability is not None:
+        want["immutable"] = spec.immutability
+    users = [u["name"] for u in spec.users if u.get("action") == "add" and u.get("name")]
+    if users:
+        want["user"] = users
+    if spec.artifacts:
+        want["artifact"] = list(spec.artifacts)
+    return want
+
+
 # Words an answer uses when it reports something it did not do (every miss must be reported).
 REPORTED = re.compile(r"\b(?:not understood|not applied|unsupported|not supported|could not|cannot|can't|"
                       r"no counterpart|not met|not placed|did not|was not|were not|NOT valid)\b", re.I)
@@ -110,4 +150,4 @@ def reported(reply: dict[str, Any]) -> bool:
     return bool(REPORTED.search(str(reply.get("explanation") or ""))) or bool(reply.get("unsupported"))
 
 
-__all__ = ["REPORTED", "enabled_services", "installed", "reported", "unmet", "unmet_reply"]
+__all__ = ["REPORTED", "enabled_services", "installed", "reported", "unmet", "unmet_reply", "want_from_spec"]

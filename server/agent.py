@@ -8,6 +8,7 @@ provider of its own and the deterministic safety net under the LLM ones.
 from __future__ import annotations
 
 import asyncio
+import copy
 import difflib
 import logging
 import re
@@ -21,8 +22,13 @@ import anyio
 
 from server import composer
 from server import llm_prompts as prompts
+from server.adherence import unmet, want_from_spec
+from server.compose_base import choose_base, strip_plan
+from server.knowledge import load_capabilities
 from server.llm import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
 from server.repair import complete_from_base, merge_onto_base, prune_unknown, salvage_yaml
+from server.request_parser import RequestSpec, parse_request
+from server.spec_plan import merge_specs, spec_schema
 from server.validation import ValidationReport, validate_text
 from server.yamlsafe import YamlError, load_mapping
 
@@ -154,13 +160,8 @@ def _unmet_groups(data: dict, spec: Any) -> list[str]:
     return [f"add {g}" for g in spec.add_groups] + [f"remove {g}" for g in spec.remove_groups]
 
 
-def request_hints(request: str, constraints: dict[str, str | None] | None = None) -> list[str]:
-    """The request's changes as the request parser understands them, as a checklist for the model."""
-    try:
-        spec = composer.parse_request(request)
-    except Exception:  # noqa: BLE001 - hints are optional; a parser slip must not fail generation
-        log.debug("request parser failed on %r", request, exc_info=True)
-        return []
+def request_hints(spec: RequestSpec, constraints: dict[str, str | None] | None = None) -> list[str]:
+    """The request's changes as the request parser understood them (once), as a checklist for the model."""
     given = {k for k, v in (constraints or {}).items() if v}
     hints = [f"target.{key} = {getattr(spec, attr)}"
              for key, attr in (("os", "os"), ("dist", "dist"), ("arch", "arch"), ("imageType", "image_type"))
@@ -191,6 +192,7 @@ class Agent:
         self.settings = engine.settings
         self._locks: weakref.WeakValueDictionary[tuple[int, str], anyio.Lock] = weakref.WeakValueDictionary()
         self._locks_guard = threading.Lock()
+        self._known_cache: tuple[tuple[int, int], set[str]] | None = None
 
     def _clean_text(self, text: str | None, what: str, advice: str) -> str:
         """Whitespace-normalised user text, or an AgentError saying what to send instead."""
@@ -217,26 +219,32 @@ class Agent:
                                    "image with docker'")
         if save_as:
             self.engine.check_save_name(save_as, overwrite)
-        await self._progress(progress, 0, "retrieving grounding templates")
-        grounding = await anyio.to_thread.run_sync(self._grounding, request, os, dist, arch, image_type)
+        await self._progress(progress, 0, "understanding the request and retrieving grounding templates")
+        constraints = {"os": os, "dist": dist, "arch": arch, "imageType": image_type}
+        spec = await anyio.to_thread.run_sync(self.understand, request, constraints)
+        grounding = await anyio.to_thread.run_sync(self._grounding, request, spec.os, spec.dist, spec.arch,
+                                                   spec.image_type or "raw")
         if not grounding:
             raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")
+        grounding = choose_base(grounding, spec, load_capabilities())
         provider, skipped = await self.provider(sampling)
         await self._progress(progress, 1, f"generating with {provider.name}")
-        constraints = {"os": os, "dist": dist, "arch": arch, "imageType": image_type}
+        offline_draft = await anyio.to_thread.run_sync(self._compose, request, grounding, spec)
         if provider.name == "offline":
-            draft = await anyio.to_thread.run_sync(self._compose, request, grounding, os, dist, arch, image_type)
+            draft = offline_draft
+        elif callable(getattr(provider, "complete_json", None)):
+            draft = await self._planned(provider, request, spec, grounding, offline_draft)
         else:
             try:
-                draft = await self._llm_generate(provider, request, constraints, grounding, progress)
+                draft = await self._llm_generate(provider, request, constraints, grounding, progress, spec)
             except LLMError as exc:
                 if self.settings.provider != "auto":
                     raise
                 # auto mode promised "the best available": the deterministic composer still is.
                 draft = _Draft("", _no_yaml_report(), provider.name, 1,
                                [f"{provider.name} failed ({exc})", "__fallback__"])
-            draft = await anyio.to_thread.run_sync(self._enforce, draft, request, grounding, os, dist, arch,
-                                                   image_type)
+            draft = await anyio.to_thread.run_sync(self._enforce, draft, spec, offline_draft)
+        draft.notes += self._honesty_notes(draft, spec, arch_named=bool(arch or spec.arch_named))
         await self._progress(progress, 3, "verifying packages")
         packages = await anyio.to_thread.run_sync(self._verify, draft)
         grounded_on = [name for name, _text, _data in grounding]
@@ -248,8 +256,88 @@ class Agent:
         return AgentResult(
             conversation_id=conv_id, revision=revision, yaml=draft.yaml, valid=draft.report.valid, errors=errors,
             warnings=warnings, packages=packages, grounded_on=grounded_on, provider=draft.provider,
-            attempts=draft.attempts, explanation=self._explain_generation(draft, grounding, packages),
-            changes=draft.changes, saved_to=saved, skipped_providers=skipped, trace=draft.trace)
+            attempts=draft.attempts, explanation=self._explain_generation(draft, grounding, packages, spec),
+            changes=draft.changes, saved_to=saved, skipped_providers=skipped, trace=draft.trace,
+            notes=list(draft.notes), unsupported=list(spec.unsupported))
+
+    # ---- understanding -------------------------------------------------------
+    def known_packages(self) -> set[str]:
+        """Every package of every indexed template: with the capability knowledge (which the parser adds),
+        the names a request word may be taken for."""
+        index = self.engine.index
+        if index is None:
+            return set()
+        key = id(index), len(getattr(index, "_records", None) or ())
+        if self._known_cache and self._known_cache[0] == key:
+            return self._known_cache[1]
+        names = {p for record in index.records() for p in record.packages}
+        self._known_cache = (key, names)
+        return names
+
+    def understand(self, text: str, constraints: dict[str, str | None] | None = None) -> RequestSpec:
+        """The one parse of a request: every later step (grounding, composer, enforcement, the adherence check,
+        the explanation) reads this object. Explicit tool arguments win over words in the text."""
+        self.engine.ready()
+        caps = load_capabilities()
+        spec = parse_request(text, known_packages=self.known_packages())
+        spec.is_question = False
+        given = constraints or {}
+        spec.arch_named = bool(spec.arch)
+        if given.get("os"):
+            spec.os = caps.family_of(given["os"]) or given["os"]
+        if given.get("dist"):
+            spec.dist = caps.dist_of(given["dist"]) or given["dist"]
+            spec.os = caps.family_of(spec.dist) or spec.os
+        if given.get("arch"):
+            spec.arch = caps.arch_of(given["arch"]) or given["arch"]
+            spec.arch_named = True
+        if given.get("imageType"):
+            spec.image_type = given["imageType"]
+        if spec.os and not spec.dist:
+            family = caps.families.get(spec.os)
+            spec.dist = family.default_dist if family else None
+        if not spec.arch:
+            spec.arch = "x86_64"  # the default target; the explanation says so
+        return spec
+
+    def _honesty_notes(self, draft: _Draft, spec: RequestSpec, *, arch_named: bool) -> list[str]:
+        """What the answer must say: unsupported targets, defaults chosen, stated facts that did not land."""
+        notes = [f"unsupported: {u}" for u in spec.unsupported]
+        if not arch_named:
+            notes.append("no architecture named: built for x86_64")
+        if spec.corrected:
+            notes.append("read as: " + ", ".join(spec.corrected))
+        if isinstance(draft.report.data, dict):
+            target = draft.report.data.get("target") or {}
+            missed = unmet(draft.report.data, want_from_spec(spec, str(target.get("dist") or "") or None))
+            known = " ".join(draft.notes)
+            notes += [f"not applied: {m}" for m in missed if m not in known]
+        return notes
+
+    async def _planned(self, provider: ChatProvider, request: str, spec: RequestSpec,
+                       grounding: list[tuple[str, str, dict]], offline: _Draft) -> _Draft:
+        """The LLM plans (a RequestSpec as schema-constrained JSON), the rules' facts win, the composer executes.
+        Whatever goes wrong on the model's side, the offline draft stands."""
+        try:
+            answer = await provider.complete_json(  # type: ignore[attr-defined]
+                [ChatMessage(r, c) for r, c in prompts.spec_messages(request, spec_schema(), grounding)],
+                spec_schema(), name="request_spec")
+        except (LLMError, ValueError, TypeError) as exc:
+            offline.notes.append(f"{provider.name} could not plan ({exc}); used the offline understanding")
+            offline.provider = f"{provider.name}+offline"
+            return offline
+        merged, taken = merge_specs(spec, answer, self.known_packages(), load_capabilities())
+        if not taken:
+            offline.provider = f"{provider.name}+offline"
+            offline.notes.append(f"{provider.name}'s plan added nothing to the offline understanding")
+            return offline
+        draft = await anyio.to_thread.run_sync(self._compose, request, grounding, merged)
+        draft.provider = f"{provider.name}+composer"
+        draft.notes.append(f"from {provider.name}'s plan: {', '.join(taken)}")
+        if not draft.report.valid and offline.report.valid:
+            offline.notes.append(f"{provider.name}'s plan gave an invalid template; kept the offline one")
+            return offline
+        return draft
 
     def _grounding(self, request: str, os: str | None, dist: str | None, arch: str | None,
                    image_type: str | None) -> list[tuple[str, str, dict]]:
@@ -277,19 +365,21 @@ class Agent:
                 log.warning("grounding template %s unreadable: %s", r.record.name, exc)
         return out
 
-    def _compose(self, request: str, grounding: list[tuple[str, str, dict]], os: str | None, dist: str | None,
-                 arch: str | None, image_type: str | None) -> _Draft:
+    def _compose(self, request: str, grounding: list[tuple[str, str, dict]], spec: RequestSpec) -> _Draft:
+        caps = load_capabilities()
         name, _text, base = grounding[0]
-        result = composer.compose(request, base, base_file=name, os=os, dist=dist, arch=arch, image_type=image_type)
+        strip = strip_plan(name, base, spec, request, caps)
+        result = composer.compose(request, base, base_file=name, spec=copy.deepcopy(spec), strip_groups=strip)
         report = validate_text(result.yaml)
         notes = [f"not understood: {u}" for u in result.unhandled]
         return _Draft(result.yaml, report, "offline", 1, notes, result.changes)
 
     async def _llm_generate(self, provider: ChatProvider, request: str, constraints: dict[str, str | None],
-                            grounding: list[tuple[str, str, dict]], progress: Progress | None) -> _Draft:
+                            grounding: list[tuple[str, str, dict]], progress: Progress | None,
+                            spec: RequestSpec) -> _Draft:
         style = self.settings.agent.prompt_style
         messages = prompts.generation_messages(request, {k: v for k, v in constraints.items() if v},
-                                               grounding, style, hints=request_hints(request, constraints))
+                                               grounding, style, hints=request_hints(spec, constraints))
         return await self._llm_loop(provider, messages, grounding[0][2], progress)
 
     async def _llm_loop(self, provider: ChatProvider, messages: list[tuple[str, str]], base: dict,
@@ -379,28 +469,22 @@ class Agent:
                 "same starting template")
         return _Draft(draft.yaml, draft.report, draft.provider, draft.attempts, [note, "__fallback__"], [])
 
-    def _enforce(self, draft: _Draft, request: str, grounding: list[tuple[str, str, dict]], os: str | None,
-                 dist: str | None, arch: str | None, image_type: str | None) -> _Draft:
-        """Make sure the stated constraints landed; fall back to the composer when the LLM path failed."""
+    def _enforce(self, draft: _Draft, spec: RequestSpec, offline: _Draft) -> _Draft:
+        """Make sure the stated constraints landed (the one adherence check); fall back to the composer's draft
+        when the LLM path failed."""
         if "__fallback__" in draft.notes:
-            fallback = self._compose(request, grounding, os, dist, arch, image_type)
-            fallback.provider = f"{draft.provider}+offline"
-            fallback.attempts = draft.attempts
-            fallback.notes = [n for n in draft.notes if n != "__fallback__"] + fallback.notes
-            fallback.trace = draft.trace
-            return fallback
+            offline.provider = f"{draft.provider}+offline"
+            offline.attempts = draft.attempts
+            offline.notes = [n for n in draft.notes if n != "__fallback__"] + offline.notes
+            offline.trace = draft.trace
+            return offline
         if not draft.report.valid or not isinstance(draft.report.data, dict):
             return draft
-        spec = composer.parse_request(request)
-        spec.is_question = False
-        for key, value in (("os", os), ("dist", dist), ("arch", arch), ("image_type", image_type)):
-            if value:
-                setattr(spec, key, value)
-        missing = self._unmet(draft.report.data, spec)
+        missing = unmet(draft.report.data, want_from_spec(spec))
         missing += _unmet_groups(draft.report.data, spec)
         if not missing:
             return draft
-        data, changes = composer.apply_spec(draft.report.data, spec)
+        data, changes = composer.apply_spec(draft.report.data, copy.deepcopy(spec))
         text = composer.dump_yaml(data)
         report = validate_text(text)
         if not report.valid:
@@ -408,23 +492,6 @@ class Agent:
             return draft
         return _Draft(text, report, draft.provider, draft.attempts,
                       [*draft.notes, f"enforced what the model missed: {', '.join(missing)}"], changes, draft.trace)
-
-    @staticmethod
-    def _unmet(data: dict, spec: Any) -> list[str]:
-        target = data.get("target") or {}
-        system = data.get("systemConfig") or {}
-        have = {str(p).lower() for p in (system.get("packages") or [])}
-        have |= {str(p).lower() for p in ((system.get("kernel") or {}).get("packages") or [])}
-        unmet = [f"{k}={getattr(spec, a)}" for k, a in (("os", "os"), ("dist", "dist"), ("arch", "arch"),
-                                                         ("imageType", "image_type"))
-                 if getattr(spec, a) and target.get(k) != getattr(spec, a)]
-        unmet += [f"add {p}" for p in spec.add_packages if p.lower() not in have]
-        unmet += [f"remove {p}" for p in spec.remove_packages if p.lower() in have]
-        if spec.hostname and system.get("hostname") != spec.hostname:
-            unmet.append(f"hostname={spec.hostname}")
-        if spec.disk_size and (data.get("disk") or {}).get("size") != spec.disk_size:
-            unmet.append(f"disk size={spec.disk_size}")
-        return unmet
 
     def _verify(self, draft: _Draft) -> dict[str, Any] | None:
         if not self.settings.agent.verify_packages or not draft.yaml:
@@ -455,7 +522,7 @@ class Agent:
         return str(self.engine.save_template(draft.yaml, save_as, overwrite))
 
     def _explain_generation(self, draft: _Draft, grounding: list[tuple[str, str, dict]],
-                            packages: dict[str, Any] | None) -> str:
+                            packages: dict[str, Any] | None, spec: RequestSpec | None = None) -> str:
         data = draft.report.data or {}
         target = data.get("target") or {}
         name = (data.get("image") or {}).get("name", "template")

@@ -56,10 +56,18 @@ def compose(
     dist: str | None = None,
     arch: str | None = None,
     image_type: str | None = None,
+    spec: RequestSpec | None = None,
+    strip_groups: list[str] | None = None,
 ) -> ComposeResult:
-    """A new template for ``request``, built from the best retrieved template ``base``."""
+    """A new template for ``request``, built from the best retrieved template ``base``.
+
+    ``spec`` is the request as understood once by the caller (the agent); without it the request is parsed
+    here. ``strip_groups`` are capability groups of the base that nobody asked for (server.compose_base):
+    they leave first, with everything they brought.
+    """
     caps = load_capabilities()
-    spec = parse_request(request, known_packages=_template_packages(base))
+    if spec is None:
+        spec = parse_request(request, known_packages=_template_packages(base))
     spec.is_question = False  # a generation request is never "just a question"
     if os:
         spec.os = caps.family_of(os) or os
@@ -70,7 +78,17 @@ def compose(
         spec.arch = caps.arch_of(arch) or arch
     if image_type:
         spec.image_type = image_type
+    start_changes: list[str] = []
+    if strip_groups:
+        edit = _Edit(base, caps)
+        edit.remove_groups(strip_groups)
+        edit.clean_up_after_removals()
+        edit.tidy()
+        base = edit.data
+        start_changes = [f"left out of the starting template (not asked for): {c.removeprefix('removed ')}"
+                         for c in edit.changes if c.startswith("removed ")]
     data, changes, problems = _apply(base, spec, caps)
+    changes = start_changes + changes
     _drop_sample_repositories(data, changes)
     if base_file:
         changes.insert(0, f"started from {base_file}")
@@ -78,10 +96,13 @@ def compose(
     return ComposeResult(data, dump_yaml(data), changes, spec, [*spec.unparsed, *problems])
 
 
-def apply_instruction(data: dict, instruction: str) -> ComposeResult:
-    """Refine ``data`` as ``instruction`` asks; everything not mentioned is preserved."""
+def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None = None,
+                      known_packages: list[str] | set[str] = ()) -> ComposeResult:
+    """Refine ``data`` as ``instruction`` asks (``spec``: the instruction as already understood); everything not
+    mentioned is preserved."""
     caps = load_capabilities()
-    spec = parse_request(instruction, known_packages=_template_packages(data))
+    if spec is None:
+        spec = parse_request(instruction, known_packages={*_template_packages(data), *known_packages})
     if spec.is_question:
         same = copy.deepcopy(data)
         return ComposeResult(same, dump_yaml(same), [], spec, [])

@@ -165,10 +165,12 @@ class RequestSpec:
     unsupported: list[str] = field(default_factory=list)
     minimal: bool = False  # "minimal", "bare", "slim": start from the target's minimal base
     corrected: list[str] = field(default_factory=list)  # spelling fixes applied ("dokcer -> docker")
+    arch_named: bool = False  # the text or the caller named the architecture (else x86_64 is a default)
 
     def is_empty(self) -> bool:
         """True when the text asked for nothing the composer can act on."""
-        ignore = {"is_question", "unparsed", "use_cases", "notes", "unsupported", "minimal", "corrected"}
+        ignore = {"is_question", "unparsed", "use_cases", "notes", "unsupported", "minimal", "corrected",
+                  "arch_named"}
         return not any(
             value is not None if isinstance(value, bool) or value is None else bool(value)
             for key, value in asdict(self).items()

@@ -126,8 +126,8 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
 
 
 # Words an answer uses when it reports something it did not do (every miss must be reported).
-REPORTED = re.compile(r"\b(?:not understood|not applied|unsupported|not supported|could not|cannot|can't|"
-                      r"no counterpart|not met|not placed|did not|was not|were not|NOT valid)\b", re.I)
+REPORTED = re.compile(r"\b(?:not understood|not applied|unsupported|not supported|no counterpart|not met|"
+                      r"not placed|nothing changed|refusing|too small|NOT valid)\b", re.I)
 
 
 def unmet_reply(reply: dict[str, Any], want: dict[str, Any], *, previous_revision: int | None = None) -> list[str]:

@@ -47,6 +47,25 @@ _REVERT = re.compile(
 )
 
 
+_REVERT_NOTE = re.compile(r"^revert to revision (\d+)$")
+
+
+def _undo_target(conv: Any) -> int | None:
+    """The revision one step back in the *edit* history: an undo records itself as a new revision ("revert
+    to revision N"), so a second undo must go back from N, not from the undo itself (which would redo)."""
+    notes = {r.revision: r.note for r in conv.revisions}
+    position = conv.current_revision
+    seen: set[int] = set()
+    while position not in seen:
+        seen.add(position)
+        m = _REVERT_NOTE.match(notes.get(position, "") or "")
+        if not m:
+            break
+        position = int(m.group(1))
+    target = position - 1
+    return target if target >= 1 and (target in notes or not notes) else None
+
+
 class AgentError(ValueError):
     """A request the agent cannot carry out; the message says what to do instead."""
 
@@ -610,7 +629,25 @@ class Agent:
                                grounded_on, "offline", 0, answer, mode="question", answer=answer)
 
         await self._progress(progress, 1, "applying the change")
-        draft = await self._refine_draft(instruction, current.yaml, data, conv, sampling, progress)
+        spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
+        draft = await self._refine_draft(instruction, current.yaml, data, conv, sampling, progress, spec)
+        draft.notes += [f"unsupported: {u}" for u in spec.unsupported if f"unsupported: {u}" not in draft.notes]
+        if isinstance(data, dict) and isinstance(draft.report.data, dict) and not spec.is_empty():
+            draft.notes += [f"not applied: {m}" for m in unmet(draft.report.data, want_from_spec(
+                spec, str((draft.report.data.get("target") or {}).get("dist") or "") or None))]
+        if isinstance(data, dict) and (draft.report.data == data or draft.yaml == current.yaml):
+            # Nothing changed: no new revision; say what was not understood.
+            told = [n for n in draft.notes if n]
+            summary = ("Nothing changed; no new revision (still revision "
+                       f"{current.revision}). " + (" ".join(n[0].upper() + n[1:] + "." for n in told) if told else
+                                                   f"Not understood: {instruction!r}."))
+            await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", summary)
+            report = await anyio.to_thread.run_sync(validate_text, current.yaml)
+            errors, warnings = _issues(report)
+            return AgentResult(conv.id, current.revision, current.yaml, report.valid, errors, warnings, None,
+                               grounded_on, draft.provider, draft.attempts, summary, mode="refine",
+                               changes=[], notes=told or [f"not understood: {instruction}"],
+                               unsupported=list(spec.unsupported))
         await self._progress(progress, 3, "verifying packages")
         packages = await anyio.to_thread.run_sync(self._verify, draft)
         revision = await anyio.to_thread.run_sync(
@@ -628,13 +665,26 @@ class Agent:
         log.info("conversation %s: revision %d refined by %s", conv.id, revision, draft.provider)
         return AgentResult(conv.id, revision, draft.yaml, draft.report.valid, errors, warnings, packages,
                            grounded_on, draft.provider, draft.attempts, summary, mode="refine",
-                           changes=changes, diff=diff, saved_to=saved, trace=draft.trace)
+                           changes=changes, diff=diff, saved_to=saved, trace=draft.trace, notes=list(draft.notes),
+                           unsupported=list(spec.unsupported))
+
+    def _understand_instruction(self, instruction: str, data: dict | None) -> RequestSpec:
+        """The one parse of an edit instruction (packages of the current template and the library known)."""
+        self.engine.ready()
+        names = set(self.known_packages())
+        if isinstance(data, dict):
+            names |= {str(p) for p in ((data.get("systemConfig") or {}).get("packages") or [])}
+        spec = parse_request(instruction, known_packages=names)
+        spec.arch_named = bool(spec.arch)
+        return spec
 
     async def _refine_draft(self, instruction: str, current_yaml: str, data: dict | None, conv: Any,
-                            sampling: CallbackProvider | None, progress: Progress | None) -> _Draft:
+                            sampling: CallbackProvider | None, progress: Progress | None,
+                            spec: RequestSpec) -> _Draft:
         offline: _Draft | None = None
         if isinstance(data, dict):
-            result = await anyio.to_thread.run_sync(composer.apply_instruction, data, instruction)
+            result = await anyio.to_thread.run_sync(
+                lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(spec)))
             report = await anyio.to_thread.run_sync(validate_text, result.yaml)
             offline = _Draft(result.yaml, report, "offline", 1, [f"not understood: {u}" for u in result.unhandled],
                              result.changes)
@@ -671,8 +721,8 @@ class Agent:
 
     async def _revert(self, conv: Any, match: re.Match[str], grounded_on: list[str]) -> AgentResult:
         store = self.engine.conversations
-        target_rev = int(match.group(1)) if match.group(1) else max(1, conv.current_revision - 1)
-        if target_rev == conv.current_revision and not match.group(1):
+        target_rev = int(match.group(1)) if match.group(1) else _undo_target(conv)
+        if target_rev is None or (target_rev == conv.current_revision and not match.group(1)):
             raise AgentError("there is no earlier revision to go back to")
         old_yaml = conv.current.yaml
         try:

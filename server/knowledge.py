@@ -125,6 +125,7 @@ class Capabilities:
             str(k): _tuple(v) for k, v in (raw.get("exclusive") or {}).items()
         }
         self.base_groups: frozenset[str] = frozenset(str(g) for g in raw.get("base_groups") or ())
+        self.system_groups: frozenset[str] = frozenset(str(g) for g in raw.get("system_groups") or ())
         self._triggers: dict[str, str] = {}
         for group in self.groups.values():
             for trigger in group.triggers:

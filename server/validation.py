@@ -1670,4 +1670,5 @@ _CHECKS: tuple[Callable[[_Ctx], None], ...] = (
     _check_files_and_commands,
     _check_repositories,
     _check_system,
+    __import__("server.validation_consistency", fromlist=["check"]).check,  # leftovers of removed software
 )

@@ -599,6 +599,8 @@ class _Parser:
     def _immutability(self) -> None:
         pattern = (
             r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)|read[\s-]only\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system|os)"
+            r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image)\s+(?:is\s+|be\s+|to\s+be\s+|as\s+)?"
+            r"read[\s-]only"
             r"|dm-verity|verity|mutable|writ(?:e)?able\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system))(?![\w-])"
         )
         for m in self._each(pattern):
@@ -719,7 +721,7 @@ class _Parser:
                 closest = [str(c) for c in info.get("closest") or ()]
                 named = info.get("label", phrase) + (f" {m.group(1)}" if m.group(1) else "")
                 self.spec.unsupported.append(
-                    f"{named} is not a supported operating system; closest supported: {', '.join(closest)}")
+                    f"{named}: operating system not supported; closest supported: {', '.join(closest)}")
                 if closest and not self.unsupported_target:
                     self.unsupported_target = closest[0]
                 self._mask(m.start(), m.end())
@@ -727,7 +729,7 @@ class _Parser:
             for m in self._each(_NB + re.escape(word) + _NA):
                 label = caps.unsupported_arch[word].get("label", word)
                 self.spec.unsupported.append(
-                    f"architecture {label} is not supported; supported: x86_64, aarch64 (using x86_64)")
+                    f"architecture {label}: not supported; closest supported: x86_64, aarch64 (using x86_64)")
                 self.unsupported_arch = True
                 self._mask(m.start(), m.end())
 
@@ -762,7 +764,7 @@ class _Parser:
                 found[n] = (pos, fam_id, same[0])  # "rocky 10", "azure linux 3": the release is supported
             else:
                 self.spec.unsupported.append(
-                    f"{family.label} {number} is not a supported release; closest supported: "
+                    f"{family.label} {number}: release not supported; closest supported: "
                     f"{', '.join(dict.fromkeys([family.default_dist, *family.dists]))}")
         preferred = [
             f

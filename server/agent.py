@@ -696,6 +696,8 @@ class Agent:
             if offline is None:
                 raise AgentError("the current template does not parse, and no LLM is available to repair it")
             return offline
+        if offline is not None and isinstance(data, dict) and callable(getattr(provider, "complete_json", None)):
+            return await self._planned_edit(provider, instruction, data, spec, offline)
         history = [(m.role, m.content) for m in conv.messages]
         messages = prompts.refinement_messages(current_yaml, instruction, history, self.settings.agent.prompt_style,
                                                data if isinstance(data, dict) else None)
@@ -718,6 +720,30 @@ class Agent:
             # A valid answer that changes nothing is not a carried-out instruction: say so.
             draft.notes.append("the model's answer left the template unchanged; the instruction was not applied")
         return draft
+
+    async def _planned_edit(self, provider: ChatProvider, instruction: str, data: dict, spec: RequestSpec,
+                            offline: _Draft) -> _Draft:
+        """The edit plan from the model (schema-constrained), merged under the rules' reading, applied by the
+        composer; the offline draft stands whenever the plan adds nothing or fails."""
+        try:
+            answer = await provider.complete_json(  # type: ignore[attr-defined]
+                [ChatMessage(r, c) for r, c in prompts.spec_messages(instruction, spec_schema(), [])],
+                spec_schema(), name="edit_plan")
+        except (LLMError, ValueError, TypeError) as exc:
+            offline.notes.append(f"{provider.name} could not plan the edit ({exc}); used the offline understanding")
+            return offline
+        merged, taken = merge_specs(spec, answer, self.known_packages(), load_capabilities())
+        if not taken:
+            return offline
+        result = await anyio.to_thread.run_sync(
+            lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(merged)))
+        report = await anyio.to_thread.run_sync(validate_text, result.yaml)
+        if not report.valid and offline.report.valid:
+            offline.notes.append(f"{provider.name}'s edit plan gave an invalid template; kept the offline edit")
+            return offline
+        notes = [f"not understood: {u}" for u in result.unhandled if u not in {p for t in taken for p in t.split()}]
+        return _Draft(result.yaml, report, f"{provider.name}+composer", 1,
+                      [*notes, f"from {provider.name}'s plan: {', '.join(taken)}"], result.changes)
 
     async def _revert(self, conv: Any, match: re.Match[str], grounded_on: list[str]) -> AgentResult:
         store = self.engine.conversations

@@ -247,3 +247,25 @@ async def test_plan_failure_falls_back_to_the_offline_understanding(library_cach
     doc = load_mapping(r.yaml).data
     assert r.valid and "vim" in installed(doc) and doc["disk"]["size"] == "12GiB"
     assert "could not plan" in r.explanation
+
+
+async def test_edit_plan_fills_what_the_rules_could_not_place(library_cache):
+    engine = _engine(library_cache)
+    plan = {**PLAN, "os": None, "dist": None, "arch": None, "disk_size": None, "hostname": None,
+            "add_packages": ["lynis", "no-such-pkg-xyz"]}
+    provider = PlanningProvider(plan)
+    try:
+        gen = await engine.agent.generate("debian 13 minimal image")
+
+        async def pick(_sampling):
+            return provider, []
+
+        engine.agent.provider = pick  # type: ignore[method-assign]
+        r = await engine.agent.refine(gen.conversation_id, "I would like the scanner everyone recommends")
+    finally:
+        engine.close()
+    doc = load_mapping(r.yaml).data
+    assert provider.calls and provider.calls[0][2] == "edit_plan"
+    assert r.revision == gen.revision + 1 and "lynis" in installed(doc)
+    assert "no-such-pkg-xyz" not in installed(doc)
+    assert doc["target"]["dist"] == "debian13"  # the plan's empty target changes nothing

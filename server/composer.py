@@ -141,6 +141,7 @@ class _Edit:
         self.keep_root = True
         self.removed: list[str] = []  # every package taken out, for the coherence pass
         self.named: set[str] = set()  # packages the request named (after translation), for exclusive roles
+        self.translated: list[tuple[str, str]] = []  # (old, new) package names of a distribution switch
         target = self.data.get("target") if isinstance(self.data.get("target"), dict) else {}
         self.dist = caps.dist_of(str(target.get("dist") or "")) or str(target.get("dist") or "")
         self.family = caps.family_of(str(target.get("os") or "")) or caps.family_of(self.dist) or ""
@@ -313,8 +314,43 @@ class _Edit:
         self._translate_files(old_dist)
         self._translate_version(old_dist)
         self._rename_everywhere(old_dist, new_dist)
+        self._translate_metadata(old_family, old_dist)
         if old_family != new_family and caps.pkg_type(old_family) != caps.pkg_type(new_family):
             self._warn_configurations()
+
+    def _translate_metadata(self, old_family: str, old_dist: str) -> None:
+        """Description, keywords and use cases name the new distribution and the translated packages."""
+        meta = self.data.get("metadata")
+        if not isinstance(meta, dict):
+            return
+        caps = self.caps
+        old_d, new_d = caps.dists.get(old_dist), caps.dists.get(self.dist)
+        old_f, new_f = caps.families.get(old_family), caps.families.get(self.family)
+        pairs = [(old_d.label, new_d.label) if old_d and new_d else None,
+                 (old_f.label, new_f.label) if old_f and new_f else None,
+                 (old_dist, self.dist), (old_family, self.family)]
+        pairs += [(old, new) for old, new in self.translated]
+        words = [p for p in pairs if p and p[0] and p[0] != p[1]]
+
+        def rename(text: str) -> str:
+            for old, new in words:
+                text = re.sub(rf"(?<![\w.-]){re.escape(old)}(?![\w-])", new, text)
+            return text
+
+        changed = False
+        if isinstance(meta.get("description"), str):
+            # The user's own words ("Requested as: ...") are quoted, not rewritten.
+            head, sep, quoted = meta["description"].partition("Requested as:")
+            new = rename(head) + sep + quoted
+            if new != meta["description"]:
+                meta["description"], changed = new, True
+        for key in ("keywords", "use_cases"):
+            if isinstance(meta.get(key), list):
+                new = list(dict.fromkeys(rename(str(k)) for k in meta[key]))
+                if new != meta[key]:
+                    meta[key], changed = new, True
+        if changed:
+            self.changes.append("metadata (description, keywords, use cases) rewritten for the new distribution")
 
     def _translate_packages(self, old_family: str, old_dist: str) -> None:
         caps = self.caps
@@ -348,6 +384,7 @@ class _Edit:
                 new = caps.translate_package(name, self.dist)
                 if new and new != name:
                     renamed.append(f"{name} -> {new}")
+                    self.translated.append((name, new))
                 if new:
                     kept.append(new)
                 else:

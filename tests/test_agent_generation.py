@@ -269,3 +269,12 @@ async def test_edit_plan_fills_what_the_rules_could_not_place(library_cache):
     assert r.revision == gen.revision + 1 and "lynis" in installed(doc)
     assert "no-such-pkg-xyz" not in installed(doc)
     assert doc["target"]["dist"] == "debian13"  # the plan's empty target changes nothing
+
+
+async def test_switching_distribution_rewrites_the_metadata(client):
+    _g, out, doc = await _refine(client, "ubuntu 24.04 edge gateway with docker", "port this to azure linux")
+    meta = doc["metadata"]
+    head = meta["description"].split("Requested as:")[0]
+    assert "Ubuntu" not in head and "Azure Linux" in head
+    assert "ubuntu24" not in meta["keywords"] and "azl3" in meta["keywords"]
+    assert "moby-engine" in installed(doc) and "docker.io" not in installed(doc)

@@ -37,15 +37,12 @@ def installed(doc: dict[str, Any]) -> set[str]:
 
 
 def enabled_services(doc: dict[str, Any]) -> set[str]:
-    """Services that ``systemctl enable`` lines in systemConfig.configurations turn on (without .service)."""
-    out: set[str] = set()
-    for entry in (doc.get("systemConfig") or {}).get("configurations") or []:
-        cmd = str(entry.get("cmd", "")) if isinstance(entry, dict) else str(entry)
-        for m in re.finditer(r"systemctl\s+(?:--\S+\s+)*enable\s+((?:--\S+\s+)*[\w@.:-]+(?:\s+[\w@.:-]+)*)", cmd):
-            for word in m.group(1).split():
-                if not word.startswith("-"):
-                    out.add(re.sub(r"\.(service|socket|timer)$", "", word))
-    return out
+    """Units that ``systemctl enable`` lines in systemConfig.configurations turn on (without .service)."""
+    from server.compose_coherence import service_spans
+
+    configs = (doc.get("systemConfig") or {}).get("configurations")
+    return {unit for entry in (configs if isinstance(configs, list) else []) if isinstance(entry, dict)
+            for _s, _e, unit in service_spans(str(entry.get("cmd", "")))}
 
 
 def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:

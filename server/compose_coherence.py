@@ -28,7 +28,7 @@ def stems(names: Iterable[str], caps: Capabilities) -> set[str]:
     return out
 
 
-def _service_words(cmd: str) -> list[tuple[int, int, str]]:
+def service_spans(cmd: str) -> list[tuple[int, int, str]]:
     """Spans of unit names in ``systemctl enable a.service b`` commands: (start, end, stem of the unit)."""
     spans: list[tuple[int, int, str]] = []
     for m in re.finditer(r"systemctl\s+(?:--\S+\s+)*enable\s+((?:--\S+\s+)*[\w@.:-]+(?:[ \t]+[\w@.:-]+)*)", cmd):
@@ -39,7 +39,7 @@ def _service_words(cmd: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-def _unit_stem(unit: str) -> str:
+def unit_stem(unit: str) -> str:
     return re.split(r"[-.@_]", unit.lower(), maxsplit=1)[0]
 
 
@@ -55,7 +55,7 @@ def drop_services(system: dict[str, Any], gone: set[str]) -> list[str]:
         if not isinstance(cmd, str):
             keep.append(entry)
             continue
-        spans = [s for s in _service_words(cmd) if _unit_stem(s[2]) in gone]
+        spans = [s for s in service_spans(cmd) if unit_stem(s[2]) in gone]
         if not spans:
             keep.append(entry)
             continue
@@ -77,7 +77,8 @@ def drop_services(system: dict[str, Any], gone: set[str]) -> list[str]:
 def drop_user_groups(system: dict[str, Any], gone: set[str]) -> list[str]:
     """Remove memberships in groups named by a removed package ("docker")."""
     dropped: list[str] = []
-    for user in system.get("users") or []:
+    users = system.get("users")
+    for user in users if isinstance(users, list) else []:
         if isinstance(user, dict) and isinstance(user.get("groups"), list):
             left = [g for g in user["groups"] if str(g).lower() not in gone]
             if len(left) != len(user["groups"]):
@@ -89,7 +90,8 @@ def drop_user_groups(system: dict[str, Any], gone: set[str]) -> list[str]:
 def mounts_of(disk: dict[str, Any] | None, gone: set[str]) -> list[str]:
     """Mount points that hold a removed package's data: a path component equal to one of its stems."""
     out: list[str] = []
-    for part in (disk or {}).get("partitions") or []:
+    parts = (disk or {}).get("partitions")
+    for part in parts if isinstance(parts, list) else []:
         mount = str(part.get("mountPoint") or "") if isinstance(part, dict) else ""
         if mount.startswith("/") and set(mount.lower().strip("/").split("/")) & gone:
             out.append(mount)
@@ -127,4 +129,4 @@ def exclusive_drops(present: Iterable[str], asked: Iterable[str], caps: Capabili
 
 
 __all__ = ["drop_keywords", "drop_services", "drop_user_groups", "exclusive_drops", "gone_stems", "mounts_of",
-           "stems"]
+           "service_spans", "stems", "unit_stem"]

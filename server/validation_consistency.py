@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from server.compose_coherence import _service_words, _unit_stem, stems
+from server.compose_coherence import service_spans, stems, unit_stem
 from server.knowledge import load_capabilities
 
 
@@ -20,6 +20,11 @@ from server.knowledge import load_capabilities
 def _known_stems() -> frozenset[str]:
     caps = load_capabilities()
     return frozenset(stems(caps.known_packages() | caps.alias_names(), caps))
+
+
+def _list(value: Any) -> list[Any]:
+    """A list field, or nothing when the template has the wrong shape there (the schema reports that)."""
+    return value if isinstance(value, list) else []
 
 
 def _provided(word: str, installed: set[str]) -> bool:
@@ -33,25 +38,27 @@ def findings(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str
         return []
     caps = load_capabilities()
     names = [str(p) for p in system["packages"]]
-    names += [str(p) for p in ((system.get("kernel") or {}).get("packages") or [])]
+    kernel = system.get("kernel")
+    if isinstance(kernel, dict) and isinstance(kernel.get("packages"), list):
+        names += [str(p) for p in kernel["packages"]]
     installed = stems(names, caps) | {n.lower() for n in names}
     known = _known_stems()
     out: list[tuple[tuple[str | int, ...], str, str, str]] = []
-    for i, entry in enumerate(system.get("configurations") or []):
+    for i, entry in enumerate(_list(system.get("configurations"))):
         cmd = entry.get("cmd") if isinstance(entry, dict) else None
         if not isinstance(cmd, str):
             continue
-        for _start, _end, unit in _service_words(cmd):
-            stem = _unit_stem(unit)
+        for _start, _end, unit in service_spans(cmd):
+            stem = unit_stem(unit)
             if stem in known and not _provided(stem, installed):
                 out.append((("systemConfig", "configurations", i, "cmd"),
                             f"enables {unit}, but no installed package provides it",
                             "consistency.service_without_package",
                             f"install the package that ships {unit}, or drop it from the command"))
-    for i, user in enumerate(system.get("users") or []):
+    for i, user in enumerate(_list(system.get("users"))):
         if not isinstance(user, dict):
             continue
-        for group in user.get("groups") or []:
+        for group in _list(user.get("groups")):
             g = str(group).lower()
             if g in known and g not in caps.system_groups and not _provided(g, installed):
                 out.append((("systemConfig", "users", i, "groups"),
@@ -59,7 +66,7 @@ def findings(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str
                             "consistency.group_without_package",
                             f"install the package that creates the {g} group, or remove the membership"))
     disk = data.get("disk")
-    for i, part in enumerate((disk or {}).get("partitions") or [] if isinstance(disk, dict) else []):
+    for i, part in enumerate(_list(disk.get("partitions")) if isinstance(disk, dict) else []):
         mount = str(part.get("mountPoint") or "") if isinstance(part, dict) else ""
         if not mount.startswith("/var/lib/") and not mount.startswith("/opt/"):
             continue

@@ -317,7 +317,24 @@ class Agent:
             spec.dist = family.default_dist if family else None
         if not spec.arch:
             spec.arch = "x86_64"  # the default target; the explanation says so
+        self._place_by_index(spec)
         return spec
+
+    def _place_by_index(self, spec: RequestSpec) -> None:
+        """Words the rules could not place that the target's repository index knows are packages after all
+        ("debian 13 with valkey"). Uses the package verifier, so its settings decide whether indexes are
+        downloaded or only read from the cache; without an index the words stay reported as not understood."""
+        words = [u for u in spec.unparsed if re.fullmatch(r"[a-z][a-z0-9+._-]{1,60}", u)]
+        if not words or not self.settings.agent.verify_packages or not spec.dist:
+            return
+        try:
+            found = set(self.engine.verify_packages(words, os=spec.os, dist=spec.dist, arch=spec.arch).found)
+        except (ValueError, RuntimeError, OSError) as exc:
+            log.debug("index check of %s skipped: %s", words, exc)
+            return
+        placed = [w for w in words if w in found]
+        spec.add_packages += [w for w in placed if w not in spec.add_packages]
+        spec.unparsed = [u for u in spec.unparsed if u not in placed]
 
     def _honesty_notes(self, draft: _Draft, spec: RequestSpec, *, arch_named: bool) -> list[str]:
         """What the answer must say: unsupported targets, defaults chosen, stated facts that did not land."""

@@ -3,6 +3,9 @@ provider), plus the LLM plan path with an in-test provider that implements ``com
 
 from __future__ import annotations
 
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -278,3 +281,34 @@ async def test_switching_distribution_rewrites_the_metadata(client):
     assert "Ubuntu" not in head and "Azure Linux" in head
     assert "ubuntu24" not in meta["keywords"] and "azl3" in meta["keywords"]
     assert "moby-engine" in installed(doc) and "docker.io" not in installed(doc)
+
+
+# ---- a word is a package when the target's repository index says so ---------------------------------------
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def valkey_repo(tmp_path: Path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "Packages").write_text("".join(f"Package: {n}\nVersion: 1.0\nArchitecture: amd64\n\n"
+                                           for n in ("valkey", "openssh-server", "curl")))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/Packages"
+    server.shutdown()
+
+
+async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache, valkey_repo):
+    settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)},
+                             overrides={"packages.sources": {"ubuntu24": [valkey_repo]}})
+    engine = Engine(settings)
+    try:
+        r = await engine.agent.generate("ubuntu 24.04 image with valkey and frobnitz")
+    finally:
+        engine.close()
+    doc = load_mapping(r.yaml).data
+    assert "valkey" in installed(doc)  # in no template or capability, but in the ubuntu24 index
+    assert "frobnitz" not in installed(doc) and "not understood: frobnitz" in r.explanation.lower()

@@ -66,6 +66,18 @@ def _undo_target(conv: Any) -> int | None:
     return target if target >= 1 and (target in notes or not notes) else None
 
 
+def newest_dist(family_id: str) -> str | None:
+    """The newest supported release of an OS family (by its release number), e.g. ubuntu -> ubuntu26."""
+    family = load_capabilities().families.get(family_id)
+    if family is None or not family.dists:
+        return None
+
+    def release(dist: Any) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", dist.release or dist.id))
+
+    return max(family.dists.values(), key=release).id
+
+
 class AgentError(ValueError):
     """A request the agent cannot carry out; the message says what to do instead."""
 
@@ -313,8 +325,10 @@ class Agent:
         if given.get("imageType"):
             spec.image_type = given["imageType"]
         if spec.os and not spec.dist:
+            spec.dist = newest_dist(spec.os)
             family = caps.families.get(spec.os)
-            spec.dist = family.default_dist if family else None
+            if family and len(family.dists) > 1 and spec.dist:
+                spec.notes.append(f"no release named: using the newest supported, {caps.dists[spec.dist].label}")
         if not spec.arch:
             spec.arch = "x86_64"  # the default target; the explanation says so
         self._place_by_index(spec)
@@ -381,8 +395,9 @@ class Agent:
         searcher = self.engine.searcher
         assert searcher is not None
         self.engine.refresh()
-        outcome = None
-        # Exact filters first; relax them one by one when the corpus has nothing that matches.
+        records: list[Any] = []
+        # Exact filters first; relaxed ones top the list up to GROUNDING examples (the base is then chosen by
+        # compose_base.choose_base, which puts templates of the requested target first).
         for filters in ({"os": os, "dist": dist, "arch": arch, "image_type": image_type},
                         {"os": os, "dist": dist, "arch": None, "image_type": None},
                         {"os": None, "dist": None, "arch": None, "image_type": None}):
@@ -390,15 +405,17 @@ class Agent:
             if any(filters.values()) and len(known) != len([v for v in filters.values() if v]):
                 continue
             outcome = searcher.search(request, GROUNDING, use_threshold=False, **filters)
-            if outcome.results:
+            seen = {r.name for r in records}
+            records += [r.record for r in outcome.results if r.record.name not in seen]
+            if len(records) >= GROUNDING:
                 break
         out: list[tuple[str, str, dict]] = []
-        for r in outcome.results if outcome else []:
+        for record in records[:GROUNDING]:
             try:
-                text = r.record.path.read_text("utf-8")
-                out.append((r.record.name, text, load_mapping(text).data))
+                text = record.path.read_text("utf-8")
+                out.append((record.name, text, load_mapping(text).data))
             except (OSError, YamlError) as exc:
-                log.warning("grounding template %s unreadable: %s", r.record.name, exc)
+                log.warning("grounding template %s unreadable: %s", record.name, exc)
         return out
 
     def _compose(self, request: str, grounding: list[tuple[str, str, dict]], spec: RequestSpec) -> _Draft:

@@ -312,3 +312,9 @@ async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache
     doc = load_mapping(r.yaml).data
     assert "valkey" in installed(doc)  # in no template or capability, but in the ubuntu24 index
     assert "frobnitz" not in installed(doc) and "not understood: frobnitz" in r.explanation.lower()
+
+
+async def test_an_os_without_a_release_means_its_newest_supported_release(client):
+    out, doc = await _gen(client, "ubuntu image with nginx")
+    assert doc["target"]["dist"] == "ubuntu26" and "nginx" in installed(doc)
+    assert "newest supported" in out["explanation"]

@@ -117,6 +117,8 @@ class _Draft:
     notes: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
+    # The LLM path failed: the caller should use the offline composer's draft instead (typed, not a note).
+    fallback: bool = False
 
 
 def _issues(report: ValidationReport) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -272,8 +274,8 @@ class Agent:
                 if self.settings.provider != "auto":
                     raise
                 # auto mode promised "the best available": the deterministic composer still is.
-                draft = _Draft("", _no_yaml_report(), provider.name, 1,
-                               [f"{provider.name} failed ({exc})", "__fallback__"])
+                draft = _Draft("", _no_yaml_report(), provider.name, 1, [f"{provider.name} failed ({exc})"],
+                               fallback=True)
             draft = await anyio.to_thread.run_sync(self._enforce, draft, spec, offline_draft)
         draft.notes += self._honesty_notes(draft, spec, arch_named=bool(arch or spec.arch_named))
         await self._progress(progress, 3, "verifying packages")
@@ -520,15 +522,15 @@ class Agent:
         note = (f"the model's template stayed invalid after {draft.attempts} attempt(s) "
                 f"({'; '.join(remaining[:3])}); what is returned instead is the offline composer's work on the "
                 "same starting template")
-        return _Draft(draft.yaml, draft.report, draft.provider, draft.attempts, [note, "__fallback__"], [])
+        return _Draft(draft.yaml, draft.report, draft.provider, draft.attempts, [note], [], fallback=True)
 
     def _enforce(self, draft: _Draft, spec: RequestSpec, offline: _Draft) -> _Draft:
         """Make sure the stated constraints landed (the one adherence check); fall back to the composer's draft
         when the LLM path failed."""
-        if "__fallback__" in draft.notes:
+        if draft.fallback:
             offline.provider = f"{draft.provider}+offline"
             offline.attempts = draft.attempts
-            offline.notes = [n for n in draft.notes if n != "__fallback__"] + offline.notes
+            offline.notes = [*draft.notes, *offline.notes]
             offline.trace = draft.trace
             return offline
         if not draft.report.valid or not isinstance(draft.report.data, dict):
@@ -743,13 +745,13 @@ class Agent:
                 raise
             offline.notes.append(f"{provider.name} failed ({exc}); used the offline composer")
             return offline
-        if "__fallback__" in draft.notes:
+        if draft.fallback:
             if offline is not None and offline.report.valid:
-                offline.notes = [n for n in draft.notes if n != "__fallback__"] + offline.notes
+                offline.notes = [*draft.notes, *offline.notes]
                 offline.provider = f"{provider.name}+offline"
                 offline.trace = draft.trace
                 return offline
-            draft.notes.remove("__fallback__")
+            draft.fallback = False
         if isinstance(data, dict) and draft.report.data == data:
             # A valid answer that changes nothing is not a carried-out instruction: say so.
             draft.notes.append("the model's answer left the template unchanged; the instruction was not applied")

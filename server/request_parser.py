@@ -688,7 +688,8 @@ class _Parser:
         a list of typos. Ordinary words stay as they are because they are far from every known name.
         """
         vocabulary = self._vocabulary()
-        for m in self._each(r"(?<![\w./-])([a-z][a-z0-9]{4,})(?![\w/-])"):
+        # Right to left, so that a correction of another length leaves earlier offsets valid.
+        for m in reversed(self._each(r"(?<![\w./-])([a-z][a-z0-9]{4,})(?![\w/-])")):
             word = m.group(1).lower()
             if word in vocabulary or word in _STOPWORDS or word in _ADD_WORDS or word in _REMOVE_WORDS:
                 continue
@@ -697,13 +698,13 @@ class _Parser:
                              >= difflib.SequenceMatcher(None, word, close[0]).ratio()):
                 continue
             fixed = close[0]
-            self.spec.corrected.append(f"{m.group(1)} -> {fixed}")
-            # Same-length replacement keeps offsets; a longer word is padded into the following space.
-            self.work = self.work[: m.start()] + fixed + self.work[m.end():] if len(fixed) == len(word) else \
-                self.work.replace(m.group(1), fixed, 1)
+            self.spec.corrected.insert(0, f"{m.group(1)} -> {fixed}")
+            self.work = self.work[: m.start()] + fixed + self.work[m.end():]
 
     def _vocabulary(self) -> set[str]:
-        words = {w for w in self.real if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
+        # Whole package names and their first word ("wireguard" of wireguard-tools), which resolve() completes.
+        words = {w for name in self.real for w in (name, re.split(r"[-.+_]", name)[0])
+                 if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
         for phrase in list(self.caps.triggers()) + [w for f in self.caps.families.values() for w in f.words]:
             words |= {w for w in re.split(r"[\s_-]+", phrase.lower()) if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
         words |= {w for uc in self.caps.use_cases.values() for p in uc.words for w in p.lower().split()}

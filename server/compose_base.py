@@ -48,16 +48,20 @@ def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict
     return out
 
 
-def _purpose_words(name: str) -> set[str]:
-    """Words of a template file name that say what it is for (not its dist, arch or image type)."""
+def _purpose_words(name: str, caps: Capabilities) -> set[str]:
+    """Words of a template file name that name its software (nginx, docker, ros2): not its dist, arch or image
+    type, and not deployment words (edge, gateway, server, cloud: the use cases), which fit many templates."""
+    generic = {w for uc in caps.use_cases.values() for phrase in uc.words for w in phrase.lower().split()}
     words = set(re.split(r"[-_.\s]+", name.lower()))
-    return {w for w in words if w.isalpha() and len(w) > 2 and w not in ("raw", "iso", "img", "yml", "base")}
+    return {w for w in words if w.isalnum() and not w.isdigit() and len(w) > 2 and w not in generic
+            and w not in ("raw", "iso", "img", "yml", "base", "qcow2", "vhd", "vmdk", "x86", "aarch64")
+            and not caps.dist_of(w)}
 
 
-def related(name: str, request: str) -> bool:
-    """Whether a template's purpose (from its file name) is something the request talks about."""
+def related(name: str, request: str, caps: Capabilities) -> bool:
+    """Whether the software a template is named for is something the request talks about."""
     said = set(re.findall(r"[a-z0-9]+", request.lower()))
-    return bool(_purpose_words(name) & said)
+    return bool(_purpose_words(name, caps) & said)
 
 
 def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
@@ -80,7 +84,7 @@ def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
                caps: Capabilities) -> list[str]:
     """Groups to leave out of the starting template: all its baggage when the request is minimal or the
     template's purpose is unrelated to the request; nothing otherwise (its purpose is what was asked)."""
-    if not (spec.minimal or not related(name, request)):
+    if not (spec.minimal or not related(name, request, caps)):
         return []
     return sorted(baggage(data, spec, caps))
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import reference_checkout
-from server.adherence import unmet
+from server.adherence import reported, unmet, unmet_reply
 from server.config import PACKAGE_ROOT, load_settings
 from server.yamlsafe import YamlError, load_mapping, parse_yaml
 
 DATA = PACKAGE_ROOT / "tests" / "data"
+EVAL = PACKAGE_ROOT / "bench" / "eval" / "generation.yaml"
 REFERENCE = reference_checkout() / "image-templates"
 
 
@@ -95,6 +96,61 @@ async def _agent_figures(cache: Path) -> dict[str, Any]:
                              "latency_ms_p50": _pct(ref_lat, 0.5), "latency_ms_p95": _pct(ref_lat, 0.95),
                              "failures": ref_fail}
     return out
+
+
+def load_eval(split: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The evaluation set (bench/eval/generation.yaml), optionally one split (dev or test)."""
+    data = parse_yaml(EVAL.read_bytes()).data
+    return {kind: [row for row in data[kind] if split is None or row["split"] == split]
+            for kind in ("requests", "refinements")}
+
+
+async def eval_split(client: Any, split: str) -> dict[str, Any]:
+    """One half of the evaluation set over MCP: fully-right rates and whether every miss was reported."""
+    rows = load_eval(split)
+    figures: dict[str, Any] = {}
+    for kind in ("requests", "refinements"):
+        right = misses = reported_misses = 0
+        failures: list[dict[str, Any]] = []
+        for row in rows[kind]:
+            previous = None
+            if kind == "refinements":
+                gen = (await client.call_tool("generate_template", {"request": row["start"]})).structured_content
+                previous = gen["revision"]
+                r = await client.call_tool("refine_template", {"conversation_id": gen["conversation_id"],
+                                                               "instruction": row["instruction"]})
+            else:
+                r = await client.call_tool("generate_template", {"request": row["request"]})
+            reply = r.structured_content or {}
+            if r.is_error or "yaml" not in reply:
+                problems = [f"error: {r.content[0].text if r.content else '?'}"]
+            else:
+                problems = unmet(load_mapping(reply["yaml"]).data, row["want"]) if reply.get("valid") else ["invalid"]
+                problems += unmet_reply(reply, row["want"], previous_revision=previous)
+            right += not problems
+            if problems:
+                misses += 1
+                told = reported(reply)
+                reported_misses += told
+                failures.append({"text": row.get("request") or row.get("instruction"), "problems": problems,
+                                 "reported": told})
+        n = len(rows[kind])
+        figures[kind] = {"count": n, "fully_right": round(right / n, 4) if n else 0.0, "right": right,
+                         "misses": misses, "reported": reported_misses,
+                         "misses_reported": round(reported_misses / misses, 4) if misses else 1.0,
+                         "failures": failures}
+    return figures
+
+
+async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test")) -> dict[str, Any]:
+    from mcp import Client
+
+    from server.app import create_app
+
+    settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OIC_AI_PROVIDER": "offline"},
+                             overrides={"packages.offline": True})
+    async with Client(create_app(settings)) as client:
+        return {split: await eval_split(client, split) for split in splits}
 
 
 def _validation_figures() -> dict[str, Any]:
@@ -170,6 +226,7 @@ def run(cache: Path | None = None) -> dict[str, Any]:
         workdir = Path(tmp)
         results = {"validation": _validation_figures(), "verification": _verification_figures(workdir)}
         results.update(asyncio.run(_agent_figures(cache or workdir / "agent-cache")))
+        results["eval"] = asyncio.run(_eval_figures(cache or workdir / "agent-cache"))
     return results
 
 
@@ -195,6 +252,23 @@ def markdown(r: dict[str, Any]) -> str:
               f"| refinement latency p50 / p95 | {f['latency_ms_p50']} / {f['latency_ms_p95']} ms |", ""]
     for fail in g["failures"] + f["failures"]:
         lines.append(f"- not met: {fail.get('request') or fail.get('instruction')}: {'; '.join(fail['problems'])}")
+    if "eval" in r:
+        lines += ["", "## Evaluation set from user intents (`bench/eval/generation.yaml`, offline provider)", "",
+                  "Split once into halves before tuning; tuned on dev only. Fully right = every stated fact "
+                  "holds; misses reported = share of misses whose explanation says what was not done.", "",
+                  "| half | requests fully right | refinements fully right | misses reported in explanation |",
+                  "|---|---|---|---|"]
+        for split, e in r["eval"].items():
+            q, f2 = e["requests"], e["refinements"]
+            misses = q["misses"] + f2["misses"]
+            told = q["reported"] + f2["reported"]
+            lines.append(f"| {split} | {q['right']}/{q['count']} ({q['fully_right']:.1%}) | {f2['right']}/{f2['count']} "
+                         f"({f2['fully_right']:.1%}) | {told}/{misses} |")
+        lines.append("")
+        for fail in r["eval"].get("test", {}).get("requests", {}).get("failures", []) + \
+                r["eval"].get("test", {}).get("refinements", {}).get("failures", []):
+            lines.append(f"- test half, not met: {fail['text']}: {'; '.join(fail['problems'])}"
+                         f"{'' if fail['reported'] else ' (NOT reported)'}")
     lines += ["", "## Validation and package verification", "", "| figure | value |", "|---|---|"]
     for label, v in r["validation"].items():
         lines.append(f"| validate {v['templates']} {label} templates | {v['total_ms']} ms total, "
@@ -209,6 +283,16 @@ def markdown(r: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--eval":
+        # Development loop: one half only, failures listed (python -m bench.agent_bench --eval dev).
+        logging.disable(logging.WARNING)
+        with tempfile.TemporaryDirectory() as tmp:
+            figures = asyncio.run(_eval_figures(Path(tmp), (sys.argv[2],)))[sys.argv[2]]
+        for kind, e in figures.items():
+            print(f"{kind}: {e['count']} fully right {e['fully_right']:.1%}, misses reported {e['misses_reported']:.0%}")
+            for fail in e["failures"]:
+                print(f"  - {fail['text']}: {'; '.join(fail['problems'])} {'' if fail['reported'] else '(NOT reported)'}")
+        sys.exit(0)
     results = run()
     print(json.dumps(results, indent=1), file=sys.stderr)
     print(markdown(results))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import difflib
 import logging
 import re
@@ -22,8 +23,13 @@ import anyio
 
 from server import composer
 from server import llm_prompts as prompts
+from server.adherence import unmet, want_from_spec
+from server.compose_base import choose_base, strip_plan
+from server.knowledge import load_capabilities
 from server.llm import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
 from server.repair import complete_from_base, merge_onto_base, prune_unknown, salvage_yaml
+from server.request_parser import RequestSpec, parse_request
+from server.spec_plan import merge_specs, spec_schema
 from server.upstream_compat import conform, conform_text
 from server.validation import ValidationReport, validate_text
 from server.yamlsafe import YamlError, load_mapping
@@ -41,6 +47,37 @@ _REVERT = re.compile(
     r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back|go\s+back)\b(?:.*?\b(?:revision|version|rev|v)\s*#?\s*(\d+))?",
     re.IGNORECASE,
 )
+
+
+_REVERT_NOTE = re.compile(r"^revert to revision (\d+)$")
+
+
+def _undo_target(conv: Any) -> int | None:
+    """The revision one step back in the *edit* history: an undo records itself as a new revision ("revert
+    to revision N"), so a second undo must go back from N, not from the undo itself (which would redo)."""
+    notes = {r.revision: r.note for r in conv.revisions}
+    position = conv.current_revision
+    seen: set[int] = set()
+    while position not in seen:
+        seen.add(position)
+        m = _REVERT_NOTE.match(notes.get(position, "") or "")
+        if not m:
+            break
+        position = int(m.group(1))
+    target = position - 1
+    return target if target >= 1 and (target in notes or not notes) else None
+
+
+def newest_dist(family_id: str) -> str | None:
+    """The newest supported release of an OS family (by its release number), e.g. ubuntu -> ubuntu26."""
+    family = load_capabilities().families.get(family_id)
+    if family is None or not family.dists:
+        return None
+
+    def release(dist: Any) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", dist.release or dist.id))
+
+    return max(family.dists.values(), key=release).id
 
 
 class AgentError(ValueError):
@@ -69,6 +106,8 @@ class AgentResult:
     # One entry per LLM call: the validator's verdict on that answer (after completion in the compact
     # style), its error codes, latency and token counts. Empty when no LLM was asked.
     trace: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was not understood / applied, one line each
+    unsupported: list[str] = field(default_factory=list)  # unsupported targets named, with closest choices
 
 
 @dataclass
@@ -80,6 +119,8 @@ class _Draft:
     notes: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
+    # The LLM path failed: the caller should use the offline composer's draft instead (typed, not a note).
+    fallback: bool = False
 
 
 def _issues(report: ValidationReport) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -154,13 +195,8 @@ def _unmet_groups(data: dict, spec: Any) -> list[str]:
     return [f"add {g}" for g in spec.add_groups] + [f"remove {g}" for g in spec.remove_groups]
 
 
-def request_hints(request: str, constraints: dict[str, str | None] | None = None) -> list[str]:
-    """The request's changes as the request parser understands them, as a checklist for the model."""
-    try:
-        spec = composer.parse_request(request)
-    except Exception:  # noqa: BLE001 - hints are optional; a parser slip must not fail generation
-        log.debug("request parser failed on %r", request, exc_info=True)
-        return []
+def request_hints(spec: RequestSpec, constraints: dict[str, str | None] | None = None) -> list[str]:
+    """The request's changes as the request parser understood them (once), as a checklist for the model."""
     given = {k for k, v in (constraints or {}).items() if v}
     hints = [f"target.{key} = {getattr(spec, attr)}"
              for key, attr in (("os", "os"), ("dist", "dist"), ("arch", "arch"), ("imageType", "image_type"))
@@ -191,6 +227,7 @@ class Agent:
         self.settings = engine.settings
         self._locks: weakref.WeakValueDictionary[tuple[int, str], anyio.Lock] = weakref.WeakValueDictionary()
         self._locks_guard = threading.Lock()
+        self._known_cache: tuple[tuple[int, int], set[str]] | None = None
 
     def _clean_text(self, text: str | None, what: str, advice: str) -> str:
         """Whitespace-normalised user text, or an AgentError saying what to send instead."""
@@ -217,26 +254,32 @@ class Agent:
                                    "image with docker'")
         if save_as:
             self.engine.check_save_name(save_as, overwrite)
-        await self._progress(progress, 0, "retrieving grounding templates")
-        grounding = await anyio.to_thread.run_sync(self._grounding, request, os, dist, arch, image_type)
+        await self._progress(progress, 0, "understanding the request and retrieving grounding templates")
+        constraints = {"os": os, "dist": dist, "arch": arch, "imageType": image_type}
+        spec = await anyio.to_thread.run_sync(self.understand, request, constraints)
+        grounding = await anyio.to_thread.run_sync(self._grounding, request, spec.os, spec.dist, spec.arch,
+                                                   spec.image_type or "raw")
         if not grounding:
             raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")
+        grounding = choose_base(grounding, spec, load_capabilities())
         provider, skipped = await self.provider(sampling)
         await self._progress(progress, 1, f"generating with {provider.name}")
-        constraints = {"os": os, "dist": dist, "arch": arch, "imageType": image_type}
+        offline_draft = await anyio.to_thread.run_sync(self._compose, request, grounding, spec)
         if provider.name == "offline":
-            draft = await anyio.to_thread.run_sync(self._compose, request, grounding, os, dist, arch, image_type)
+            draft = offline_draft
+        elif callable(getattr(provider, "complete_json", None)):
+            draft = await self._planned(provider, request, spec, grounding, offline_draft)
         else:
             try:
-                draft = await self._llm_generate(provider, request, constraints, grounding, progress)
+                draft = await self._llm_generate(provider, request, constraints, grounding, progress, spec)
             except LLMError as exc:
                 if self.settings.provider != "auto":
                     raise
                 # auto mode promised "the best available": the deterministic composer still is.
-                draft = _Draft("", _no_yaml_report(), provider.name, 1,
-                               [f"{provider.name} failed ({exc})", "__fallback__"])
-            draft = await anyio.to_thread.run_sync(self._enforce, draft, request, grounding, os, dist, arch,
-                                                   image_type)
+                draft = _Draft("", _no_yaml_report(), provider.name, 1, [f"{provider.name} failed ({exc})"],
+                               fallback=True)
+            draft = await anyio.to_thread.run_sync(self._enforce, draft, spec, offline_draft)
+        draft.notes += self._honesty_notes(draft, spec, arch_named=bool(arch or spec.arch_named))
         await self._progress(progress, 3, "verifying packages")
         packages = await anyio.to_thread.run_sync(self._verify, draft)
         grounded_on = [name for name, _text, _data in grounding]
@@ -248,8 +291,107 @@ class Agent:
         return AgentResult(
             conversation_id=conv_id, revision=revision, yaml=draft.yaml, valid=draft.report.valid, errors=errors,
             warnings=warnings, packages=packages, grounded_on=grounded_on, provider=draft.provider,
-            attempts=draft.attempts, explanation=self._explain_generation(draft, grounding, packages),
-            changes=draft.changes, saved_to=saved, skipped_providers=skipped, trace=draft.trace)
+            attempts=draft.attempts, explanation=self._explain_generation(draft, grounding, packages, spec),
+            changes=draft.changes, saved_to=saved, skipped_providers=skipped, trace=draft.trace,
+            notes=list(draft.notes), unsupported=list(spec.unsupported))
+
+    # ---- understanding -------------------------------------------------------
+    def known_packages(self) -> set[str]:
+        """Every package of every indexed template: with the capability knowledge (which the parser adds),
+        the names a request word may be taken for."""
+        index = self.engine.index
+        if index is None:
+            return set()
+        key = id(index), len(getattr(index, "_records", None) or ())
+        if self._known_cache and self._known_cache[0] == key:
+            return self._known_cache[1]
+        names = {p for record in index.records() for p in record.packages}
+        self._known_cache = (key, names)
+        return names
+
+    def understand(self, text: str, constraints: dict[str, str | None] | None = None) -> RequestSpec:
+        """The one parse of a request: every later step (grounding, composer, enforcement, the adherence check,
+        the explanation) reads this object. Explicit tool arguments win over words in the text."""
+        self.engine.ready()
+        caps = load_capabilities()
+        spec = parse_request(text, known_packages=self.known_packages())
+        spec.is_question = False
+        given = constraints or {}
+        spec.arch_named = bool(spec.arch)
+        if given.get("os"):
+            spec.os = caps.family_of(given["os"]) or given["os"]
+        if given.get("dist"):
+            spec.dist = caps.dist_of(given["dist"]) or given["dist"]
+            spec.os = caps.family_of(spec.dist) or spec.os
+        if given.get("arch"):
+            spec.arch = caps.arch_of(given["arch"]) or given["arch"]
+            spec.arch_named = True
+        if given.get("imageType"):
+            spec.image_type = given["imageType"]
+        if spec.os and not spec.dist:
+            spec.dist = newest_dist(spec.os)
+            family = caps.families.get(spec.os)
+            if family and len(family.dists) > 1 and spec.dist:
+                spec.notes.append(f"no release named: using the newest supported, {caps.dists[spec.dist].label}")
+        if not spec.arch:
+            spec.arch = "x86_64"  # the default target; the explanation says so
+        self._place_by_index(spec)
+        return spec
+
+    def _place_by_index(self, spec: RequestSpec) -> None:
+        """Words the rules could not place that the target's repository index knows are packages after all
+        ("debian 13 with valkey"). Uses the package verifier, so its settings decide whether indexes are
+        downloaded or only read from the cache; without an index the words stay reported as not understood."""
+        words = [u for u in spec.unparsed if re.fullmatch(r"[a-z][a-z0-9+._-]{1,60}", u)]
+        if not words or not self.settings.agent.verify_packages or not spec.dist:
+            return
+        try:
+            found = set(self.engine.verify_packages(words, os=spec.os, dist=spec.dist, arch=spec.arch).found)
+        except (ValueError, RuntimeError, OSError) as exc:
+            log.debug("index check of %s skipped: %s", words, exc)
+            return
+        placed = [w for w in words if w in found]
+        spec.add_packages += [w for w in placed if w not in spec.add_packages]
+        spec.unparsed = [u for u in spec.unparsed if u not in placed]
+
+    def _honesty_notes(self, draft: _Draft, spec: RequestSpec, *, arch_named: bool) -> list[str]:
+        """What the answer must say: unsupported targets, defaults chosen, stated facts that did not land."""
+        notes = [f"unsupported: {u}" for u in spec.unsupported]
+        if not arch_named:
+            notes.append("no architecture named: built for x86_64")
+        if spec.corrected:
+            notes.append("read as: " + ", ".join(spec.corrected))
+        if isinstance(draft.report.data, dict):
+            target = draft.report.data.get("target") or {}
+            missed = unmet(draft.report.data, want_from_spec(spec, str(target.get("dist") or "") or None))
+            known = " ".join(draft.notes)
+            notes += [f"not applied: {m}" for m in missed if m not in known]
+        return notes
+
+    async def _planned(self, provider: ChatProvider, request: str, spec: RequestSpec,
+                       grounding: list[tuple[str, str, dict]], offline: _Draft) -> _Draft:
+        """The LLM plans (a RequestSpec as schema-constrained JSON), the rules' facts win, the composer executes.
+        Whatever goes wrong on the model's side, the offline draft stands."""
+        try:
+            answer = await provider.complete_json(  # type: ignore[attr-defined]
+                [ChatMessage(r, c) for r, c in prompts.spec_messages(request, spec_schema(), grounding)],
+                spec_schema(), name="request_spec")
+        except (LLMError, ValueError, TypeError) as exc:
+            offline.notes.append(f"{provider.name} could not plan ({exc}); used the offline understanding")
+            offline.provider = f"{provider.name}+offline"
+            return offline
+        merged, taken = merge_specs(spec, answer, self.known_packages(), load_capabilities())
+        if not taken:
+            offline.provider = f"{provider.name}+offline"
+            offline.notes.append(f"{provider.name}'s plan added nothing to the offline understanding")
+            return offline
+        draft = await anyio.to_thread.run_sync(self._compose, request, grounding, merged)
+        draft.provider = f"{provider.name}+composer"
+        draft.notes.append(f"from {provider.name}'s plan: {', '.join(taken)}")
+        if not draft.report.valid and offline.report.valid:
+            offline.notes.append(f"{provider.name}'s plan gave an invalid template; kept the offline one")
+            return offline
+        return draft
 
     def _grounding(self, request: str, os: str | None, dist: str | None, arch: str | None,
                    image_type: str | None) -> list[tuple[str, str, dict]]:
@@ -257,8 +399,9 @@ class Agent:
         searcher = self.engine.searcher
         assert searcher is not None
         self.engine.refresh()
-        outcome = None
-        # Exact filters first; relax them one by one when the corpus has nothing that matches.
+        records: list[Any] = []
+        # Exact filters first; relaxed ones top the list up to GROUNDING examples (the base is then chosen by
+        # compose_base.choose_base, which puts templates of the requested target first).
         for filters in ({"os": os, "dist": dist, "arch": arch, "image_type": image_type},
                         {"os": os, "dist": dist, "arch": None, "image_type": None},
                         {"os": None, "dist": None, "arch": None, "image_type": None}):
@@ -266,30 +409,34 @@ class Agent:
             if any(filters.values()) and len(known) != len([v for v in filters.values() if v]):
                 continue
             outcome = searcher.search(request, GROUNDING, use_threshold=False, **filters)
-            if outcome.results:
+            seen = {r.name for r in records}
+            records += [r.record for r in outcome.results if r.record.name not in seen]
+            if len(records) >= GROUNDING:
                 break
         out: list[tuple[str, str, dict]] = []
-        for r in outcome.results if outcome else []:
+        for record in records[:GROUNDING]:
             try:
-                text = self.engine.index.read_text(r.record)
-                out.append((r.record.name, text, load_mapping(text).data))
+                text = self.engine.index.read_text(record)
+                out.append((record.name, text, load_mapping(text).data))
             except (OSError, ValueError) as exc:  # YamlError is a ValueError
-                log.warning("grounding template %s unreadable: %s", r.record.name, exc)
+                log.warning("grounding template %s unreadable: %s", record.name, exc)
         return out
 
-    def _compose(self, request: str, grounding: list[tuple[str, str, dict]], os: str | None, dist: str | None,
-                 arch: str | None, image_type: str | None) -> _Draft:
+    def _compose(self, request: str, grounding: list[tuple[str, str, dict]], spec: RequestSpec) -> _Draft:
+        caps = load_capabilities()
         name, _text, base = grounding[0]
-        result = composer.compose(request, base, base_file=name, os=os, dist=dist, arch=arch, image_type=image_type)
+        strip = strip_plan(name, base, spec, request, caps)
+        result = composer.compose(request, base, base_file=name, spec=copy.deepcopy(spec), strip_groups=strip)
         report = validate_text(result.yaml)
         notes = [f"not understood: {u}" for u in result.unhandled]
         return _Draft(result.yaml, report, "offline", 1, notes, result.changes)
 
     async def _llm_generate(self, provider: ChatProvider, request: str, constraints: dict[str, str | None],
-                            grounding: list[tuple[str, str, dict]], progress: Progress | None) -> _Draft:
+                            grounding: list[tuple[str, str, dict]], progress: Progress | None,
+                            spec: RequestSpec) -> _Draft:
         style = self.settings.agent.prompt_style
         messages = prompts.generation_messages(request, {k: v for k, v in constraints.items() if v},
-                                               grounding, style, hints=request_hints(request, constraints))
+                                               grounding, style, hints=request_hints(spec, constraints))
         return await self._llm_loop(provider, messages, grounding[0][2], progress)
 
     async def _llm_loop(self, provider: ChatProvider, messages: list[tuple[str, str]], base: dict,
@@ -389,30 +536,24 @@ class Agent:
         note = (f"the model's template stayed invalid after {draft.attempts} attempt(s) "
                 f"({'; '.join(remaining[:3])}); what is returned instead is the offline composer's work on the "
                 "same starting template")
-        return _Draft(draft.yaml, draft.report, draft.provider, draft.attempts, [note, "__fallback__"], [])
+        return _Draft(draft.yaml, draft.report, draft.provider, draft.attempts, [note], [], fallback=True)
 
-    def _enforce(self, draft: _Draft, request: str, grounding: list[tuple[str, str, dict]], os: str | None,
-                 dist: str | None, arch: str | None, image_type: str | None) -> _Draft:
-        """Make sure the stated constraints landed; fall back to the composer when the LLM path failed."""
-        if "__fallback__" in draft.notes:
-            fallback = self._compose(request, grounding, os, dist, arch, image_type)
-            fallback.provider = f"{draft.provider}+offline"
-            fallback.attempts = draft.attempts
-            fallback.notes = [n for n in draft.notes if n != "__fallback__"] + fallback.notes
-            fallback.trace = draft.trace
-            return fallback
+    def _enforce(self, draft: _Draft, spec: RequestSpec, offline: _Draft) -> _Draft:
+        """Make sure the stated constraints landed (the one adherence check); fall back to the composer's draft
+        when the LLM path failed."""
+        if draft.fallback:
+            offline.provider = f"{draft.provider}+offline"
+            offline.attempts = draft.attempts
+            offline.notes = [*draft.notes, *offline.notes]
+            offline.trace = draft.trace
+            return offline
         if not draft.report.valid or not isinstance(draft.report.data, dict):
             return draft
-        spec = composer.parse_request(request)
-        spec.is_question = False
-        for key, value in (("os", os), ("dist", dist), ("arch", arch), ("image_type", image_type)):
-            if value:
-                setattr(spec, key, value)
-        missing = self._unmet(draft.report.data, spec)
+        missing = unmet(draft.report.data, want_from_spec(spec))
         missing += _unmet_groups(draft.report.data, spec)
         if not missing:
             return draft
-        data, changes = composer.apply_spec(draft.report.data, spec)
+        data, changes = composer.apply_spec(draft.report.data, copy.deepcopy(spec))
         text = composer.dump_yaml(data)
         report = validate_text(text)
         if not report.valid:
@@ -420,23 +561,6 @@ class Agent:
             return draft
         return _Draft(text, report, draft.provider, draft.attempts,
                       [*draft.notes, f"enforced what the model missed: {', '.join(missing)}"], changes, draft.trace)
-
-    @staticmethod
-    def _unmet(data: dict, spec: Any) -> list[str]:
-        target = data.get("target") or {}
-        system = data.get("systemConfig") or {}
-        have = {str(p).lower() for p in (system.get("packages") or [])}
-        have |= {str(p).lower() for p in ((system.get("kernel") or {}).get("packages") or [])}
-        unmet = [f"{k}={getattr(spec, a)}" for k, a in (("os", "os"), ("dist", "dist"), ("arch", "arch"),
-                                                         ("imageType", "image_type"))
-                 if getattr(spec, a) and target.get(k) != getattr(spec, a)]
-        unmet += [f"add {p}" for p in spec.add_packages if p.lower() not in have]
-        unmet += [f"remove {p}" for p in spec.remove_packages if p.lower() in have]
-        if spec.hostname and system.get("hostname") != spec.hostname:
-            unmet.append(f"hostname={spec.hostname}")
-        if spec.disk_size and (data.get("disk") or {}).get("size") != spec.disk_size:
-            unmet.append(f"disk size={spec.disk_size}")
-        return unmet
 
     def _verify(self, draft: _Draft) -> dict[str, Any] | None:
         if not self.settings.agent.verify_packages or not draft.yaml:
@@ -472,7 +596,7 @@ class Agent:
         return str(self.engine.save_template(draft.yaml, save_as, overwrite))
 
     def _explain_generation(self, draft: _Draft, grounding: list[tuple[str, str, dict]],
-                            packages: dict[str, Any] | None) -> str:
+                            packages: dict[str, Any] | None, spec: RequestSpec | None = None) -> str:
         data = draft.report.data or {}
         target = data.get("target") or {}
         name = (data.get("image") or {}).get("name", "template")
@@ -578,7 +702,25 @@ class Agent:
                                grounded_on, "offline", 0, answer, mode="question", answer=answer)
 
         await self._progress(progress, 1, "applying the change")
-        draft = await self._refine_draft(instruction, current.yaml, data, conv, sampling, progress)
+        spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
+        draft = await self._refine_draft(instruction, current.yaml, data, conv, sampling, progress, spec)
+        draft.notes += [f"unsupported: {u}" for u in spec.unsupported if f"unsupported: {u}" not in draft.notes]
+        if isinstance(data, dict) and isinstance(draft.report.data, dict) and not spec.is_empty():
+            draft.notes += [f"not applied: {m}" for m in unmet(draft.report.data, want_from_spec(
+                spec, str((draft.report.data.get("target") or {}).get("dist") or "") or None))]
+        if isinstance(data, dict) and (draft.report.data == data or draft.yaml == current.yaml):
+            # Nothing changed: no new revision; say what was not understood.
+            told = [n for n in draft.notes if n]
+            summary = ("Nothing changed; no new revision (still revision "
+                       f"{current.revision}). " + (" ".join(n[0].upper() + n[1:] + "." for n in told) if told else
+                                                   f"Not understood: {instruction!r}."))
+            await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", summary)
+            report = await anyio.to_thread.run_sync(validate_text, current.yaml)
+            errors, warnings = _issues(report)
+            return AgentResult(conv.id, current.revision, current.yaml, report.valid, errors, warnings, None,
+                               grounded_on, draft.provider, draft.attempts, summary, mode="refine",
+                               changes=[], notes=told or [f"not understood: {instruction}"],
+                               unsupported=list(spec.unsupported))
         await self._progress(progress, 3, "verifying packages")
         packages = await anyio.to_thread.run_sync(self._verify, draft)
         revision = await anyio.to_thread.run_sync(
@@ -596,13 +738,26 @@ class Agent:
         log.info("conversation %s: revision %d refined by %s", conv.id, revision, draft.provider)
         return AgentResult(conv.id, revision, draft.yaml, draft.report.valid, errors, warnings, packages,
                            grounded_on, draft.provider, draft.attempts, summary, mode="refine",
-                           changes=changes, diff=diff, saved_to=saved, trace=draft.trace)
+                           changes=changes, diff=diff, saved_to=saved, trace=draft.trace, notes=list(draft.notes),
+                           unsupported=list(spec.unsupported))
+
+    def _understand_instruction(self, instruction: str, data: dict | None) -> RequestSpec:
+        """The one parse of an edit instruction (packages of the current template and the library known)."""
+        self.engine.ready()
+        names = set(self.known_packages())
+        if isinstance(data, dict):
+            names |= {str(p) for p in ((data.get("systemConfig") or {}).get("packages") or [])}
+        spec = parse_request(instruction, known_packages=names)
+        spec.arch_named = bool(spec.arch)
+        return spec
 
     async def _refine_draft(self, instruction: str, current_yaml: str, data: dict | None, conv: Any,
-                            sampling: CallbackProvider | None, progress: Progress | None) -> _Draft:
+                            sampling: CallbackProvider | None, progress: Progress | None,
+                            spec: RequestSpec) -> _Draft:
         offline: _Draft | None = None
         if isinstance(data, dict):
-            result = await anyio.to_thread.run_sync(composer.apply_instruction, data, instruction)
+            result = await anyio.to_thread.run_sync(
+                lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(spec)))
             report = await anyio.to_thread.run_sync(validate_text, result.yaml)
             offline = _Draft(result.yaml, report, "offline", 1, [f"not understood: {u}" for u in result.unhandled],
                              result.changes)
@@ -614,6 +769,8 @@ class Agent:
             if offline is None:
                 raise AgentError("the current template does not parse, and no LLM is available to repair it")
             return offline
+        if offline is not None and isinstance(data, dict) and callable(getattr(provider, "complete_json", None)):
+            return await self._planned_edit(provider, instruction, data, spec, offline)
         history = [(m.role, m.content) for m in conv.messages]
         messages = prompts.refinement_messages(current_yaml, instruction, history, self.settings.agent.prompt_style,
                                                data if isinstance(data, dict) else None)
@@ -625,22 +782,46 @@ class Agent:
                 raise
             offline.notes.append(f"{provider.name} failed ({exc}); used the offline composer")
             return offline
-        if "__fallback__" in draft.notes:
+        if draft.fallback:
             if offline is not None and offline.report.valid:
-                offline.notes = [n for n in draft.notes if n != "__fallback__"] + offline.notes
+                offline.notes = [*draft.notes, *offline.notes]
                 offline.provider = f"{provider.name}+offline"
                 offline.trace = draft.trace
                 return offline
-            draft.notes.remove("__fallback__")
+            draft.fallback = False
         if isinstance(data, dict) and draft.report.data == data:
             # A valid answer that changes nothing is not a carried-out instruction: say so.
             draft.notes.append("the model's answer left the template unchanged; the instruction was not applied")
         return draft
 
+    async def _planned_edit(self, provider: ChatProvider, instruction: str, data: dict, spec: RequestSpec,
+                            offline: _Draft) -> _Draft:
+        """The edit plan from the model (schema-constrained), merged under the rules' reading, applied by the
+        composer; the offline draft stands whenever the plan adds nothing or fails."""
+        try:
+            answer = await provider.complete_json(  # type: ignore[attr-defined]
+                [ChatMessage(r, c) for r, c in prompts.spec_messages(instruction, spec_schema(), [])],
+                spec_schema(), name="edit_plan")
+        except (LLMError, ValueError, TypeError) as exc:
+            offline.notes.append(f"{provider.name} could not plan the edit ({exc}); used the offline understanding")
+            return offline
+        merged, taken = merge_specs(spec, answer, self.known_packages(), load_capabilities())
+        if not taken:
+            return offline
+        result = await anyio.to_thread.run_sync(
+            lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(merged)))
+        report = await anyio.to_thread.run_sync(validate_text, result.yaml)
+        if not report.valid and offline.report.valid:
+            offline.notes.append(f"{provider.name}'s edit plan gave an invalid template; kept the offline edit")
+            return offline
+        notes = [f"not understood: {u}" for u in result.unhandled if u not in {p for t in taken for p in t.split()}]
+        return _Draft(result.yaml, report, f"{provider.name}+composer", 1,
+                      [*notes, f"from {provider.name}'s plan: {', '.join(taken)}"], result.changes)
+
     async def _revert(self, conv: Any, match: re.Match[str], grounded_on: list[str]) -> AgentResult:
         store = self.engine.conversations
-        target_rev = int(match.group(1)) if match.group(1) else max(1, conv.current_revision - 1)
-        if target_rev == conv.current_revision and not match.group(1):
+        target_rev = int(match.group(1)) if match.group(1) else _undo_target(conv)
+        if target_rev is None or (target_rev == conv.current_revision and not match.group(1)):
             raise AgentError("there is no earlier revision to go back to")
         old_yaml = conv.current.yaml
         try:

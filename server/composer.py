@@ -12,31 +12,35 @@ from __future__ import annotations
 import copy
 import fnmatch
 import logging
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from server import compose_coherence as coherence
+from server.compose_layout import (
+    GPT_TAIL_MIB,
+    MIN_ROOT_MIB,
+    VERITY_HASH_MIB,
+)
+from server.compose_layout import (
+    Layout as _Layout,
+)
+from server.compose_layout import (
+    is_fill as _is_fill,
+)
+from server.compose_layout import (
+    part_id as _pid,
+)
 from server.knowledge import Capabilities, load_capabilities
 from server.request_parser import RequestSpec, is_question, parse_request
+from server.sizes import fmt_offset, fmt_size, template_mib
 from server.upstream_compat import conform
 
 logger = logging.getLogger(__name__)
 
-# dm-verity hash partition size used by the upstream default layouts (osv default-raw-*.yml).
-VERITY_HASH_MIB = 500
-DEFAULT_NEW_PARTITION_MIB = 1024
-MIN_ROOT_MIB = 1024
-MIN_OTHER_MIB = 256
-GPT_TAIL_MIB = 1  # the backup GPT lives in the last sectors; fixed partitions must end before it
 
-_UNITS_MIB = {
-    "KiB": 1 / 1024, "K": 1 / 1024, "KB": 1000 / 1048576,
-    "MiB": 1.0, "M": 1.0, "MB": 1_000_000 / 1048576,
-    "GiB": 1024.0, "G": 1024.0, "GB": 1_000_000_000 / 1048576,
-}  # fmt: skip
 
 
 @dataclass
@@ -60,10 +64,18 @@ def compose(
     dist: str | None = None,
     arch: str | None = None,
     image_type: str | None = None,
+    spec: RequestSpec | None = None,
+    strip_groups: list[str] | None = None,
 ) -> ComposeResult:
-    """A new template for ``request``, built from the best retrieved template ``base``."""
+    """A new template for ``request``, built from the best retrieved template ``base``.
+
+    ``spec`` is the request as understood once by the caller (the agent); without it the request is parsed
+    here. ``strip_groups`` are capability groups of the base that nobody asked for (server.compose_base):
+    they leave first, with everything they brought.
+    """
     caps = load_capabilities()
-    spec = parse_request(request, known_packages=_template_packages(base))
+    if spec is None:
+        spec = parse_request(request, known_packages=_template_packages(base))
     spec.is_question = False  # a generation request is never "just a question"
     if os:
         spec.os = caps.family_of(os) or os
@@ -74,7 +86,17 @@ def compose(
         spec.arch = caps.arch_of(arch) or arch
     if image_type:
         spec.image_type = image_type
+    start_changes: list[str] = []
+    if strip_groups:
+        edit = _Edit(base, caps)
+        edit.remove_groups(strip_groups)
+        edit.clean_up_after_removals()
+        edit.tidy()
+        base = edit.data
+        start_changes = [f"left out of the starting template (not asked for): {c.removeprefix('removed ')}"
+                         for c in edit.changes if c.startswith("removed ")]
     data, changes, problems = _apply(base, spec, caps)
+    changes = start_changes + changes
     _drop_sample_repositories(data, changes)
     if base_file:
         changes.insert(0, f"started from {base_file}")
@@ -82,10 +104,13 @@ def compose(
     return ComposeResult(data, dump_yaml(data), changes, spec, [*spec.unparsed, *problems])
 
 
-def apply_instruction(data: dict, instruction: str) -> ComposeResult:
-    """Refine ``data`` as ``instruction`` asks; everything not mentioned is preserved."""
+def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None = None,
+                      known_packages: list[str] | set[str] = ()) -> ComposeResult:
+    """Refine ``data`` as ``instruction`` asks (``spec``: the instruction as already understood); everything not
+    mentioned is preserved."""
     caps = load_capabilities()
-    spec = parse_request(instruction, known_packages=_template_packages(data))
+    if spec is None:
+        spec = parse_request(instruction, known_packages={*_template_packages(data), *known_packages})
     if spec.is_question:
         same = copy.deepcopy(data)
         return ComposeResult(same, dump_yaml(same), [], spec, [])
@@ -124,6 +149,9 @@ class _Edit:
         self.changes: list[str] = []
         self.problems: list[str] = []
         self.keep_root = True
+        self.removed: list[str] = []  # every package taken out, for the coherence pass
+        self.named: set[str] = set()  # packages the request named (after translation), for exclusive roles
+        self.translated: list[tuple[str, str]] = []  # (old, new) package names of a distribution switch
         target = self.data.get("target") if isinstance(self.data.get("target"), dict) else {}
         self.dist = caps.dist_of(str(target.get("dist") or "")) or str(target.get("dist") or "")
         self.family = caps.family_of(str(target.get("os") or "")) or caps.family_of(self.dist) or ""
@@ -191,6 +219,7 @@ class _Edit:
                     text = str(p)
                     if text.lower() in lowered or any(fnmatch.fnmatchcase(text, pat) for pat in patterns):
                         removed.append(text)
+                        self.removed.append(text)
                     else:
                         keep.append(p)
                 sc[key] = keep
@@ -208,6 +237,7 @@ class _Edit:
         self.remove_named_packages(spec.remove_packages)
         self.add_groups(spec.add_groups)
         self.add_named_packages(spec.add_packages)
+        self.one_per_role()
         self.kernel_edits(spec)
         self.hostname(spec.hostname)
         self.users(spec.users)
@@ -223,7 +253,41 @@ class _Edit:
         if spec.name and _image(self.data).get("name") != spec.name:
             _image(self.data)["name"] = spec.name
             self.changes.append(f"image name set to {spec.name}")
+        self.clean_up_after_removals()
         self.tidy()
+
+    # ------------------------------------------------------------ coherence
+
+    def one_per_role(self) -> None:
+        """One web server, one container engine, one display manager, unless the request named several."""
+        present = [str(p) for p in self.packages()]
+        for role, extra in coherence.exclusive_drops(present, self.named, self.caps).items():
+            removed = self.remove_packages(set(extra))
+            if removed:
+                self.changes.append(f"removed {', '.join(removed)}: one {role.replace('-', ' ')} is enough and "
+                                    f"the request named {', '.join(sorted(set(self.caps.exclusive[role]) & self.named))}")
+
+    def clean_up_after_removals(self) -> None:
+        """What removed software brought goes with it: its partitions, services, group memberships, keywords."""
+        if not self.removed:
+            return
+        installed = [str(p) for p in self.system(create=False).get("packages") or []]
+        gone = coherence.gone_stems(self.removed, installed, self.caps)
+        if not gone:
+            return
+        system = self.system(create=False)
+        services = coherence.drop_services(system, gone) if system else []
+        groups = coherence.drop_user_groups(system, gone) if system else []
+        keywords = coherence.drop_keywords(self.data, gone)
+        disk = self.disk()
+        for mount in coherence.mounts_of(disk, gone):
+            if disk is not None:
+                _Layout(self, disk).remove(mount)
+        parts = ([f"services {', '.join(services)}"] if services else []) + (
+            [f"group memberships {', '.join(groups)}"] if groups else []) + (
+            [f"keywords {', '.join(keywords)}"] if keywords else [])
+        if parts:
+            self.changes.append("also removed what the removed software needed: " + "; ".join(parts))
 
     # ------------------------------------------------------------ distribution and arch
 
@@ -260,8 +324,43 @@ class _Edit:
         self._translate_files(old_dist)
         self._translate_version(old_dist)
         self._rename_everywhere(old_dist, new_dist)
+        self._translate_metadata(old_family, old_dist)
         if old_family != new_family and caps.pkg_type(old_family) != caps.pkg_type(new_family):
             self._warn_configurations()
+
+    def _translate_metadata(self, old_family: str, old_dist: str) -> None:
+        """Description, keywords and use cases name the new distribution and the translated packages."""
+        meta = self.data.get("metadata")
+        if not isinstance(meta, dict):
+            return
+        caps = self.caps
+        old_d, new_d = caps.dists.get(old_dist), caps.dists.get(self.dist)
+        old_f, new_f = caps.families.get(old_family), caps.families.get(self.family)
+        pairs = [(old_d.label, new_d.label) if old_d and new_d else None,
+                 (old_f.label, new_f.label) if old_f and new_f else None,
+                 (old_dist, self.dist), (old_family, self.family)]
+        pairs += [(old, new) for old, new in self.translated]
+        words = [p for p in pairs if p and p[0] and p[0] != p[1]]
+
+        def rename(text: str) -> str:
+            for old, new in words:
+                text = re.sub(rf"(?<![\w.-]){re.escape(old)}(?![\w-])", new, text)
+            return text
+
+        changed = False
+        if isinstance(meta.get("description"), str):
+            # The user's own words ("Requested as: ...") are quoted, not rewritten.
+            head, sep, quoted = meta["description"].partition("Requested as:")
+            new = rename(head) + sep + quoted
+            if new != meta["description"]:
+                meta["description"], changed = new, True
+        for key in ("keywords", "use_cases"):
+            if isinstance(meta.get(key), list):
+                new = list(dict.fromkeys(rename(str(k)) for k in meta[key]))
+                if new != meta[key]:
+                    meta[key], changed = new, True
+        if changed:
+            self.changes.append("metadata (description, keywords, use cases) rewritten for the new distribution")
 
     def _translate_packages(self, old_family: str, old_dist: str) -> None:
         caps = self.caps
@@ -295,6 +394,7 @@ class _Edit:
                 new = caps.translate_package(name, self.dist)
                 if new and new != name:
                     renamed.append(f"{name} -> {new}")
+                    self.translated.append((name, new))
                 if new:
                     kept.append(new)
                 else:
@@ -670,6 +770,7 @@ class _Edit:
             if renamed is None:
                 self.problems.append(f"{new} is built for x86_64 only")
                 continue
+            self.named.add(renamed)
             if self.add_package(renamed):
                 how = f" (the {where} name for {name})" if renamed != name else ""
                 self.changes.append(f"added package {renamed}{how}")
@@ -1057,259 +1158,6 @@ class _Edit:
             self.data.pop("packageRepositories")
 
 
-class _Layout:
-    """Partition arithmetic on one disk (MiB, upstream's start/end strings, "0" = end of disk)."""
-
-    def __init__(self, edit: _Edit, disk: dict):
-        self.edit = edit
-        self.disk = disk
-        if not isinstance(disk.get("partitions"), list):
-            disk["partitions"] = []
-        self.parts: list[dict] = disk["partitions"]
-        self.size_mib = _mib(disk.get("size"))
-
-    def _find(self, mount: str) -> int | None:
-        for i, p in enumerate(self.parts):
-            if not isinstance(p, dict):
-                continue
-            mp = str(p.get("mountPoint", ""))
-            if mp == mount or (
-                mount == "swap" and (p.get("type") == "linux-swap" or p.get("fsType") == "linux-swap")
-            ):
-                return i
-            if mount == "/" and _pid(p) in ("rootfs", "root") and mp in ("", "/"):
-                return i
-        return None
-
-    def _fill_index(self) -> int | None:
-        for i, p in enumerate(self.parts):
-            if isinstance(p, dict) and _is_fill(p.get("end")):
-                return i
-        return None
-
-    def _fixed_end(self) -> int:
-        ends = [_mib(p.get("end")) for p in self.parts if isinstance(p, dict) and not _is_fill(p.get("end"))]
-        return max((e for e in ends if e is not None), default=0)
-
-    def _min_size(self, part: dict) -> int:
-        return MIN_ROOT_MIB if part.get("mountPoint") == "/" else MIN_OTHER_MIB
-
-    def _fits(self) -> int | None:
-        """The smallest disk size (MiB) that holds the layout, or None if the current one does."""
-        if not self.size_mib:
-            return None
-        need = self._fixed_end() + GPT_TAIL_MIB
-        fill = self._fill_index()
-        if fill is not None:
-            start = _mib(self.parts[fill].get("start")) or 0
-            need = max(need, start + self._min_size(self.parts[fill]))
-        return need if need > self.size_mib else None
-
-    def grow_disk_to(self, mib: int) -> None:
-        old = self.disk.get("size")
-        gib = math.ceil(mib / 1024)
-        self.disk["size"] = f"{gib}GiB"
-        self.size_mib = gib * 1024
-        self.edit.changes.append(f"disk size {old} -> {self.disk['size']} so the partitions fit")
-
-    def set_size(self, size: str) -> None:
-        new = _mib(size)
-        if new is None:
-            self.edit.problems.append(
-                f"disk size {size!r} is not a size upstream understands (use e.g. 8GiB)"
-            )
-            return
-        old_text, old = self.disk.get("size"), self.size_mib
-        self.size_mib = new
-        need = self._fits()
-        if need:
-            self.size_mib = old
-            self.edit.problems.append(
-                f"disk size {size} is too small for the partitions (they need at least {_fmt_size(need)}); "
-                "shrink or remove partitions first"
-            )
-            return
-        self.disk["size"] = size
-        self.edit.changes.append(f"disk size {old_text or 'unset'} -> {size}")
-
-    def change_size_by(self, delta: str) -> None:
-        if not self.size_mib:
-            self.edit.problems.append("the disk has no size to change; give an absolute size (e.g. 8GiB)")
-            return
-        if delta == "x2":
-            new = self.size_mib * 2
-        else:
-            amount = _mib(delta[1:])
-            if amount is None:
-                self.edit.problems.append(f"cannot read the size change {delta!r}")
-                return
-            new = self.size_mib + amount if delta[0] == "+" else self.size_mib - amount
-        self.set_size(_fmt_size(int(new)))
-
-    def new_partition(self, pid: str, mount: str, start: int, end: int | None, fs: str | None = None) -> dict:
-        caps = self.edit.caps
-        swap = mount == "swap"
-        ptype = caps.mount_types.get(mount, "linux")
-        part: dict[str, Any] = {"id": pid}
-        styled = [p for p in self.parts if isinstance(p, dict)]
-        if styled and all("name" in p for p in styled):
-            part["name"] = pid.upper() if all(str(p.get("name", "")).isupper() for p in styled) else pid
-        part["type"] = ptype
-        if any("typeUUID" in p for p in styled) and ptype in caps.partition_types:
-            part["typeUUID"] = caps.partition_types[ptype]
-        part["start"] = _fmt_mib(start)
-        part["end"] = "0" if end is None else _fmt_mib(end)
-        part["fsType"] = "linux-swap" if swap else fs or "ext4"
-        part["mountPoint"] = "none" if swap else mount
-        part["mountOptions"] = "sw" if swap else "defaults"
-        if styled and all("flags" in p for p in styled):
-            part["flags"] = []
-        return part
-
-    def _unique_id(self, mount: str) -> str:
-        base = "swap" if mount == "swap" else re.sub(r"[^A-Za-z0-9]+", "_", mount.strip("/")) or "part"
-        ids = {_pid(p) for p in self.parts}
-        pid, n = base, 2
-        while pid in ids:
-            pid, n = f"{base}{n}", n + 1
-        return pid
-
-    def add(self, mount: str, size: str | None, fs: str | None, fill: bool) -> None:
-        if self._find(mount) is not None:
-            if size:
-                self.resize(mount, size)
-            else:
-                self.edit.changes.append(f"the disk already has a {mount} partition")
-            return
-        size_mib = _mib(size) if size else None
-        if size and size_mib is None:
-            self.edit.problems.append(f"partition size {size!r} is not a size upstream understands")
-            return
-        chosen = size_mib or DEFAULT_NEW_PARTITION_MIB
-        note = "" if size_mib else f" (no size given; used {_fmt_size(chosen)})"
-        pid = self._unique_id(mount)
-        fill_i = self._fill_index()
-        if fill and fill_i is not None:
-            grower = self.parts[fill_i]
-            start = _mib(grower.get("start")) or 0
-            available = (self.size_mib or start + 2 * MIN_ROOT_MIB) - start
-            keep = max(self._min_size(grower), (available // 2) // 256 * 256)
-            grower["end"] = _fmt_mib(start + keep)
-            part = self.new_partition(pid, mount, start + keep, None, fs)
-            self.parts.insert(fill_i + 1, part)
-            self.edit.changes.append(
-                f"added partition {mount} from {part['start']} to the end of the disk; {_pid(grower)} fixed at {_fmt_size(keep)}"
-            )
-        elif fill_i is not None:
-            grower = self.parts[fill_i]
-            start = _mib(grower.get("start")) or 0
-            part = self.new_partition(pid, mount, start, start + chosen, fs)
-            self.parts.insert(fill_i, part)
-            grower["start"] = _fmt_mib(start + chosen)
-            self.edit.changes.append(
-                f"added partition {mount} ({_fmt_size(chosen)}, {part['fsType']}) at {part['start']}-{part['end']}{note}; "
-                f"{_pid(grower)} now starts at {grower['start']}"
-            )
-        else:
-            start = self._fixed_end() or 1
-            part = self.new_partition(pid, mount, start, None if fill else start + chosen, fs)
-            self.parts.append(part)
-            self.edit.changes.append(
-                f"added partition {mount} ({'rest of the disk' if fill else _fmt_size(chosen)}, {part['fsType']}) "
-                f"at {part['start']}{note}"
-            )
-        need = self._fits()
-        if need:
-            self.grow_disk_to(need)
-
-    def set_fs(self, mount: str, fs: str) -> None:
-        index = self._find(mount)
-        if index is None:
-            self.edit.problems.append(f"no {mount} partition to change")
-            return
-        part = self.parts[index]
-        if part.get("fsType") != fs:
-            self.edit.changes.append(f"partition {mount}: filesystem {part.get('fsType')} -> {fs}")
-            part["fsType"] = fs
-
-    def resize(self, mount: str, size: str) -> None:
-        index = self._find(mount)
-        if index is None:
-            self.edit.problems.append(f"no {mount} partition to resize")
-            return
-        new = _mib(size)
-        if new is None:
-            self.edit.problems.append(f"partition size {size!r} is not a size upstream understands")
-            return
-        part = self.parts[index]
-        start = _mib(part.get("start")) or 0
-        if _is_fill(part.get("end")):
-            part["end"] = _fmt_mib(start + new)
-            self.edit.changes.append(f"partition {mount}: fixed at {size} (was the rest of the disk)")
-        else:
-            old_end = _mib(part.get("end")) or start
-            delta = start + new - old_end
-            part["end"] = _fmt_mib(start + new)
-            self._shift_after(index, delta)
-            self.edit.changes.append(
-                f"partition {mount}: {_fmt_size(old_end - start)} -> {size}" + self._shift_note(index, delta)
-            )
-        need = self._fits()
-        if need:
-            self.grow_disk_to(need)
-
-    def remove(self, mount: str) -> None:
-        index = self._find(mount)
-        if index is None:
-            self.edit.changes.append(f"nothing to remove: no {mount} partition")
-            return
-        part = self.parts[index]
-        if part.get("mountPoint") in ("/", "/boot/efi") or part.get("type") == "esp":
-            self.edit.problems.append(
-                f"refusing to remove the {part.get('mountPoint') or part.get('type')} partition: the image cannot boot without it"
-            )
-            return
-        start = _mib(part.get("start")) or 0
-        if _is_fill(part.get("end")):
-            self.parts.pop(index)
-            if index > 0 and isinstance(self.parts[index - 1], dict):
-                self.parts[index - 1]["end"] = "0"
-                self.edit.changes.append(
-                    f"removed partition {mount}; {_pid(self.parts[index - 1])} now fills the disk"
-                )
-            return
-        size = (_mib(part.get("end")) or start) - start
-        self.parts.pop(index)
-        self._shift_after(index - 1, -size)
-        self.edit.changes.append(
-            f"removed partition {mount} ({_fmt_size(size)})" + self._shift_note(index - 1, -size)
-        )
-
-    def _shift_after(self, index: int, delta: int) -> None:
-        for part in self.parts[index + 1 :]:
-            if not isinstance(part, dict):
-                continue
-            for key in ("start", "end"):
-                if key == "end" and _is_fill(part.get(key)):
-                    continue
-                value = _mib(part.get(key))
-                if value is not None:
-                    part[key] = _fmt_mib(value + delta)
-
-    def insert_after(self, index: int, part: dict, size: int) -> None:
-        self.parts.insert(index + 1, part)
-        self._shift_after(index + 1, size)
-        need = self._fits()
-        if need:
-            self.grow_disk_to(need)
-
-    def _shift_note(self, index: int, delta: int) -> str:
-        following = [_pid(p) for p in self.parts[index + 1 :] if isinstance(p, dict)]
-        if not following or not delta:
-            return ""
-        return f"; moved {', '.join(following)} by {'+' if delta > 0 else '-'}{_fmt_size(abs(delta))}"
-
-
 def _apply(data: dict, spec: RequestSpec, caps: Capabilities) -> tuple[dict, list[str], list[str]]:
     edit = _Edit(data, caps)
     edit.run(spec)
@@ -1683,37 +1531,9 @@ def _is_rt(packages: list[str]) -> bool:
     return any(re.search(r"(^|-)rt(-|$)|realtime", p) for p in packages)
 
 
-def _pid(part: Any) -> str:
-    return str(part.get("id", "")) if isinstance(part, dict) else ""
-
-
-def _is_fill(end: Any) -> bool:
-    return end is None or str(end).strip() in ("0", "")
-
-
-def _mib(value: Any) -> int | None:
-    """'513MiB' -> 513, '4GiB' -> 4096, 8 (int: MiB, as upstream) -> 8; None when unreadable or '0'."""
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value) if value else None
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|K|M|G|KB|MB|GB)?\s*", str(value))
-    if not m:
-        return None
-    number = float(m.group(1))
-    if not number:
-        return None
-    return int(number * _UNITS_MIB[m.group(2) or "MiB"])
-
-
-def _fmt_mib(mib: int) -> str:
-    """Partition offsets in MiB, as every upstream template writes them."""
-    return f"{mib}MiB"
-
-
-def _fmt_size(mib: int) -> str:
-    """Sizes for people and for disk.size: whole GiB when exact."""
-    return f"{mib // 1024}GiB" if mib % 1024 == 0 and mib >= 1024 else f"{mib}MiB"
+_mib = template_mib
+_fmt_mib = fmt_offset
+_fmt_size = fmt_size
 
 
 def _short_list(items: Any, limit: int = 8) -> str:

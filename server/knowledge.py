@@ -113,6 +113,18 @@ class Capabilities:
         for index, entry in enumerate(self._equivalents):
             for name in _entry_names(entry):
                 self._class_of.setdefault(name.lower(), index)
+        unsupported = raw.get("unsupported") or {}
+        self.unsupported_os: dict[str, dict[str, Any]] = {
+            str(k).lower(): dict(v or {}) for k, v in (unsupported.get("os") or {}).items()
+        }
+        self.unsupported_arch: dict[str, dict[str, Any]] = {
+            str(k).lower(): dict(v or {}) for k, v in (unsupported.get("arch") or {}).items()
+        }
+        self.exclusive: dict[str, tuple[str, ...]] = {
+            str(k): _tuple(v) for k, v in (raw.get("exclusive") or {}).items()
+        }
+        self.base_groups: frozenset[str] = frozenset(str(g) for g in raw.get("base_groups") or ())
+        self.system_groups: frozenset[str] = frozenset(str(g) for g in raw.get("system_groups") or ())
         self._triggers: dict[str, str] = {}
         for group in self.groups.values():
             for trigger in group.triggers:

@@ -182,3 +182,22 @@ def refinement_messages(current_yaml: str, instruction: str, history: list[tuple
             + f"Change request: {instruction}\n"
             "Apply only this change and keep everything else exactly as it is. Reply with the complete YAML only.")
     return [("system", SYSTEM), ("user", user)]
+
+
+SPEC_SYSTEM = """\
+You turn a request for an OS image into a JSON plan. Fill only what the request says; use null or [] for
+everything it does not mention. Distributions: ubuntu24 (Ubuntu 24.04, noble), ubuntu26 (26.04), debian13
+(trixie), el10 (RHEL/Rocky/Alma compatible), azl3 (Azure Linux 3, Mariner), emt3 (Edge Microvisor Toolkit),
+elxr12 (Wind River eLxr 12). arch is x86_64 or aarch64 (arm64 means aarch64; amd64/x64 mean x86_64).
+Packages are distribution package names (openssh-server, docker.io, nginx), never versions or prose.
+Sizes look like 8GiB. Answer with the JSON object only."""
+
+
+def spec_messages(request: str, schema: dict, examples: list[tuple[str, str, dict]]) -> list[tuple[str, str]]:
+    """Messages asking for the request's plan as JSON (the schema is also sent as the response format)."""
+    import json
+
+    names = ", ".join(name for name, _text, _data in examples[:3])
+    user = (f"Request: {request}\n\nClosest existing templates: {names or 'none'}.\n"
+            f"JSON schema of the answer: {json.dumps(schema, separators=(',', ':'))}")
+    return [("system", SPEC_SYSTEM), ("user", user)]

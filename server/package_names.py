@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from server.knowledge import load_capabilities
+
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -19,54 +21,36 @@ class DistInfo:
     family: str  # "deb" or "rpm": decides the index format and the architecture names
 
 
-DISTS: dict[str, DistInfo] = {
-    "azl3": DistInfo("azure-linux", "rpm"),
-    "emt3": DistInfo("edge-microvisor-toolkit", "rpm"),
-    "el10": DistInfo("redhat-compatible-distro", "rpm"),
-    "elxr12": DistInfo("wind-river-elxr", "deb"),
-    "ubuntu24": DistInfo("ubuntu", "deb"),
-    "ubuntu26": DistInfo("ubuntu", "deb"),
-    "debian13": DistInfo("debian", "deb"),
-}
+def _dist_tables() -> tuple[dict[str, DistInfo], dict[str, str], dict[str, str], dict[str, str]]:
+    """Distribution and architecture facts, read from the one knowledge source (resources/capabilities.yaml)."""
+    caps = load_capabilities()
+    dists = {d.id: DistInfo(d.family, caps.families[d.family].pkg_type) for d in caps.dists.values()}
+    aliases: dict[str, str] = {}
+    for dist in caps.dists.values():
+        for word in dist.words:
+            w = word.lower()
+            if re.fullmatch(r"[a-z][a-z0-9]*", w) and w != dist.id:
+                aliases.setdefault(w, dist.id)
+    for family in caps.families.values():
+        for word in family.words:
+            w = word.lower()
+            if re.fullmatch(r"[a-z][a-z0-9]*", w) and w not in dists:
+                aliases.setdefault(w, family.default_dist)
+    defaults = {family.id: family.default_dist for family in caps.families.values()}
+    arch = {str(a).lower(): canon for canon, info in caps.arch_info.items()
+            for a in [canon, *(info.get("aliases") or ())]}
+    # 32-bit ARM appears in repository indexes (armhf / armv7hl) though no template targets it.
+    arch |= {"armv7hl": "armv7hl", "armhf": "armv7hl"}
+    return dists, aliases, defaults, arch
 
-# Other spellings seen in the upstream configs (config.yml says "rcd10" and "aria"
-# where templates say "el10" and "elxr12") and common codenames.
-DIST_ALIASES: dict[str, str] = {
-    "rcd10": "el10",
-    "rhel10": "el10",
-    "aria": "elxr12",
-    "elxr": "elxr12",
-    "noble": "ubuntu24",
-    "resolute": "ubuntu26",
-    "trixie": "debian13",
-    "azurelinux3": "azl3",
-    "emt": "emt3",
-}
 
-# Used only when a caller names the OS but not the distribution. Ubuntu has two
-# releases; 24.04 is the one most upstream templates target.
-OS_DEFAULT_DIST: dict[str, str] = {
-    "azure-linux": "azl3",
-    "edge-microvisor-toolkit": "emt3",
-    "redhat-compatible-distro": "el10",
-    "wind-river-elxr": "elxr12",
-    "ubuntu": "ubuntu24",
-    "debian": "debian13",
-}
+# Other spellings seen in the upstream configs (config.yml says "rcd10" and "aria" where templates say
+# "el10" and "elxr12") and codenames come from the dists' `words`; the default dist of an OS is used only
+# when a caller names the OS but not the distribution.
+DISTS, DIST_ALIASES, OS_DEFAULT_DIST, _ARCH_CANON = _dist_tables()
 
 OS_FAMILY: dict[str, str] = {info.os: info.family for info in DISTS.values()}
 
-# Canonical (template) architecture -> name used by each package family.
-_ARCH_CANON: dict[str, str] = {
-    "x86_64": "x86_64",
-    "amd64": "x86_64",
-    "x86-64": "x86_64",
-    "x64": "x86_64",
-    "aarch64": "aarch64",
-    "arm64": "aarch64",
-    "armv7hl": "armv7hl",
-    "armhf": "armv7hl",
-}
 _ARCH_BY_FAMILY: dict[str, dict[str, str]] = {
     "deb": {"x86_64": "amd64", "aarch64": "arm64", "armv7hl": "armhf"},
     "rpm": {"x86_64": "x86_64", "aarch64": "aarch64", "armv7hl": "armv7hl"},

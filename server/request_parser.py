@@ -9,15 +9,17 @@ so the caller can tell the user (or hand the request to an LLM).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from server.knowledge import Capabilities, load_capabilities, normalize_phrase
+from server.sizes import CASUAL_SIZE, casual_mib, fmt_size
 
-# A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib".
-_SIZE = r"(\d+(?:\.\d+)?)\s*(tib|tb|gib|gb|g|mib|mb|m)\b"
+# A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
+_SIZE = CASUAL_SIZE
 _NB = r"(?<![\w.+/-])"  # start of a package-like word
 _NA = r"(?![\w+/-])"  # end of one ("docker," or "docker." still end it)
 _FS = r"(ext4|ext3|xfs|btrfs|vfat|fat32)"
@@ -99,6 +101,15 @@ _STOPWORDS = {
     "did", "are", "was", "were", "has", "have", "had", "if", "with", "without", "via", "per", "about", "around",
     "kernel", "cmdline", "partition", "partitions", "disk", "size", "user", "users", "hostname", "name", "lts",
 }  # fmt: skip
+# What a short name usually leaves off ("wireguard" is packaged as wireguard-tools), most likely first.
+_NAME_SUFFIXES = ("tools", "utils", "server", "daemon", "client", "bin", "core")
+
+
+def looks_like_package(word: str) -> bool:
+    """A word that cannot be English: digits, or -, ., +, _ inside ("libssl3", "mod_ssl", "g++")."""
+    return bool(_PACKAGE.match(word)) and bool(re.search(r"\d|[a-z][-.+_][a-z0-9]|\+\+$", word))
+
+
 _IMAGE_TYPES = [
     (r"\b(?:iso|installer|install(?:ation)?\s+media|live\s+(?:usb|cd|image)|bootable\s+usb)\b", "iso"),
     (r"\b(?:initrd|initramfs|img|pxe|netboot|network[\s-]boot)\b", "img"),
@@ -150,10 +161,16 @@ class RequestSpec:
     boot_type: str | None = None  # efi | legacy
     use_cases: list[str] = field(default_factory=list)  # use-case ids (edge, iot, ...) for names and metadata
     notes: list[str] = field(default_factory=list)  # things understood but deliberately not applied
+    # Targets named that cannot be built, each with the closest supported choice ("fedora 40 is not supported ...").
+    unsupported: list[str] = field(default_factory=list)
+    minimal: bool = False  # "minimal", "bare", "slim": start from the target's minimal base
+    corrected: list[str] = field(default_factory=list)  # spelling fixes applied ("dokcer -> docker")
+    arch_named: bool = False  # the text or the caller named the architecture (else x86_64 is a default)
 
     def is_empty(self) -> bool:
         """True when the text asked for nothing the composer can act on."""
-        ignore = {"is_question", "unparsed", "use_cases", "notes"}
+        ignore = {"is_question", "unparsed", "use_cases", "notes", "unsupported", "minimal", "corrected",
+                  "arch_named"}
         return not any(
             value is not None if isinstance(value, bool) or value is None else bool(value)
             for key, value in asdict(self).items()
@@ -204,6 +221,8 @@ class _Parser:
         # ("docker", "ssh") do not.
         self.real = {k.lower() for k in known if k} | {k.lower() for k in caps.known_packages()}
         self.known = self.real | {a.lower() for a in caps.alias_names()}
+        self.unsupported_target: str | None = None  # closest supported dist for an unsupported OS
+        self.unsupported_arch = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -227,8 +246,10 @@ class _Parser:
         self._bootloader()
         self._secure_boot()  # before immutability: "turn off immutability and secure boot"
         self._immutability()
+        self._typos()
         self._replacements()
         self._from_to()
+        self._unsupported()
         self._distribution()
         self._architecture()
         self._image_type()
@@ -429,6 +450,7 @@ class _Parser:
             self._mask(m.start(), m.end())
         add_patterns = [
             # "a separate 4GiB xfs /data partition of 4GiB formatted as xfs"
+            rf"(?:(?:separate|dedicated|new|extra|additional|own|its\s+own)\s+)?"
             rf"(?:{_SIZE}\s+)?(?:{_FS}\s+)?(?:separate\s+|dedicated\s+|new\s+|extra\s+|additional\s+|own\s+|its\s+own\s+)?"
             rf"(?:{_FS}\s+)?{_MOUNT}\s+partition(?!\s+table)"
             rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
@@ -462,7 +484,10 @@ class _Parser:
                 spec.partitions.append(
                     {"action": "add", "mountPoint": mount, "size": size, "fsType": _fs(fs), "fill": fill}
                 )
-                self._mask(m.start(), m.end())
+                # "... partition for logs": the purpose describes the partition, it asks for no software.
+                purpose = re.match(r"\s+for\s+(?:the\s+|my\s+|our\s+|its\s+)?[a-z][\w-]*(?:\s+(?:data|files|storage))?",
+                                   self.work[m.end():], re.I)
+                self._mask(m.start(), m.end() + (purpose.end() if purpose else 0))
 
     def _disk_size(self) -> None:
         spec = self.spec
@@ -472,6 +497,13 @@ class _Parser:
         )
         for m in delta:
             sign = "-" if m.group(1).lower() in ("decrease", "shrink", "reduce") else "+"
+            spec.disk_size_delta = sign + _size(m.group(2), m.group(3))
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b(add|give|remove|take)\s+(?:another\s+|an\s+extra\s+|extra\s+)?{_SIZE}\s+(?:more\s+)?"
+            rf"(?:to|from)\s+(?:the\s+)?(?:disk|image|drive)(?:\s+size)?"
+        ):
+            sign = "-" if m.group(1).lower() in ("remove", "take") else "+"
             spec.disk_size_delta = sign + _size(m.group(2), m.group(3))
             self._mask(m.start(), m.end())
         for m in self._each(r"\b(?:double)\s+(?:the\s+)?(?:disk|image)(?:\s+size)?"):
@@ -567,6 +599,8 @@ class _Parser:
     def _immutability(self) -> None:
         pattern = (
             r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)|read[\s-]only\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system|os)"
+            r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image)\s+(?:is\s+|be\s+|to\s+be\s+|as\s+)?"
+            r"read[\s-]only"
             r"|dm-verity|verity|mutable|writ(?:e)?able\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system))(?![\w-])"
         )
         for m in self._each(pattern):
@@ -646,6 +680,60 @@ class _Parser:
             if self._is_os_or_arch(m.group(1)):
                 self._mask(m.start(), m.end())
 
+    def _typos(self) -> None:
+        """Correct misspelt distribution, capability and package words ("ubunut", "dokcer").
+
+        A word is corrected only when it is unknown, at least five letters long, and one known word is
+        clearly the closest (difflib ratio >= 0.8 and the same first letter): a rule about spelling, not
+        a list of typos. Ordinary words stay as they are because they are far from every known name.
+        """
+        vocabulary = self._vocabulary()
+        # Right to left, so that a correction of another length leaves earlier offsets valid.
+        for m in reversed(self._each(r"(?<![\w./-])([a-z][a-z0-9]{4,})(?![\w/-])")):
+            word = m.group(1).lower()
+            if word in vocabulary or word in _STOPWORDS or word in _ADD_WORDS or word in _REMOVE_WORDS:
+                continue
+            close = [c for c in difflib.get_close_matches(word, vocabulary, n=2, cutoff=0.8) if c[0] == word[0]]
+            if not close or (len(close) > 1 and difflib.SequenceMatcher(None, word, close[1]).ratio()
+                             >= difflib.SequenceMatcher(None, word, close[0]).ratio()):
+                continue
+            fixed = close[0]
+            self.spec.corrected.insert(0, f"{m.group(1)} -> {fixed}")
+            self.work = self.work[: m.start()] + fixed + self.work[m.end():]
+
+    def _vocabulary(self) -> set[str]:
+        # Whole package names and their first word ("wireguard" of wireguard-tools), which resolve() completes.
+        words = {w for name in self.real for w in (name, re.split(r"[-.+_]", name)[0])
+                 if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
+        for phrase in list(self.caps.triggers()) + [w for f in self.caps.families.values() for w in f.words]:
+            words |= {w for w in re.split(r"[\s_-]+", phrase.lower()) if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
+        words |= {w for uc in self.caps.use_cases.values() for p in uc.words for w in p.lower().split()}
+        words |= set(self.caps.unsupported_os) | {"image", "images", "minimal", "server", "install", "instead",
+                                                    "remove", "partition", "hostname", "kernel", "gateway"}
+        return words
+
+    def _unsupported(self) -> None:
+        """Operating systems and architectures the composer cannot build: named, with the closest choices."""
+        caps = self.caps
+        for phrase in sorted(caps.unsupported_os, key=len, reverse=True):
+            words = [re.escape(w) for w in re.split(r"[\s_-]+", phrase) if w]
+            for m in self._each(_NB + r"[\s_-]*".join(words) + r"(?:\s*(?:linux\s*)?(\d+(?:\.\d+)?))?" + _NA):
+                info = caps.unsupported_os[phrase]
+                closest = [str(c) for c in info.get("closest") or ()]
+                named = info.get("label", phrase) + (f" {m.group(1)}" if m.group(1) else "")
+                self.spec.unsupported.append(
+                    f"{named}: operating system not supported; closest supported: {', '.join(closest)}")
+                if closest and not self.unsupported_target:
+                    self.unsupported_target = closest[0]
+                self._mask(m.start(), m.end())
+        for word in sorted(caps.unsupported_arch, key=len, reverse=True):
+            for m in self._each(_NB + re.escape(word) + _NA):
+                label = caps.unsupported_arch[word].get("label", word)
+                self.spec.unsupported.append(
+                    f"architecture {label}: not supported; closest supported: x86_64, aarch64 (using x86_64)")
+                self.unsupported_arch = True
+                self._mask(m.start(), m.end())
+
     def _distribution(self) -> None:
         caps = self.caps
         phrases: list[tuple[str, str, str]] = []  # (phrase, family, dist or "")
@@ -665,6 +753,20 @@ class _Parser:
                 self._mask(m.start(), m.end())
         if not found:
             return
+        for n, (pos, fam_id, dist_id) in enumerate(found):
+            after = re.match(r"(\d+(?:\.\d+)?)\b", self._after(pos))
+            if dist_id or not after:
+                continue
+            family = caps.families[fam_id]
+            number = after.group(1)
+            same = [d.id for d in family.dists.values()
+                    if number in (str(getattr(d, "release", "") or ""), re.sub(r"^\D+", "", d.id))]
+            if same:
+                found[n] = (pos, fam_id, same[0])  # "rocky 10", "azure linux 3": the release is supported
+            else:
+                self.spec.unsupported.append(
+                    f"{family.label} {number}: release not supported; closest supported: "
+                    f"{', '.join(dict.fromkeys([family.default_dist, *family.dists]))}")
         preferred = [
             f
             for f in found
@@ -680,6 +782,12 @@ class _Parser:
         others = {f[1] for f in found} - {family}
         if others:
             self.spec.notes.append(f"several distributions mentioned; using {family}")
+
+    def _after(self, start: int) -> str:
+        """The text right after a masked span that begins at ``start``."""
+        rest = self.work[start:]
+        stripped = rest.lstrip(" ")
+        return stripped[:20]
 
     def _architecture(self) -> None:
         found: list[tuple[int, str]] = []
@@ -818,12 +926,25 @@ class _Parser:
             self._flush_run(run)
 
     def _flush_run(self, run: list[str]) -> None:
-        """One unknown word after "add" is a package name; several in a row are prose ("the nvidia driver")."""
-        if len(run) == 1:
+        """One unknown word after "add" is a package name only when it is shaped like one ("libfoo-dev",
+        "python3", "mod_ssl"); a plain word ("separate", "logs") is English until the repository index says
+        otherwise, so it is reported as not placed. Several in a row are prose ("the nvidia driver")."""
+        if len(run) == 1 and looks_like_package(run[0]):
             self.spec.add_packages.append(run[0])
         elif run:
             self.spec.unparsed.append(" ".join(run))
         run.clear()
+
+    def resolve(self, token: str) -> str | None:
+        """The real package a word names: itself, or the one package spelt ``<word>-tools`` / ``-utils`` ...
+        ("wireguard" -> wireguard-tools). None when no real package fits."""
+        if token in self.real:
+            return token
+        family = [r for r in self.real if r.startswith(token + "-") and r.count("-") == token.count("-") + 1]
+        for suffix in _NAME_SUFFIXES:
+            if token + "-" + suffix in family:
+                return token + "-" + suffix
+        return family[0] if len(family) == 1 else None
 
     def _classify(self, token: str, *, mode: str | None, strength: str) -> str:
         token = token.strip().strip("'\"`").lower()
@@ -844,6 +965,9 @@ class _Parser:
         looks_like = bool(_PACKAGE.match(token)) and len(token) > 1 and "/" not in token
         if not looks_like:
             return "skip"
+        resolved = self.resolve(token) if not is_known else None
+        if resolved:
+            token, is_known = resolved, True
         if mode == "remove":
             self.spec.remove_packages.append(token)
         elif mode == "add" and is_known:
@@ -865,8 +989,14 @@ class _Parser:
         spec.add_groups = [g for g in spec.add_groups if g not in spec.remove_groups]
         spec.add_packages = [p for p in spec.add_packages if p not in spec.remove_packages]
         spec.artifacts = [a for a in spec.artifacts if a not in spec.remove_artifacts]
+        if not spec.os and not spec.dist and self.unsupported_target:
+            spec.dist = self.unsupported_target  # the closest supported choice, named in spec.unsupported
+        if self.unsupported_arch and not spec.arch:
+            spec.arch = "x86_64"
         if spec.dist and not spec.os:
             spec.os = self.caps.family_of(spec.dist)
+        spec.minimal = spec.minimal or "minimal" in spec.use_cases
+        spec.unsupported = list(dict.fromkeys(spec.unsupported))
 
 
 def _unquote(value: str) -> str:
@@ -890,18 +1020,9 @@ def _params(text: str) -> list[str]:
 
 
 def _size(number: str, unit: str) -> str:
-    """Normalize a size to a suffix upstream accepts (KiB MiB GiB K M G KB MB GB)."""
-    unit = unit.lower()
-    value = float(number)
-    if unit in ("tib", "tb"):
-        value, unit = value * 1024, "gib"
-    canon = {"gib": "GiB", "g": "GiB", "gb": "GB", "mib": "MiB", "m": "MiB", "mb": "MB"}[unit]
-    if value != int(value):
-        if canon in ("GiB", "GB"):
-            factor = 1024 if canon == "GiB" else 1000
-            return f"{round(value * factor)}{'MiB' if canon == 'GiB' else 'MB'}"
-        value = round(value)
-    return f"{int(value)}{canon}"
+    """A request's size normalised to what upstream accepts (server.sizes decides the units)."""
+    mib = casual_mib(number, unit)
+    return fmt_size(mib) if mib else f"{number}{unit}"
 
 
 def _mount(word: str | None) -> str:

@@ -1799,4 +1799,5 @@ _CHECKS: tuple[Callable[[_Ctx], None], ...] = (
     _check_repositories,
     _check_system,
     _check_build_support,
+    __import__("server.validation_consistency", fromlist=["check"]).check,  # leftovers of removed software
 )

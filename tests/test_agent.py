@@ -62,7 +62,7 @@ async def test_ollama_clean_yaml_in_prose_and_fences(library_cache, tmp_path):
                                   progress_callback=on_progress)
             data = _data(r)
     assert data["provider"] == "ollama" and data["valid"] and data["attempts"] == 1
-    assert load_mapping(data["yaml"]).data["target"]["dist"] == "ubuntu24"
+    assert load_mapping(data["yaml"]).data["target"]["dist"] == "ubuntu26"  # "ubuntu" alone: the newest supported release
     assert len(data["grounded_on"]) == 3
     body = llm.requests[0]["body"]
     assert llm.requests[0]["path"] == "/api/chat" and body["model"] == "llama3.1:8b"

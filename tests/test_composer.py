@@ -439,7 +439,7 @@ COMPOSE_CASES: list[tuple[str, str, dict]] = [
      {"has": ["sysstat"], "users": {"admin": True}, "immutable": True, "parts": {"none": None}}),
     ("rcd10-x86_64-minimal-raw.yml", "el10 image with docker and security hardening, 16GB disk",
      {"os": "redhat-compatible-distro", "dist": "el10", "has": ["podman", "audit", "firewalld"],
-      "lacks": ["docker.io", "moby-engine"], "size": "16GB"}),
+      "lacks": ["docker.io", "moby-engine"], "size": "16GiB"}),
     ("rcd10-x86_64-minimal-raw.yml", "centos stream 10 desktop image with virtualization for aarch64",
      {"arch": "aarch64", "has": ["gnome-shell", "qemu-kvm", "libvirt"], "root_type": "linux-root-arm64"}),
     ("rcd10-x86_64-dlstreamer.yml", "el10 video analytics image with hostname cam-01 and qcow2 output",
@@ -599,7 +599,8 @@ REFINE_CASES: list[tuple[dict | str, str, set[str]]] = [
     (AZL_BASE, "add nginx and tcpdump", {"systemConfig.packages"}),
     (AZL_BASE, "add docker-ce", {"systemConfig.packages"}),
     (AZL_BASE, "make it real-time", {"systemConfig.kernel.packages"}),
-    ("emt3-x86_64-edge-raw.yml", "without docker", {"systemConfig.packages"}),
+    # Keywords naming the removed software go with it (coherent removal).
+    ("emt3-x86_64-edge-raw.yml", "without docker", {"systemConfig.packages", "metadata.keywords"}),
     ("emt3-x86_64-emf-raw.yml", "remove the /opt partition", {"disk.partitions"}),
     ("emt3-x86_64-emf-raw.yml", "make the root partition 4GiB", {"disk.partitions", "disk.size"}),
     ("debian13-x86_64-minimal-raw.yml", "remove quiet from the kernel command line and add quiet splash to the kernel command line",
@@ -641,12 +642,24 @@ def test_refine_partition_that_does_not_fit_grows_the_disk() -> None:
     assert_geometry(result.data)
 
 
-def test_refine_shrinking_below_the_partitions_is_refused() -> None:
+def test_refine_shrinking_shrinks_flexible_partitions_first() -> None:
     data = copy.deepcopy(UBUNTU_BASE)
     data["disk"]["partitions"][1]["end"] = "3584MiB"
     result = apply_instruction(data, "change disk size to 2GiB")
+    assert result.data["disk"]["size"] == "2GiB"
+    root = partition(result.data, "/")
+    assert int(root["end"].removesuffix("MiB")) <= 2047
+    assert not result.unhandled
+    assert_valid(result.data)
+
+
+def test_refine_shrinking_below_the_fixed_partitions_is_refused_naming_them() -> None:
+    data = copy.deepcopy(UBUNTU_BASE)
+    data["disk"]["partitions"][1]["end"] = "3584MiB"
+    result = apply_instruction(data, "change disk size to 1GiB")
     assert result.data["disk"]["size"] == "4GiB"
-    assert any("too small" in u for u in result.unhandled)
+    refusal = " ".join(result.unhandled)
+    assert "too small" in refusal and "boot" in refusal
 
 
 def test_refine_arch_switch_translates_guids_and_kernel() -> None:

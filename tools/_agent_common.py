@@ -57,6 +57,10 @@ class TemplateResult(BaseModel):
     answer: str | None = Field(description="the answer to an explanation question")
     saved_to: str | None
     skipped_providers: list[str]
+    notes: list[str] = Field(default_factory=list, description="what was not understood, not applied or adjusted, "
+                             "one line each (also in explanation)")
+    unsupported: list[str] = Field(default_factory=list, description="OS, distribution or architecture named in the "
+                                   "request that is not supported, with the closest supported choices")
 
 
 # Template text stays byte-exact ("password:" is a real template key): only configured secrets leave it.

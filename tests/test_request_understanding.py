@@ -1,0 +1,68 @@
+"""The one parse of a request (server/request_parser.py): rules about classes of words, not phrases."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.request_parser import looks_like_package, parse_request
+
+
+def test_misspellings_are_corrected_towards_one_clearly_closest_known_word():
+    spec = parse_request("ubunut 24.04 imgae with dokker and wiregard", known_packages=["wireguard-tools"])
+    assert spec.dist == "ubuntu24" and "containers" in spec.add_groups
+    assert "wireguard-tools" in spec.add_packages
+    assert "ubunut -> ubuntu" in spec.corrected and not spec.unparsed
+
+
+@pytest.mark.parametrize("word", ["separate", "logs", "things", "everyone"])
+def test_plain_english_after_add_is_reported_never_a_package(word):
+    spec = parse_request(f"add {word}")
+    assert word not in spec.add_packages
+    assert not looks_like_package(word)
+
+
+@pytest.mark.parametrize("word", ["libssl3", "python3-venv", "mod_ssl", "foo-bar"])
+def test_words_shaped_like_package_names_after_add_are_packages(word):
+    assert word in parse_request(f"add {word}").add_packages
+
+
+def test_short_names_resolve_to_the_real_package():
+    spec = parse_request("remove mosquitto and wireguard", known_packages=["mosquitto", "wireguard-tools"])
+    assert spec.remove_packages == ["mosquitto", "wireguard-tools"]
+
+
+@pytest.mark.parametrize(("text", "dist", "arch", "flag"), [
+    ("fedora 40 web server", "el10", None, "Fedora 40"),
+    ("gentoo on sparc", "debian13", "x86_64", "SPARC"),
+    ("ubuntu 18.04 with ssh", None, None, "Ubuntu 18.04"),
+    ("opensuse leap image", "el10", None, "openSUSE Leap"),
+])
+def test_unsupported_targets_are_flagged_with_the_closest_choice(text, dist, arch, flag):
+    spec = parse_request(text)
+    assert any(flag in u and "closest supported" in u for u in spec.unsupported)
+    if dist:
+        assert spec.dist == dist
+    if arch:
+        assert spec.arch == arch
+
+
+@pytest.mark.parametrize(("text", "dist"), [("rocky 10 server", "el10"), ("azure linux 3 image", "azl3"),
+                                            ("alma linux box", "el10"), ("mariner vm", "azl3")])
+def test_vendor_names_and_supported_releases_are_not_flagged(text, dist):
+    from server.knowledge import load_capabilities
+
+    spec = parse_request(text)
+    # A family alone leaves the release open (the agent picks the newest); a release must be the right one.
+    assert spec.os == load_capabilities().family_of(dist) and spec.dist in (None, dist) and not spec.unsupported
+
+
+def test_replacement_and_removal_verbs():
+    assert parse_request("swap docker for podman").remove_groups == ["containers"]
+    spec = parse_request("use apache instead of nginx", known_packages=["nginx", "apache2"])
+    assert "nginx" in spec.remove_packages or "web-server" in spec.remove_groups
+    assert parse_request("get rid of vim").remove_packages == ["vim"]
+
+
+def test_a_partition_purpose_is_not_a_request_for_software():
+    spec = parse_request("add a separate 4GiB /data partition for logs")
+    assert spec.partitions[0]["mountPoint"] == "/data" and not spec.add_packages and not spec.add_groups

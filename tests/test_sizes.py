@@ -1,0 +1,38 @@
+"""server.sizes: the one size reader for requests, templates and the composer."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.request_parser import parse_request
+from server.sizes import casual_mib, fmt_size, parse_casual, template_mib
+
+
+@pytest.mark.parametrize(("text", "mib"), [
+    ("8 gigs", 8192), ("8G", 8192), ("8 GB", 8192), ("8GiB", 8192), ("half a terabyte", 512 * 1024),
+    ("1.5 tb", 1536 * 1024), ("512M", 512), ("two gigabytes", 2048), ("a 20 gig disk", 20480),
+])
+def test_casual_sizes(text, mib):
+    assert parse_casual(text) == mib
+
+
+@pytest.mark.parametrize("text", ["8", "done the task", "a m", "one more thing"])
+def test_a_bare_number_or_prose_is_no_size(text):
+    assert parse_casual(text) is None
+
+
+def test_template_sizes_and_the_bare_number_rule():
+    assert template_mib("513MiB") == 513 and template_mib("4GiB") == 4096 and template_mib("8G") == 8192
+    assert template_mib(8) == 8  # bare: MiB, as upstream reads it (the validator still asks for a unit)
+    assert template_mib("0") is None and template_mib("lots") is None
+    assert fmt_size(8192) == "8GiB" and fmt_size(1536) == "1536MiB"
+    assert casual_mib("half a", "terabyte") == 512 * 1024
+
+
+@pytest.mark.parametrize(("text", "size", "delta"), [
+    ("make the disk 8 gigs", "8GiB", None), ("add 4 GB to the disk", None, "+4GiB"),
+    ("double the disk", None, "x2"), ("shrink the disk by 2G", None, "-2GiB"),
+])
+def test_the_parser_reads_sizes_through_the_one_module(text, size, delta):
+    spec = parse_request(text)
+    assert (spec.disk_size, spec.disk_size_delta) == (size, delta)

@@ -579,9 +579,6 @@ class OllamaEmbedder(_RemoteEmbedder):
         return ollama.Client(host=self.base_url, timeout=httpx.Timeout(self.timeout),
                              trust_env=not _is_loopback(self.base_url))
 
-    def _close_client(self, client: Any) -> None:
-        client._client.close()  # the SDK's close() exists only on newer releases
-
     def _unreachable_hint(self) -> str:
         return ("start it with `ollama serve`, set OLLAMA_HOST to where it runs, "
                 "or set OIC_AI_EMBEDDING_PROVIDER=local")

@@ -83,7 +83,7 @@ class OllamaProvider:
 
     async def aclose(self) -> None:
         if self._client is not None and self._loop is current_loop():
-            await self._client._client.aclose()  # the SDK's close() exists only on newer releases
+            await self._client.close()
         self._client = None
 
     @property

@@ -888,3 +888,15 @@ async def test_sdk_environment_variables_choose_the_server(
     assert openai_provider.custom_base_url and (await openai_provider.chat(MESSAGES)).text == "from env"
     assert (await track(OllamaProvider(None)).chat(MESSAGES)).text == "from env too"
     assert [r.path for r in fake.requests] == ["/v1/chat/completions", "/api/chat"]
+
+
+def test_azure_endpoints_use_the_sdks_azure_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    import openai
+
+    monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
+    azure = OpenAIProvider("az-key", "my-deployment", base_url="https://contoso.openai.azure.com/openai")
+    assert isinstance(azure._sdk(), openai.AsyncAzureOpenAI)
+    assert "az-key" not in repr(azure)
+    plain = OpenAIProvider("k", base_url="https://api.example.com/v1")
+    client = plain._sdk()
+    assert not isinstance(client, openai.AsyncAzureOpenAI) and str(client.base_url) == "https://api.example.com/v1/"

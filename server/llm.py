@@ -74,7 +74,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class SamplingDeferred(Exception):  # noqa: N818 - a control-flow signal, not an error
+class SamplingDeferred(Exception):  # a control-flow signal, not an error
     """The client's answer to a sampling request arrives on a later round (MCP 2026-07-28).
 
     On 2026-07-28 connections the server cannot call the client mid-tool; it returns an

@@ -27,8 +27,9 @@ def strict_json_schema(model_cls: type[BaseModel]) -> dict[str, Any]:
 
     Strict mode (and llama.cpp's grammar conversion, which likes the same shape) needs, at every level:
     every property listed in ``required``, ``additionalProperties: false``, and no ``default``. A field
-    that is optional in the model becomes nullable instead (``"type": ["string", "null"]``), so the model
-    answers ``null`` where it has nothing to say; the caller treats ``null`` as "not given".
+    that is optional in the model becomes nullable instead (``"type": ["string", "null"]`` for a plain value,
+    ``anyOf: [<schema>, {"type": "null"}]`` for arrays, objects and enums), so the model answers ``null``
+    where it has nothing to say; the caller treats ``null`` as "not given".
     ``dict[str, X]`` fields (free-form keys) cannot be strict and keep their ``additionalProperties``.
     """
     schema = copy.deepcopy(model_cls.model_json_schema())
@@ -75,23 +76,34 @@ def _collapse_simple_any_of(node: dict[str, Any]) -> None:
         del node["anyOf"]
 
 
+_ANNOTATIONS = frozenset({"title", "description", "examples"})
+
+
 def _make_nullable(prop: dict[str, Any]) -> None:
+    """Let an optional field answer ``null``.
+
+    A plain value gets the documented ``"type": [T, "null"]``. Anything structured (arrays, objects,
+    enums, ``$ref``) becomes ``anyOf: [<schema>, {"type": "null"}]`` instead: llama.cpp's grammar converter
+    turns a type list into bare types and would drop ``items``/``properties``/``enum`` (checked with
+    llama-cpp-python 0.3.36: ``["array", "null"]`` let SmolLM2 put objects into a list of strings).
+    """
     prop.pop("default", None)
     kind = prop.get("type")
-    if isinstance(kind, str):
+    bare = set(prop) - {"type"} <= _ANNOTATIONS
+    if bare and isinstance(kind, str):
         if kind != "null":
             prop["type"] = [kind, "null"]
-        if "enum" in prop and None not in prop["enum"]:
-            prop["enum"] = [*prop["enum"], None]
-    elif isinstance(kind, list):
+        return
+    if bare and isinstance(kind, list):
         if "null" not in kind:
             prop["type"] = [*kind, "null"]
-    elif "anyOf" in prop:
+        return
+    if "anyOf" in prop and set(prop) - {"anyOf"} <= _ANNOTATIONS:
         if not any(isinstance(o, dict) and o.get("type") == "null" for o in prop["anyOf"]):
             prop["anyOf"].append({"type": "null"})
-    elif "$ref" in prop:
-        ref = prop.pop("$ref")
-        prop["anyOf"] = [{"$ref": ref}, {"type": "null"}]
+        return
+    inner = {k: prop.pop(k) for k in list(prop) if k not in _ANNOTATIONS}
+    prop["anyOf"] = [inner, {"type": "null"}]
 
 
 def schema_problems(data: Any, schema: dict[str, Any]) -> list[str]:

@@ -860,7 +860,10 @@ def test_strict_json_schema_makes_a_pydantic_model_strict_compatible() -> None:
     assert schema["required"] == ["os", "arch", "packages", "extra", "parts"]
     assert schema["additionalProperties"] is False
     assert schema["properties"]["arch"]["type"] == ["string", "null"]
-    assert schema["properties"]["packages"]["type"] == ["array", "null"]
+    # Structured optionals keep their schema whole beside null: llama.cpp's grammar drops "items" under a
+    # type list, so ["array", "null"] would let a model put objects into a list of strings.
+    assert schema["properties"]["packages"]["anyOf"] == [{"type": "array", "items": {"type": "string"}},
+                                                         {"type": "null"}]
     assert "default" not in json.dumps(schema)
     part = schema["$defs"]["Partition"]
     assert part["required"] == ["mount", "size"] and part["additionalProperties"] is False

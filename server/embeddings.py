@@ -1,4 +1,4 @@
-"""Text embedders: in-process MiniLM (default, offline), Ollama and OpenAI-compatible HTTP APIs.
+"""Text embedders: in-process MiniLM (default, offline), Ollama and OpenAI-compatible APIs (official SDKs).
 
 Every embedder returns L2-normalised float32 arrays of shape (n, dimensions) and carries a stable
 ``model_id`` that the index stores beside each vector, so vectors from different models are never mixed.
@@ -525,10 +525,13 @@ def _is_loopback(url: str) -> bool:
         return False
 
 
-def _body_snippet(response: httpx.Response, limit: int = 300) -> str:
+def _body_snippet(response: Any, limit: int = 300) -> str:
+    """The server's own error text from an httpx/httpx2 response (both SDKs hand one over)."""
+    if response is None:
+        return "(no response)"
     try:
         payload = response.json()
-    except ValueError:
+    except (ValueError, UnicodeDecodeError):
         text = response.text.strip()
         return text[:limit] or "(empty body)"
     error = payload.get("error") if isinstance(payload, dict) else None
@@ -538,7 +541,12 @@ def _body_snippet(response: httpx.Response, limit: int = 300) -> str:
 
 
 class _RemoteEmbedder:
-    """Batching, dimension pinning, normalisation and the query cache shared by HTTP providers."""
+    """Batching, dimension pinning, normalisation and the query cache shared by the SDK-backed providers.
+
+    Each subclass holds one official SDK client (created on first use, closed by :meth:`close`); the SDK
+    reads the conventional environment (proxies, ``OLLAMA_HOST``/``OPENAI_BASE_URL``) and this class maps
+    its errors onto :class:`EmbeddingError` messages that say how to fix them.
+    """
 
     model_id: str
     provider_label: str
@@ -549,7 +557,7 @@ class _RemoteEmbedder:
         self.timeout = float(timeout)
         self._dim: int | None = None
         self._dim_lock = threading.Lock()
-        self._client: httpx.Client | None = None
+        self._client: Any = None
         self._client_lock = threading.Lock()
         self._cache = _QueryCache()
 
@@ -563,16 +571,20 @@ class _RemoteEmbedder:
     def close(self) -> None:
         with self._client_lock:
             if self._client is not None:
-                self._client.close()
+                self._close_client(self._client)
                 self._client = None
 
-    def _http(self) -> httpx.Client:
+    def _sdk(self) -> Any:
         with self._client_lock:
             if self._client is None:
-                # Proxy variables meant for the internet must not capture a local Ollama/vLLM.
-                self._client = httpx.Client(timeout=httpx.Timeout(self.timeout),
-                                            trust_env=not _is_loopback(self.base_url))
+                self._client = self._new_client()
             return self._client
+
+    def _new_client(self) -> Any:
+        raise NotImplementedError
+
+    def _close_client(self, client: Any) -> None:
+        client.close()
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -593,28 +605,22 @@ class _RemoteEmbedder:
     def _request(self, batch: list[str]) -> np.ndarray:
         raise NotImplementedError
 
-    def _post(self, url: str, payload: dict[str, Any], headers: dict[str, str] | None = None) -> httpx.Response:
-        try:
-            return self._http().post(url, json=payload, headers=headers)
-        except httpx.TimeoutException as exc:
-            raise EmbeddingError(
-                f"{self.provider_label} at {self.base_url} timed out after {self.timeout:g}s "
-                f"({type(exc).__name__}): {self._timeout_hint()}") from exc
-        except httpx.ConnectError as exc:
-            raise EmbeddingError(
-                f"{self.provider_label} at {self.base_url} unreachable ({exc}): {self._unreachable_hint()}") from exc
-        except httpx.HTTPError as exc:
-            raise EmbeddingError(
-                f"request to {self.provider_label} at {self.base_url} failed ({type(exc).__name__}: {exc}): "
-                f"{self._unreachable_hint()}") from exc
+    def _timed_out(self, exc: BaseException) -> EmbeddingError:
+        return EmbeddingError(
+            f"{self.provider_label} at {self.base_url} timed out after {self.timeout:g}s "
+            f"({type(exc).__name__}): increase the embedding timeout, or set OIC_AI_EMBEDDING_PROVIDER=local")
 
-    def _timeout_hint(self) -> str:
-        return "increase the embedding timeout, or set OIC_AI_EMBEDDING_PROVIDER=local"
+    def _unreachable(self, exc: BaseException) -> EmbeddingError:
+        cause = exc.__cause__ or exc
+        return EmbeddingError(
+            f"{self.provider_label} at {self.base_url} unreachable ({type(cause).__name__}): {self._unreachable_hint()}")
 
     def _unreachable_hint(self) -> str:
         return "check the base URL, or set OIC_AI_EMBEDDING_PROVIDER=local"
 
     def _to_matrix(self, rows: Sequence[Any], expected: int) -> np.ndarray:
+        if isinstance(rows, Sequence) and not isinstance(rows, str):  # the SDKs hand over sequences
+            rows = [list(r) if isinstance(r, Sequence) and not isinstance(r, str) else r for r in rows]
         if not isinstance(rows, list) or len(rows) != expected:
             got = len(rows) if isinstance(rows, list) else type(rows).__name__
             raise EmbeddingError(
@@ -650,55 +656,90 @@ def _normalise_base_url(url: str, default_scheme: str = "http") -> str:
 
 
 class OllamaEmbedder(_RemoteEmbedder):
+    """Ollama's ``/api/embed`` through the official ``ollama`` SDK."""
+
     provider_label = "Ollama"
     batch_size = OLLAMA_BATCH
 
-    def __init__(self, base_url: str, model: str, timeout: float) -> None:
-        super().__init__(_normalise_base_url(base_url or "http://localhost:11434"), timeout)
+    def __init__(self, base_url: str | None, model: str, timeout: float) -> None:
+        # The SDK's convention: OLLAMA_HOST when nothing was configured.
+        host = base_url or os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
+        super().__init__(_normalise_base_url(host), timeout)
         self.model = model
         self.model_id = f"ollama:{model}"
+
+    def _new_client(self) -> Any:
+        import ollama
+
+        # Proxy variables meant for the internet must not capture a local Ollama.
+        return ollama.Client(host=self.base_url, timeout=httpx.Timeout(self.timeout),
+                             trust_env=not _is_loopback(self.base_url))
 
     def _unreachable_hint(self) -> str:
         return ("start it with `ollama serve`, set OLLAMA_HOST to where it runs, "
                 "or set OIC_AI_EMBEDDING_PROVIDER=local")
 
     def _request(self, batch: list[str]) -> np.ndarray:
-        response = self._post(f"{self.base_url}/api/embed", {"model": self.model, "input": batch})
-        if response.status_code == 404:
-            detail = _body_snippet(response)
-            if "model" in detail.lower():
-                raise EmbeddingError(
-                    f"Ollama at {self.base_url} has no model {self.model!r} ({detail}): "
-                    f"run `ollama pull {self.model}` or configure another embedding model")
-            raise EmbeddingError(
-                f"Ollama at {self.base_url} has no /api/embed endpoint ({detail}): upgrade Ollama, "
-                "or check that the base URL points at Ollama")
-        if response.status_code >= 400:
-            raise EmbeddingError(
-                f"Ollama at {self.base_url} failed to embed with {self.model!r}: HTTP {response.status_code} "
-                f"{_body_snippet(response)}")
+        import ollama
+        import pydantic
+
         try:
-            payload = response.json()
-        except ValueError as exc:
-            raise EmbeddingError(f"Ollama at {self.base_url} returned a non-JSON answer: "
-                                 f"{response.text[:200]!r}") from exc
-        if isinstance(payload, dict) and payload.get("error"):
-            raise EmbeddingError(f"Ollama at {self.base_url} failed to embed with {self.model!r}: "
-                                 f"{payload['error']}")
-        rows = payload.get("embeddings") if isinstance(payload, dict) else None
-        return self._to_matrix(rows, len(batch))  # type: ignore[arg-type]
+            response = self._sdk().embed(model=self.model, input=batch)
+        except httpx.TimeoutException as exc:
+            raise self._timed_out(exc) from exc
+        except (ConnectionError, httpx.TransportError) as exc:
+            raise self._unreachable(exc) from exc
+        except ollama.ResponseError as exc:
+            detail = str(exc.error)[:300]
+            if exc.status_code == 404:
+                if "model" in detail.lower():
+                    raise EmbeddingError(
+                        f"Ollama at {self.base_url} has no model {self.model!r} ({detail}): "
+                        f"run `ollama pull {self.model}` or configure another embedding model") from exc
+                raise EmbeddingError(
+                    f"Ollama at {self.base_url} has no /api/embed endpoint ({detail}): upgrade Ollama, "
+                    "or check that the base URL points at Ollama") from exc
+            raise EmbeddingError(
+                f"Ollama at {self.base_url} failed to embed with {self.model!r}: HTTP {exc.status_code} "
+                f"{detail}") from exc
+        except pydantic.ValidationError as exc:
+            # The SDK could not read the answer; Ollama may have put its reason under "error".
+            body = next((e.get("input") for e in exc.errors() if isinstance(e.get("input"), dict)), None)
+            if isinstance(body, dict) and body.get("error"):
+                raise EmbeddingError(f"Ollama at {self.base_url} failed to embed with {self.model!r}: "
+                                     f"{body['error']}") from None
+            raise EmbeddingError(f"Ollama at {self.base_url} returned an answer without embeddings "
+                                 f"({exc.error_count()} problem(s)); check that the base URL points at Ollama") from None
+        except (ValueError, TypeError) as exc:
+            raise EmbeddingError(f"Ollama at {self.base_url} returned a non-JSON answer "
+                                 f"({type(exc).__name__}); check that the base URL points at Ollama") from exc
+        return self._to_matrix(response.embeddings, len(batch))
 
 
 class OpenAIEmbedder(_RemoteEmbedder):
+    """``/embeddings`` of OpenAI or a compatible server through the official ``openai`` SDK."""
+
     provider_label = "OpenAI embeddings API"
     batch_size = OPENAI_BATCH
 
     def __init__(self, model: str, api_key: str | None, base_url: str | None, timeout: float) -> None:
-        super().__init__(_normalise_base_url(base_url or OPENAI_DEFAULT_BASE_URL, "https"), timeout)
+        # The SDK's convention: OPENAI_BASE_URL when nothing was configured.
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+        super().__init__(_normalise_base_url(url, "https"), timeout)
         self.model = model
         self.api_key = api_key or None
         host = urlsplit(self.base_url).netloc or self.base_url
         self.model_id = f"openai:{model}@{host}"
+
+    def __repr__(self) -> str:  # keep the key out of reprs and tracebacks
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r}, key={'set' if self.api_key else 'unset'})"
+
+    def _new_client(self) -> Any:
+        import openai
+
+        # One retry (the SDK honours Retry-After); each attempt bounded by the timeout.
+        return openai.OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=1,
+                             http_client=openai.DefaultHttpxClient(trust_env=not _is_loopback(self.base_url)))
 
     def _preflight(self) -> None:
         if not self.api_key:
@@ -708,31 +749,39 @@ class OpenAIEmbedder(_RemoteEmbedder):
                 "or set OIC_AI_EMBEDDING_PROVIDER=local")
 
     def _request(self, batch: list[str]) -> np.ndarray:
-        response = self._post(f"{self.base_url}/embeddings", {"model": self.model, "input": batch},
-                              headers={"Authorization": f"Bearer {self.api_key}"})
-        status = response.status_code
-        if status in (401, 403):
-            raise EmbeddingError(
-                f"{self.provider_label} at {self.base_url} rejected the API key (HTTP {status}: "
-                f"{_body_snippet(response)}): check OPENAI_API_KEY")
-        if status == 404:
-            raise EmbeddingError(
-                f"{self.provider_label} at {self.base_url} answered 404 for model {self.model!r} "
-                f"({_body_snippet(response)}): check the embedding model name and that the base URL "
-                "ends with /v1")
-        if status == 429:
-            raise EmbeddingError(f"{self.provider_label} at {self.base_url} is rate limiting or out of quota "
-                                 f"(HTTP 429: {_body_snippet(response)}): retry later or check billing")
-        if status >= 400:
-            raise EmbeddingError(f"{self.provider_label} at {self.base_url} failed to embed with "
-                                 f"{self.model!r}: HTTP {status} {_body_snippet(response)}")
+        import openai
+
         try:
-            payload = response.json()
-            data = sorted(payload["data"], key=lambda item: item["index"])
-            rows = [item["embedding"] for item in data]
-        except (ValueError, KeyError, TypeError) as exc:
+            # "float" explicitly: the SDK's default (base64) is not understood by every compatible server.
+            response = self._sdk().embeddings.create(model=self.model, input=batch, encoding_format="float")
+        except openai.APITimeoutError as exc:
+            raise self._timed_out(exc) from exc
+        except openai.APIConnectionError as exc:
+            raise self._unreachable(exc) from exc
+        except openai.APIStatusError as exc:
+            status, detail = exc.status_code, _body_snippet(exc.response)
+            if status in (401, 403):
+                raise EmbeddingError(
+                    f"{self.provider_label} at {self.base_url} rejected the API key (HTTP {status}: "
+                    f"{detail}): check OPENAI_API_KEY") from None
+            if status == 404:
+                raise EmbeddingError(
+                    f"{self.provider_label} at {self.base_url} answered 404 for model {self.model!r} "
+                    f"({detail}): check the embedding model name and that the base URL ends with /v1") from None
+            if status == 429:
+                raise EmbeddingError(f"{self.provider_label} at {self.base_url} is rate limiting or out of quota "
+                                     f"(HTTP 429: {detail}): retry later or check billing") from None
+            raise EmbeddingError(f"{self.provider_label} at {self.base_url} failed to embed with "
+                                 f"{self.model!r}: HTTP {status} {detail}") from None
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"{self.provider_label} at {self.base_url} returned an unexpected answer "
+                                 f"({type(exc).__name__})") from None
+        try:
+            data = sorted(response.data, key=lambda item: item.index)
+            rows = [item.embedding for item in data]
+        except (AttributeError, TypeError) as exc:
             raise EmbeddingError(f"{self.provider_label} at {self.base_url} returned an unexpected answer: "
-                                 f"{response.text[:200]!r}") from exc
+                                 f"{str(response)[:200]!r}") from exc
         return self._to_matrix(rows, len(batch))
 
 

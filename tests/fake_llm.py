@@ -32,7 +32,8 @@ class FakeLLM:
 
             def do_GET(self) -> None:
                 if self.path == "/api/tags":
-                    self._send(200, {"models": [{"name": outer.model}]})
+                    # Real Ollama lists each model under both keys; the ollama SDK reads "model".
+                    self._send(200, {"models": [{"name": outer.model, "model": outer.model}]})
                 elif self.path.endswith("/models"):
                     self._send(200, {"data": [{"id": outer.model}]})
                 else:

@@ -153,7 +153,7 @@ async def test_auto_falls_through_to_offline_and_says_why(library_cache):
     assert any(s.startswith("openai:") for s in data["skipped_providers"])
 
 
-@pytest.mark.parametrize("mode", ["legacy"])
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # auto lands on 2026-07-28: input-required rounds
 async def test_sampling_uses_the_clients_own_llm(library_cache, mode):
     asked: list[Any] = []
 

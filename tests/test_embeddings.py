@@ -290,6 +290,30 @@ def test_openai_success_batches_sorts_by_index(fake: FakeServer) -> None:
     assert embedder.model_id == f"openai:text-embedding-3-small@{fake.url.removeprefix('http://')}"
 
 
+def test_openai_sdk_request_body_and_retry_after(fake: FakeServer) -> None:
+    answers = iter([(429, {"error": {"message": "slow down"}}), None])
+
+    def handler(path: str, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        return next(answers) or openai_ok(path, body, headers)
+
+    fake.handler = handler
+    vectors = OpenAIEmbedder("text-embedding-3-small", "sk-test", f"{fake.url}/v1", timeout=5).embed(["t1"])
+    assert _decode(vectors) == [1]
+    # The SDK's real request, retried once after the 429; "float" because compatible servers lack base64.
+    assert [r["body"] for r in fake.requests] == [
+        {"model": "text-embedding-3-small", "input": ["t1"], "encoding_format": "float"}] * 2
+
+
+def test_ollama_sdk_request_body_and_ollama_host(fake: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake.handler = ollama_ok
+    monkeypatch.setenv("OLLAMA_HOST", fake.url.removeprefix("http://"))
+    embedder = OllamaEmbedder(None, "nomic-embed-text", timeout=5)  # nothing configured: OLLAMA_HOST decides
+    assert _decode(embedder.embed(["t3"])) == [3]
+    assert fake.requests[0]["path"] == "/api/embed"
+    assert fake.requests[0]["body"] == {"model": "nomic-embed-text", "input": ["t3"]}
+    assert fake.requests[0]["headers"]["user-agent"].startswith("ollama-python/")
+
+
 def test_openai_default_model_id() -> None:
     embedder = OpenAIEmbedder("text-embedding-3-small", "sk", None, timeout=5)
     assert embedder.model_id == "openai:text-embedding-3-small@api.openai.com"

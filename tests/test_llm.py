@@ -25,6 +25,7 @@ from server.llm import (
     extract_yaml,
     normalize_base_url,
     select_provider,
+    strict_json_schema,
 )
 
 
@@ -274,7 +275,9 @@ async def test_ollama_available_checks_the_model(fake: FakeServer, track: Callab
         "GET",
         "/api/tags",
         Scripted(
-            body={"models": [{"name": "llama3.1:8b", "model": "llama3.1:8b"}, {"name": "mistral:latest"}]}
+            # Ollama lists each model under both keys; the SDK reads "model".
+                body={"models": [{"name": "llama3.1:8b", "model": "llama3.1:8b"},
+                                 {"name": "mistral:latest", "model": "mistral:latest"}]}
         ),
     )
     assert (await track(OllamaProvider(fake.url, "llama3.1:8b")).available())[0] is True
@@ -372,8 +375,9 @@ async def test_openai_429_with_long_retry_after_does_not_wait(
         "/chat/completions",
         Scripted(429, {"error": {"message": "slow down"}}, {"Retry-After": "3600"}),
     )
+    # The SDK honours Retry-After up to two minutes; an hour is reported, not waited for.
     with pytest.raises(LLMError, match="wait 3600 s"):
-        await track(OpenAIProvider("k", base_url=fake.url, max_retry_wait_s=2)).chat(MESSAGES)
+        await track(OpenAIProvider("k", base_url=fake.url)).chat(MESSAGES)
     assert len(fake.bodies("/chat/completions")) == 1
 
 
@@ -467,7 +471,7 @@ async def _echo(*_: Any) -> str:
 
 @pytest.mark.anyio
 async def test_select_provider_auto_order(fake: FakeServer, track: Callable[[Any], Any]) -> None:
-    tags = {"models": [{"name": "llama3.1:8b"}]}
+    tags = {"models": [{"name": "llama3.1:8b", "model": "llama3.1:8b"}]}
     fake.script("GET", "/api/tags", Scripted(body=tags))
     ollama_ok = track(OllamaProvider(fake.url))
     ollama_no_model = track(OllamaProvider(fake.url, "qwen2.5:7b"))
@@ -701,3 +705,201 @@ def test_extract_yaml_fragment_only() -> None:
 )
 def test_extract_yaml_nothing_yaml_like(reply: str) -> None:
     assert extract_yaml(reply) is None
+
+
+# --- structured output (complete_json) ----------------------------------------------------------
+
+SPEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"os": {"type": "string"}, "disk_gib": {"type": ["integer", "null"]}},
+    "required": ["os", "disk_gib"],
+    "additionalProperties": False,
+}
+SPEC_JSON = '{"os": "ubuntu", "disk_gib": 16}'
+# What llama-cpp-python 0.3.x answers for response_format json_schema (checked against the real server).
+LLAMA_CPP_REFUSAL = {
+    "error": {
+        "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}]",
+        "type": "internal_server_error",
+    }
+}
+
+
+@pytest.mark.anyio
+async def test_openai_complete_json_sends_strict_json_schema(fake: FakeServer, track: Callable[[Any], Any]) -> None:
+    fake.script("POST", "/v1/chat/completions", Scripted(body=_openai_reply(SPEC_JSON)))
+    provider = track(OpenAIProvider("sk-test", "gpt-4o-mini", base_url=fake.url + "/v1"))
+    assert await provider.complete_json(MESSAGES, SPEC_SCHEMA, name="request spec") == {"os": "ubuntu", "disk_gib": 16}
+    (seen,) = fake.requests
+    assert seen.body == {
+        "model": "gpt-4o-mini",
+        "messages": [m.as_dict() for m in MESSAGES],
+        "temperature": 0.0,
+        "max_tokens": 1024,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "request_spec", "schema": SPEC_SCHEMA, "strict": True},
+        },
+    }
+
+
+@pytest.mark.anyio
+async def test_openai_complete_json_falls_back_to_json_object_and_remembers(
+    fake: FakeServer, track: Callable[[Any], Any]
+) -> None:
+    fake.script(
+        "POST",
+        "/v1/chat/completions",
+        Scripted(500, LLAMA_CPP_REFUSAL),
+        Scripted(500, LLAMA_CPP_REFUSAL),  # the SDK retries a 500 once before we see it
+        Scripted(body=_openai_reply(SPEC_JSON)),
+    )
+    provider = track(OpenAIProvider(None, "smollm2", base_url=fake.url + "/v1"))
+    assert await provider.complete_json(MESSAGES, SPEC_SCHEMA, name="spec") == {"os": "ubuntu", "disk_gib": 16}
+    assert await provider.complete_json(MESSAGES, SPEC_SCHEMA, name="spec") == {"os": "ubuntu", "disk_gib": 16}
+    formats = [b["response_format"] for b in fake.bodies("/v1/chat/completions")]
+    assert [f["type"] for f in formats] == ["json_schema", "json_schema", "json_object", "json_object"]
+    # llama.cpp's grammar-constrained form: the schema rides beside "json_object".
+    assert formats[2] == {"type": "json_object", "schema": SPEC_SCHEMA}
+    assert provider.json_mode == "json_object"
+
+
+@pytest.mark.anyio
+async def test_openai_complete_json_other_errors_do_not_switch_format(
+    fake: FakeServer, track: Callable[[Any], Any]
+) -> None:
+    fake.script("POST", "/chat/completions", Scripted(503, {"error": {"message": "overloaded"}}))
+    provider = track(OpenAIProvider("k", base_url=fake.url))
+    with pytest.raises(LLMError, match="HTTP 503: overloaded"):
+        await provider.complete_json(MESSAGES, SPEC_SCHEMA, name="spec")
+    assert provider.json_mode == "json_schema"
+    assert {b["response_format"]["type"] for b in fake.bodies("/chat/completions")} == {"json_schema"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("not json at all", "is not a JSON object"),
+        ('{"os": "ubuntu"}', "does not follow the schema: \\(top level\\): 'disk_gib' is a required property"),
+        ('{"os": 7, "disk_gib": 16}', "os: 7 is not of type 'string'"),
+    ],
+)
+async def test_openai_complete_json_rejects_answers_that_break_the_schema(
+    fake: FakeServer, track: Callable[[Any], Any], answer: str, expected: str
+) -> None:
+    fake.script("POST", "/chat/completions", Scripted(body=_openai_reply(answer)))
+    with pytest.raises(LLMError, match=expected):
+        await track(OpenAIProvider("k", base_url=fake.url)).complete_json(MESSAGES, SPEC_SCHEMA, name="spec")
+
+
+@pytest.mark.anyio
+async def test_ollama_complete_json_sends_the_schema_as_format(fake: FakeServer, track: Callable[[Any], Any]) -> None:
+    fake.script("POST", "/api/chat", Scripted(body=_ollama_reply("```json\n" + SPEC_JSON + "\n```")))
+    provider = track(OllamaProvider(fake.url, "llama3.1:8b"))
+    assert await provider.complete_json(MESSAGES, SPEC_SCHEMA, name="spec") == {"os": "ubuntu", "disk_gib": 16}
+    (seen,) = fake.requests
+    assert seen.path == "/api/chat"
+    assert seen.body == {
+        "model": "llama3.1:8b",
+        "messages": [m.as_dict() for m in MESSAGES],
+        "stream": False,
+        "format": SPEC_SCHEMA,
+        "options": {"temperature": 0.0, "num_predict": 1024, "num_ctx": 8192},
+        "tools": [],
+    }
+
+
+@pytest.mark.anyio
+async def test_sampling_complete_json_puts_the_schema_in_the_prompt_and_retries_once() -> None:
+    asked: list[list[ChatMessage]] = []
+    answers = ['{"os": "ubuntu", "disk_gib": "sixteen"}', SPEC_JSON]
+
+    async def fn(messages: list[ChatMessage], temperature: float, max_tokens: int, stop: list[str] | None) -> str:
+        asked.append(messages)
+        return answers.pop(0)
+
+    assert await CallbackProvider(fn).complete_json(MESSAGES, SPEC_SCHEMA, name="spec") == {
+        "os": "ubuntu",
+        "disk_gib": 16,
+    }
+    first, retry = asked
+    assert first[:2] == MESSAGES and first[2].role == "system"
+    assert json.dumps(SPEC_SCHEMA, separators=(",", ":")) in first[2].content
+    assert retry[3] == ChatMessage("assistant", '{"os": "ubuntu", "disk_gib": "sixteen"}')
+    assert retry[4].role == "user" and "disk_gib: 'sixteen' is not of type 'integer', 'null'" in retry[4].content
+
+    answers[:] = ["nope", "still nope"]
+    with pytest.raises(LLMError, match="not a JSON object"):
+        await CallbackProvider(fn).complete_json(MESSAGES, SPEC_SCHEMA, name="spec")
+
+
+@pytest.mark.anyio
+async def test_offline_complete_json_is_unavailable() -> None:
+    with pytest.raises(LLMUnavailable, match="offline"):
+        await OfflineProvider().complete_json(MESSAGES, SPEC_SCHEMA, name="spec")
+
+
+def test_strict_json_schema_makes_a_pydantic_model_strict_compatible() -> None:
+    from jsonschema import Draft202012Validator
+    from pydantic import BaseModel, Field
+
+    class Partition(BaseModel):
+        mount: str
+        size: str | None = None
+
+    class Spec(BaseModel):
+        os: str
+        arch: str | None = None
+        packages: list[str] = Field(default_factory=list)
+        extra: Partition | None = None
+        parts: list[Partition] = []
+
+    schema = strict_json_schema(Spec)
+    assert schema["required"] == ["os", "arch", "packages", "extra", "parts"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["arch"]["type"] == ["string", "null"]
+    # Structured optionals keep their schema whole beside null: llama.cpp's grammar drops "items" under a
+    # type list, so ["array", "null"] would let a model put objects into a list of strings.
+    assert schema["properties"]["packages"]["anyOf"] == [{"type": "array", "items": {"type": "string"}},
+                                                         {"type": "null"}]
+    assert "default" not in json.dumps(schema)
+    part = schema["$defs"]["Partition"]
+    assert part["required"] == ["mount", "size"] and part["additionalProperties"] is False
+    assert {"type": "null"} in schema["properties"]["extra"]["anyOf"]
+    validator = Draft202012Validator(schema)
+    # What a strict model answers: every key present, null where it has nothing to say.
+    answer = {"os": "ubuntu", "arch": None, "packages": None, "extra": None, "parts": [{"mount": "/", "size": None}]}
+    assert list(validator.iter_errors(answer)) == []
+    assert list(validator.iter_errors({"os": "ubuntu"}))  # missing keys are errors in strict form
+    assert Spec.model_validate({k: v for k, v in answer.items() if v is not None}).parts[0].mount == "/"
+
+
+# --- the SDKs' conventional environment variables ----------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_sdk_environment_variables_choose_the_server(
+    fake: FakeServer, track: Callable[[Any], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.url + "/v1")
+    monkeypatch.setenv("OLLAMA_HOST", fake.url.removeprefix("http://"))
+    fake.script("POST", "/v1/chat/completions", Scripted(body=_openai_reply("from env")))
+    fake.script("POST", "/api/chat", Scripted(body=_ollama_reply("from env too")))
+    openai_provider = track(OpenAIProvider(None))
+    assert openai_provider.custom_base_url and (await openai_provider.chat(MESSAGES)).text == "from env"
+    assert (await track(OllamaProvider(None)).chat(MESSAGES)).text == "from env too"
+    assert [r.path for r in fake.requests] == ["/v1/chat/completions", "/api/chat"]
+
+
+def test_azure_endpoints_use_the_sdks_azure_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    import openai
+
+    monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
+    azure = OpenAIProvider("az-key", "my-deployment", base_url="https://contoso.openai.azure.com/openai")
+    assert isinstance(azure._sdk(), openai.AsyncAzureOpenAI)
+    assert "az-key" not in repr(azure)
+    plain = OpenAIProvider("k", base_url="https://api.example.com/v1")
+    client = plain._sdk()
+    assert not isinstance(client, openai.AsyncAzureOpenAI) and str(client.base_url) == "https://api.example.com/v1/"

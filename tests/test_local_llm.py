@@ -185,6 +185,30 @@ async def test_real_model_answers_through_the_openai_provider(real_llm: LocalLLM
 
 @pytest.mark.llm
 @pytest.mark.anyio
+async def test_real_model_answers_complete_json_through_the_json_object_fallback(real_llm: LocalLLMServer):
+    # llama-cpp-python refuses response_format json_schema; the provider must fall back to its
+    # grammar-constrained json_object + schema and return an object that follows the schema.
+    from pydantic import BaseModel
+
+    from server.llm import ChatMessage, OpenAIProvider, strict_json_schema
+
+    class Target(BaseModel):
+        os: str
+        arch: str | None = None
+
+    schema = strict_json_schema(Target)
+    provider = OpenAIProvider(api_key="local", model=real_llm.alias, base_url=real_llm.base_url, timeout=300)
+    try:
+        data = await provider.complete_json(
+            [ChatMessage("user", "Which OS and architecture: an arm64 Debian image?")], schema, name="target")
+    finally:
+        await provider.aclose()
+    assert set(data) == {"os", "arch"} and isinstance(data["os"], str)
+    assert provider.json_mode == "json_object"
+
+
+@pytest.mark.llm
+@pytest.mark.anyio
 @pytest.mark.parametrize(("request_text", "dist", "arch"), [
     ("ubuntu 24.04 edge gateway with docker", "ubuntu24", "x86_64"),
     ("minimal debian 13 image for arm64", "debian13", "aarch64"),

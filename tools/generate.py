@@ -9,6 +9,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from server.engine import Engine
+from server.llm import SamplingDeferred
 from tools._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
 from tools._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, agent_call, result
 
@@ -35,9 +36,12 @@ def register(mcp: MCPServer, engine: Engine) -> None:
         docker for arm64"). Retrieves the closest real templates, generates (LLM or the offline composer),
         validates, fixes, and verifies packages. Returns the YAML, the validator's verdict, package results and
         a conversation_id for refine_template."""
-        outcome = await agent_call(engine, "generate_template", engine.agent.generate(
-            request, conversation_id=conversation_id, os=os, dist=dist, arch=arch, image_type=image_type,
-            save_as=save_as, overwrite=overwrite, sampling=sampling_provider(ctx, engine.settings.openai.timeout),
-            progress=progress_reporter(ctx)))
+        try:
+            outcome = await agent_call(engine, "generate_template", engine.agent.generate(
+                request, conversation_id=conversation_id, os=os, dist=dist, arch=arch, image_type=image_type,
+                save_as=save_as, overwrite=overwrite, sampling=sampling_provider(ctx, engine.settings.openai.timeout),
+                progress=progress_reporter(ctx)))
+        except SamplingDeferred as pending:  # 2026-07-28: the client's LLM answers on the next round
+            return pending.payload
         model = to_model(outcome)
         return result(model, to_text(model))

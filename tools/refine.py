@@ -9,6 +9,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from server.engine import Engine
+from server.llm import SamplingDeferred
 from tools._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
 from tools._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, agent_call, result
 
@@ -32,8 +33,11 @@ def register(mcp: MCPServer, engine: Engine) -> None:
         """Modify the conversation's current template and keep everything the instruction does not touch;
         returns the new revision with a unified diff and the list of changes. Questions are answered without
         changing the template; 'undo' or 'revert to revision N' restores an earlier revision."""
-        outcome = await agent_call(engine, "refine_template", engine.agent.refine(
-            conversation_id, instruction, save_as=save_as, overwrite=overwrite,
-            sampling=sampling_provider(ctx, engine.settings.openai.timeout), progress=progress_reporter(ctx)))
+        try:
+            outcome = await agent_call(engine, "refine_template", engine.agent.refine(
+                conversation_id, instruction, save_as=save_as, overwrite=overwrite,
+                sampling=sampling_provider(ctx, engine.settings.openai.timeout), progress=progress_reporter(ctx)))
+        except SamplingDeferred as pending:  # 2026-07-28: the client's LLM answers on the next round
+            return pending.payload
         model = to_model(outcome)
         return result(model, to_text(model))

@@ -134,7 +134,8 @@ def test_engine_over_a_bucket_searches_validates_and_reports(s3: S3Server, tmp_p
         assert stats["index_location"] == f"s3://{s3.bucket}/engine/index" and stats["index_size_bytes"] is None
         assert f"s3://{s3.bucket}/engine/templates" in stats["template_roots"]
         CacheStats.model_validate(stats)
-        with pytest.raises(ValueError, match="ai.save_dir"):
-            engine.check_save_name("mine.yml", overwrite=False)
+        # save_as writes to this replica's own save dir (the user data dir by default), never into the bucket.
+        target = engine.check_save_name("mine.yml", overwrite=False)
+        assert target.parent == engine.save_dir and not str(target).startswith("s3:")
     finally:
         engine.close()

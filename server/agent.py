@@ -267,7 +267,7 @@ class Agent:
         offline_draft = await anyio.to_thread.run_sync(self._compose, request, grounding, spec)
         if provider.name == "offline":
             draft = offline_draft
-        elif callable(getattr(provider, "complete_json", None)):
+        elif self.settings.agent.llm_mode == "plan" and callable(getattr(provider, "complete_json", None)):
             draft = await self._planned(provider, request, spec, grounding, offline_draft)
         else:
             try:
@@ -769,7 +769,8 @@ class Agent:
             if offline is None:
                 raise AgentError("the current template does not parse, and no LLM is available to repair it")
             return offline
-        if offline is not None and isinstance(data, dict) and callable(getattr(provider, "complete_json", None)):
+        if (offline is not None and isinstance(data, dict) and self.settings.agent.llm_mode == "plan"
+                and callable(getattr(provider, "complete_json", None))):
             return await self._planned_edit(provider, instruction, data, spec, offline)
         history = [(m.role, m.content) for m in conv.messages]
         messages = prompts.refinement_messages(current_yaml, instruction, history, self.settings.agent.prompt_style,

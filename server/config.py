@@ -111,6 +111,10 @@ class AgentSettings(_Section):
     # "Will it build?" (server/build_check.py): closure, conflicts, disk fit. Off by default: it reads
     # full repository indexes, which is slow the first time and impossible offline.
     check_build: bool = False
+    # How an LLM takes part: "plan" (it answers a RequestSpec / edit plan as schema-constrained JSON, the rules'
+    # facts win and the composer writes the YAML) or "yaml" (it writes the template itself, then validate -> fix
+    # -> repair). "plan" is the default: a small model's YAML is rarely valid, its plan is merged safely.
+    llm_mode: Literal["plan", "yaml"] = "plan"
     require_valid_output: bool = True
     # "full": every grounding template in full; "compact": the best one in full, the others summarised
     # (for small local models with short context windows).

@@ -49,17 +49,10 @@ class PlannedSpec(BaseModel):
 
 
 def spec_schema() -> dict[str, Any]:
-    """JSON schema for :class:`PlannedSpec` in the strict form every back-end accepts (all properties
-    required, nullable types spelt as type lists, no additional properties)."""
-    schema = PlannedSpec.model_json_schema()
-    props: dict[str, Any] = {}
-    for name, prop in schema["properties"].items():
-        prop = {k: v for k, v in prop.items() if k not in ("title", "default")}
-        if "anyOf" in prop:
-            types = [p.get("type") for p in prop.pop("anyOf")]
-            prop["type"] = types
-        props[name] = prop
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    """JSON schema for :class:`PlannedSpec` in the strict form every back-end accepts (see strict_json_schema)."""
+    from server.llm import strict_json_schema
+
+    return strict_json_schema(PlannedSpec)
 
 
 def parse_planned(answer: Any) -> PlannedSpec:

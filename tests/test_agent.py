@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ def load_mapping_list(path: Path) -> list[dict[str, Any]]:
 
 def make_app(cache: Path, tmp_path: Path | None = None, **overrides: Any):
     env = {"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": DEAD}
-    base = {"packages.offline": True}
+    # The free-form path (the model writes YAML; validate -> fix -> repair) is what most tests here exercise;
+    # test_llm_plans_and_the_composer_writes covers the default "plan" mode.
+    base: dict[str, Any] = {"packages.offline": True, "agent.llm_mode": "yaml"}
     if tmp_path is not None:
         base["save_dir"] = str(tmp_path / "saved")
     base.update(overrides)
@@ -48,6 +51,26 @@ async def _generate(client, request: str, **kw) -> dict[str, Any]:
 
 
 # ---- the LLM providers -------------------------------------------------------------------------------------
+async def test_llm_plans_and_the_composer_writes(library_cache):
+    """Default mode: the model answers the RequestSpec as schema-constrained JSON; the rules' facts win."""
+    plan = {"os": "ubuntu", "dist": "ubuntu24", "arch": "aarch64", "image_type": "raw",
+            "add_packages": ["nginx", "definitely-not-a-package"], "remove_packages": [], "disk_size": None,
+            "hostname": "edge-01", "kernel_cmdline_append": [], "minimal": False}
+    with FakeLLM([json.dumps(plan)]) as llm:
+        app = make_app(library_cache, provider="ollama", **{"ollama.base_url": llm.url, "agent.llm_mode": "plan"})
+        async with Client(app) as c:
+            data = _data(await c.call_tool("generate_template",
+                                           {"request": "ubuntu 24.04 x86_64 web server with nginx, hostname edge-01"}))
+    body = llm.requests[0]["body"]
+    assert body["format"]["type"] == "object" and "add_packages" in body["format"]["properties"]
+    assert data["provider"] == "ollama+composer" and data["valid"]
+    doc = load_mapping(data["yaml"]).data
+    assert doc["target"]["arch"] == "x86_64"  # the request named x86_64: the rules win over the model's aarch64
+    packages = doc["systemConfig"]["packages"]
+    assert "nginx" in packages and "definitely-not-a-package" not in packages  # unknown names are never used
+    assert doc["systemConfig"]["hostname"] == "edge-01"
+
+
 async def test_ollama_clean_yaml_in_prose_and_fences(library_cache, tmp_path):
     reply = f"Sure! Here is your template:\n\n```yaml\n{GOOD}```\n\nLet me know if you need changes."
     with FakeLLM([reply]) as llm:

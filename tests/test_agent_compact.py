@@ -29,7 +29,8 @@ def make_app(cache: Path, llm: FakeLLM, style: str = "compact", **overrides: Any
     env = {"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": "http://127.0.0.1:9"}
     settings = load_settings(env=env, overrides={
         "packages.offline": True, "provider": "openai", "openai.base_url": llm.url + "/v1",
-        "openai.api_key": "local", "agent.prompt_style": style, **overrides})
+        # These tests are about the model writing YAML itself (compact prompts, repair): the "yaml" mode.
+        "openai.api_key": "local", "agent.prompt_style": style, "agent.llm_mode": "yaml", **overrides})
     return create_app(settings, engine=Engine(settings))
 
 

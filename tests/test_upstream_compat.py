@@ -207,7 +207,9 @@ async def test_llm_answer_with_adr_metadata_is_conformed_before_validation(libra
     with FakeLLM([f"```yaml\n{copied}```"] * 3) as llm:
         settings = load_settings(
             env={"OIC_AI_CACHE_DIR": str(library_cache), "OLLAMA_HOST": "http://127.0.0.1:9"},
+            # the model writes the YAML itself here ("yaml" mode): that is where copied ADR metadata comes from
             overrides={"packages.offline": True, "agent.verify_packages": False, "provider": "openai",
+                       "agent.llm_mode": "yaml",
                        "openai.base_url": llm.url + "/v1", "openai.api_key": "sk-test-key-1234",
                        "agent.prompt_style": style})
         engine = Engine(settings)

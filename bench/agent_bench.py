@@ -18,10 +18,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from image_composer_mcp.server.adherence import reported, unmet, unmet_reply
+from image_composer_mcp.server.config import PACKAGE_ROOT, load_settings
+from image_composer_mcp.server.yamlsafe import YamlError, load_mapping, parse_yaml
+
 from bench import reference_checkout
-from server.adherence import reported, unmet, unmet_reply
-from server.config import PACKAGE_ROOT, load_settings
-from server.yamlsafe import YamlError, load_mapping, parse_yaml
 
 DATA = PACKAGE_ROOT / "tests" / "data"
 EVAL = PACKAGE_ROOT / "bench" / "eval" / "generation.yaml"
@@ -30,7 +31,7 @@ REFERENCE = reference_checkout() / "image-templates"
 
 def upstream_accepts(text: str) -> bool:
     """os-image-composer's own schema file (unchanged) accepts the YAML: counted apart from our validator."""
-    from server.upstream_compat import upstream_errors
+    from image_composer_mcp.server.upstream_compat import upstream_errors
 
     try:
         data = load_mapping(text).data
@@ -45,9 +46,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def _agent_figures(cache: Path) -> dict[str, Any]:
+    from image_composer_mcp.server.app import create_app
     from mcp import Client
-
-    from server.app import create_app
 
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OIC_AI_PROVIDER": "offline"},
                              overrides={"packages.offline": True})
@@ -143,9 +143,8 @@ async def eval_split(client: Any, split: str) -> dict[str, Any]:
 
 
 async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test")) -> dict[str, Any]:
+    from image_composer_mcp.server.app import create_app
     from mcp import Client
-
-    from server.app import create_app
 
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OIC_AI_PROVIDER": "offline"},
                              overrides={"packages.offline": True})
@@ -154,7 +153,7 @@ async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test")) 
 
 
 def _validation_figures() -> dict[str, Any]:
-    from server.validation import validate_text
+    from image_composer_mcp.server.validation import validate_text
 
     out: dict[str, Any] = {}
     for label, root in (("reference", REFERENCE), ("library", PACKAGE_ROOT / "image-templates")):
@@ -183,7 +182,7 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 
 def _verification_figures(workdir: Path, size: int = 60_000, checks: int = 300) -> dict[str, Any]:
-    from server.packages import PackageVerifier
+    from image_composer_mcp.server.packages import PackageVerifier
 
     repo = workdir / "repo"
     repo.mkdir()

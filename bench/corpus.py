@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from image_composer_mcp.server.templates import Fingerprint, TemplateRecord, record_from_data
 
 from bench import reference_checkout
 from bench.baseline import UpstreamDoc, doc_from_data, save_docs
 from bench.embedcache import EmbeddingCache
 from bench.synthetic import Source, Variant, corpus_variant, make_pool, parent_order, render_yaml
-from server.templates import Fingerprint, TemplateRecord, record_from_data
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ class SyntheticCorpora:
 
     def ensure_index(self, size: int, embedder: Any, rebuild: bool = False) -> dict[str, Any]:
         """The LanceDB table for ``size`` rows (bulk-loaded), and the baseline's saved documents."""
-        from server.index import TemplateIndex
+        from image_composer_mcp.server.index import TemplateIndex
 
         directory = self.index_dir(size)
         manifest_path = directory / "manifest.json"

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _settings(roots: list[Path], cache_dir: Path) -> Any:
     import os
 
-    from server.config import load_settings
+    from image_composer_mcp.server.config import load_settings
 
     return load_settings(env={"OIC_AI_TEMPLATES_DIR": os.pathsep.join(str(r) for r in roots),
                               "OIC_AI_CACHE_DIR": str(cache_dir), "OIC_AI_PROVIDER": "offline"})
@@ -38,7 +38,7 @@ def _edit(raw: bytes) -> bytes:
 def engine_run(roots: list[Path], cache_dir: Path, first_query: str, queries: list[str],
                edit_file: Path | None) -> dict[str, Any]:
     """Engine.ready, first search, N searches, then one edited template: re-index time and the next search."""
-    from server.engine import Engine
+    from image_composer_mcp.server.engine import Engine
 
     out: dict[str, Any] = {}
     started = time.perf_counter()
@@ -105,7 +105,7 @@ def _wait_optimizer(index: Any, timeout: float = 120.0) -> None:
 def full_sync(roots: list[Path], vectors_by_text: dict[str, np.ndarray], model_id: str, dims: int) -> dict[str, Any]:
     """The real sync pipeline (scan, read, parse, build text, write, optimize) into an empty index, with
     the embedding step replaced by a lookup of precomputed vectors: indexing cost without embedding."""
-    from server.index import TemplateIndex
+    from image_composer_mcp.server.index import TemplateIndex
 
     class Lookup:
         def __init__(self) -> None:

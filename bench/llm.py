@@ -26,10 +26,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from image_composer_mcp.server.llm import ChatMessage, ChatReply, extract_yaml
+from image_composer_mcp.server.validation import validate_text
+from image_composer_mcp.server.yamlsafe import YamlError, load_mapping
+
 from bench.agent_bench import upstream_accepts
-from server.llm import ChatMessage, ChatReply, extract_yaml
-from server.validation import validate_text
-from server.yamlsafe import YamlError, load_mapping
 
 log = logging.getLogger("bench.llm")
 
@@ -157,9 +158,9 @@ class Record:
 
 
 def _engine(cache: Path, base_url: str | None, model: str, style: str, max_tokens: int) -> tuple[Any, Any, Recorder]:
-    from server.agent import Agent
-    from server.config import load_settings
-    from server.engine import Engine
+    from image_composer_mcp.server.agent import Agent
+    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.engine import Engine
 
     env = {"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": "http://127.0.0.1:9"}
     overrides: dict[str, Any] = {"packages.offline": True, "agent.verify_packages": False,
@@ -349,7 +350,7 @@ def write_section(path: Path, section: str) -> None:
 
 # ---- main -----------------------------------------------------------------------------------------
 async def _main(args: argparse.Namespace) -> int:
-    from server import local_llm
+    from image_composer_mcp.server import local_llm
 
     started = time.time()
     server = None

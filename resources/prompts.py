@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Message, UserMessage
 from pydantic import Field
 
-from server.engine import Engine
+from ..server.engine import Engine
 
 MAX_INLINE_CHARS = 200_000  # a template is a few KiB; anything bigger is pasted by reference
 

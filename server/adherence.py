@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from server.sizes import template_mib
+from .sizes import template_mib
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -38,7 +38,7 @@ def installed(doc: dict[str, Any]) -> set[str]:
 
 def enabled_services(doc: dict[str, Any]) -> set[str]:
     """Units that ``systemctl enable`` lines in systemConfig.configurations turn on (without .service)."""
-    from server.compose_coherence import service_spans
+    from .compose_coherence import service_spans
 
     configs = (doc.get("systemConfig") or {}).get("configurations")
     return {unit for entry in (configs if isinstance(configs, list) else []) if isinstance(entry, dict)
@@ -85,7 +85,7 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
 def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
     """The wanted facts a parsed request states (server.request_parser.RequestSpec), in the names the
     target ``dist`` uses, so the run-time check and the benchmark judge a template the same way."""
-    from server.knowledge import load_capabilities
+    from .knowledge import load_capabilities
 
     caps = load_capabilities()
     where = dist or spec.dist or spec.os or ""

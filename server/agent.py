@@ -21,21 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from server import composer
-from server import llm_prompts as prompts
-from server.adherence import unmet, want_from_spec
-from server.compose_base import choose_base, strip_plan
-from server.knowledge import load_capabilities
-from server.llm import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
-from server.repair import complete_from_base, merge_onto_base, prune_unknown, salvage_yaml
-from server.request_parser import RequestSpec, parse_request
-from server.spec_plan import merge_specs, spec_schema
-from server.upstream_compat import conform, conform_text
-from server.validation import ValidationReport, validate_text
-from server.yamlsafe import YamlError, load_mapping
+from . import composer
+from . import llm_prompts as prompts
+from .adherence import unmet, want_from_spec
+from .compose_base import choose_base, strip_plan
+from .knowledge import load_capabilities
+from .llm import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
+from .repair import complete_from_base, merge_onto_base, prune_unknown, salvage_yaml
+from .request_parser import RequestSpec, parse_request
+from .spec_plan import merge_specs, spec_schema
+from .upstream_compat import conform, conform_text
+from .validation import ValidationReport, validate_text
+from .yamlsafe import YamlError, load_mapping
 
 if TYPE_CHECKING:
-    from server.engine import Engine
+    from .engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def _problem_text(report: ValidationReport) -> str:
 
 
 def _no_yaml_report() -> ValidationReport:
-    from server.validation import Issue
+    from .validation import Issue
 
     issue = Issue(path="$", message="the model's reply contained no YAML template", line=None, column=None,
                   hint="reply with one ```yaml block", code="llm.no_yaml")
@@ -182,7 +182,7 @@ def _unmet_groups(data: dict, spec: Any) -> list[str]:
     whether the composer would still change the package lists for them."""
     if not (spec.add_groups or spec.remove_groups):
         return []
-    from server.request_parser import RequestSpec
+    from .request_parser import RequestSpec
 
     probe = RequestSpec(add_groups=list(spec.add_groups), remove_groups=list(spec.remove_groups))
     try:
@@ -574,7 +574,7 @@ class Agent:
         out = {"verified": bool(d.get("complete", d["verified"])), "message": d["message"], "found": d["found"],
                "missing": d["missing"], "unchecked": d["unchecked"], "suggestions": d["suggestions"]}
         if getattr(self.settings.agent, "check_build", False):  # closure + disk fit (server/build_check.py)
-            from server.build_check import build_check_step
+            from .build_check import build_check_step
 
             out["build"] = build_check_step(self.engine, draft.yaml)
         return out
@@ -634,7 +634,7 @@ class Agent:
                      progress: Progress | None = None) -> AgentResult:
         """Refinements of one conversation run one at a time in this process (so none is lost); a revision
         written meanwhile by another process makes the refinement start again from the new revision."""
-        from server.conversations import ConcurrentModification
+        from .conversations import ConcurrentModification
 
         async with self._conversation_lock(conversation_id), self._store_lock(conversation_id):
             for attempt in range(CONFLICT_RETRIES):

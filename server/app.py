@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from server.config import AISettings
-from server.engine import Engine
-from server.paths import package_version
+from .config import AISettings
+from .engine import Engine
+from .paths import package_version
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,8 @@ def create_app(settings: AISettings, engine: Engine | None = None) -> MCPServer:
         lifespan=lifespan,
         log_level=settings.server.log_level,
     )
-    from resources import templates as template_resources
-    from tools import cache_stats, generate, refine, search, validate, verify_packages
+    from ..resources import templates as template_resources
+    from ..tools import cache_stats, generate, refine, search, validate, verify_packages
 
     for module in (search, validate, verify_packages, cache_stats):
         module.register(mcp, engine)
@@ -71,8 +71,8 @@ def create_app(settings: AISettings, engine: Engine | None = None) -> MCPServer:
     refine.register(mcp, engine)
     template_resources.register(mcp, engine)
     # -- prompts and argument aliases (resources/prompts.py, tools/_common.py) --
-    from resources import prompts
-    from tools._common import install_argument_aliases
+    from ..resources import prompts
+    from ..tools._common import install_argument_aliases
 
     prompts.register(mcp, engine)
     install_argument_aliases(mcp)

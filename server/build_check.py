@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.closure import ClosureResult, checker_for
-from server.disk_fit import DiskFit, check_disk_fit
-from server.packages import PackageVerifier
-from server.validation import Issue
-from server.yamlsafe import ParsedYaml, YamlError, load_mapping
+from .closure import ClosureResult, checker_for
+from .disk_fit import DiskFit, check_disk_fit
+from .packages import PackageVerifier
+from .validation import Issue
+from .yamlsafe import ParsedYaml, YamlError, load_mapping
 
 PathT = tuple[str | int, ...]
 

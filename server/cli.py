@@ -23,8 +23,8 @@ from typing import Any
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-from server.config import AISettings, ConfigError, load_settings  # noqa: E402
-from server.logs import setup_logging  # noqa: E402
+from .config import AISettings, ConfigError, load_settings  # noqa: E402
+from .logs import setup_logging  # noqa: E402
 
 PROG = "mcp-server-image-composer"
 EXIT_OK, EXIT_NO, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
@@ -180,7 +180,7 @@ def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parent
     clear.add_argument("--packages", action="store_true", help="only the downloaded package indexes")
     clear.add_argument("--json", action="store_true", help="machine-readable output")
 
-    from server import cli_agent
+    from . import cli_agent
 
     cli_agent.add_commands(sub, parents)
 
@@ -204,7 +204,7 @@ def _add_commands(sub: Any, parents: list[argparse.ArgumentParser], serve_parent
 
 def _parser() -> argparse.ArgumentParser:
     common, serve_opts = _common(), _serve_options()
-    from server.paths import package_version
+    from .paths import package_version
 
     parser = argparse.ArgumentParser(
         prog=PROG, parents=[common, serve_opts],
@@ -244,8 +244,8 @@ def _settings(args: argparse.Namespace) -> AISettings:
 
 # ---- commands --------------------------------------------------------------------------------------
 def _cmd_search(settings: AISettings, args: argparse.Namespace) -> int:
-    from server.engine import Engine
-    from tools.search import to_model, to_text
+    from ..tools.search import to_model, to_text
+    from .engine import Engine
 
     out = Output(args)
     engine = Engine(settings)
@@ -280,7 +280,7 @@ def _cmd_search(settings: AISettings, args: argparse.Namespace) -> int:
 
 
 def _cmd_index(settings: AISettings, args: argparse.Namespace) -> int:
-    from server.engine import Engine
+    from .engine import Engine
 
     out = Output(args)
     engine = Engine(settings)
@@ -346,7 +346,7 @@ def _read(path: Path | None) -> bytes:
 
 
 def _cmd_validate(settings: AISettings, args: argparse.Namespace) -> int:
-    from server.validation import validate_text
+    from .validation import validate_text
 
     del settings  # validation needs no index or model
     out = Output(args)
@@ -412,7 +412,7 @@ def _print_validation_rich(out: Output, results: list[dict[str, Any]]) -> None:
 
 
 def _cmd_verify_packages(settings: AISettings, args: argparse.Namespace) -> int:
-    from server.engine import Engine
+    from .engine import Engine
 
     out = Output(args)
     names = [n.strip() for item in args.package for n in item.split(",") if n.strip()]
@@ -498,7 +498,7 @@ def _cmd_cache(settings: AISettings, args: argparse.Namespace) -> int:
 
 
 def _cache_stats(settings: AISettings, args: argparse.Namespace) -> int:
-    from server.engine import Engine
+    from .engine import Engine
 
     out = Output(args)
     engine = Engine(settings)
@@ -767,8 +767,8 @@ def _serve(settings: AISettings, args: argparse.Namespace) -> int:
     del args
     import anyio
 
-    from server.app import create_app
-    from server.engine import Engine
+    from .app import create_app
+    from .engine import Engine
 
     s = settings.server
     if s.transport == "stdio":
@@ -776,7 +776,7 @@ def _serve(settings: AISettings, args: argparse.Namespace) -> int:
             print(STDIO_BANNER, file=sys.stderr, flush=True)
         _run_stdio(create_app(settings), s.shutdown_timeout)
         return EXIT_OK
-    from server.http import resolve_token, serve_http
+    from .http import resolve_token, serve_http
 
     try:
         if s.require_auth and resolve_token(s) is None:
@@ -817,7 +817,7 @@ def _cmd_healthcheck(settings: AISettings, args: argparse.Namespace) -> int:
 
 
 def _cmd_setup_model(settings: AISettings, args: argparse.Namespace) -> int:
-    from server.model_setup import SetupError, setup_model
+    from .model_setup import SetupError, setup_model
 
     del settings
     try:
@@ -842,7 +842,7 @@ COMMANDS: dict[str, Callable[[AISettings, argparse.Namespace], int]] = {
 
 def _agent_command(name: str) -> Callable[[AISettings, argparse.Namespace], int]:
     def run(settings: AISettings, args: argparse.Namespace) -> int:
-        from server import cli_agent
+        from . import cli_agent
 
         return getattr(cli_agent, f"cmd_{name}")(settings, args)
 
@@ -854,7 +854,7 @@ COMMANDS.update(generate=_agent_command("generate"), chat=_agent_command("chat")
 
 def _target_problem(args: argparse.Namespace) -> str | None:
     """--os/--dist/--arch the server knows nothing about (generation and package checks would guess)."""
-    from server.knowledge import load_capabilities
+    from .knowledge import load_capabilities
 
     caps = load_capabilities()
     checks = (("dist", caps.dist_of, caps.dists), ("os", caps.family_of, caps.families),

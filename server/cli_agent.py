@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.config import AISettings
+from .config import AISettings
 
 LAST_CONVERSATION = "last-conversation"
 CHAT_HELP = ("Type a change ('add docker', 'set the disk to 8GiB'), a question ('what packages are included?'), "
@@ -43,7 +43,7 @@ def add_commands(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _engine_and_agent(settings: AISettings, args: argparse.Namespace) -> tuple[Any, Any]:
-    from server.engine import Engine
+    from .engine import Engine
 
     if getattr(args, "provider", None):
         settings = settings.model_copy(update={"provider": args.provider})
@@ -99,8 +99,8 @@ def output_problem(name: str) -> str | None:
 
 
 def cmd_generate(settings: AISettings, args: argparse.Namespace) -> int:
-    from server.agent import AgentError
-    from server.llm import LLMError
+    from .agent import AgentError
+    from .llm import LLMError
 
     problem = output_problem(args.output) if args.output else None
     if problem:
@@ -142,9 +142,9 @@ def cmd_generate(settings: AISettings, args: argparse.Namespace) -> int:
 
 
 def cmd_chat(settings: AISettings, args: argparse.Namespace) -> int:
-    from server.agent import AgentError
-    from server.conversations import ConversationNotFound
-    from server.llm import LLMError
+    from .agent import AgentError
+    from .conversations import ConversationNotFound
+    from .llm import LLMError
 
     engine, agent = _engine_and_agent(settings, args)
     interactive = sys.stdin.isatty()

@@ -29,8 +29,8 @@ from collections import OrderedDict, deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from server.package_names import family_arch
-from server.packages import (
+from .package_names import family_arch
+from .packages import (
     IndexFile,
     IndexFiles,
     PackageVerifier,
@@ -41,7 +41,7 @@ from server.packages import (
     packages_from_template,
     repositories_from_template,
 )
-from server.solv_loader import load_solv, solv_unavailable_reason
+from .solv_loader import load_solv, solv_unavailable_reason
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from server.knowledge import Capabilities
-from server.request_parser import RequestSpec
+from .knowledge import Capabilities
+from .request_parser import RequestSpec
 
 
 def _installed(data: dict[str, Any]) -> set[str]:

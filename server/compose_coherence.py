@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from server.knowledge import Capabilities
+from .knowledge import Capabilities
 
 
 def stems(names: Iterable[str], caps: Capabilities) -> set[str]:

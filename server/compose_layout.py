@@ -7,9 +7,9 @@ import math
 import re
 from typing import Any
 
-from server.sizes import fmt_offset as _fmt_mib
-from server.sizes import fmt_size as _fmt_size
-from server.sizes import template_mib as _mib
+from .sizes import fmt_offset as _fmt_mib
+from .sizes import fmt_size as _fmt_size
+from .sizes import template_mib as _mib
 
 # dm-verity hash partition size used by the upstream default layouts (osv default-raw-*.yml).
 VERITY_HASH_MIB = 500

@@ -18,25 +18,25 @@ from typing import Any
 
 import yaml
 
-from server import compose_coherence as coherence
-from server.compose_layout import (
+from . import compose_coherence as coherence
+from .compose_layout import (
     GPT_TAIL_MIB,
     MIN_ROOT_MIB,
     VERITY_HASH_MIB,
 )
-from server.compose_layout import (
+from .compose_layout import (
     Layout as _Layout,
 )
-from server.compose_layout import (
+from .compose_layout import (
     is_fill as _is_fill,
 )
-from server.compose_layout import (
+from .compose_layout import (
     part_id as _pid,
 )
-from server.knowledge import Capabilities, load_capabilities
-from server.request_parser import RequestSpec, is_question, parse_request
-from server.sizes import fmt_offset, fmt_size, template_mib
-from server.upstream_compat import conform
+from .knowledge import Capabilities, load_capabilities
+from .request_parser import RequestSpec, is_question, parse_request
+from .sizes import fmt_offset, fmt_size, template_mib
+from .upstream_compat import conform
 
 logger = logging.getLogger(__name__)
 

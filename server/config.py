@@ -25,8 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from server import paths
-from server.yamlsafe import YamlError, load_mapping
+from . import paths
+from .yamlsafe import YamlError, load_mapping
 
 # The checkout root (README.md, tests/data): for developer tools only, never for bundled data (server/paths.py).
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent

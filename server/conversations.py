@@ -45,8 +45,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from server.diskfull import DiskFullError, is_disk_full
-from server.logs import redact, redact_known
+from .diskfull import DiskFullError, is_disk_full
+from .logs import redact, redact_known
 
 log = logging.getLogger(__name__)
 

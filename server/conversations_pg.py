@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from server.conversations import (
+from .conversations import (
     ROLES,
     ConcurrentModification,
     Conversation,

@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from server.validation import GPT_HEADER_BYTES, MBR_HEADER_BYTES, _fmt_bytes, parse_size
+from .validation import GPT_HEADER_BYTES, MBR_HEADER_BYTES, _fmt_bytes, parse_size
 
 MiB = 1024**2
 GiB = 1024**3

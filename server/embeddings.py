@@ -25,7 +25,7 @@ import httpx
 import numpy as np
 
 if TYPE_CHECKING:
-    from server.embed_onnx import OnnxMiniLM
+    from .embed_onnx import OnnxMiniLM
 
 log = logging.getLogger(__name__)
 
@@ -442,7 +442,7 @@ class LocalEmbedder:
         log.info("loaded local embedding model %s from %s (%s)", LOCAL_MODEL_NAME, model_dir, self.runtime)
 
     def _load_onnx(self, weights_path: Path, digest: str) -> OnnxMiniLM | None:
-        from server import embed_onnx
+        from . import embed_onnx
 
         if not embed_onnx.available():
             if self._runtime == "onnx":

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server.yamlsafe import parse_yaml
+from .yamlsafe import parse_yaml
 
 SPLITS = ("dev", "test")
 

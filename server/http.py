@@ -30,9 +30,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.config import ConfigError, ServerSettings
-from server.engine import Engine
-from server.logs import remember_secret
+from .config import ConfigError, ServerSettings
+from .engine import Engine
+from .logs import remember_secret
 
 log = logging.getLogger(__name__)
 

@@ -47,8 +47,8 @@ except ImportError:  # Windows
 
 import numpy as np
 
-from server.diskfull import DiskFullError, is_disk_full
-from server.templates import (
+from .diskfull import DiskFullError, is_disk_full
+from .templates import (
     TEMPLATE_SUFFIXES,
     TEXT_VERSION,
     Fingerprint,
@@ -62,8 +62,8 @@ from server.templates import (
 )
 
 if TYPE_CHECKING:
-    from server.embeddings import Embedder
-    from server.object_store import ObjectRoot
+    from .embeddings import Embedder
+    from .object_store import ObjectRoot
 
 log = logging.getLogger(__name__)
 
@@ -506,8 +506,8 @@ class TemplateIndex:
         if root_s not in self.object_roots:
             root = Path(root_s)
             return load_record(root, root / rel, raw, fingerprint=Fingerprint(size, mtime_ns))
-        from server.templates import MAX_TEMPLATE_BYTES, looks_like_template, record_from_data
-        from server.yamlsafe import load_mapping
+        from .templates import MAX_TEMPLATE_BYTES, looks_like_template, record_from_data
+        from .yamlsafe import load_mapping
 
         if size > MAX_TEMPLATE_BYTES:
             raise ValueError(f"object is {size:,} bytes, over the {MAX_TEMPLATE_BYTES:,}-byte template limit")

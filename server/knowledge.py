@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.paths import resource_text
-from server.yamlsafe import load_mapping
+from .paths import resource_text
+from .yamlsafe import load_mapping
 
 logger = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ import re
 import sys
 from pathlib import Path
 
-from server.config import BUNDLED_TEMPLATES, PACKAGE_ROOT
-from server.templates import load_record, scan_files
+from .config import BUNDLED_TEMPLATES, PACKAGE_ROOT
+from .templates import load_record, scan_files
 
 START = "<!-- library-table:start -->"
 END = "<!-- library-table:end -->"

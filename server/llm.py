@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from server.llm_base import (
+from .llm_base import (
     PROBE_TIMEOUT_S,
     ROLES,
     ChatMessage,
@@ -35,14 +35,14 @@ from server.llm_base import (
     normalize_base_url,
     snippet,
 )
-from server.llm_extract import TEMPLATE_KEYS, extract_yaml
-from server.llm_json import (
+from .llm_extract import TEMPLATE_KEYS, extract_yaml
+from .llm_json import (
     checked_json,
     schema_instructions,
     strict_json_schema,
 )
-from server.llm_ollama import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL, OllamaProvider
-from server.llm_openai import DEFAULT_OPENAI_MODEL, DEFAULT_OPENAI_URL, OpenAIProvider
+from .llm_ollama import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL, OllamaProvider
+from .llm_openai import DEFAULT_OPENAI_MODEL, DEFAULT_OPENAI_URL, OpenAIProvider
 
 __all__ = [
     "DEFAULT_OLLAMA_MODEL",

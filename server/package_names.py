@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from server.knowledge import load_capabilities
+from .knowledge import load_capabilities
 
 
 @dataclass(frozen=True)

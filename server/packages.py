@@ -60,7 +60,7 @@ import httpcore
 import httpx
 import zstandard
 
-from server.package_names import (
+from .package_names import (
     ARCH_INDEPENDENT,
     DISTS,
     OS_FAMILY,

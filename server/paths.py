@@ -17,12 +17,10 @@ import platformdirs
 
 APP_NAME = "mcp-server-image-composer"
 
-# The package whose folder holds image-templates/ and resources/. None while `server`, `tools` and
-# `resources` are top-level packages (the checkout root, which holds image-templates/, is no package).
-# Once they live under one import name, set it to that name; nothing else here changes.
-TOP_PACKAGE: str | None = None
-
-RESOURCES_PACKAGE = "resources" if TOP_PACKAGE is None else f"{TOP_PACKAGE}.resources"
+# The one import name: the checkout root is the package (pyproject's package-dir mapping), so image-templates/
+# and resources/ sit inside it both in a checkout and in an installed wheel.
+TOP_PACKAGE = __package__.rpartition(".")[0]  # "image_composer_mcp"
+RESOURCES_PACKAGE = f"{TOP_PACKAGE}.resources"
 TEMPLATES_FOLDER = "image-templates"
 
 
@@ -42,10 +40,7 @@ def resource_path(name: str) -> Path:
 
 def bundled_templates_dir() -> Path:
     """The template library shipped with the server (may be missing in a broken install; callers report it)."""
-    if TOP_PACKAGE is not None:
-        return Path(str(resources.files(TOP_PACKAGE).joinpath(TEMPLATES_FOLDER)))
-    # Before the rename the library sits beside the resources package, at the checkout root.
-    return Path(str(resources.files(RESOURCES_PACKAGE))).parent / TEMPLATES_FOLDER
+    return Path(str(resources.files(TOP_PACKAGE).joinpath(TEMPLATES_FOLDER)))
 
 
 def user_cache_dir() -> Path:

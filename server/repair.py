@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.validation import validate_data
-from server.yamlsafe import YamlError, parse_yaml
+from .validation import validate_data
+from .yamlsafe import YamlError, parse_yaml
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def _quick_fixes(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(target, dict):
         arch = str(target.get("arch", "")).lower()
         target["arch"] = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(arch, target.get("arch"))
-        from server.vocabulary import OS_FOR_DIST
+        from .vocabulary import OS_FOR_DIST
 
         if target.get("dist") in OS_FOR_DIST and target.get("os") != OS_FOR_DIST[target["dist"]]:
             target["os"] = OS_FOR_DIST[target["dist"]]

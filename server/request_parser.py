@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from server.knowledge import Capabilities, load_capabilities, normalize_phrase
-from server.sizes import CASUAL_SIZE, casual_mib, fmt_size
+from .knowledge import Capabilities, load_capabilities, normalize_phrase
+from .sizes import CASUAL_SIZE, casual_mib, fmt_size
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
 _SIZE = CASUAL_SIZE

@@ -48,15 +48,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from server import package_names
-from server import vocabulary as vocab
-from server.config import AISettings
-from server.index import TemplateIndex, build_where
-from server.knowledge import Concept, glossary_words, load_glossary
-from server.templates import TemplateRecord
+from . import package_names
+from . import vocabulary as vocab
+from .config import AISettings
+from .index import TemplateIndex, build_where
+from .knowledge import Concept, glossary_words, load_glossary
+from .templates import TemplateRecord
 
 if TYPE_CHECKING:
-    from server.embeddings import Embedder
+    from .embeddings import Embedder
 
 log = logging.getLogger(__name__)
 

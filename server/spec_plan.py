@@ -23,9 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from server.knowledge import Capabilities
-from server.request_parser import RequestSpec
-from server.sizes import CASUAL_SIZE, casual_mib, fmt_size
+from .knowledge import Capabilities
+from .request_parser import RequestSpec
+from .sizes import CASUAL_SIZE, casual_mib, fmt_size
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+_.-]*$")
 _HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", re.I)
@@ -50,7 +50,7 @@ class PlannedSpec(BaseModel):
 
 def spec_schema() -> dict[str, Any]:
     """JSON schema for :class:`PlannedSpec` in the strict form every back-end accepts (see strict_json_schema)."""
-    from server.llm import strict_json_schema
+    from .llm import strict_json_schema
 
     return strict_json_schema(PlannedSpec)
 

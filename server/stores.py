@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from server.config import AISettings
+from .config import AISettings
 
 
 def open_conversation_store(settings: AISettings, cache_dir: Path | None) -> Any:
@@ -14,9 +14,9 @@ def open_conversation_store(settings: AISettings, cache_dir: Path | None) -> Any
     limits = {"max_history": c.max_history, "idle_timeout_s": c.session_timeout, "max_age_s": c.max_age,
               "max_conversations": c.max_conversations}
     if settings.conversations_url is not None:
-        from server.conversations_pg import PostgresConversationStore
+        from .conversations_pg import PostgresConversationStore
 
         return PostgresConversationStore(settings.conversations_url.get_secret_value(), **limits)
-    from server.conversations import SqliteConversationStore
+    from .conversations import SqliteConversationStore
 
     return SqliteConversationStore((cache_dir / "conversations.sqlite3") if cache_dir else ":memory:", **limits)

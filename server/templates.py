@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server import vocabulary as vocab
-from server.yamlsafe import YamlError, load_mapping
+from . import vocabulary as vocab
+from .yamlsafe import YamlError, load_mapping
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from server.paths import resource_text
+from .paths import resource_text
 
 SCHEMA_FILE = "os-image-template.schema.json"
 SOURCE_FILE = "os-image-template.schema.source.json"
@@ -214,7 +214,7 @@ def conform_text(text: str) -> tuple[str, list[str]]:
     """:func:`conform` for YAML text. Text that needs no change, or does not parse, comes back as it was."""
     if not isinstance(text, str) or "metadata" not in text:
         return text, []
-    from server.yamlsafe import YamlError, load_mapping
+    from .yamlsafe import YamlError, load_mapping
 
     try:
         data = load_mapping(text).data
@@ -223,6 +223,6 @@ def conform_text(text: str) -> tuple[str, list[str]]:
     fixed, changes = conform(data)
     if not changes:
         return text, []
-    from server.composer import dump_yaml  # the composer's writer: same key order as generated templates
+    from .composer import dump_yaml  # the composer's writer: same key order as generated templates
 
     return dump_yaml(fixed), changes

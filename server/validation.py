@@ -41,9 +41,9 @@ from typing import Any, Protocol
 from jsonschema.exceptions import ValidationError, best_match
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from server import upstream_compat
-from server.yamlsafe import MAX_BYTES as _YAML_MAX_BYTES
-from server.yamlsafe import YamlError, load_mapping
+from . import upstream_compat
+from .yamlsafe import MAX_BYTES as _YAML_MAX_BYTES
+from .yamlsafe import YamlError, load_mapping
 
 logger = logging.getLogger(__name__)
 
@@ -1799,5 +1799,5 @@ _CHECKS: tuple[Callable[[_Ctx], None], ...] = (
     _check_repositories,
     _check_system,
     _check_build_support,
-    __import__("server.validation_consistency", fromlist=["check"]).check,  # leftovers of removed software
+    __import__("image_composer_mcp.server.validation_consistency", fromlist=["check"]).check,  # leftovers of removed software
 )

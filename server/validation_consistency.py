@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from server.compose_coherence import service_spans, stems, unit_stem
-from server.knowledge import load_capabilities
+from .compose_coherence import service_spans, stems, unit_stem
+from .knowledge import load_capabilities
 
 
 @functools.lru_cache(maxsize=1)

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from image_composer_mcp.server.adherence import unmet
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.yamlsafe import load_mapping, parse_yaml
 from mcp import Client
 from mcp.types import CreateMessageResult, TextContent
 
-from server.adherence import unmet
-from server.app import create_app
-from server.config import load_settings
-from server.engine import Engine
-from server.yamlsafe import load_mapping, parse_yaml
 from tests.conftest import LIBRARY, REPO
 from tests.fake_llm import FakeLLM
 
@@ -136,7 +136,7 @@ async def test_partially_broken_reply_is_repaired_section_by_section(library_cac
     doc = load_mapping(GOOD).data
     doc["systemConfig"]["hostname"] = "gw-17"
     doc["disk"]["partitionTableType"] = "zfs-magic"
-    from server.composer import dump_yaml
+    from image_composer_mcp.server.composer import dump_yaml
 
     with FakeLLM([f"```yaml\n{dump_yaml(doc)}```"] * 3) as llm:
         app = make_app(library_cache, provider="ollama", **{"ollama.base_url": llm.url})

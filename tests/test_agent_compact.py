@@ -9,15 +9,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from image_composer_mcp.server import llm_prompts as prompts
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.repair import (
+    complete_from_base,
+    deep_merge,
+    merge_onto_base,
+    prune_unknown,
+    salvage_yaml,
+)
+from image_composer_mcp.server.validation import validate_data, validate_text
+from image_composer_mcp.server.yamlsafe import load_mapping
 from mcp import Client
 
-from server import llm_prompts as prompts
-from server.app import create_app
-from server.config import load_settings
-from server.engine import Engine
-from server.repair import complete_from_base, deep_merge, merge_onto_base, prune_unknown, salvage_yaml
-from server.validation import validate_data, validate_text
-from server.yamlsafe import load_mapping
 from tests.conftest import LIBRARY
 from tests.fake_llm import FakeLLM
 

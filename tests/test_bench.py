@@ -5,10 +5,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import image_composer_mcp.server.index as index_mod
 import numpy as np
 import pytest
+from image_composer_mcp.server.evaluation import LabelledQuery
+from image_composer_mcp.server.index import TemplateIndex
+from image_composer_mcp.server.templates import Fingerprint, load_record, record_from_data
+from image_composer_mcp.server.validation import validate_text
+from image_composer_mcp.server.yamlsafe import load_mapping
 
-import server.index as index_mod
 from bench.baseline import BaselineIndex, UpstreamDoc, doc_from_data, parse_query
 from bench.corpus import derive_vectors
 from bench.measure import percentile
@@ -23,11 +28,6 @@ from bench.synthetic import (
     render_yaml,
     themed_variant,
 )
-from server.evaluation import LabelledQuery
-from server.index import TemplateIndex
-from server.templates import Fingerprint, load_record, record_from_data
-from server.validation import validate_text
-from server.yamlsafe import load_mapping
 from tests.conftest import LIBRARY, HashEmbedder, write_template
 
 # ---- upstream query parser -------------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def test_scan_matches_the_template_loader(tmp_path: Path):
     (root / "files").mkdir()
     write_template(root / "files", "overlay")
     (root / "notes.txt").write_text("x")
-    from server.templates import scan_files
+    from image_composer_mcp.server.templates import scan_files
 
     index = TemplateIndex(tmp_path / "cache", [root], HashEmbedder())
     mine = sorted((r, rel) for r, rel, _s, _m in index.scan())

@@ -8,11 +8,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.solv_loader import load_solv, solv_unavailable_reason
 from mcp import Client
 
-from server.app import create_app
-from server.config import load_settings
-from server.solv_loader import load_solv, solv_unavailable_reason
 from tests.conftest import MINIMAL_TEMPLATE, write_template
 from tests.test_closure import DEB
 

@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from server import embeddings as emb
-from server.embeddings import (
+from image_composer_mcp.server import embeddings as emb
+from image_composer_mcp.server.embeddings import (
     Embedder,
     EmbeddingError,
     LocalEmbedder,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import image_composer_mcp.server.engine as engine_mod
 import pytest
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.engine import Engine, LibraryEmptyError
 
-import server.engine as engine_mod
-from server.config import load_settings
-from server.engine import Engine, LibraryEmptyError
 from tests.conftest import write_template
 
 

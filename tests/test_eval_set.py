@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from image_composer_mcp.server.adherence import unmet
+
 from bench.agent_bench import load_eval
-from server.adherence import unmet
 
 KEYS = {"os", "dist", "arch", "type", "has", "lacks", "hostname", "size", "min_size", "mount", "no_mount", "cmdline",
         "immutable", "user", "artifact", "no_enable", "unsupported", "unchanged"}

@@ -6,12 +6,11 @@ import json
 from typing import Any
 
 import pytest
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.tools._common import MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_TEXT_CHARS, MAX_YAML_CHARS
 from mcp import Client
-
-from server.app import create_app
-from server.config import load_settings
-from server.engine import Engine
-from tools._common import MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_TEXT_CHARS, MAX_YAML_CHARS
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.http import build_http_app, make_server, resolve_token
 
-from server.app import create_app
-from server.config import load_settings
-from server.http import build_http_app, make_server, resolve_token
 from tests.conftest import write_template
 
 TOKEN = "hostile-token-0a9b8c7d6e5f4a3b"
@@ -26,7 +26,7 @@ BOUND = 30.0  # seconds any single wait may take before the test fails
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory):
-    from server.engine import Engine
+    from image_composer_mcp.server.engine import Engine
 
     templates = tmp_path_factory.mktemp("hostile-http-templates")
     write_template(templates, "web-nginx", "web server with nginx", "web", "nginx")

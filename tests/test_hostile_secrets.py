@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.logs import redact, remember_secret, strip_userinfo
 from mcp import Client
-
-from server.app import create_app
-from server.config import load_settings
-from server.engine import Engine
-from server.logs import redact, remember_secret, strip_userinfo
 
 pytestmark = pytest.mark.anyio
 

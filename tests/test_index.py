@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from image_composer_mcp.server.index import TemplateIndex
 
-from server.index import TemplateIndex
 from tests.conftest import HashEmbedder, write_template
 
 

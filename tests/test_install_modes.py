@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.engine import Engine
 from mcp import Client
 
-from server.app import create_app
-from server.config import load_settings
-from server.engine import Engine
 from tests.conftest import LIBRARY
 
 pytestmark = pytest.mark.anyio

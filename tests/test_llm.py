@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-
-from server.llm import (
+from image_composer_mcp.server.llm import (
     CallbackProvider,
     ChatMessage,
     LLMError,

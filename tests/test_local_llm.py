@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from server import local_llm
-from server.local_llm import LocalLLMError, LocalLLMServer, bundled_gguf, find_model
-from server.validation import validate_text
-from server.yamlsafe import load_mapping
+from image_composer_mcp.server import local_llm
+from image_composer_mcp.server.local_llm import LocalLLMError, LocalLLMServer, bundled_gguf, find_model
+from image_composer_mcp.server.validation import validate_text
+from image_composer_mcp.server.yamlsafe import load_mapping
 
 
 # ---- locating the model ---------------------------------------------------------------------------
@@ -120,7 +119,7 @@ def test_a_server_that_dies_at_start_up_is_reported(no_module_check: None, fake_
 
 
 def test_client_env_points_the_openai_provider_at_the_server():
-    from server.config import load_settings
+    from image_composer_mcp.server.config import load_settings
 
     env = local_llm.client_env("http://127.0.0.1:8088/v1")
     settings = load_settings(env=env)
@@ -153,9 +152,9 @@ def real_llm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 def _app(cache: Path, server: LocalLLMServer, **overrides: Any):
-    from server.app import create_app
-    from server.config import load_settings
-    from server.engine import Engine
+    from image_composer_mcp.server.app import create_app
+    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.engine import Engine
 
     env = {"OIC_AI_CACHE_DIR": str(cache), **local_llm.client_env(server.base_url, server.alias)}
     settings = load_settings(env=env, overrides={"packages.offline": True, **overrides})
@@ -173,7 +172,7 @@ def _check_honest(data: dict[str, Any]) -> None:
 @pytest.mark.llm
 @pytest.mark.anyio
 async def test_real_model_answers_through_the_openai_provider(real_llm: LocalLLMServer):
-    from server.llm import ChatMessage, OpenAIProvider
+    from image_composer_mcp.server.llm import ChatMessage, OpenAIProvider
 
     provider = OpenAIProvider(api_key="local", model=real_llm.alias, base_url=real_llm.base_url, timeout=300)
     try:
@@ -188,9 +187,8 @@ async def test_real_model_answers_through_the_openai_provider(real_llm: LocalLLM
 async def test_real_model_answers_complete_json_through_the_json_object_fallback(real_llm: LocalLLMServer):
     # llama-cpp-python refuses response_format json_schema; the provider must fall back to its
     # grammar-constrained json_object + schema and return an object that follows the schema.
+    from image_composer_mcp.server.llm import ChatMessage, OpenAIProvider, strict_json_schema
     from pydantic import BaseModel
-
-    from server.llm import ChatMessage, OpenAIProvider, strict_json_schema
 
     class Target(BaseModel):
         os: str

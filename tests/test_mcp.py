@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
 from mcp import Client, MCPError
 from mcp.types import ResourceTemplateReference
 
-from server.app import create_app
-from server.config import load_settings
 from tests.conftest import REFERENCE_TEMPLATES, needs_reference, write_template
 
 pytestmark = pytest.mark.anyio

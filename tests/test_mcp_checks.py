@@ -8,10 +8,10 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
 from mcp import Client
 
-from server.app import create_app
-from server.config import load_settings
 from tests.conftest import MINIMAL_TEMPLATE, write_template
 
 pytestmark = pytest.mark.anyio

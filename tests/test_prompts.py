@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from image_composer_mcp.server.app import create_app
+from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.tools._common import rewrite_arguments
 from mcp import Client
 
-from server.app import create_app
-from server.config import load_settings
 from tests.conftest import write_template
-from tools._common import rewrite_arguments
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory):
-    from server.engine import Engine
+    from image_composer_mcp.server.engine import Engine
 
     templates = tmp_path_factory.mktemp("prompt-templates")
     write_template(templates, "web-nginx", description="web server with nginx", packages="nginx")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from server.request_parser import looks_like_package, parse_request
+from image_composer_mcp.server.request_parser import looks_like_package, parse_request
 
 
 def test_misspellings_are_corrected_towards_one_clearly_closest_known_word():
@@ -49,7 +48,7 @@ def test_unsupported_targets_are_flagged_with_the_closest_choice(text, dist, arc
 @pytest.mark.parametrize(("text", "dist"), [("rocky 10 server", "el10"), ("azure linux 3 image", "azl3"),
                                             ("alma linux box", "el10"), ("mariner vm", "azl3")])
 def test_vendor_names_and_supported_releases_are_not_flagged(text, dist):
-    from server.knowledge import load_capabilities
+    from image_composer_mcp.server.knowledge import load_capabilities
 
     spec = parse_request(text)
     # A family alone leaves the release open (the agent picks the newest); a release must be the right one.

@@ -4,9 +4,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from image_composer_mcp.server.templates import content_hash, load_record, scan_files
+from image_composer_mcp.server.yamlsafe import YamlError, load_mapping, parse_yaml
 
-from server.templates import content_hash, load_record, scan_files
-from server.yamlsafe import YamlError, load_mapping, parse_yaml
 from tests.conftest import REFERENCE_TEMPLATES, needs_reference, write_template
 
 

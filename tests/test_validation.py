@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from jsonschema import Draft202012Validator
-
-from server import upstream_compat
-from server.validation import (
+from image_composer_mcp.server import upstream_compat
+from image_composer_mcp.server.validation import (
     MAX_BYTES,
     MAX_ISSUES,
     Issue,
@@ -25,6 +23,7 @@ from server.validation import (
     validate_data,
     validate_text,
 )
+from jsonschema import Draft202012Validator
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 UPSTREAM = SHARED / "reference" / "os-image-composer"
@@ -876,7 +875,7 @@ def test_odd_yaml_types_do_not_crash() -> None:
 
 def test_wrong_shapes_everywhere_do_not_crash(caplog: pytest.LogCaptureFixture) -> None:
     # A crashing rule is logged and skipped, so the log is where a crash would show.
-    caplog.set_level(logging.ERROR, logger="server.validation")
+    caplog.set_level(logging.ERROR, logger="image_composer_mcp.server.validation")
     shapes = [None, 1, "x", [], {}, [1, "a", None], {"a": [1]}, True]
     sections = ["image", "target", "disk", "systemConfig", "packageRepositories", "metadata"]
     base = yaml.safe_load(BASE)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from image_composer_mcp.server import index as index_mod
+from image_composer_mcp.server.index import TemplateIndex, build_where
 
-from server import index as index_mod
-from server.index import TemplateIndex, build_where
 from tests.conftest import LIBRARY, HashEmbedder, write_template
 
 QUERIES = ["ubuntu edge gateway with docker", "minimal arm image", "secure boot immutable", "cloud vm", "x"]

@@ -8,10 +8,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from server.engine import Engine
-from server.llm import SamplingDeferred
-from tools._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
-from tools._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, agent_call, result
+from ..server.engine import Engine
+from ..server.llm import SamplingDeferred
+from ._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
+from ._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, agent_call, result
 
 
 def register(mcp: MCPServer, engine: Engine) -> None:

@@ -8,11 +8,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from server.engine import Engine
+from ..server.engine import Engine
 
 if TYPE_CHECKING:
-    from server.search import SearchOutcome
-from tools._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, call_engine, result
+    from ..server.search import SearchOutcome
+from ._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, call_engine, result
 
 
 class ScoreBreakdown(BaseModel):

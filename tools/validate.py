@@ -8,8 +8,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from server.engine import Engine
-from tools._common import MAX_NAME_CHARS, MAX_YAML_CHARS, call_engine, result
+from ..server.engine import Engine
+from ._common import MAX_NAME_CHARS, MAX_YAML_CHARS, call_engine, result
 
 
 class ValidationIssue(BaseModel):

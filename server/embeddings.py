@@ -11,7 +11,6 @@ import contextlib
 import ctypes
 import hashlib
 import importlib.util
-import ipaddress
 import logging
 import os
 import threading
@@ -23,6 +22,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
+
+from .llm_base import is_loopback
 
 if TYPE_CHECKING:
     from .embed_onnx import OnnxMiniLM
@@ -515,16 +516,6 @@ class LocalEmbedder:
 # Remote providers
 # --------------------------------------------------------------------------------------------------
 
-def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _body_snippet(response: Any, limit: int = 300) -> str:
     """The server's own error text from an httpx/httpx2 response (both SDKs hand one over)."""
     if response is None:
@@ -673,7 +664,7 @@ class OllamaEmbedder(_RemoteEmbedder):
 
         # Proxy variables meant for the internet must not capture a local Ollama.
         return ollama.Client(host=self.base_url, timeout=httpx.Timeout(self.timeout),
-                             trust_env=not _is_loopback(self.base_url))
+                             trust_env=not is_loopback(self.base_url))
 
     def _unreachable_hint(self) -> str:
         return ("start it with `ollama serve`, set OLLAMA_HOST to where it runs, "
@@ -739,7 +730,7 @@ class OpenAIEmbedder(_RemoteEmbedder):
 
         # One retry (the SDK honours Retry-After); each attempt bounded by the timeout.
         return openai.OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=1,
-                             http_client=openai.DefaultHttpxClient(trust_env=not _is_loopback(self.base_url)))
+                             http_client=openai.DefaultHttpxClient(trust_env=not is_loopback(self.base_url)))
 
     def _preflight(self) -> None:
         if not self.api_key:

@@ -552,7 +552,14 @@ class _Parser:
             rf"|({comp})[\s-]+compress(?:ed|ion)?)\b"
         ):
             value = (m.group(1) or m.group(2)).lower()
-            self.spec.artifact_compression = "gz" if value == "gzip" else value
+            value = "gz" if value == "gzip" else value
+            from .validation import BUILD_COMPRESSIONS  # the build's own list: one home for that fact
+
+            if value in BUILD_COMPRESSIONS:
+                self.spec.artifact_compression = value
+            else:  # the schema allows it, the build refuses it: say so instead of writing it
+                self.spec.unsupported.append(f"{value} compression: os-image-composer's build does not support it; "
+                                             f"closest supported: {', '.join(BUILD_COMPRESSIONS)}")
             self._mask(m.start(), m.end())
         for m in self._each(
             rf"\b({names})\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?({names})\b"

@@ -65,3 +65,15 @@ def test_replacement_and_removal_verbs():
 def test_a_partition_purpose_is_not_a_request_for_software():
     spec = parse_request("add a separate 4GiB /data partition for logs")
     assert spec.partitions[0]["mountPoint"] == "/data" and not spec.add_packages and not spec.add_groups
+
+
+def test_a_compression_the_build_refuses_is_reported_not_written() -> None:
+    """bz2 passes upstream's schema but its build stops on it: the request is told, the template never gets it."""
+    from image_composer_mcp.server.validation import BUILD_COMPRESSIONS
+
+    refused = parse_request("debian 13 raw image compressed with bz2")
+    assert refused.artifact_compression is None
+    assert any("bz2" in u and "gz" in u for u in refused.unsupported)
+    for value in BUILD_COMPRESSIONS:
+        assert parse_request(f"debian 13 raw image, {value} compressed").artifact_compression == value
+    assert parse_request("debian 13 raw image compressed with gzip").artifact_compression == "gz"

@@ -112,6 +112,7 @@ async def eval_split(client: Any, split: str) -> dict[str, Any]:
     for kind in ("requests", "refinements"):
         right = misses = reported_misses = 0
         failures: list[dict[str, Any]] = []
+        providers: dict[str, int] = {}  # who produced each answer, e.g. "openai+composer" when a plan was used
         for row in rows[kind]:
             previous = None
             if kind == "refinements":
@@ -122,6 +123,7 @@ async def eval_split(client: Any, split: str) -> dict[str, Any]:
             else:
                 r = await client.call_tool("generate_template", {"request": row["request"]})
             reply = r.structured_content or {}
+            providers[str(reply.get("provider", "error"))] = providers.get(str(reply.get("provider", "error")), 0) + 1
             if r.is_error or "yaml" not in reply:
                 problems = [f"error: {r.content[0].text if r.content else '?'}"]
             else:
@@ -138,16 +140,18 @@ async def eval_split(client: Any, split: str) -> dict[str, Any]:
         figures[kind] = {"count": n, "fully_right": round(right / n, 4) if n else 0.0, "right": right,
                          "misses": misses, "reported": reported_misses,
                          "misses_reported": round(reported_misses / misses, 4) if misses else 1.0,
-                         "failures": failures}
+                         "failures": failures, "providers": providers}
     return figures
 
 
-async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test")) -> dict[str, Any]:
+async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test"),
+                        overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The evaluation set over MCP; offline by default, any provider through ``overrides``."""
     from image_composer_mcp.server.app import create_app
     from mcp import Client
 
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OIC_AI_PROVIDER": "offline"},
-                             overrides={"packages.offline": True})
+                             overrides={"packages.offline": True, **(overrides or {})})
     async with Client(create_app(settings)) as client:
         return {split: await eval_split(client, split) for split in splits}
 

@@ -163,8 +163,10 @@ def _engine(cache: Path, base_url: str | None, model: str, style: str, max_token
     from image_composer_mcp.server.engine import Engine
 
     env = {"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": "http://127.0.0.1:9"}
+    # This table measures the model writing YAML itself; plan mode is measured on the evaluation set below.
     overrides: dict[str, Any] = {"packages.offline": True, "agent.verify_packages": False,
-                                 "agent.prompt_style": style, "agent.max_tokens": max_tokens}
+                                 "agent.prompt_style": style, "agent.max_tokens": max_tokens,
+                                 "agent.llm_mode": "yaml"}
     if base_url:
         overrides.update({"provider": "openai", "openai.base_url": base_url, "openai.api_key": "local",
                           "openai.model": model, "openai.timeout": 600})
@@ -358,7 +360,7 @@ async def _main(args: argparse.Namespace) -> int:
     model_name = args.model_name or "local model"
     meta: dict[str, Any] = {"max_tokens": args.max_tokens, "limit": args.limit, "n_ctx": args.n_ctx,
                             "threads": args.threads or "?", "machine": _machine()}
-    styles = [s for s in args.styles.split(",") if s.strip()]
+    styles = [] if args.plan_only else [s for s in args.styles.split(",") if s.strip()]
     if styles and not base_url:
         try:
             server = local_llm.LocalLLMServer(args.model, n_ctx=args.n_ctx, threads=args.threads,
@@ -381,20 +383,35 @@ async def _main(args: argparse.Namespace) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="bench-llm-") as tmp:
             cache = Path(tmp)
-            results["offline"] = await _run_setup("offline", cache / "offline", None, "", "compact",
-                                                  args.max_tokens, args.limit)
+            if not args.plan_only:
+                results["offline"] = await _run_setup("offline", cache / "offline", None, "", "compact",
+                                                      args.max_tokens, args.limit)
             for entry in styles:
                 style, _, rows = entry.partition(":")
                 limit = int(rows) if rows else args.limit
                 setup = f"openai/{style}"
                 results[setup] = await _run_setup(setup, cache / style, base_url, "local", style,
                                                   args.max_tokens, limit)
+        plan: dict[str, Any] | None = None
+        if args.plan:
+            if not base_url:  # --styles "" --plan-only: the server was not needed by the tables above
+                server = local_llm.LocalLLMServer(args.model, n_ctx=args.n_ctx, threads=args.threads,
+                                                  log_file=args.server_log)
+                server.start()
+                base_url, model_name = server.base_url, server.model_path.name
+            plan = await _plan_eval(base_url, "local")
     finally:
         if server is not None:
             server.stop()
     meta["date"] = time.strftime("%Y-%m-%d")
     meta["duration_min"] = (time.time() - started) / 60
-    section = markdown(results, meta)
+    plan_section = plan_markdown(plan, model_name, meta) if plan is not None else ""
+    if args.plan_only:
+        sys.stderr.write(plan_section + "\n")
+        if not args.no_write:
+            write_plan_section(Path(args.output), plan_section)
+        return 0
+    section = markdown(results, meta) + plan_section
     sys.stderr.write(section)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -404,6 +421,54 @@ async def _main(args: argparse.Namespace) -> int:
         write_section(Path(args.output), section)
         sys.stderr.write(f"written to {args.output}\n")
     return 0
+
+
+async def _plan_eval(base_url: str, model: str) -> dict[str, Any]:
+    """Plan mode (the default): the model answers a RequestSpec or an edit plan as schema-constrained JSON,
+    merged under the rules, composed. Run over both halves of the evaluation set from user intents, beside
+    the offline provider on the same rows, so "never worse than offline alone" is checked, not assumed."""
+    from bench.agent_bench import _eval_figures
+
+    with tempfile.TemporaryDirectory(prefix="bench-llm-plan-") as tmp:
+        offline = await _eval_figures(Path(tmp) / "offline")
+        planned = await _eval_figures(Path(tmp) / "plan", overrides={
+            "provider": "openai", "openai.base_url": base_url, "openai.api_key": "local", "openai.model": model,
+            "openai.timeout": 600, "agent.llm_mode": "plan", "agent.verify_packages": False})
+    return {"offline": offline, "plan": planned}
+
+
+PLAN_HEADING = "### Plan mode"
+
+
+def write_plan_section(path: Path, plan_section: str) -> None:
+    """Put (or replace) the plan-mode table inside the LLM block, keeping the YAML-mode tables as they are."""
+    text = path.read_text("utf-8") if path.is_file() else ""
+    if START not in text or END not in text:
+        write_section(path, plan_section.lstrip("\n") + "\n")
+        return
+    head, rest = text.split(START, 1)
+    body, tail = rest.split(END, 1)
+    if PLAN_HEADING in body:
+        body = body[:body.index(PLAN_HEADING)].rstrip("\n") + "\n"
+    path.write_text(head + START + body.rstrip("\n") + "\n" + plan_section + "\n" + END + tail, "utf-8")
+
+
+def plan_markdown(plan: dict[str, Any], model_name: str, meta: dict[str, Any]) -> str:
+    lines = ["", f"{PLAN_HEADING} with {model_name} on the evaluation set from user intents "
+             f"({meta.get('date', '')})", "",
+             "`ai.agent.llm_mode=plan`: the model's schema-constrained RequestSpec (edit plan for refinements) is merged "
+             "under the rules and composed. *plan used*: answers whose provider is `openai+composer` (the plan "
+             "changed something); the rest fell back to the offline understanding and say so.", "",
+             "| half | kind | offline fully right | plan mode fully right | plan used | misses reported (plan) |",
+             "|---|---|---|---|---|---|"]
+    for half in ("dev", "test"):
+        for kind in ("requests", "refinements"):
+            off, pl = plan["offline"][half][kind], plan["plan"][half][kind]
+            used = sum(n for p, n in pl.get("providers", {}).items() if p.endswith("+composer"))
+            worse = " **worse**" if pl["right"] < off["right"] else ""
+            lines.append(f"| {half} | {kind} | {off['right']}/{off['count']} | {pl['right']}/{pl['count']}{worse} | "
+                         f"{used}/{pl['count']} | {pl['reported']}/{pl['misses']} |")
+    return "\n".join(lines)
 
 
 def _machine() -> str:
@@ -420,6 +485,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-name", help="label for --base-url runs")
     p.add_argument("--styles", default="compact,full", help="prompt styles to run (ai.agent.prompt_style); style:N runs the first N rows of each table only")
     p.add_argument("--limit", type=int, help="only the first N rows of each table")
+    p.add_argument("--no-plan", dest="plan", action="store_false",
+                   help="skip plan mode over the evaluation set (about 5 minutes with SmolLM2-135M)")
+    p.add_argument("--plan-only", action="store_true",
+                   help="only plan mode over the evaluation set; rewrites just that table in BENCHMARKS.md")
     p.add_argument("--max-tokens", type=int, default=1024, help="ai.agent.max_tokens (default 1024)")
     p.add_argument("--n-ctx", type=int, default=8192)
     p.add_argument("--threads", type=int)

@@ -17,6 +17,7 @@ from typing import Any
 
 from .knowledge import Capabilities, load_capabilities, normalize_phrase
 from .sizes import CASUAL_SIZE, casual_mib, fmt_size
+from .validation import BUILD_COMPRESSIONS  # the build's own list: one home for that fact
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
 _SIZE = CASUAL_SIZE
@@ -553,8 +554,6 @@ class _Parser:
         ):
             value = (m.group(1) or m.group(2)).lower()
             value = "gz" if value == "gzip" else value
-            from .validation import BUILD_COMPRESSIONS  # the build's own list: one home for that fact
-
             if value in BUILD_COMPRESSIONS:
                 self.spec.artifact_compression = value
             else:  # the schema allows it, the build refuses it: say so instead of writing it

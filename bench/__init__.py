@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# The checkout root (README.md, tests/data, image-templates/): for developer tools, never for bundled data.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
 
 def reference_checkout() -> Path:
     """The upstream os-image-composer checkout that parity tests and benchmarks compare with: any clone

@@ -18,10 +18,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from image_composer_mcp.server.adherence import reported, unmet, unmet_reply
-from image_composer_mcp.server.config import PACKAGE_ROOT, load_settings
-from image_composer_mcp.server.yamlsafe import YamlError, load_mapping, parse_yaml
+from image_composer_mcp.server.composer.adherence import reported, unmet, unmet_reply
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping, parse_yaml
 
+from bench import REPO_ROOT as PACKAGE_ROOT
 from bench import reference_checkout
 
 DATA = PACKAGE_ROOT / "tests" / "data"
@@ -31,7 +32,7 @@ REFERENCE = reference_checkout() / "image-templates"
 
 def upstream_accepts(text: str) -> bool:
     """os-image-composer's own schema file (unchanged) accepts the YAML: counted apart from our validator."""
-    from image_composer_mcp.server.upstream_compat import upstream_errors
+    from image_composer_mcp.server.validation.upstream import upstream_errors
 
     try:
         data = load_mapping(text).data
@@ -46,7 +47,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def _agent_figures(cache: Path) -> dict[str, Any]:
-    from image_composer_mcp.server.app import create_app
+    from image_composer_mcp.server.transport.app import create_app
     from mcp import Client
 
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OIC_AI_PROVIDER": "offline"},
@@ -147,7 +148,7 @@ async def eval_split(client: Any, split: str) -> dict[str, Any]:
 async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test"),
                         overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The evaluation set over MCP; offline by default, any provider through ``overrides``."""
-    from image_composer_mcp.server.app import create_app
+    from image_composer_mcp.server.transport.app import create_app
     from mcp import Client
 
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OIC_AI_PROVIDER": "offline"},
@@ -157,7 +158,7 @@ async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test"),
 
 
 def _validation_figures() -> dict[str, Any]:
-    from image_composer_mcp.server.validation import validate_text
+    from image_composer_mcp.server.validation.rules import validate_text
 
     out: dict[str, Any] = {}
     for label, root in (("reference", REFERENCE), ("library", PACKAGE_ROOT / "image-templates")):
@@ -186,7 +187,7 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 
 def _verification_figures(workdir: Path, size: int = 60_000, checks: int = 300) -> dict[str, Any]:
-    from image_composer_mcp.server.packages import PackageVerifier
+    from image_composer_mcp.server.packages.verifier import PackageVerifier
 
     repo = workdir / "repo"
     repo.mkdir()

@@ -177,7 +177,7 @@ def doc_from_data(file_name: str, data: dict[str, Any]) -> UpstreamDoc:
 
 def load_docs(root: Path) -> list[UpstreamDoc]:
     """Every template file directly in ``root`` (upstream does not recurse)."""
-    from image_composer_mcp.server.yamlsafe import YamlError, load_mapping
+    from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping
 
     docs: list[UpstreamDoc] = []
     for path in sorted(root.iterdir()):
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", required=True, help="path prefix of the .json documents and .npy vectors")
     parser.add_argument("--queries", required=True, help="JSON list of query strings")
     args = parser.parse_args(argv)
-    from image_composer_mcp.server.embeddings import LocalEmbedder
+    from image_composer_mcp.server.library.embeddings import LocalEmbedder
 
     prefix = Path(args.docs)
     docs = [UpstreamDoc(**d) for d in json.loads(prefix.with_suffix(".json").read_text())]

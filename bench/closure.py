@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from image_composer_mcp.server.config import PACKAGE_ROOT
-from image_composer_mcp.server.yamlsafe import YamlError, load_mapping
+from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping
+
+from bench import REPO_ROOT as PACKAGE_ROOT
 
 log = logging.getLogger("bench.closure")
 LIBRARY = PACKAGE_ROOT / "image-templates"
@@ -61,7 +62,7 @@ def _templates() -> list[tuple[str, str, dict[str, Any]]]:
 def _measurable(templates: list[tuple[str, str, dict[str, Any]]]) -> tuple[list[tuple[str, str, dict[str, Any]]],
                                                                             list[str]]:
     """The amd64 index cannot stand in for aarch64 targets (only Architecture: all would match)."""
-    from image_composer_mcp.server.package_names import canonical_arch
+    from image_composer_mcp.server.knowledge.package_names import canonical_arch
 
     out, skipped = [], []
     for corpus, name, data in templates:
@@ -74,7 +75,7 @@ def _measurable(templates: list[tuple[str, str, dict[str, Any]]]) -> tuple[list[
 
 
 def _verifier(cache: Path, lst: Path) -> Any:
-    from image_composer_mcp.server.packages import PackageVerifier
+    from image_composer_mcp.server.packages.verifier import PackageVerifier
 
     # Template repositories are off: their URLs are not reachable offline, and reading them as empty
     # would be wrong; the closure result reports them as not consulted.
@@ -96,7 +97,7 @@ def _apt_simulate(names: list[str], status: Path) -> tuple[set[str] | None, str]
 
 def _explain(checker: Any, ours: set[str], apt: set[str]) -> list[str]:
     """Why a package is in one set and not the other: which requirement each side satisfied differently."""
-    from image_composer_mcp.server.solv_loader import load_solv
+    from image_composer_mcp.server.packages.solv_loader import load_solv
 
     solv = load_solv()
     entry = next(iter(checker._pools.values()))  # the one pool this run built
@@ -128,9 +129,9 @@ def _explain(checker: Any, ours: set[str], apt: set[str]) -> list[str]:
 
 
 def run() -> dict[str, Any]:
-    from image_composer_mcp.server.closure import ClosureChecker
-    from image_composer_mcp.server.disk_fit import check_disk_fit
-    from image_composer_mcp.server.solv_loader import load_solv, solv_unavailable_reason
+    from image_composer_mcp.server.packages.closure import ClosureChecker
+    from image_composer_mcp.server.packages.disk_fit import check_disk_fit
+    from image_composer_mcp.server.packages.solv_loader import load_solv, solv_unavailable_reason
 
     lst = _apt_list()
     if lst is None:
@@ -184,7 +185,7 @@ def run() -> dict[str, Any]:
         picked = sorted(present, key=lambda r: -len(r["selected"]))[:5]
         cases = [("server request (size target)", SERVER_300)]
         by_name = {(c, n): d for c, n, d in _templates()}
-        from image_composer_mcp.server.packages import packages_from_template
+        from image_composer_mcp.server.packages.verifier import packages_from_template
 
         for row in picked:
             # Only names this index has (apt refuses the whole request otherwise).

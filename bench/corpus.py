@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from image_composer_mcp.server.templates import Fingerprint, TemplateRecord, record_from_data
+from image_composer_mcp.server.library.templates import Fingerprint, TemplateRecord, record_from_data
 
 from bench import reference_checkout
 from bench.baseline import UpstreamDoc, doc_from_data, save_docs
@@ -53,7 +53,7 @@ CHUNK = 2_500
 def code_hash() -> str:
     """Changes whenever the code that decides what a row contains changes: cached tables are then rebuilt."""
     h = hashlib.sha256()
-    for rel in ("server/index.py", "server/templates.py", "server/vocabulary.py", "bench/synthetic.py",
+    for rel in ("server/library/index.py", "server/library/templates.py", "server/library/vocabulary.py", "bench/synthetic.py",
                 "bench/corpus.py"):
         path = REPO / rel
         h.update(path.read_bytes() if path.is_file() else b"")
@@ -232,7 +232,7 @@ class SyntheticCorpora:
 
     def ensure_index(self, size: int, embedder: Any, rebuild: bool = False) -> dict[str, Any]:
         """The LanceDB table for ``size`` rows (bulk-loaded), and the baseline's saved documents."""
-        from image_composer_mcp.server.index import TemplateIndex
+        from image_composer_mcp.server.library.index import TemplateIndex
 
         directory = self.index_dir(size)
         manifest_path = directory / "manifest.json"

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _settings(roots: list[Path], cache_dir: Path) -> Any:
     import os
 
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
 
     return load_settings(env={"OIC_AI_TEMPLATES_DIR": os.pathsep.join(str(r) for r in roots),
                               "OIC_AI_CACHE_DIR": str(cache_dir), "OIC_AI_PROVIDER": "offline"})
@@ -105,7 +105,7 @@ def _wait_optimizer(index: Any, timeout: float = 120.0) -> None:
 def full_sync(roots: list[Path], vectors_by_text: dict[str, np.ndarray], model_id: str, dims: int) -> dict[str, Any]:
     """The real sync pipeline (scan, read, parse, build text, write, optimize) into an empty index, with
     the embedding step replaced by a lookup of precomputed vectors: indexing cost without embedding."""
-    from image_composer_mcp.server.index import TemplateIndex
+    from image_composer_mcp.server.library.index import TemplateIndex
 
     class Lookup:
         def __init__(self) -> None:

@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from image_composer_mcp.server.llm import ChatMessage, ChatReply, extract_yaml
-from image_composer_mcp.server.validation import validate_text
-from image_composer_mcp.server.yamlsafe import YamlError, load_mapping
+from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping
+from image_composer_mcp.server.llm.chat import ChatMessage, ChatReply, extract_yaml
+from image_composer_mcp.server.validation.rules import validate_text
 
 from bench.agent_bench import upstream_accepts
 
@@ -158,8 +158,8 @@ class Record:
 
 
 def _engine(cache: Path, base_url: str | None, model: str, style: str, max_tokens: int) -> tuple[Any, Any, Recorder]:
-    from image_composer_mcp.server.agent import Agent
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.agent.loop import Agent
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
 
     env = {"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": "http://127.0.0.1:9"}
@@ -352,7 +352,7 @@ def write_section(path: Path, section: str) -> None:
 
 # ---- main -----------------------------------------------------------------------------------------
 async def _main(args: argparse.Namespace) -> int:
-    from image_composer_mcp.server import local_llm
+    from devtools import local_llm
 
     started = time.time()
     server = None

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from image_composer_mcp.server.evaluation import SPLITS, LabelledQuery, QualityReport, evaluate, load_queries
 
 from bench.baseline import BaselineIndex, load_docs, save_docs
 from bench.embedcache import EmbeddingCache
+from bench.evaluation import SPLITS, LabelledQuery, QualityReport, evaluate, load_queries
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def report_dict(report: QualityReport) -> dict[str, Any]:
 
 
 def ours_engine(corpus: RealCorpus, cache_dir: Path) -> Any:
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
 
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(corpus.root), "OIC_AI_CACHE_DIR": str(cache_dir),
@@ -153,7 +153,7 @@ def _print(name: str, result: dict[str, Any], misses: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from image_composer_mcp.server.embeddings import LocalEmbedder
+    from image_composer_mcp.server.library.embeddings import LocalEmbedder
 
     from bench import corpus as corpus_mod
 

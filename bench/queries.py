@@ -6,7 +6,7 @@ a dictionary lookup. Every timed search here embeds its query and runs the full 
 
 from __future__ import annotations
 
-from image_composer_mcp.server.evaluation import LabelledQuery
+from bench.evaluation import LabelledQuery
 
 FIRST_QUERY = "minimal edge image with docker for a first search"
 SUFFIXES = ("on x86_64", "for arm64", "with ssh access", "for a small office", "as a raw disk", "for production",

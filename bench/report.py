@@ -238,7 +238,7 @@ def _index_tables(results: dict[str, Any]) -> list[str]:
                "scan, parse and embed of that file, upsert; the LanceDB optimize that folds it into the indexes runs "
                "in the background from 2,000 templates. \"Found by the periodic scan\": the background scanner "
                "already saw the change, the next search applies it (compare, parse, embed, upsert; no second scan). The next search rebuilds the scorer's per-template word sets "
-               "for the whole catalog (server/search.py `_refresh_terms`), which is what the column before last shows.")
+               "for the whole catalog (server/library/search.py `_refresh_terms`), which is what the column before last shows.")
     out.append("")
     out.append("Extrapolated full index = N / embedding rate + N / sync rate (both measured above; the embedding "
                "term dominates: 100,000 templates need hours on 2 cores with the local model, minutes with a GPU "
@@ -279,7 +279,7 @@ def _scale_section(results: dict[str, Any]) -> list[str]:
                        f"{r['recall@50']:.3f} | {r['recall@10_no_refine']:.3f} |")
         out.append("")
     if server:
-        out.append(f"Switch points in `server/index.py`: below {server['vector_index_min_rows']:,} rows vector search "
+        out.append(f"Switch points in `server/library/index.py`: below {server['vector_index_min_rows']:,} rows vector search "
                    f"is flat (exact). From {server['vector_index_min_rows']:,} rows a sync or bulk load builds an IVF_SQ "
                    f"index (cosine, √rows partitions) queried with nprobes={server['nprobes']} and "
                    f"refine_factor={server['refine_factor']}; it is retrained when the table has grown "

@@ -87,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine(), "notes": [], "config": {
         "sizes": sizes, "queries_per_size": n_queries, "pool": args.pool, "quick": args.quick}}
 
-    from image_composer_mcp.server.embeddings import LocalEmbedder
-    from image_composer_mcp.server.evaluation import load_queries
+    from image_composer_mcp.server.library.embeddings import LocalEmbedder
 
+    from bench.evaluation import load_queries
     from bench.quality import baseline_index, evaluate_corpus, ours_engine, real_corpora
 
     embedder = LocalEmbedder()
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         qvecs = embed_cache.get([q.query for q in labelled], "queries")
         results["scale"] = {"sweep": phases.run("flat vs IVF_SQ sweep", sweep, vectors, qvecs)}
         del vectors
-    from image_composer_mcp.server import index as index_mod
+    from image_composer_mcp.server.library import index as index_mod
 
     results.setdefault("scale", {})["server"] = {
         "vector_index_min_rows": index_mod.VECTOR_INDEX_MIN_ROWS, "nprobes": index_mod.VECTOR_INDEX_NPROBES,
@@ -233,7 +233,7 @@ def _embedding_rate(synth: corpus_mod.SyntheticCorpora, embedder: Any) -> dict[s
 
 def _small_reindex(embed_cache: EmbeddingCache, embedder: Any, first_query: str, queries: list[str]) -> dict[str, Any]:
     """Incremental re-index at library scale, on a temporary copy of our own library (never the shared corpus)."""
-    from image_composer_mcp.server.index import TemplateIndex
+    from image_composer_mcp.server.library.index import TemplateIndex
 
     with tempfile.TemporaryDirectory(prefix="bench-lib-") as tmp:
         root = Path(tmp) / "templates"
@@ -241,7 +241,7 @@ def _small_reindex(embed_cache: EmbeddingCache, embedder: Any, first_query: str,
         index = TemplateIndex(Path(tmp) / "cache", [root.resolve()], embedder)
         index.open()
         entries = index.scan()
-        from image_composer_mcp.server.templates import load_record
+        from image_composer_mcp.server.library.templates import load_record
 
         records = [load_record(Path(r), Path(r) / rel) for r, rel, _s, _m in entries]
         index.bulk_load(records, embed_cache.get([r.text for r in records], "library texts"))

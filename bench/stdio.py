@@ -33,7 +33,7 @@ def server_env(roots: list[Path], cache_dir: Path) -> dict[str, str]:
 async def _session(roots: list[Path], cache_dir: Path, first_query: str, queries: list[str]) -> dict[str, Any]:
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "image_composer_mcp.server.cli"], env=server_env(roots, cache_dir),
+    params = StdioServerParameters(command=sys.executable, args=["-m", "image_composer_mcp.server.transport.cli"], env=server_env(roots, cache_dir),
                                    cwd=str(REPO))
     out: dict[str, Any] = {}
     started = time.perf_counter()
@@ -56,7 +56,7 @@ async def _session(roots: list[Path], cache_dir: Path, first_query: str, queries
         sc = stats.structured_content or {}
         out["server_stats"] = {k: sc.get(k) for k in ("templates_indexed", "embedded_this_run", "cache_hits",
                                                       "last_sync_seconds", "index_size_bytes")}
-        pids = children_matching("image_composer_mcp.server.cli")
+        pids = children_matching("image_composer_mcp.server.transport.cli")
         out["peak_rss_mb"] = peak_rss_mb(pids[0]) if pids else None
     return out
 

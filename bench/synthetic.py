@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from image_composer_mcp.server.templates import TEMPLATE_SUFFIXES
-from image_composer_mcp.server.yamlsafe import YamlError, load_mapping
+from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping
+from image_composer_mcp.server.library.templates import TEMPLATE_SUFFIXES
 
 DEB = "deb"
 RPM = "rpm"

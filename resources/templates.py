@@ -9,8 +9,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.types import Completion, ResourceTemplateReference
 
-from ..server import upstream_compat
 from ..server.engine import Engine
+from ..server.validation import upstream as upstream_compat
 
 MAX_COMPLETIONS = 100
 

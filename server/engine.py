@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import paths
-from .config import AISettings
+from .core import paths
+from .core.config import AISettings
 
 if TYPE_CHECKING:  # numpy, LanceDB and the scorer load in the background thread, not at import
-    from .index import ProgressFn, SyncReport, TemplateIndex
-    from .search import SearchEngine, SearchOutcome
+    from .library.index import ProgressFn, SyncReport, TemplateIndex
+    from .library.search import SearchEngine, SearchOutcome
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,8 @@ def usable_cache_dir(preferred: Path) -> tuple[Path | None, list[str]]:
 
 def _remember_secrets(settings: AISettings) -> None:
     """Configured keys and URL credentials are removed from everything the server returns or stores
-    (server/logs.py): an upstream error body may echo them in any shape."""
-    from .logs import remember_secret, remember_url_credentials
+    (server/core/logs.py): an upstream error body may echo them in any shape."""
+    from .core.logs import remember_secret, remember_url_credentials
 
     for secret in (settings.openai.api_key, settings.server.auth_token):
         remember_secret(secret.get_secret_value() if secret is not None else None)
@@ -132,11 +132,11 @@ class Engine:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from .embeddings import create_embedder
+            from .library.embeddings import create_embedder
 
             s = self.settings
             if s.embedding_provider == "local":
-                from .embeddings import KeywordOnlyEmbedder, local_model_missing
+                from .library.embeddings import KeywordOnlyEmbedder, local_model_missing
 
                 why = local_model_missing(s.local_model_dir)
                 if why is not None:
@@ -189,8 +189,8 @@ class Engine:
             preload.start()
         try:
             cache_dir = self._resolve_cache_dir()
-            from .index import TemplateIndex
-            from .search import SearchEngine
+            from .library.index import TemplateIndex
+            from .library.search import SearchEngine
 
             roots = list(self.settings.template_roots)
             if self.save_dir not in roots and not self.shared_index:
@@ -227,13 +227,13 @@ class Engine:
         s = self.settings
         options: dict[str, Any] = {"uri": s.index_uri, "storage_options": s.storage.lance_options()}
         if s.template_object_roots:
-            from .object_store import ObjectRoot
-            from .templates import TEMPLATE_SUFFIXES
+            from .library.templates import TEMPLATE_SUFFIXES
+            from .storage.object_store import ObjectRoot
 
             options["object_roots"] = [ObjectRoot(uri, s.storage, TEMPLATE_SUFFIXES)
                                        for uri in s.template_object_roots]
         if self.shared_index and s.conversations_url is not None:
-            from .pg_lease import PgLease
+            from .storage.pg_lease import PgLease
 
             # One sync leader among the replicas: a PostgreSQL advisory lock in the conversations database.
             options["lease"] = PgLease(s.conversations_url.get_secret_value())
@@ -393,7 +393,7 @@ class Engine:
             raise ValueError(f"template '{name}' is indexed but cannot be read: {reason}") from exc
 
     def validate(self, yaml: str | None = None, name: str | None = None) -> tuple[Any, str | None]:
-        from .validation import validate_text
+        from .validation.rules import validate_text
 
         text, base_dir, resolved = self.template_text(yaml, name)
         report = validate_text(text, base_dir=base_dir)
@@ -410,7 +410,7 @@ class Engine:
     def verifier(self) -> Any:
         with self._verifier_lock:
             if self._verifier is None:
-                from .packages import PackageVerifier
+                from .packages.verifier import PackageVerifier
 
                 cache_dir = self._resolve_cache_dir()
                 base = cache_dir if cache_dir is not None else Path(tempfile.mkdtemp(prefix="oic-pkg-"))
@@ -434,8 +434,8 @@ class Engine:
         dist: str | None = None,
         arch: str | None = None,
     ) -> Any:
-        from .packages import packages_from_template, repositories_from_template
-        from .yamlsafe import YamlError, load_mapping
+        from .core.yamlsafe import YamlError, load_mapping
+        from .packages.verifier import packages_from_template, repositories_from_template
 
         names = [p for p in (packages or []) if isinstance(p, str) and p.strip()]
         repositories: list[dict[str, Any]] = []
@@ -462,8 +462,8 @@ class Engine:
 
     def check_build(self, yaml: str | None = None, name: str | None = None) -> Any:
         """Will it build? Install closure, conflicts and disk fit from the real repository indexes
-        (server/build_check.py). Slow on first use (index download); opt-in for callers."""
-        from .build_check import check_build
+        (server/packages/build_check.py). Slow on first use (index download); opt-in for callers."""
+        from .packages.build_check import check_build
 
         text, _base, _resolved = self.template_text(yaml, name)
         return check_build(self.verifier, text)
@@ -471,7 +471,7 @@ class Engine:
     def check_closure(self, packages: list[str], *, os: str | None = None, dist: str | None = None,
                       arch: str | None = None) -> Any:
         """The install closure of a bare package list (no template, so no disk fit)."""
-        from .closure import checker_for
+        from .packages.closure import checker_for
 
         return checker_for(self.verifier).check(packages, os=os, dist=dist, arch=arch)
 
@@ -481,7 +481,7 @@ class Engine:
         """The agent loop, imported on first use (validation, the composer and the LLM clients are heavy)."""
         with self._start_lock:
             if self._agent is None:
-                from .agent import Agent
+                from .agent.loop import Agent
 
                 self._agent = Agent(self)
             return self._agent
@@ -489,7 +489,7 @@ class Engine:
     def chat_providers(self) -> tuple[Any, Any]:
         """(ollama, openai) providers built from settings; None where not configured at all."""
         if self._chat is None:
-            from .llm import OllamaProvider, OpenAIProvider
+            from .llm.chat import OllamaProvider, OpenAIProvider
 
             s = self.settings
             key = s.openai.api_key.get_secret_value() if s.openai.api_key else None
@@ -503,7 +503,7 @@ class Engine:
         cache_dir = self._resolve_cache_dir()
         with self._start_lock:
             if self._conversations is None:
-                from .stores import open_conversation_store
+                from .agent.stores import open_conversation_store
 
                 self._conversations = open_conversation_store(self.settings, cache_dir)
                 preferred = self.settings.cache_path

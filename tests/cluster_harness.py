@@ -42,7 +42,7 @@ class Replica:
     def start(self) -> None:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "image_composer_mcp.server.cli", "--transport", "streamable-http", "--stateless", "--json-response",
+            [sys.executable, "-m", "image_composer_mcp", "--transport", "streamable-http", "--stateless", "--json-response",
              "--port", str(self.port)],
             cwd=str(REPO), env=self.env, stdout=subprocess.DEVNULL, stderr=log)
         log.close()

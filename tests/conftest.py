@@ -15,7 +15,7 @@ from bench import reference_checkout
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 # Nothing a test runs may write into the real home: the default cache, saved templates and the user
-# config file follow these (server/paths.py, platformdirs), in this process and in every subprocess.
+# config file follow these (server/core/paths.py, platformdirs), in this process and in every subprocess.
 _TEST_HOME = Path(tempfile.mkdtemp(prefix="oic-test-home-"))
 for _var in ("XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"):
     os.environ[_var] = str(_TEST_HOME / _var.lower())
@@ -46,7 +46,7 @@ def agent_results_load_upstream(monkeypatch: pytest.MonkeyPatch):
     """Every template the agent returns in any test: if we call it valid, os-image-composer's own schema
     file (plain jsonschema, tests/upstream_schema.py) must accept it too, and no generated or refined one
     may carry metadata fields upstream refuses."""
-    import image_composer_mcp.server.agent as agent
+    import image_composer_mcp.server.agent.loop as agent
 
     from tests.upstream_schema import refusals_text
 
@@ -103,7 +103,7 @@ def hash_embedder() -> HashEmbedder:
 def reference_engine(tmp_path_factory: pytest.TempPathFactory):
     """One engine over the real reference corpus with the real local embedder, shared by the session."""
     needs_reference()
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
 
     cache = tmp_path_factory.mktemp("ref-cache")
@@ -122,7 +122,7 @@ def library_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def library_engine(library_cache: Path):
     """The bundled image-templates/ library with the real local embedder."""
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
 
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)})

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_composer_mcp.server.adherence import unmet
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.composer.adherence import unmet
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.core.yamlsafe import load_mapping, parse_yaml
 from image_composer_mcp.server.engine import Engine
-from image_composer_mcp.server.yamlsafe import load_mapping, parse_yaml
+from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 from mcp.types import CreateMessageResult, TextContent
 
@@ -136,7 +136,7 @@ async def test_partially_broken_reply_is_repaired_section_by_section(library_cac
     doc = load_mapping(GOOD).data
     doc["systemConfig"]["hostname"] = "gw-17"
     doc["disk"]["partitionTableType"] = "zfs-magic"
-    from image_composer_mcp.server.composer import dump_yaml
+    from image_composer_mcp.server.composer.compose import dump_yaml
 
     with FakeLLM([f"```yaml\n{dump_yaml(doc)}```"] * 3) as llm:
         app = make_app(library_cache, provider="ollama", **{"ollama.base_url": llm.url})

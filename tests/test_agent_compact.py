@@ -9,19 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_composer_mcp.server import llm_prompts as prompts
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
-from image_composer_mcp.server.engine import Engine
-from image_composer_mcp.server.repair import (
+from image_composer_mcp.server.agent import prompts
+from image_composer_mcp.server.agent.repair import (
     complete_from_base,
     deep_merge,
     merge_onto_base,
     prune_unknown,
     salvage_yaml,
 )
-from image_composer_mcp.server.validation import validate_data, validate_text
-from image_composer_mcp.server.yamlsafe import load_mapping
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.core.yamlsafe import load_mapping
+from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.transport.app import create_app
+from image_composer_mcp.server.validation.rules import validate_data, validate_text
 from mcp import Client
 
 from tests.conftest import LIBRARY

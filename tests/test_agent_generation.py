@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_composer_mcp.server import agent as agent_module
-from image_composer_mcp.server.adherence import enabled_services, installed, unmet
-from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.agent import loop as agent_module
+from image_composer_mcp.server.composer.adherence import enabled_services, installed, unmet
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.core.yamlsafe import load_mapping
 from image_composer_mcp.server.engine import Engine
-from image_composer_mcp.server.llm import ChatMessage, LLMUnavailable
-from image_composer_mcp.server.validation import validate_text
-from image_composer_mcp.server.yamlsafe import load_mapping
+from image_composer_mcp.server.llm.chat import ChatMessage, LLMUnavailable
+from image_composer_mcp.server.validation.rules import validate_text
 from mcp import Client
 
 from tests.test_agent import make_app
@@ -115,7 +115,7 @@ async def test_request_is_parsed_once(library_cache, monkeypatch):
         return real(text, **kw)
 
     monkeypatch.setattr(agent_module, "parse_request", counting)
-    monkeypatch.setattr("image_composer_mcp.server.composer.parse_request", counting)
+    monkeypatch.setattr("image_composer_mcp.server.composer.compose.parse_request", counting)
     async with Client(make_app(library_cache)) as c:
         await _gen(c, "ubuntu 24.04 edge image with docker, hostname gw-7")
     assert calls == ["ubuntu 24.04 edge image with docker, hostname gw-7"]
@@ -173,7 +173,7 @@ def test_validator_warns_about_leftovers_of_removed_software():
 
     doc = load_mapping((LIBRARY / "ubuntu24-x86_64-edge-gateway-docker-raw.yml").read_text()).data
     doc["systemConfig"]["packages"] = [p for p in doc["systemConfig"]["packages"] if "docker" not in p]
-    from image_composer_mcp.server.composer import dump_yaml
+    from image_composer_mcp.server.composer.compose import dump_yaml
 
     report = validate_text(dump_yaml(doc))
     codes = {w.code for w in report.warnings}
@@ -184,7 +184,7 @@ def test_validator_warns_about_leftovers_of_removed_software():
 
 # ---- the LLM plans, the composer executes -----------------------------------------------------------------
 class PlanningProvider:
-    """A chat provider that implements only the structured call (as server/llm.py providers do)."""
+    """A chat provider that implements only the structured call (as server/llm/chat.py providers do)."""
 
     name = "ollama"
 

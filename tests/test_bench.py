@@ -5,17 +5,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import image_composer_mcp.server.index as index_mod
+import image_composer_mcp.server.library.index as index_mod
 import numpy as np
 import pytest
-from image_composer_mcp.server.evaluation import LabelledQuery
-from image_composer_mcp.server.index import TemplateIndex
-from image_composer_mcp.server.templates import Fingerprint, load_record, record_from_data
-from image_composer_mcp.server.validation import validate_text
-from image_composer_mcp.server.yamlsafe import load_mapping
+from image_composer_mcp.server.core.yamlsafe import load_mapping
+from image_composer_mcp.server.library.index import TemplateIndex
+from image_composer_mcp.server.library.templates import Fingerprint, load_record, record_from_data
+from image_composer_mcp.server.validation.rules import validate_text
 
 from bench.baseline import BaselineIndex, UpstreamDoc, doc_from_data, parse_query
 from bench.corpus import derive_vectors
+from bench.evaluation import LabelledQuery
 from bench.measure import percentile
 from bench.queries import FIRST_QUERY, latency_queries
 from bench.synthetic import (
@@ -268,7 +268,7 @@ def test_scan_matches_the_template_loader(tmp_path: Path):
     (root / "files").mkdir()
     write_template(root / "files", "overlay")
     (root / "notes.txt").write_text("x")
-    from image_composer_mcp.server.templates import scan_files
+    from image_composer_mcp.server.library.templates import scan_files
 
     index = TemplateIndex(tmp_path / "cache", [root], HashEmbedder())
     mine = sorted((r, rel) for r, rel, _s, _m in index.scan())

@@ -54,7 +54,7 @@ def run(workspace: dict[str, Path], *args: str, stdin: str | None = None, **env:
         ) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("OIC_AI_")}
     full_env.update(OIC_AI_TEMPLATES_DIR=str(workspace["templates"]), OIC_AI_CACHE_DIR=str(workspace["cache"]), **env)
-    return subprocess.run([sys.executable, "-m", "image_composer_mcp.server.cli", *args], cwd=str(REPO), env=full_env, input=stdin,
+    return subprocess.run([sys.executable, "-m", "image_composer_mcp", *args], cwd=str(REPO), env=full_env, input=stdin,
                           capture_output=True, text=True, timeout=180)
 
 
@@ -184,7 +184,7 @@ def test_stdio_sigterm_finishes_the_call_in_flight_then_exits_0(workspace, tmp_p
     env = {k: v for k, v in os.environ.items() if not k.startswith("OIC_AI_")}
     env.update(OIC_AI_TEMPLATES_DIR=str(workspace["templates"]), OIC_AI_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "image_composer_mcp.server.cli", "--config", str(config)], cwd=str(REPO), env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "image_composer_mcp", "--config", str(config)], cwd=str(REPO), env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def send(message: dict) -> None:
@@ -336,7 +336,7 @@ def _serve_on_a_terminal(workspace: dict[str, Path], stdin_tty: bool) -> str:
     env.update(OIC_AI_TEMPLATES_DIR=str(workspace["templates"]), OIC_AI_CACHE_DIR=str(workspace["cache"]))
     controller, terminal = pty.openpty()
     stdin: Any = terminal if stdin_tty else subprocess.PIPE
-    proc = subprocess.Popen([sys.executable, "-m", "image_composer_mcp.server.cli"], cwd=str(REPO), env=env, stdin=stdin,
+    proc = subprocess.Popen([sys.executable, "-m", "image_composer_mcp"], cwd=str(REPO), env=env, stdin=stdin,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(4)  # let it start (and print, on a terminal); then stop it as Ctrl-C would

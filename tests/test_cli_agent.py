@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from image_composer_mcp.server.yamlsafe import load_mapping
+from image_composer_mcp.server.core.yamlsafe import load_mapping
 
 from tests.conftest import REPO
 
 
 def _run(args: list[str], cache: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OIC_AI_CACHE_DIR=str(cache), OIC_AI_PROVIDER="offline", OIC_AI_PACKAGES_OFFLINE="true")
-    return subprocess.run([sys.executable, "-m", "image_composer_mcp.server.cli", *args], cwd=str(REPO), env=env, input=stdin,
+    return subprocess.run([sys.executable, "-m", "image_composer_mcp", *args], cwd=str(REPO), env=env, input=stdin,
                           capture_output=True, text=True, timeout=180)
 
 

@@ -16,17 +16,17 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from image_composer_mcp.server.build_check import build_check_step, check_build
-from image_composer_mcp.server.closure import ClosureChecker
-from image_composer_mcp.server.disk_fit import (
+from image_composer_mcp.server.packages.build_check import build_check_step, check_build
+from image_composer_mcp.server.packages.closure import ClosureChecker
+from image_composer_mcp.server.packages.disk_fit import (
     GiB,
     MiB,
     check_disk_fit,
     estimate_min_disk_size,
     estimate_required_bytes,
 )
-from image_composer_mcp.server.packages import PackageVerifier
-from image_composer_mcp.server.solv_loader import load_solv, solv_unavailable_reason
+from image_composer_mcp.server.packages.solv_loader import load_solv, solv_unavailable_reason
+from image_composer_mcp.server.packages.verifier import PackageVerifier
 
 from tests.conftest import MINIMAL_TEMPLATE
 
@@ -161,7 +161,7 @@ def test_unreadable_repository_degrades_to_a_clear_note(tmp_path: Path) -> None:
 
 @needs_solv
 def test_desktop_on_a_4gib_disk_is_caught_with_numbers(deb_checker: ClosureChecker) -> None:
-    from image_composer_mcp.server.validation import validate_text
+    from image_composer_mcp.server.validation.rules import validate_text
 
     text = MINIMAL_TEMPLATE.format(name="x", description="d", keywords="k", packages="desktop, app")
     assert validate_text(text).valid  # passes every check that existed before

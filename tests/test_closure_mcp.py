@@ -8,9 +8,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
-from image_composer_mcp.server.solv_loader import load_solv, solv_unavailable_reason
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.packages.solv_loader import load_solv, solv_unavailable_reason
+from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 
 from tests.conftest import MINIMAL_TEMPLATE, write_template

@@ -234,7 +234,7 @@ def test_replicas_share_conversations_and_index_through_a_replica_crash(cluster:
 
 def test_readiness_fails_while_the_store_is_unreachable(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A replica whose PostgreSQL is gone is alive but not ready: the balancer should route around it."""
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
 
     from tests.services import free_port

@@ -22,7 +22,7 @@ def s3() -> Iterator[S3Server]:
 
 
 def _settings(s3: S3Server, prefix: str, **extra: str):
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
 
     return load_settings(env={**s3.env(), "OIC_AI_TEMPLATES_DIR": f"s3://{s3.bucket}/{prefix}/templates",
                               "OIC_AI_INDEX_URI": f"s3://{s3.bucket}/{prefix}/index", **extra})
@@ -35,7 +35,7 @@ def _put(s3: S3Server, prefix: str, name: str, description: str) -> None:
 
 def _index(settings, lease=None):
     from image_composer_mcp.server.engine import Engine
-    from image_composer_mcp.server.index import TemplateIndex
+    from image_composer_mcp.server.library.index import TemplateIndex
 
     options = Engine(settings)._shared_index_options()
     if lease is not None:
@@ -44,7 +44,7 @@ def _index(settings, lease=None):
 
 
 def test_settings_accept_object_storage(tmp_path: Path) -> None:
-    from image_composer_mcp.server.config import ConfigError, load_settings
+    from image_composer_mcp.server.core.config import ConfigError, load_settings
 
     s = load_settings(env={"OIC_AI_TEMPLATES_DIR": f"s3://bucket/a:{tmp_path}", "OIC_AI_INDEX_URI": "s3://bucket/idx",
                            "OIC_AI_STORAGE_ENDPOINT": "http://minio:9000", "OIC_AI_STORAGE_ALLOW_HTTP": "true",
@@ -84,7 +84,7 @@ def test_index_and_templates_in_a_bucket(s3: S3Server) -> None:
 
 @pytest.mark.skipif(pg_unavailable_reason() is not None, reason=str(pg_unavailable_reason()))
 def test_one_writer_by_lease_and_followers_load_its_versions(s3: S3Server) -> None:
-    from image_composer_mcp.server.pg_lease import PgLease
+    from image_composer_mcp.server.storage.pg_lease import PgLease
 
     _put(s3, "team", "gamma", "a gamma image")
     with postgres_server() as pg:

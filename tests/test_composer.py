@@ -9,9 +9,15 @@ from typing import Any
 
 import pytest
 import yaml
-from image_composer_mcp.server.composer import apply_instruction, apply_spec, compose, dump_yaml, summarize
-from image_composer_mcp.server.knowledge import load_capabilities
-from image_composer_mcp.server.request_parser import parse_request
+from image_composer_mcp.server.composer.compose import (
+    apply_instruction,
+    apply_spec,
+    compose,
+    dump_yaml,
+    summarize,
+)
+from image_composer_mcp.server.composer.request_parser import parse_request
+from image_composer_mcp.server.knowledge.loader import load_capabilities
 
 from bench import reference_checkout
 from tests.upstream_schema import refusals
@@ -26,7 +32,7 @@ TEMPLATES = REFERENCE / "image-templates"
 def _validator():
     """Our validator when present; otherwise upstream's UserTemplate schema via jsonschema."""
     try:
-        from image_composer_mcp.server.validation import validate_data
+        from image_composer_mcp.server.validation.rules import validate_data
     except ImportError:  # pragma: no cover - only before validation.py existed
         validate_data = None
     if validate_data is not None:
@@ -748,7 +754,7 @@ def test_summarize_answers_from_the_template() -> None:
 
 def test_use_case_word_at_the_end_of_a_request_does_not_overrun() -> None:
     # Regression: a one-word use case ("server") as the last token matched under a 3-word window.
-    from image_composer_mcp.server.request_parser import parse_request
+    from image_composer_mcp.server.composer.request_parser import parse_request
 
     for text in ("postgresql database server", "web server", "server", "minimal edge"):
         parse_request(text)
@@ -758,7 +764,7 @@ def test_random_word_salad_never_crashes_the_parser_or_composer() -> None:
     """Seeded fuzzing: whatever a user types, the offline provider answers instead of raising."""
     import random
 
-    from image_composer_mcp.server.yamlsafe import load_mapping
+    from image_composer_mcp.server.core.yamlsafe import load_mapping
 
     repo = Path(__file__).resolve().parents[1]
     caps = load_capabilities()

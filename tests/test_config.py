@@ -4,14 +4,14 @@ import os
 from pathlib import Path
 
 import pytest
-from image_composer_mcp.server.config import (
+from image_composer_mcp.server.core.config import (
     BUNDLED_TEMPLATES,
     ConfigError,
     env_names,
     load_settings,
     parse_duration,
 )
-from image_composer_mcp.server.paths import APP_NAME as APP
+from image_composer_mcp.server.core.paths import APP_NAME as APP
 
 
 def test_defaults_match_the_adr():

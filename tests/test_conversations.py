@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from image_composer_mcp.server.conversations import (
+from image_composer_mcp.server.agent.conversations import (
     ConcurrentModification,
     ConversationError,
     ConversationNotFound,
@@ -369,7 +369,7 @@ def test_corrupt_file_is_moved_aside(
 ) -> None:
     path = tmp_path / "conv.db"
     path.write_bytes(content)
-    with caplog.at_level(logging.WARNING, logger="image_composer_mcp.server.conversations"):
+    with caplog.at_level(logging.WARNING, logger="image_composer_mcp.server.agent.conversations"):
         store = SqliteConversationStore(path)
     try:
         assert store.recovered_from is not None and store.recovered_from.read_bytes() == content

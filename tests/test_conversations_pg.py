@@ -39,7 +39,7 @@ def _fresh(pg: PostgresServer) -> None:
 
 @pytest.fixture
 def store(pg: PostgresServer, clock: Clock) -> Iterator[object]:
-    from image_composer_mcp.server.conversations_pg import PostgresConversationStore
+    from image_composer_mcp.server.agent.conversations_pg import PostgresConversationStore
 
     _fresh(pg)
     s = PostgresConversationStore(pg.url, clock=clock)
@@ -62,8 +62,8 @@ test_stats = contract.test_stats
 
 
 def test_replicas_sharing_one_database_lose_and_duplicate_no_revision(pg: PostgresServer) -> None:
-    from image_composer_mcp.server.conversations import ConcurrentModification
-    from image_composer_mcp.server.conversations_pg import PostgresConversationStore
+    from image_composer_mcp.server.agent.conversations import ConcurrentModification
+    from image_composer_mcp.server.agent.conversations_pg import PostgresConversationStore
 
     _fresh(pg)
     replicas = [PostgresConversationStore(pg.url, pool_size=4) for _ in range(3)]
@@ -96,7 +96,7 @@ def test_replicas_sharing_one_database_lose_and_duplicate_no_revision(pg: Postgr
 
 
 def test_exclusive_serialises_refinements_across_store_objects(pg: PostgresServer) -> None:
-    from image_composer_mcp.server.conversations_pg import PostgresConversationStore
+    from image_composer_mcp.server.agent.conversations_pg import PostgresConversationStore
 
     _fresh(pg)
     a, b = PostgresConversationStore(pg.url), PostgresConversationStore(pg.url)
@@ -128,8 +128,8 @@ def test_exclusive_serialises_refinements_across_store_objects(pg: PostgresServe
 
 def test_schema_is_versioned_and_migrated_once(pg: PostgresServer) -> None:
     import psycopg
-    from image_composer_mcp.server.conversations import ConversationError
-    from image_composer_mcp.server.conversations_pg import SCHEMA_VERSION, PostgresConversationStore
+    from image_composer_mcp.server.agent.conversations import ConversationError
+    from image_composer_mcp.server.agent.conversations_pg import SCHEMA_VERSION, PostgresConversationStore
 
     _fresh(pg)
     stores = []
@@ -152,8 +152,8 @@ def test_schema_is_versioned_and_migrated_once(pg: PostgresServer) -> None:
 
 
 def test_unreachable_database_gives_a_clear_error_without_the_password() -> None:
-    from image_composer_mcp.server.conversations import ConversationError
-    from image_composer_mcp.server.conversations_pg import PostgresConversationStore
+    from image_composer_mcp.server.agent.conversations import ConversationError
+    from image_composer_mcp.server.agent.conversations_pg import PostgresConversationStore
 
     from tests.services import free_port
 
@@ -165,10 +165,10 @@ def test_unreachable_database_gives_a_clear_error_without_the_password() -> None
 
 
 def test_settings_select_the_store(pg: PostgresServer, tmp_path) -> None:
-    from image_composer_mcp.server.config import load_settings
-    from image_composer_mcp.server.conversations import SqliteConversationStore
-    from image_composer_mcp.server.conversations_pg import PostgresConversationStore
-    from image_composer_mcp.server.stores import open_conversation_store
+    from image_composer_mcp.server.agent.conversations import SqliteConversationStore
+    from image_composer_mcp.server.agent.conversations_pg import PostgresConversationStore
+    from image_composer_mcp.server.agent.stores import open_conversation_store
+    from image_composer_mcp.server.core.config import load_settings
 
     _fresh(pg)
     pg_store = open_conversation_store(load_settings(env={"OIC_AI_CONVERSATIONS_URL": pg.url}), tmp_path)

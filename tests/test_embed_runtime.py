@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from image_composer_mcp.server import embed_onnx
-from image_composer_mcp.server import embeddings as emb
-from image_composer_mcp.server.embeddings import EmbeddingError, LocalEmbedder
+from image_composer_mcp.server.library import embed_onnx
+from image_composer_mcp.server.library import embeddings as emb
+from image_composer_mcp.server.library.embeddings import EmbeddingError, LocalEmbedder
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "notes" / "embeddings-reference.json"
 

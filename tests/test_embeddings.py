@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from image_composer_mcp.server import embeddings as emb
-from image_composer_mcp.server.embeddings import (
+from image_composer_mcp.server.library import embeddings as emb
+from image_composer_mcp.server.library.embeddings import (
     Embedder,
     EmbeddingError,
     LocalEmbedder,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import image_composer_mcp.server.engine as engine_mod
 import pytest
-from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.engine import Engine, LibraryEmptyError
 
 from tests.conftest import write_template

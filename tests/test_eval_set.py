@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from image_composer_mcp.server.adherence import unmet
+from image_composer_mcp.server.composer.adherence import unmet
 
 from bench.agent_bench import load_eval
 

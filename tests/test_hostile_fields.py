@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.transport.app import create_app
 from image_composer_mcp.tools._common import MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_TEXT_CHARS, MAX_YAML_CHARS
 from mcp import Client
 

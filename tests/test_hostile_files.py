@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from image_composer_mcp.server.index import TemplateIndex
+from image_composer_mcp.server.library.index import TemplateIndex
 
 from tests.conftest import HashEmbedder, write_template
 
@@ -27,7 +27,7 @@ SYNC_SCRIPT = """
 import json, resource, sys
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_DATA, (3 << 30, 3 << 30))  # /dev/zero read whole would hit this, not the host
-from image_composer_mcp.server.index import TemplateIndex
+from image_composer_mcp.server.library.index import TemplateIndex
 from tests.conftest import HashEmbedder
 index = TemplateIndex(Path(sys.argv[1]), [Path(sys.argv[2])], HashEmbedder())
 index.follow_external_symlinks = sys.argv[3] == "1"
@@ -113,7 +113,7 @@ def test_fifo_does_not_block_a_sync(tmp_path: Path) -> None:
 
 
 def test_broken_files_are_not_reread_until_they_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import image_composer_mcp.server.index as index_mod
+    import image_composer_mcp.server.library.index as index_mod
 
     root = tmp_path / "t"
     root.mkdir()
@@ -145,7 +145,7 @@ def test_broken_files_are_not_reread_until_they_change(tmp_path: Path, monkeypat
 
 
 def _engine(tmp_path: Path, **env: str):
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
 
     root = tmp_path / "library"
@@ -169,7 +169,7 @@ def test_save_as_does_not_write_through_a_planted_temp_symlink(tmp_path: Path) -
 
 def test_healthz_is_degraded_when_the_index_cannot_load(tmp_path: Path) -> None:
     """An index that cannot be built (here: embeddings from an Ollama that is not there) is not 'ok'."""
-    from image_composer_mcp.server.http import Gateway
+    from image_composer_mcp.server.transport.http import Gateway
 
     engine, root = _engine(tmp_path, OIC_AI_EMBEDDING_PROVIDER="ollama", OLLAMA_HOST="http://127.0.0.1:9",
                            OIC_AI_OLLAMA_TIMEOUT="2")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
-from image_composer_mcp.server.http import build_http_app, make_server, resolve_token
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.transport.app import create_app
+from image_composer_mcp.server.transport.http import build_http_app, make_server, resolve_token
 
 from tests.conftest import write_template
 

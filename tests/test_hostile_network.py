@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_composer_mcp.server.packages import _FetchError, _HttpCache, _public_host_guard
+from image_composer_mcp.server.packages.verifier import _FetchError, _HttpCache, _public_host_guard
 
 PUBLIC = "93.184.215.14"  # a global address (never contacted: the test only resolves to it)
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.core.logs import redact, remember_secret, strip_userinfo
 from image_composer_mcp.server.engine import Engine
-from image_composer_mcp.server.logs import redact, remember_secret, strip_userinfo
+from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 
 pytestmark = pytest.mark.anyio

@@ -26,7 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OIC_AI_")}
     env.update(OIC_AI_TEMPLATES_DIR=str(templates), OIC_AI_CACHE_DIR=str(tmp_path / "cache"), PYTHONUNBUFFERED="1",
                PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-m", "image_composer_mcp.server.cli"], cwd=str(REPO), env=env, stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "image_composer_mcp"], cwd=str(REPO), env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines: queue.Queue[bytes] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from image_composer_mcp.server.diskfull import DiskFullError, is_disk_full
-from image_composer_mcp.server.index import TemplateIndex
+from image_composer_mcp.server.core.diskfull import DiskFullError, is_disk_full
+from image_composer_mcp.server.library.index import TemplateIndex
 
 from tests.conftest import HashEmbedder, write_template
 
@@ -59,7 +59,7 @@ def test_index_write_on_a_full_disk_says_disk_full(tmp_path: Path) -> None:
 
 
 def test_conversation_store_on_a_full_disk_says_disk_full(tmp_path: Path) -> None:
-    from image_composer_mcp.server.conversations import SqliteConversationStore
+    from image_composer_mcp.server.agent.conversations import SqliteConversationStore
 
     with small_disk(tmp_path / "disk", size="1m") as disk:
         store = SqliteConversationStore(disk / "conversations.sqlite3")
@@ -81,8 +81,8 @@ def test_disk_full_recognition() -> None:
 
 def test_conversations_in_a_moved_store_say_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import image_composer_mcp.server.engine as engine_mod
-    from image_composer_mcp.server.config import load_settings
-    from image_composer_mcp.server.conversations import ConversationNotFound
+    from image_composer_mcp.server.agent.conversations import ConversationNotFound
+    from image_composer_mcp.server.core.config import load_settings
 
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from image_composer_mcp.server.yamlsafe import MAX_DEPTH
+from image_composer_mcp.server.core.yamlsafe import MAX_DEPTH
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +35,7 @@ CONSTRUCTS = {
 
 SCRIPT = """
 import json, sys
-from image_composer_mcp.server.yamlsafe import YamlError, parse_yaml
+from image_composer_mcp.server.core.yamlsafe import YamlError, parse_yaml
 build = eval(sys.argv[1])
 text = build(int(sys.argv[2]))
 try:
@@ -69,7 +69,7 @@ def test_deep_nesting_is_refused_not_a_crash(construct: str, factor: int) -> Non
 def test_nesting_under_the_limit_is_not_refused_for_depth(construct: str) -> None:
     """The bound is exact: the same constructs half as deep as the limit are not refused for nesting (some
     are still invalid YAML, such as unclosed brackets or mappings used as keys, and say so)."""
-    from image_composer_mcp.server.yamlsafe import YamlError, parse_yaml
+    from image_composer_mcp.server.core.yamlsafe import YamlError, parse_yaml
 
     text = eval(CONSTRUCTS[construct])(MAX_DEPTH // 2)  # noqa: S307 - our own constant table
     try:
@@ -80,7 +80,7 @@ def test_nesting_under_the_limit_is_not_refused_for_depth(construct: str) -> Non
 
 def test_validate_tool_survives_the_reported_payload() -> None:
     """The issue's reproducer through the real tool path (validation), in a subprocess."""
-    script = ("from server.validation import validate_text\n"
+    script = ("from image_composer_mcp.server.validation.rules import validate_text\n"
               "r = validate_text('? ' * 30000 + 'x')\nprint(r.valid, r.errors[0].message)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -22,9 +22,15 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import ConfigError, ServerSettings, load_settings
-from image_composer_mcp.server.http import build_http_app, check_bind, is_loopback, make_server, resolve_token
+from image_composer_mcp.server.core.config import ConfigError, ServerSettings, load_settings
+from image_composer_mcp.server.transport.app import create_app
+from image_composer_mcp.server.transport.http import (
+    build_http_app,
+    check_bind,
+    is_loopback,
+    make_server,
+    resolve_token,
+)
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -116,7 +122,7 @@ def test_loopback_detection():
 def test_remote_bind_needs_the_flag_and_warns_without_a_token(caplog):
     with pytest.raises(ConfigError, match="--allow-remote"):
         check_bind(ServerSettings(host="0.0.0.0"), TOKEN)
-    with caplog.at_level(logging.WARNING, logger="image_composer_mcp.server.http"):
+    with caplog.at_level(logging.WARNING, logger="image_composer_mcp.server.transport.http"):
         check_bind(ServerSettings(host="0.0.0.0", allow_remote=True), None)
     assert "WITHOUT authentication" in caplog.text
     caplog.clear()
@@ -328,7 +334,7 @@ def _cli_env(dirs, **extra: str) -> dict[str, str]:
 
 
 def test_remote_bind_without_flag_exits_2(dirs):
-    out = subprocess.run([sys.executable, "-m", "image_composer_mcp.server.cli", "--transport", "streamable-http", "--host", "0.0.0.0",
+    out = subprocess.run([sys.executable, "-m", "image_composer_mcp", "--transport", "streamable-http", "--host", "0.0.0.0",
                           "--port", str(_free_port())], cwd=str(REPO), env=_cli_env(dirs),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
@@ -367,7 +373,7 @@ async def test_sigterm_during_a_call_finishes_it_and_exits_cleanly(dirs, slow_re
     config.write_text(f"ai:\n  packages:\n    sources:\n      ubuntu24: ['{slow_repository}']\n")
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "image_composer_mcp.server.cli", "--config", str(config), "--transport", "streamable-http",
+        [sys.executable, "-m", "image_composer_mcp", "--config", str(config), "--transport", "streamable-http",
          "--port", str(port)],
         cwd=str(REPO), env=_cli_env(dirs, OIC_AI_AUTH_TOKEN=TOKEN), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
@@ -405,7 +411,7 @@ async def test_sigterm_during_a_call_finishes_it_and_exits_cleanly(dirs, slow_re
 def test_sigint_when_idle_exits_cleanly(dirs, tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "image_composer_mcp.server.cli", "--transport", "sse", "--port", str(port)],
+        [sys.executable, "-m", "image_composer_mcp", "--transport", "sse", "--port", str(port)],
         cwd=str(REPO), env=_cli_env(dirs), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_healthy(proc, port)

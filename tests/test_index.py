@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from image_composer_mcp.server.index import TemplateIndex
+from image_composer_mcp.server.library.index import TemplateIndex
 
 from tests.conftest import HashEmbedder, write_template
 
@@ -148,7 +148,7 @@ def test_deferred_namespace_client_still_loads_on_demand():
     import subprocess
     import sys
 
-    code = ("from server.index import _import_lancedb; import sys; _import_lancedb(); "
+    code = ("from image_composer_mcp.server.library.index import _import_lancedb; import sys; _import_lancedb(); "
             "assert 'lance_namespace_urllib3_client.api.table_api' not in sys.modules; "
             "from lance_namespace_urllib3_client import ApiClient, TableApi; print(ApiClient.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

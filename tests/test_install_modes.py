@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 
 from tests.conftest import LIBRARY

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_composer_mcp.server import validation
-from image_composer_mcp.server.yamlsafe import load_mapping
+from image_composer_mcp.server.core.yamlsafe import load_mapping
+from image_composer_mcp.server.validation import rules as validation
 
 from bench import reference_checkout
 from tests.upstream_schema import refusals
@@ -250,7 +250,7 @@ def test_additional_files_exist_in_the_library(path: Path) -> None:
 
 
 def test_readme_lists_the_library_up_to_date() -> None:
-    from image_composer_mcp.server.library_doc import START, library_table, render
+    from devtools.library_doc import START, library_table, render
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert START in readme

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from image_composer_mcp.server.llm import (
+from image_composer_mcp.server.llm.chat import (
     CallbackProvider,
     ChatMessage,
     LLMError,

@@ -1,4 +1,4 @@
-"""The local LLM server (server/local_llm.py) and the agent loop against a real model.
+"""The local LLM server (devtools/local_llm.py) and the agent loop against a real model.
 
 The first part needs nothing installed: it checks how the GGUF is located and how the server
 process is started, waited for and stopped, with a stand-in HTTP server. The second part
@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_composer_mcp.server import local_llm
-from image_composer_mcp.server.local_llm import LocalLLMError, LocalLLMServer, bundled_gguf, find_model
-from image_composer_mcp.server.validation import validate_text
-from image_composer_mcp.server.yamlsafe import load_mapping
+from image_composer_mcp.server.core.yamlsafe import load_mapping
+from image_composer_mcp.server.validation.rules import validate_text
+
+from devtools import local_llm
+from devtools.local_llm import LocalLLMError, LocalLLMServer, bundled_gguf, find_model
 
 
 # ---- locating the model ---------------------------------------------------------------------------
@@ -119,7 +120,7 @@ def test_a_server_that_dies_at_start_up_is_reported(no_module_check: None, fake_
 
 
 def test_client_env_points_the_openai_provider_at_the_server():
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
 
     env = local_llm.client_env("http://127.0.0.1:8088/v1")
     settings = load_settings(env=env)
@@ -152,9 +153,9 @@ def real_llm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 def _app(cache: Path, server: LocalLLMServer, **overrides: Any):
-    from image_composer_mcp.server.app import create_app
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.transport.app import create_app
 
     env = {"OIC_AI_CACHE_DIR": str(cache), **local_llm.client_env(server.base_url, server.alias)}
     settings = load_settings(env=env, overrides={"packages.offline": True, **overrides})
@@ -172,7 +173,7 @@ def _check_honest(data: dict[str, Any]) -> None:
 @pytest.mark.llm
 @pytest.mark.anyio
 async def test_real_model_answers_through_the_openai_provider(real_llm: LocalLLMServer):
-    from image_composer_mcp.server.llm import ChatMessage, OpenAIProvider
+    from image_composer_mcp.server.llm.chat import ChatMessage, OpenAIProvider
 
     provider = OpenAIProvider(api_key="local", model=real_llm.alias, base_url=real_llm.base_url, timeout=300)
     try:
@@ -187,7 +188,7 @@ async def test_real_model_answers_through_the_openai_provider(real_llm: LocalLLM
 async def test_real_model_answers_complete_json_through_the_json_object_fallback(real_llm: LocalLLMServer):
     # llama-cpp-python refuses response_format json_schema; the provider must fall back to its
     # grammar-constrained json_object + schema and return an object that follows the schema.
-    from image_composer_mcp.server.llm import ChatMessage, OpenAIProvider, strict_json_schema
+    from image_composer_mcp.server.llm.chat import ChatMessage, OpenAIProvider, strict_json_schema
     from pydantic import BaseModel
 
     class Target(BaseModel):

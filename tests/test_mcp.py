@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.transport.app import create_app
 from mcp import Client, MCPError
 from mcp.types import ResourceTemplateReference
 

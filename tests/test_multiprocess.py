@@ -13,7 +13,7 @@ from tests.conftest import REPO, write_template
 
 def _index(templates: Path, cache: Path) -> subprocess.Popen[str]:
     env = dict(os.environ, OIC_AI_TEMPLATES_DIR=str(templates), OIC_AI_CACHE_DIR=str(cache))
-    return subprocess.Popen([sys.executable, "-m", "image_composer_mcp.server.cli", "index", "--json"], cwd=str(REPO), env=env,
+    return subprocess.Popen([sys.executable, "-m", "image_composer_mcp", "index", "--json"], cwd=str(REPO), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 import zstandard
-from image_composer_mcp.server.package_names import equivalents, spelling_variants
-from image_composer_mcp.server.packages import (
+from image_composer_mcp.server.knowledge.package_names import equivalents, spelling_variants
+from image_composer_mcp.server.packages.verifier import (
     DEFAULT_SOURCES,
     PackageVerifier,
     RepoSource,
@@ -638,7 +638,7 @@ def test_source_specs_and_defaults() -> None:
         with pytest.raises(ValueError):
             RepoSource.parse(bad)
     assert set(DEFAULT_SOURCES) == {"azl3", "emt3", "elxr12", "ubuntu24", "ubuntu26", "debian13", "el10"}
-    from image_composer_mcp.server.package_names import DISTS
+    from image_composer_mcp.server.knowledge.package_names import DISTS
 
     for dist, specs in DEFAULT_SOURCES.items():
         for arch in ("x86_64", "aarch64"):

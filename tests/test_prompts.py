@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from image_composer_mcp.server.app import create_app
-from image_composer_mcp.server.config import load_settings
+from image_composer_mcp.server.core.config import load_settings
+from image_composer_mcp.server.transport.app import create_app
 from image_composer_mcp.tools._common import rewrite_arguments
 from mcp import Client
 

@@ -1,9 +1,9 @@
-"""The one parse of a request (server/request_parser.py): rules about classes of words, not phrases."""
+"""The one parse of a request (server/composer/request_parser.py): rules about classes of words, not phrases."""
 
 from __future__ import annotations
 
 import pytest
-from image_composer_mcp.server.request_parser import looks_like_package, parse_request
+from image_composer_mcp.server.composer.request_parser import looks_like_package, parse_request
 
 
 def test_misspellings_are_corrected_towards_one_clearly_closest_known_word():
@@ -48,7 +48,7 @@ def test_unsupported_targets_are_flagged_with_the_closest_choice(text, dist, arc
 @pytest.mark.parametrize(("text", "dist"), [("rocky 10 server", "el10"), ("azure linux 3 image", "azl3"),
                                             ("alma linux box", "el10"), ("mariner vm", "azl3")])
 def test_vendor_names_and_supported_releases_are_not_flagged(text, dist):
-    from image_composer_mcp.server.knowledge import load_capabilities
+    from image_composer_mcp.server.knowledge.loader import load_capabilities
 
     spec = parse_request(text)
     # A family alone leaves the release open (the agent picks the newest); a release must be the right one.
@@ -69,7 +69,7 @@ def test_a_partition_purpose_is_not_a_request_for_software():
 
 def test_a_compression_the_build_refuses_is_reported_not_written() -> None:
     """bz2 passes upstream's schema but its build stops on it: the request is told, the template never gets it."""
-    from image_composer_mcp.server.validation import BUILD_COMPRESSIONS
+    from image_composer_mcp.server.validation.rules import BUILD_COMPRESSIONS
 
     refused = parse_request("debian 13 raw image compressed with bz2")
     assert refused.artifact_compression is None

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from image_composer_mcp.server.llm import ChatMessage, LLMError, SamplingDeferred, strict_json_schema
+from image_composer_mcp.server.llm.chat import ChatMessage, LLMError, SamplingDeferred, strict_json_schema
 from image_composer_mcp.tools._agent_common import sampling_provider
 from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from image_composer_mcp.server.evaluation import evaluate, load_queries
-from image_composer_mcp.server.search import SearchInputError
+from image_composer_mcp.server.library.search import SearchInputError
 
+from bench.evaluation import evaluate, load_queries
 from tests.conftest import REPO
 
 REFERENCE_QUERIES = REPO / "tests" / "data" / "queries-reference.yaml"

@@ -4,8 +4,8 @@ threshold calibration, and the needs-written labelled set with its held-out half
 from __future__ import annotations
 
 import pytest
-from image_composer_mcp.server.evaluation import evaluate, load_queries
 
+from bench.evaluation import evaluate, load_queries
 from tests.conftest import REPO
 
 NEEDS = {name: REPO / "bench" / "eval" / f"search-{name}.yaml" for name in ("reference", "library")}
@@ -18,7 +18,7 @@ def _names(outcome) -> list[str]:
 # ---- package stems ----------------------------------------------------------------------------------------
 
 def test_stem_keys_cover_suffixes_prefixes_and_versions():
-    from image_composer_mcp.server.search import package_stem_keys
+    from image_composer_mcp.server.library.search import package_stem_keys
 
     assert "v4l2loopback" in package_stem_keys("v4l2loopback-dkms")
     assert "tpm2" in package_stem_keys("tpm2-tools")
@@ -50,7 +50,7 @@ def test_generic_words_are_not_read_as_package_stems(library_engine):
 
 
 def test_package_equivalences_come_from_the_shared_knowledge():
-    from image_composer_mcp.server.search import package_aliases
+    from image_composer_mcp.server.library.search import package_aliases
 
     assert {"podman-docker"} <= package_aliases("podman")
     assert {"mariadb-server", "mysql-server"} <= package_aliases("mysql")
@@ -84,7 +84,7 @@ def test_a_named_target_is_a_preference_not_a_filter(library_engine):
 # ---- concepts in plain words ------------------------------------------------------------------------------
 
 def test_glossary_covers_the_kinds_of_image_in_both_corpora():
-    from image_composer_mcp.server.knowledge import load_glossary
+    from image_composer_mcp.server.knowledge.loader import load_glossary
 
     concepts = load_glossary().concepts
     for kind in ("network-boot", "installer", "immutable", "real-time", "robotics", "desktop", "uki",

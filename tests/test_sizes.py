@@ -1,10 +1,10 @@
-"""image_composer_mcp.server.sizes: the one size reader for requests, templates and the composer."""
+"""image_composer_mcp.server.knowledge.sizes: the one size reader for requests, templates and the composer."""
 
 from __future__ import annotations
 
 import pytest
-from image_composer_mcp.server.request_parser import parse_request
-from image_composer_mcp.server.sizes import casual_mib, fmt_size, parse_casual, template_mib
+from image_composer_mcp.server.composer.request_parser import parse_request
+from image_composer_mcp.server.knowledge.sizes import casual_mib, fmt_size, parse_casual, template_mib
 
 
 @pytest.mark.parametrize(("text", "mib"), [

@@ -25,7 +25,7 @@ def _env(reference_engine) -> dict[str, str]:
 
 async def test_search_over_stdio(reference_engine):
     needs_reference()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "image_composer_mcp.server.cli"], env=_env(reference_engine),
+    params = StdioServerParameters(command=sys.executable, args=["-m", "image_composer_mcp"], env=_env(reference_engine),
                                    cwd=str(REPO))
     async with Client(params) as client:
         tools = await client.list_tools()
@@ -46,7 +46,7 @@ def _rpc(proc: subprocess.Popen, message: dict) -> None:
 
 def test_stdout_carries_only_json_rpc(reference_engine):
     needs_reference()
-    proc = subprocess.Popen([sys.executable, "-m", "image_composer_mcp.server.cli", "--log-level", "DEBUG"], cwd=str(REPO),
+    proc = subprocess.Popen([sys.executable, "-m", "image_composer_mcp", "--log-level", "DEBUG"], cwd=str(REPO),
                             env=_env(reference_engine), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -83,7 +83,7 @@ def test_stdout_carries_only_json_rpc(reference_engine):
 
 def test_cli_search_json(reference_engine):
     needs_reference()
-    out = subprocess.run([sys.executable, "-m", "image_composer_mcp.server.cli", "search", "debian initrd for PXE", "--json"],
+    out = subprocess.run([sys.executable, "-m", "image_composer_mcp", "search", "debian initrd for PXE", "--json"],
                          cwd=str(REPO), env=_env(reference_engine), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -92,7 +92,7 @@ def test_cli_search_json(reference_engine):
 
 def test_cli_bad_config_fails_with_a_clear_message(tmp_path):
     env = dict(os.environ, OIC_AI_PROVIDER="skynet")
-    out = subprocess.run([sys.executable, "-m", "image_composer_mcp.server.cli", "index"], cwd=str(tmp_path), env=env,
+    out = subprocess.run([sys.executable, "-m", "image_composer_mcp", "index"], cwd=str(tmp_path), env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "ai.provider" in out.stderr and "skynet" in out.stderr and out.stdout == ""

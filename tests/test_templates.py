@@ -4,8 +4,8 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from image_composer_mcp.server.templates import content_hash, load_record, scan_files
-from image_composer_mcp.server.yamlsafe import YamlError, load_mapping, parse_yaml
+from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping, parse_yaml
+from image_composer_mcp.server.library.templates import content_hash, load_record, scan_files
 
 from tests.conftest import REFERENCE_TEMPLATES, needs_reference, write_template
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from image_composer_mcp.server.upstream_compat import conform, conform_text, upstream_errors
-from image_composer_mcp.server.validation import validate_data, validate_text
+from image_composer_mcp.server.validation.rules import validate_data, validate_text
+from image_composer_mcp.server.validation.upstream import conform, conform_text, upstream_errors
 
 from tests.conftest import LIBRARY, MINIMAL_TEMPLATE
 from tests.upstream_schema import refusals, refusals_text
@@ -129,7 +129,7 @@ ADR_TEMPLATE = MINIMAL_TEMPLATE.format(
 
 
 def test_index_reads_adr_fields_of_user_templates_and_search_uses_them(tmp_path: Path) -> None:
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
 
     from tests.conftest import write_template
@@ -196,8 +196,8 @@ def test_bench_counts_upstream_validity_apart() -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("style", ["full", "compact"])
 async def test_llm_answer_with_adr_metadata_is_conformed_before_validation(library_cache, style) -> None:
-    from image_composer_mcp.server.agent import Agent
-    from image_composer_mcp.server.config import load_settings
+    from image_composer_mcp.server.agent.loop import Agent
+    from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.engine import Engine
 
     from tests.fake_llm import FakeLLM

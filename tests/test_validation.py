@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from image_composer_mcp.server import upstream_compat
-from image_composer_mcp.server.validation import (
+from image_composer_mcp.server.validation import upstream as upstream_compat
+from image_composer_mcp.server.validation.rules import (
     MAX_BYTES,
     MAX_ISSUES,
     Issue,
@@ -875,7 +875,7 @@ def test_odd_yaml_types_do_not_crash() -> None:
 
 def test_wrong_shapes_everywhere_do_not_crash(caplog: pytest.LogCaptureFixture) -> None:
     # A crashing rule is logged and skipped, so the log is where a crash would show.
-    caplog.set_level(logging.ERROR, logger="image_composer_mcp.server.validation")
+    caplog.set_level(logging.ERROR, logger="image_composer_mcp.server.validation.rules")
     shapes = [None, 1, "x", [], {}, [1, "a", None], {"a": [1]}, True]
     sections = ["image", "target", "disk", "systemConfig", "packageRepositories", "metadata"]
     base = yaml.safe_load(BASE)

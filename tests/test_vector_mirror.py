@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from image_composer_mcp.server import index as index_mod
-from image_composer_mcp.server.index import TemplateIndex, build_where
+from image_composer_mcp.server.library import index as index_mod
+from image_composer_mcp.server.library.index import TemplateIndex, build_where
 
 from tests.conftest import LIBRARY, HashEmbedder, write_template
 

@@ -22,11 +22,11 @@ from mcp.types import (
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
-from ..server.llm import CallbackProvider, ChatMessage, SamplingDeferred
-from ..server.logs import redact, redact_known
+from ..server.core.logs import redact, redact_known
+from ..server.llm.chat import CallbackProvider, ChatMessage, SamplingDeferred
 
 if TYPE_CHECKING:
-    from ..server.agent import AgentResult
+    from ..server.agent.loop import AgentResult
 
 log = logging.getLogger(__name__)
 

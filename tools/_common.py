@@ -15,9 +15,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
+from ..server.core.logs import redact
+from ..server.core.yamlsafe import MAX_BYTES as YAML_MAX_BYTES
 from ..server.engine import Engine
-from ..server.logs import redact
-from ..server.yamlsafe import MAX_BYTES as YAML_MAX_BYTES
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -140,8 +140,8 @@ def install_argument_aliases(mcp: MCPServer) -> None:
 
 async def agent_call(engine: Engine, tool: str, call: Awaitable[T]) -> T:
     """Await an agent coroutine with the same error mapping as :func:`call_engine`."""
-    from ..server.conversations import ConversationNotFound
-    from ..server.llm import LLMError
+    from ..server.agent.conversations import ConversationNotFound
+    from ..server.llm.chat import LLMError
 
     started = time.perf_counter()
     try:

@@ -9,7 +9,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from ..server.engine import Engine
-from ..server.llm import SamplingDeferred
+from ..server.llm.chat import SamplingDeferred
 from ._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
 from ._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, agent_call, result
 

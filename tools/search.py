@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from ..server.engine import Engine
 
 if TYPE_CHECKING:
-    from ..server.search import SearchOutcome
+    from ..server.library.search import SearchOutcome
 from ._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, call_engine, result
 
 

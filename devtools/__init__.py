@@ -1,0 +1,1 @@
+"""Developer-only tools: not part of the installed server."""

@@ -1,0 +1,120 @@
+"""The LLM's plan for a request: a JSON schema for it, and the merge with the deterministic parse.
+
+An LLM (schema-constrained, see ``ChatProvider.complete_json``) answers with a :class:`PlannedSpec`. Its
+structure is guaranteed, its meaning is not (a 135M model puts version strings into package lists and
+picks the wrong arch), so the merge is conservative:
+
+* facts the rules read exactly win: target words, sizes, hostnames, kernel parameters, package names
+  the parser placed;
+* the model fills only what the rules left unset: the target when the text named none, a disk size,
+  a hostname;
+* every package the model adds is checked against the known-package sources (the repository index when
+  the caller has one, every indexed template, the capability knowledge) and dropped otherwise.
+
+So the merged result is never worse than the offline parse alone: it can only add checked facts.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..composer.request_parser import RequestSpec
+from ..knowledge.loader import Capabilities
+from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9+_.-]*$")
+_HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", re.I)
+
+
+class PlannedSpec(BaseModel):
+    """What the model is asked for. Optional facts are ``null`` when the request does not say."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    os: str | None = Field(description="target OS id, e.g. ubuntu, debian, azure-linux")
+    dist: str | None = Field(description="distribution id: ubuntu24, ubuntu26, debian13, el10, azl3, emt3, elxr12")
+    arch: str | None = Field(description="x86_64 or aarch64; null when the request names none")
+    image_type: str | None = Field(description="raw, iso or img")
+    add_packages: list[str] = Field(description="package names to install")
+    remove_packages: list[str] = Field(description="package names to remove")
+    disk_size: str | None = Field(description="whole disk size such as 8GiB")
+    hostname: str | None
+    kernel_cmdline_append: list[str] = Field(description="kernel parameters such as isolcpus=2-3")
+    minimal: bool = Field(description="the request asks for a minimal image")
+
+
+def spec_schema() -> dict[str, Any]:
+    """JSON schema for :class:`PlannedSpec` in the strict form every back-end accepts (see strict_json_schema)."""
+    from ..llm.chat import strict_json_schema
+
+    return strict_json_schema(PlannedSpec)
+
+
+def parse_planned(answer: Any) -> PlannedSpec:
+    """The model's answer as a PlannedSpec; ValueError says what was wrong (for a retry)."""
+    if not isinstance(answer, dict):
+        raise ValueError("the plan is not a JSON object")
+    filled = {k: answer.get(k) for k in PlannedSpec.model_fields}
+    for key in ("add_packages", "remove_packages", "kernel_cmdline_append"):
+        filled[key] = [str(v) for v in filled[key] or [] if isinstance(v, str | int)]
+    filled["minimal"] = bool(filled.get("minimal"))
+    try:
+        return PlannedSpec.model_validate(filled)
+    except ValidationError as exc:
+        raise ValueError(f"the plan does not match the schema: {exc.errors()[:3]}") from None
+
+
+def merge_specs(rules: RequestSpec, answer: Any, known: Iterable[str],
+                caps: Capabilities) -> tuple[RequestSpec, list[str]]:
+    """The rules' spec with what the model adds that the rules left open; returns (merged, what was taken)."""
+    try:
+        plan = parse_planned(answer)
+    except ValueError:
+        return rules, []
+    merged = copy.deepcopy(rules)
+    taken: list[str] = []
+    names = {n.lower() for n in known} | {n.lower() for n in caps.known_packages()}
+    if not merged.dist and plan.dist and caps.dist_of(plan.dist):
+        merged.dist = caps.dist_of(plan.dist)
+        merged.os = caps.family_of(merged.dist)
+        taken.append(f"distribution {merged.dist}")
+    # The architecture is never taken from the model: a word in the text would have been read by the rules,
+    # and without one the documented default (x86_64) is right more often than a small model's guess.
+    if not merged.image_type and plan.image_type in ("raw", "iso", "img"):
+        merged.image_type = plan.image_type
+        taken.append(f"image type {plan.image_type}")
+    if not (merged.disk_size or merged.disk_size_delta) and plan.disk_size:
+        m = re.fullmatch(CASUAL_SIZE, plan.disk_size.strip(), re.I)
+        mib = casual_mib(m.group(1), m.group(2)) if m else None
+        if mib and mib >= 1024:
+            merged.disk_size = fmt_size(mib)
+            taken.append(f"disk size {merged.disk_size}")
+    if not merged.hostname and plan.hostname and _HOST.match(plan.hostname):
+        merged.hostname = plan.hostname
+        taken.append(f"hostname {plan.hostname}")
+    placed = {p.lower() for p in [*merged.add_packages, *merged.remove_packages]}
+    for name in plan.add_packages:
+        low = name.strip().lower()
+        if _NAME.match(low) and low in names and low not in placed:
+            merged.add_packages.append(low)
+            placed.add(low)
+            merged.unparsed = [u for u in merged.unparsed if u.lower() != low]
+            taken.append(f"package {low}")
+    for name in plan.remove_packages:
+        low = name.strip().lower()
+        if _NAME.match(low) and low in names and low not in placed:
+            merged.remove_packages.append(low)
+            placed.add(low)
+            taken.append(f"removal of {low}")
+    if plan.minimal and not merged.minimal:
+        merged.minimal = True
+        taken.append("minimal")
+    return merged, taken
+
+
+__all__ = ["PlannedSpec", "merge_specs", "parse_planned", "spec_schema"]

@@ -1,0 +1,150 @@
+"""Did a template do what was asked? The one check, used at run time (the agent's enforcement and its
+honesty notes), in tests and in the benchmark.
+
+A wanted-facts mapping names what must hold:
+
+* target: ``os``, ``dist``, ``arch``, ``type`` (imageType);
+* packages: ``has`` (must be installed), ``lacks`` (must not be);
+* ``hostname``; ``size`` (disk.size, compared in MiB) and ``min_size``;
+* partitions: ``mount`` (a mount point that must exist), ``no_mount`` (one that must not);
+* ``cmdline`` (a kernel command-line fragment), ``immutable`` (bool), ``user`` (user names),
+  ``artifact`` (artifact types such as qcow2), ``no_enable`` (services no configuration may enable).
+
+Facts about the answer rather than the template (``unsupported``: the reply names something as
+unsupported; ``unchanged``: no revision was made) are checked by :func:`unmet_reply`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..knowledge.sizes import template_mib
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple | set) else [value]
+
+
+def installed(doc: dict[str, Any]) -> set[str]:
+    """Every package the template installs (system and kernel lists)."""
+    system = doc.get("systemConfig") or {}
+    names = {str(p) for p in (system.get("packages") or [])}
+    names |= {str(p) for p in ((system.get("kernel") or {}).get("packages") or [])}
+    return names
+
+
+def enabled_services(doc: dict[str, Any]) -> set[str]:
+    """Units that ``systemctl enable`` lines in systemConfig.configurations turn on (without .service)."""
+    from .coherence import service_spans
+
+    configs = (doc.get("systemConfig") or {}).get("configurations")
+    return {unit for entry in (configs if isinstance(configs, list) else []) if isinstance(entry, dict)
+            for _s, _e, unit in service_spans(str(entry.get("cmd", "")))}
+
+
+def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    """What of ``want`` the template ``doc`` does not hold, in words; empty when everything holds."""
+    target = doc.get("target") or {}
+    system = doc.get("systemConfig") or {}
+    disk = doc.get("disk") or {}
+    packages = installed(doc)
+    problems: list[str] = []
+    for key, field in (("dist", "dist"), ("arch", "arch"), ("type", "imageType"), ("os", "os")):
+        if key in want and target.get(field) != want[key]:
+            problems.append(f"{field} is {target.get(field)!r}, wanted {want[key]!r}")
+    problems += [f"package {p} missing" for p in _as_list(want.get("has")) if p not in packages]
+    problems += [f"package {p} still present" for p in _as_list(want.get("lacks")) if p in packages]
+    if "hostname" in want and system.get("hostname") != want["hostname"]:
+        problems.append(f"hostname is {system.get('hostname')!r}, wanted {want['hostname']!r}")
+    have_mib = template_mib(disk.get("size"))
+    if "size" in want and have_mib != template_mib(want["size"]):
+        problems.append(f"disk size is {disk.get('size')!r}, wanted {want['size']!r}")
+    if "min_size" in want and (have_mib or 0) < (template_mib(want["min_size"]) or 0):
+        problems.append(f"disk size is {disk.get('size')!r}, wanted at least {want['min_size']!r}")
+    mounts = {str(p.get("mountPoint")) for p in disk.get("partitions") or [] if isinstance(p, dict)}
+    mounts |= {"swap" for p in disk.get("partitions") or [] if isinstance(p, dict)
+               and ("swap" in str(p.get("type", "")) or p.get("fsType") == "swap")}
+    problems += [f"no partition mounted at {m}" for m in _as_list(want.get("mount")) if m not in mounts]
+    problems += [f"a partition is still mounted at {m}" for m in _as_list(want.get("no_mount")) if m in mounts]
+    cmdline = str((system.get("kernel") or {}).get("cmdline", ""))
+    problems += [f"kernel cmdline lacks {c}" for c in _as_list(want.get("cmdline")) if c not in cmdline]
+    if "immutable" in want and bool((system.get("immutability") or {}).get("enabled")) != want["immutable"]:
+        problems.append(f"immutability is not {want['immutable']}")
+    users = {str(u.get("name")) for u in system.get("users") or [] if isinstance(u, dict)}
+    problems += [f"no user {u}" for u in _as_list(want.get("user")) if u not in users]
+    types = {str(a.get("type")) for a in (disk.get("artifacts") or []) if isinstance(a, dict)}
+    problems += [f"no {a} artifact" for a in _as_list(want.get("artifact")) if a not in types]
+    services = enabled_services(doc)
+    problems += [f"service {s} is still enabled" for s in _as_list(want.get("no_enable")) if s in services]
+    return problems
+
+
+def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
+    """The wanted facts a parsed request states (server.request_parser.RequestSpec), in the names the
+    target ``dist`` uses, so the run-time check and the benchmark judge a template the same way."""
+    from ..knowledge.loader import load_capabilities
+
+    caps = load_capabilities()
+    where = dist or spec.dist or spec.os or ""
+
+    def local(name: str) -> str | None:
+        return caps.translate_package(name, where) if where else name
+
+    want: dict[str, Any] = {}
+    for key, attr in (("dist", "dist"), ("arch", "arch"), ("type", "image_type"), ("hostname", "hostname"),
+                      ("size", "disk_size")):
+        if getattr(spec, attr, None):
+            want[key] = getattr(spec, attr)
+    has = [n for n in (local(p) for p in spec.add_packages) if n]
+    lacks = [n for p in spec.remove_packages for n in {p, local(p)} if n and n not in has]
+    if has:
+        want["has"] = has
+    if lacks:
+        want["lacks"] = lacks
+    mounts = [p["mountPoint"] for p in spec.partitions if p.get("action") == "add"]
+    gone = [p["mountPoint"] for p in spec.partitions if p.get("action") == "remove"]
+    if mounts:
+        want["mount"] = mounts
+    if gone:
+        want["no_mount"] = gone
+    if spec.kernel_cmdline_append:
+        want["cmdline"] = list(spec.kernel_cmdline_append)
+    if spec.immutability is not None:
+        want["immutable"] = spec.immutability
+    users = [u["name"] for u in spec.users if u.get("action") == "add" and u.get("name")]
+    if users:
+        want["user"] = users
+    if spec.artifacts:
+        want["artifact"] = list(spec.artifacts)
+    return want
+
+
+# Words an answer uses when it reports something it did not do (every miss must be reported).
+REPORTED = re.compile(r"\b(?:not understood|not applied|unsupported|not supported|no counterpart|not met|"
+                      r"not placed|nothing changed|refusing|too small|NOT valid)\b", re.I)
+
+
+def unmet_reply(reply: dict[str, Any], want: dict[str, Any], *, previous_revision: int | None = None) -> list[str]:
+    """Facts about the tool's answer itself: honesty about unsupported targets, no-op edits."""
+    problems: list[str] = []
+    explanation = str(reply.get("explanation") or "")
+    if want.get("unsupported") and not (reply.get("unsupported") or re.search(r"\bunsupported|not supported\b",
+                                                                               explanation, re.I)):
+        problems.append("the unsupported target is not named as unsupported")
+    if want.get("unchanged"):
+        if previous_revision is not None and reply.get("revision") != previous_revision:
+            problems.append("an instruction that changed nothing created a revision")
+        if not REPORTED.search(explanation):
+            problems.append("the instruction that changed nothing is not reported as not understood")
+    return problems
+
+
+def reported(reply: dict[str, Any]) -> bool:
+    """Whether the answer says that something was not done (see :data:`REPORTED`)."""
+    return bool(REPORTED.search(str(reply.get("explanation") or ""))) or bool(reply.get("unsupported"))
+
+
+__all__ = ["REPORTED", "enabled_services", "installed", "reported", "unmet", "unmet_reply", "want_from_spec"]

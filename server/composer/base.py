@@ -1,0 +1,92 @@
+"""Choosing the template a new one starts from, and what of it nobody asked for.
+
+Search ranks templates by how well they read like the request; a good starting point also carries little
+that the request did not ask for. :func:`baggage` names the capability groups a template carries beyond
+the always-welcome basics (``base_groups`` in capabilities.yaml) that the request did not ask for;
+:func:`choose_base` prefers the candidate with the least of it among those that match the target.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..knowledge.loader import Capabilities
+from .request_parser import RequestSpec
+
+
+def _installed(data: dict[str, Any]) -> set[str]:
+    system = data.get("systemConfig") or {}
+    return {str(p) for p in system.get("packages") or []}
+
+
+def asked_groups(spec: RequestSpec, caps: Capabilities) -> set[str]:
+    """Groups the request asked for, by trigger word or by naming one of their packages."""
+    groups = set(spec.add_groups)
+    named = {p.lower() for p in spec.add_packages}
+    for gid in caps.groups:
+        universe = {n.lower() for n in caps.group_package_universe(gid)}
+        if named & universe:
+            groups.add(gid)
+    return groups
+
+
+def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict[str, list[str]]:
+    """Capability groups ``data`` carries that the request did not ask for -> the packages they bring."""
+    target = data.get("target") or {}
+    where = caps.dist_of(str(target.get("dist") or "")) or caps.family_of(str(target.get("os") or "")) or ""
+    have = _installed(data)
+    asked = asked_groups(spec, caps)
+    named = {p.lower() for p in spec.add_packages}
+    out: dict[str, list[str]] = {}
+    for gid in caps.groups:
+        if gid in asked or gid in caps.base_groups:
+            continue
+        mine = [p for p in caps.packages_for(gid, where) if p in have and p.lower() not in named]
+        if mine:
+            out[gid] = mine
+    return out
+
+
+def _purpose_words(name: str, caps: Capabilities) -> set[str]:
+    """Words of a template file name that name its software (nginx, docker, ros2): not its dist, arch or image
+    type, and not deployment words (edge, gateway, server, cloud: the use cases), which fit many templates."""
+    generic = {w for uc in caps.use_cases.values() for phrase in uc.words for w in phrase.lower().split()}
+    words = set(re.split(r"[-_.\s]+", name.lower()))
+    return {w for w in words if w.isalnum() and not w.isdigit() and len(w) > 2 and w not in generic
+            and w not in ("raw", "iso", "img", "yml", "base", "qcow2", "vhd", "vmdk", "x86", "aarch64")
+            and not caps.dist_of(w)}
+
+
+def related(name: str, request: str, caps: Capabilities) -> bool:
+    """Whether the software a template is named for is something the request talks about."""
+    said = set(re.findall(r"[a-z0-9]+", request.lower()))
+    return bool(_purpose_words(name, caps) & said)
+
+
+def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
+                caps: Capabilities) -> list[tuple[str, str, dict]]:
+    """Candidates reordered: matching target first, then the least unrequested baggage, then search rank."""
+    def target_miss(data: dict[str, Any]) -> int:
+        target = data.get("target") or {}
+        return sum(1 for key, want in (("dist", spec.dist), ("arch", spec.arch), ("imageType", spec.image_type))
+                   if want and target.get(key) != want)
+
+    def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, int]:
+        rank, (_name, _text, data) = item
+        extra = sum(len(v) for v in baggage(data, spec, caps).values())
+        return target_miss(data), extra, rank
+
+    return [c for _r, c in sorted(enumerate(candidates), key=score)]
+
+
+def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
+               caps: Capabilities) -> list[str]:
+    """Groups to leave out of the starting template: all its baggage when the request is minimal or the
+    template's purpose is unrelated to the request; nothing otherwise (its purpose is what was asked)."""
+    if not (spec.minimal or not related(name, request, caps)):
+        return []
+    return sorted(baggage(data, spec, caps))
+
+
+__all__ = ["asked_groups", "baggage", "choose_base", "related", "strip_plan"]

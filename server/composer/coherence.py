@@ -1,0 +1,132 @@
+"""Keeping a template coherent after packages leave it, and one package per exclusive role.
+
+When software is removed, everything it brought goes with it: partitions for its data (``/var/lib/docker``),
+``systemctl enable`` of its services, user memberships in its group, and keywords naming it. What belongs to
+a package is found by its *stems*: the first word of every name in its equivalence class (docker.io, moby-engine
+and docker-ce give ``docker`` and ``moby``). A stem still carried by an installed package is kept.
+
+The same stem rule finds leftovers for the validator's consistency warnings (server/validation/consistency.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..knowledge.loader import Capabilities
+
+
+def stems(names: Iterable[str], caps: Capabilities) -> set[str]:
+    """Service, group and directory words a set of packages answers to (see the module docstring)."""
+    out: set[str] = set()
+    for name in names:
+        for alias in {name, *caps.aliases(name)}:
+            word = re.split(r"[-.+_]", str(alias).lower(), maxsplit=1)[0]
+            if len(word) >= 3 and not word.isdigit():
+                out.add(word)
+    return out
+
+
+def service_spans(cmd: str) -> list[tuple[int, int, str]]:
+    """Spans of unit names in ``systemctl enable a.service b`` commands: (start, end, stem of the unit)."""
+    spans: list[tuple[int, int, str]] = []
+    for m in re.finditer(r"systemctl\s+(?:--\S+\s+)*enable\s+((?:--\S+\s+)*[\w@.:-]+(?:[ \t]+[\w@.:-]+)*)", cmd):
+        for w in re.finditer(r"[\w@.:-]+", m.group(1)):
+            if not w.group(0).startswith("-"):
+                unit = re.sub(r"\.(service|socket|timer|path)$", "", w.group(0))
+                spans.append((m.start(1) + w.start(), m.start(1) + w.end(), unit))
+    return spans
+
+
+def unit_stem(unit: str) -> str:
+    return re.split(r"[-.@_]", unit.lower(), maxsplit=1)[0]
+
+
+def drop_services(system: dict[str, Any], gone: set[str]) -> list[str]:
+    """Take units whose stem is in ``gone`` out of ``systemctl enable`` lines; a line left empty goes."""
+    configs = system.get("configurations")
+    if not isinstance(configs, list):
+        return []
+    dropped: list[str] = []
+    keep: list[Any] = []
+    for entry in configs:
+        cmd = entry.get("cmd") if isinstance(entry, dict) else None
+        if not isinstance(cmd, str):
+            keep.append(entry)
+            continue
+        spans = [s for s in service_spans(cmd) if unit_stem(s[2]) in gone]
+        if not spans:
+            keep.append(entry)
+            continue
+        new = cmd
+        for start, end, unit in reversed(spans):
+            new = new[:start] + new[end:]
+            dropped.append(unit)
+        new = re.sub(r"[ \t]{2,}", " ", new).strip()
+        if re.search(r"systemctl\s+(?:--\S+\s+)*enable\s*(?:$|&&|;|\|)", new):
+            new = re.sub(r"systemctl\s+(?:--\S+\s+)*enable\s*(?:&&|;)?\s*", "", new).strip(" ;&")
+        if new:
+            keep.append({**entry, "cmd": new})
+    system["configurations"] = keep
+    if not keep:
+        system.pop("configurations")
+    return dropped
+
+
+def drop_user_groups(system: dict[str, Any], gone: set[str]) -> list[str]:
+    """Remove memberships in groups named by a removed package ("docker")."""
+    dropped: list[str] = []
+    users = system.get("users")
+    for user in users if isinstance(users, list) else []:
+        if isinstance(user, dict) and isinstance(user.get("groups"), list):
+            left = [g for g in user["groups"] if str(g).lower() not in gone]
+            if len(left) != len(user["groups"]):
+                dropped += [f"{user.get('name')}: {g}" for g in user["groups"] if str(g).lower() in gone]
+                user["groups"] = left
+    return dropped
+
+
+def mounts_of(disk: dict[str, Any] | None, gone: set[str]) -> list[str]:
+    """Mount points that hold a removed package's data: a path component equal to one of its stems."""
+    out: list[str] = []
+    parts = (disk or {}).get("partitions")
+    for part in parts if isinstance(parts, list) else []:
+        mount = str(part.get("mountPoint") or "") if isinstance(part, dict) else ""
+        if mount.startswith("/") and set(mount.lower().strip("/").split("/")) & gone:
+            out.append(mount)
+    return out
+
+
+def drop_keywords(data: dict[str, Any], gone: set[str]) -> list[str]:
+    """Metadata keywords that name removed software."""
+    meta = data.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("keywords"), list):
+        return []
+    left = [k for k in meta["keywords"] if not (set(re.split(r"[\s_-]+", str(k).lower())) & gone)]
+    dropped = [str(k) for k in meta["keywords"] if k not in left]
+    if dropped:
+        meta["keywords"] = left
+    return dropped
+
+
+def gone_stems(removed: Iterable[str], installed: Iterable[str], caps: Capabilities) -> set[str]:
+    """Stems of removed packages that no installed package still answers to."""
+    return stems(removed, caps) - stems(installed, caps)
+
+
+def exclusive_drops(present: Iterable[str], asked: Iterable[str], caps: Capabilities) -> dict[str, list[str]]:
+    """Per exclusive role (one web server, ...): members present that nobody asked for, when another was asked."""
+    present_set, asked_set = set(present), set(asked)
+    out: dict[str, list[str]] = {}
+    for role, members in caps.exclusive.items():
+        wanted = [m for m in members if m in asked_set]
+        if wanted:
+            extra = [m for m in members if m in present_set and m not in asked_set]
+            if extra:
+                out[role] = extra
+    return out
+
+
+__all__ = ["drop_keywords", "drop_services", "drop_user_groups", "exclusive_drops", "gone_stems", "mounts_of",
+           "service_spans", "stems", "unit_stem"]

@@ -1,0 +1,327 @@
+"""Disk layout arithmetic for the composer: partitions added, removed, resized, shifted, and the disk
+resized with its flexible partitions following (server/composer/compose.py drives it through :class:`Layout`)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ..knowledge.sizes import fmt_offset as _fmt_mib
+from ..knowledge.sizes import fmt_size as _fmt_size
+from ..knowledge.sizes import template_mib as _mib
+
+# dm-verity hash partition size used by the upstream default layouts (osv default-raw-*.yml).
+VERITY_HASH_MIB = 500
+DEFAULT_NEW_PARTITION_MIB = 1024
+MIN_ROOT_MIB = 1024
+MIN_OTHER_MIB = 256
+GPT_TAIL_MIB = 1  # the backup GPT lives in the last sectors; fixed partitions must end before it
+
+
+def part_id(part: Any) -> str:
+    return str(part.get("id", "")) if isinstance(part, dict) else ""
+
+
+def is_fill(end: Any) -> bool:
+    return end is None or str(end).strip() in ("0", "")
+
+
+class Layout:
+    """Partition arithmetic on one disk (MiB, upstream's start/end strings, "0" = end of disk)."""
+
+    def __init__(self, edit: Any, disk: dict):
+        # ``edit`` is the composer's edit in progress: its caps, and the changes and problems it reports.
+        self.edit = edit
+        self.disk = disk
+        if not isinstance(disk.get("partitions"), list):
+            disk["partitions"] = []
+        self.parts: list[dict] = disk["partitions"]
+        self.size_mib = _mib(disk.get("size"))
+
+    def _find(self, mount: str) -> int | None:
+        for i, p in enumerate(self.parts):
+            if not isinstance(p, dict):
+                continue
+            mp = str(p.get("mountPoint", ""))
+            if mp == mount or (
+                mount == "swap" and (p.get("type") == "linux-swap" or p.get("fsType") == "linux-swap")
+            ):
+                return i
+            if mount == "/" and part_id(p) in ("rootfs", "root") and mp in ("", "/"):
+                return i
+        return None
+
+    def _fill_index(self) -> int | None:
+        for i, p in enumerate(self.parts):
+            if isinstance(p, dict) and is_fill(p.get("end")):
+                return i
+        return None
+
+    def _fixed_end(self) -> int:
+        ends = [_mib(p.get("end")) for p in self.parts if isinstance(p, dict) and not is_fill(p.get("end"))]
+        return max((e for e in ends if e is not None), default=0)
+
+    def _min_size(self, part: dict) -> int:
+        return MIN_ROOT_MIB if part.get("mountPoint") == "/" else MIN_OTHER_MIB
+
+    def _fits(self) -> int | None:
+        """The smallest disk size (MiB) that holds the layout, or None if the current one does."""
+        if not self.size_mib:
+            return None
+        need = self._fixed_end() + GPT_TAIL_MIB
+        fill = self._fill_index()
+        if fill is not None:
+            start = _mib(self.parts[fill].get("start")) or 0
+            need = max(need, start + self._min_size(self.parts[fill]))
+        return need if need > self.size_mib else None
+
+    def grow_disk_to(self, mib: int) -> None:
+        old = self.disk.get("size")
+        gib = math.ceil(mib / 1024)
+        self.disk["size"] = f"{gib}GiB"
+        self.size_mib = gib * 1024
+        self.edit.changes.append(f"disk size {old} -> {self.disk['size']} so the partitions fit")
+
+    def set_size(self, size: str) -> None:
+        new = _mib(size)
+        if new is None:
+            self.edit.problems.append(
+                f"disk size {size!r} is not a size upstream understands (use e.g. 8GiB)"
+            )
+            return
+        old_text, old = self.disk.get("size"), self.size_mib
+        self.size_mib = new
+        need = self._fits()
+        if need and self._shrink_flexible(need - new):
+            need = self._fits()
+        if need:
+            self.size_mib = old
+            fixed = [f"{part_id(p)} ({_fmt_size(self._span(p))})" for p in self.parts
+                     if isinstance(p, dict) and not self._flexible(p) and not is_fill(p.get("end"))]
+            self.edit.problems.append(
+                f"disk size {size} is too small: the partitions need at least {_fmt_size(need)} even with every "
+                f"data partition at its minimum; fixed partitions: {', '.join(fixed) or 'none'}"
+            )
+            return
+        self.disk["size"] = size
+        self.edit.changes.append(f"disk size {old_text or 'unset'} -> {size}")
+
+    @staticmethod
+    def _span(part: dict) -> int:
+        return (_mib(part.get("end")) or 0) - (_mib(part.get("start")) or 0)
+
+    @staticmethod
+    def _flexible(part: dict) -> bool:
+        """A partition whose size can follow the disk: a mounted data or root file system, not the ESP, /boot,
+        a BIOS boot or a dm-verity hash partition."""
+        mount = str(part.get("mountPoint") or "")
+        return (mount.startswith("/") and mount not in ("/boot/efi", "/boot") and part.get("type") not in
+                ("esp", "bios", "xbootldr") and not is_fill(part.get("end")))
+
+    def _shrink_flexible(self, excess: int) -> bool:
+        """Take ``excess`` MiB from the fixed-size data partitions, largest first, down to their minimums.
+        Returns whether anything shrank (the plan is applied only when it frees the whole excess)."""
+        plan: list[tuple[int, int]] = []
+        left = excess
+        order = sorted((i for i, p in enumerate(self.parts) if isinstance(p, dict) and self._flexible(p)),
+                       key=lambda i: -self._span(self.parts[i]))
+        for i in order:
+            room = self._span(self.parts[i]) - self._min_size(self.parts[i])
+            take = min(max(room, 0), left)
+            if take > 0:
+                plan.append((i, take))
+                left -= take
+            if left <= 0:
+                break
+        if left > 0 or not plan:
+            return False
+        for i, take in sorted(plan, reverse=True):
+            part = self.parts[i]
+            old = self._span(part)
+            part["end"] = _fmt_mib((_mib(part.get("end")) or 0) - take)
+            self._shift_after(i, -take)
+            self.edit.changes.append(f"partition {part.get('mountPoint')}: {_fmt_size(old)} -> "
+                                     f"{_fmt_size(old - take)} to fit the disk")
+        return True
+
+    def change_size_by(self, delta: str) -> None:
+        if not self.size_mib:
+            self.edit.problems.append("the disk has no size to change; give an absolute size (e.g. 8GiB)")
+            return
+        if delta == "x2":
+            new = self.size_mib * 2
+        else:
+            amount = _mib(delta[1:])
+            if amount is None:
+                self.edit.problems.append(f"cannot read the size change {delta!r}")
+                return
+            new = self.size_mib + amount if delta[0] == "+" else self.size_mib - amount
+        self.set_size(_fmt_size(int(new)))
+
+    def new_partition(self, pid: str, mount: str, start: int, end: int | None, fs: str | None = None) -> dict:
+        caps = self.edit.caps
+        swap = mount == "swap"
+        ptype = caps.mount_types.get(mount, "linux")
+        part: dict[str, Any] = {"id": pid}
+        styled = [p for p in self.parts if isinstance(p, dict)]
+        if styled and all("name" in p for p in styled):
+            part["name"] = pid.upper() if all(str(p.get("name", "")).isupper() for p in styled) else pid
+        part["type"] = ptype
+        if any("typeUUID" in p for p in styled) and ptype in caps.partition_types:
+            part["typeUUID"] = caps.partition_types[ptype]
+        part["start"] = _fmt_mib(start)
+        part["end"] = "0" if end is None else _fmt_mib(end)
+        part["fsType"] = "linux-swap" if swap else fs or "ext4"
+        part["mountPoint"] = "none" if swap else mount
+        part["mountOptions"] = "sw" if swap else "defaults"
+        if styled and all("flags" in p for p in styled):
+            part["flags"] = []
+        return part
+
+    def _unique_id(self, mount: str) -> str:
+        base = "swap" if mount == "swap" else re.sub(r"[^A-Za-z0-9]+", "_", mount.strip("/")) or "part"
+        ids = {part_id(p) for p in self.parts}
+        pid, n = base, 2
+        while pid in ids:
+            pid, n = f"{base}{n}", n + 1
+        return pid
+
+    def add(self, mount: str, size: str | None, fs: str | None, fill: bool) -> None:
+        if self._find(mount) is not None:
+            if size:
+                self.resize(mount, size)
+            else:
+                self.edit.changes.append(f"the disk already has a {mount} partition")
+            return
+        size_mib = _mib(size) if size else None
+        if size and size_mib is None:
+            self.edit.problems.append(f"partition size {size!r} is not a size upstream understands")
+            return
+        chosen = size_mib or DEFAULT_NEW_PARTITION_MIB
+        note = "" if size_mib else f" (no size given; used {_fmt_size(chosen)})"
+        pid = self._unique_id(mount)
+        fill_i = self._fill_index()
+        if fill and fill_i is not None:
+            grower = self.parts[fill_i]
+            start = _mib(grower.get("start")) or 0
+            available = (self.size_mib or start + 2 * MIN_ROOT_MIB) - start
+            keep = max(self._min_size(grower), (available // 2) // 256 * 256)
+            grower["end"] = _fmt_mib(start + keep)
+            part = self.new_partition(pid, mount, start + keep, None, fs)
+            self.parts.insert(fill_i + 1, part)
+            self.edit.changes.append(
+                f"added partition {mount} from {part['start']} to the end of the disk; {part_id(grower)} fixed at {_fmt_size(keep)}"
+            )
+        elif fill_i is not None:
+            grower = self.parts[fill_i]
+            start = _mib(grower.get("start")) or 0
+            part = self.new_partition(pid, mount, start, start + chosen, fs)
+            self.parts.insert(fill_i, part)
+            grower["start"] = _fmt_mib(start + chosen)
+            self.edit.changes.append(
+                f"added partition {mount} ({_fmt_size(chosen)}, {part['fsType']}) at {part['start']}-{part['end']}{note}; "
+                f"{part_id(grower)} now starts at {grower['start']}"
+            )
+        else:
+            start = self._fixed_end() or 1
+            part = self.new_partition(pid, mount, start, None if fill else start + chosen, fs)
+            self.parts.append(part)
+            self.edit.changes.append(
+                f"added partition {mount} ({'rest of the disk' if fill else _fmt_size(chosen)}, {part['fsType']}) "
+                f"at {part['start']}{note}"
+            )
+        need = self._fits()
+        if need:
+            self.grow_disk_to(need)
+
+    def set_fs(self, mount: str, fs: str) -> None:
+        index = self._find(mount)
+        if index is None:
+            self.edit.problems.append(f"no {mount} partition to change")
+            return
+        part = self.parts[index]
+        if part.get("fsType") != fs:
+            self.edit.changes.append(f"partition {mount}: filesystem {part.get('fsType')} -> {fs}")
+            part["fsType"] = fs
+
+    def resize(self, mount: str, size: str) -> None:
+        index = self._find(mount)
+        if index is None:
+            self.edit.problems.append(f"no {mount} partition to resize")
+            return
+        new = _mib(size)
+        if new is None:
+            self.edit.problems.append(f"partition size {size!r} is not a size upstream understands")
+            return
+        part = self.parts[index]
+        start = _mib(part.get("start")) or 0
+        if is_fill(part.get("end")):
+            part["end"] = _fmt_mib(start + new)
+            self.edit.changes.append(f"partition {mount}: fixed at {size} (was the rest of the disk)")
+        else:
+            old_end = _mib(part.get("end")) or start
+            delta = start + new - old_end
+            part["end"] = _fmt_mib(start + new)
+            self._shift_after(index, delta)
+            self.edit.changes.append(
+                f"partition {mount}: {_fmt_size(old_end - start)} -> {size}" + self._shift_note(index, delta)
+            )
+        need = self._fits()
+        if need:
+            self.grow_disk_to(need)
+
+    def remove(self, mount: str) -> None:
+        index = self._find(mount)
+        if index is None:
+            self.edit.changes.append(f"nothing to remove: no {mount} partition")
+            return
+        part = self.parts[index]
+        if part.get("mountPoint") in ("/", "/boot/efi") or part.get("type") == "esp":
+            self.edit.problems.append(
+                f"refusing to remove the {part.get('mountPoint') or part.get('type')} partition: the image cannot boot without it"
+            )
+            return
+        start = _mib(part.get("start")) or 0
+        if is_fill(part.get("end")):
+            self.parts.pop(index)
+            if index > 0 and isinstance(self.parts[index - 1], dict):
+                self.parts[index - 1]["end"] = "0"
+                self.edit.changes.append(
+                    f"removed partition {mount}; {part_id(self.parts[index - 1])} now fills the disk"
+                )
+            return
+        size = (_mib(part.get("end")) or start) - start
+        self.parts.pop(index)
+        self._shift_after(index - 1, -size)
+        self.edit.changes.append(
+            f"removed partition {mount} ({_fmt_size(size)})" + self._shift_note(index - 1, -size)
+        )
+
+    def _shift_after(self, index: int, delta: int) -> None:
+        for part in self.parts[index + 1 :]:
+            if not isinstance(part, dict):
+                continue
+            for key in ("start", "end"):
+                if key == "end" and is_fill(part.get(key)):
+                    continue
+                value = _mib(part.get(key))
+                if value is not None:
+                    part[key] = _fmt_mib(value + delta)
+
+    def insert_after(self, index: int, part: dict, size: int) -> None:
+        self.parts.insert(index + 1, part)
+        self._shift_after(index + 1, size)
+        need = self._fits()
+        if need:
+            self.grow_disk_to(need)
+
+    def _shift_note(self, index: int, delta: int) -> str:
+        following = [part_id(p) for p in self.parts[index + 1 :] if isinstance(p, dict)]
+        if not following or not delta:
+            return ""
+        return f"; moved {', '.join(following)} by {'+' if delta > 0 else '-'}{_fmt_size(abs(delta))}"
+
+
+__all__ = ["DEFAULT_NEW_PARTITION_MIB", "GPT_TAIL_MIB", "Layout", "MIN_OTHER_MIB", "MIN_ROOT_MIB", "VERITY_HASH_MIB",
+           "is_fill", "part_id"]

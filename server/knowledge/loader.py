@@ -1,0 +1,558 @@
+"""Capability knowledge: what plain words mean in packages, per distribution family.
+
+The facts live in ``resources/capabilities.yaml`` (learnt from the upstream templates and
+per-distro defaults); this module loads them once and answers questions such as "which
+packages give monitoring on azl3?", "which family is el10?", "what is docker.io called on
+Azure Linux?". The composer, search ranking and package suggestions share it.
+
+Keys inside the YAML that are indexed by distribution accept, from most to least
+specific: a dist id (``ubuntu24``), a family id (the ``target.os`` value, ``ubuntu``),
+or a package type (``deb`` / ``rpm``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.paths import resource_text
+from ..core.yamlsafe import load_mapping
+
+logger = logging.getLogger(__name__)
+
+RESOURCE = "capabilities.yaml"
+ARCHES = ("x86_64", "aarch64")
+
+# Package-name characters: a word boundary that does not split "docker.io" or "grub-efi-amd64".
+_NAME_CHARS = r"A-Za-z0-9+_.:~-"
+
+
+def normalize_phrase(text: str) -> str:
+    """Lower-case, treat '-' and '_' as spaces, collapse whitespace: how triggers are compared."""
+    return " ".join(re.sub(r"[-_]+", " ", text.lower()).split())
+
+
+@dataclass(frozen=True)
+class Dist:
+    id: str
+    family: str
+    label: str
+    release: str
+    codename: str | None
+    words: tuple[str, ...]
+    kernel_version: str | None
+    kernel_packages: Mapping[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Family:
+    id: str  # the target.os value
+    label: str
+    pkg_type: str  # deb | rpm
+    default_dist: str
+    words: tuple[str, ...]
+    admin_group: str
+    dists: Mapping[str, Dist]
+    cmdline: str
+    bootloader_packages: Mapping[str, Mapping[str, tuple[str, ...]]]  # provider -> arch -> names
+    specific: tuple[re.Pattern[str], ...]
+    default_layout: str
+
+
+@dataclass(frozen=True)
+class Group:
+    id: str
+    description: str
+    triggers: tuple[str, ...]
+    packages: Mapping[str, tuple[str, ...]]
+    kernel_packages: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    cmdline_append: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    repositories: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
+    configurations: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
+    x86_only: bool = False
+
+
+@dataclass(frozen=True)
+class UseCase:
+    id: str
+    label: str
+    words: tuple[str, ...]
+
+
+class Capabilities:
+    """Read-only view over ``capabilities.yaml``. Build with :func:`load_capabilities`."""
+
+    def __init__(self, raw: Mapping[str, Any]):
+        self.arch_info: dict[str, dict[str, Any]] = dict(raw.get("architectures") or {})
+        self.partition_types: dict[str, str] = {
+            k: str(v).lower() for k, v in (raw.get("partition_types") or {}).items()
+        }
+        self.mount_types: dict[str, str] = dict(raw.get("mount_types") or {})
+        self.layouts: dict[str, dict[str, Any]] = dict(raw.get("layouts") or {})
+        self.families: dict[str, Family] = {
+            fid: _family(fid, spec) for fid, spec in (raw.get("families") or {}).items()
+        }
+        self.dists: dict[str, Dist] = {d.id: d for f in self.families.values() for d in f.dists.values()}
+        self.groups: dict[str, Group] = {
+            gid: _group(gid, spec) for gid, spec in (raw.get("groups") or {}).items()
+        }
+        self.use_cases: dict[str, UseCase] = {
+            uid: UseCase(uid, str(spec.get("label", uid)), tuple(str(w) for w in spec.get("words") or ()))
+            for uid, spec in (raw.get("use_cases") or {}).items()
+        }
+        self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
+        self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
+        self._arch_renames: list[dict[str, str]] = [dict(r) for r in raw.get("arch_renames") or ()]
+        self._x86_only: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in raw.get("x86_only") or ())
+        self._class_of: dict[str, int] = {}
+        for index, entry in enumerate(self._equivalents):
+            for name in _entry_names(entry):
+                self._class_of.setdefault(name.lower(), index)
+        unsupported = raw.get("unsupported") or {}
+        self.unsupported_os: dict[str, dict[str, Any]] = {
+            str(k).lower(): dict(v or {}) for k, v in (unsupported.get("os") or {}).items()
+        }
+        self.unsupported_arch: dict[str, dict[str, Any]] = {
+            str(k).lower(): dict(v or {}) for k, v in (unsupported.get("arch") or {}).items()
+        }
+        self.exclusive: dict[str, tuple[str, ...]] = {
+            str(k): _tuple(v) for k, v in (raw.get("exclusive") or {}).items()
+        }
+        self.base_groups: frozenset[str] = frozenset(str(g) for g in raw.get("base_groups") or ())
+        self.system_groups: frozenset[str] = frozenset(str(g) for g in raw.get("system_groups") or ())
+        self._triggers: dict[str, str] = {}
+        for group in self.groups.values():
+            for trigger in group.triggers:
+                self._triggers.setdefault(normalize_phrase(trigger), group.id)
+
+    # ------------------------------------------------------------------ distributions
+
+    def family_of(self, os_or_dist: str | None) -> str | None:
+        """Family id (the target.os value) for an os id, a dist id or a common spelling."""
+        if not os_or_dist:
+            return None
+        key = os_or_dist.strip().lower()
+        if key in self.families:
+            return key
+        if key in self.dists:
+            return self.dists[key].family
+        if key in ("deb", "rpm"):
+            return None
+        phrase = normalize_phrase(key)
+        for dist in self.dists.values():
+            if phrase in (normalize_phrase(w) for w in dist.words):
+                return dist.family
+        for family in self.families.values():
+            if phrase in (normalize_phrase(w) for w in family.words):
+                return family.id
+        return None
+
+    def dist_of(self, os_or_dist: str | None) -> str | None:
+        """Dist id for a dist id or spelling; a bare family gives its default dist."""
+        if not os_or_dist:
+            return None
+        key = os_or_dist.strip().lower()
+        if key in self.dists:
+            return key
+        phrase = normalize_phrase(key)
+        for dist in self.dists.values():
+            if phrase in (normalize_phrase(w) for w in dist.words):
+                return dist.id
+        family = self.family_of(key)
+        return self.families[family].default_dist if family else None
+
+    def family(self, os_or_dist: str) -> Family | None:
+        fid = self.family_of(os_or_dist)
+        return self.families.get(fid) if fid else None
+
+    def pkg_type(self, os_or_dist: str | None) -> str | None:
+        fam = self.family(os_or_dist) if os_or_dist else None
+        return fam.pkg_type if fam else None
+
+    def arch_of(self, word: str | None) -> str | None:
+        """Canonical template arch (x86_64 / aarch64) for any common spelling."""
+        if not word:
+            return None
+        key = word.strip().lower()
+        for arch, info in self.arch_info.items():
+            if key == arch or key in (str(a).lower() for a in info.get("aliases") or ()):
+                return arch
+        return None
+
+    def root_type(self, arch: str) -> str:
+        return str(self.arch_info.get(arch, {}).get("root_type", "linux-root-amd64"))
+
+    def _keys(self, os_or_dist: str | None) -> list[str]:
+        """Lookup keys from most to least specific: dist, family, package type."""
+        if not os_or_dist:
+            return []
+        keys: list[str] = []
+        key = os_or_dist.lower()
+        if key in self.dists:
+            keys.append(key)
+        fid = self.family_of(key)
+        if fid:
+            keys.append(fid)
+            keys.append(self.families[fid].pkg_type)
+        return keys
+
+    def _pick(self, mapping: Mapping[str, Any], os_or_dist: str | None) -> Any:
+        for key in self._keys(os_or_dist):
+            if key in mapping:
+                return mapping[key]
+        return None
+
+    def kernel_version(self, dist: str) -> str | None:
+        info = self.dists.get(self.dist_of(dist) or "")
+        return info.kernel_version if info else None
+
+    def kernel_packages(self, os_or_dist: str, arch: str, *, realtime: bool = False) -> list[str]:
+        """Kernel packages for a distribution and arch; the PREEMPT_RT flavour when asked and known."""
+        if realtime:
+            flavours = (
+                self._pick(self.groups["realtime"].kernel_packages, os_or_dist)
+                if "realtime" in self.groups
+                else None
+            )
+            if flavours and flavours.get(arch):
+                return list(flavours[arch])
+        info = self.dists.get(self.dist_of(os_or_dist) or "")
+        return list(info.kernel_packages.get(arch, ())) if info else []
+
+    def bootloader_packages(self, os_or_dist: str, arch: str, provider: str) -> list[str]:
+        fam = self.family(os_or_dist)
+        if not fam:
+            return []
+        provider = "grub" if provider.startswith("grub") else provider
+        return list(fam.bootloader_packages.get(provider, {}).get(arch, ()))
+
+    def all_bootloader_packages(self, os_or_dist: str) -> set[str]:
+        fam = self.family(os_or_dist)
+        if not fam:
+            return set()
+        return {
+            p for by_arch in fam.bootloader_packages.values() for names in by_arch.values() for p in names
+        }
+
+    def is_specific_to(self, package: str, os_or_dist: str) -> bool:
+        """True when the name only makes sense in that family (ubuntu-minimal, tdnf, ...)."""
+        fam = self.family(os_or_dist)
+        return bool(fam) and any(p.search(package) for p in fam.specific)
+
+    # ------------------------------------------------------------------ groups
+
+    def group_for_word(self, word: str) -> str | None:
+        """Capability group a word or phrase triggers ('docker' -> 'containers'), or None."""
+        return self._triggers.get(normalize_phrase(word))
+
+    def triggers(self) -> dict[str, str]:
+        """Every normalized trigger phrase -> group id."""
+        return dict(self._triggers)
+
+    def group_available(self, group: str, os_or_dist: str, arch: str | None = None) -> bool:
+        spec = self.groups.get(group)
+        if spec is None:
+            return False
+        if arch == "aarch64" and spec.x86_only:
+            return False
+        return (
+            self._pick(spec.packages, os_or_dist) is not None
+            or self._pick(spec.kernel_packages, os_or_dist) is not None
+        )
+
+    def packages_for(self, group: str, family: str, arch: str | None = None) -> list[str]:
+        """Package names the group stands for on a family or dist ([] when it has none there)."""
+        spec = self.groups.get(group)
+        if spec is None:
+            return []
+        if arch == "aarch64" and spec.x86_only:
+            return []
+        names = list(self._pick(spec.packages, family) or ())
+        if arch:
+            pkg_type = self.pkg_type(family)
+            out: list[str] = []
+            for name in names:
+                renamed = self.rename_for_arch(name, pkg_type, arch)
+                if renamed and renamed not in out:
+                    out.append(renamed)
+            names = out
+        return names
+
+    def group_note(self, group: str, os_or_dist: str) -> str | None:
+        spec = self.groups.get(group)
+        return self._pick(spec.notes, os_or_dist) if spec else None
+
+    def group_repositories(self, group: str, os_or_dist: str) -> list[dict]:
+        spec = self.groups.get(group)
+        return [dict(r) for r in (self._pick(spec.repositories, os_or_dist) or ())] if spec else []
+
+    def group_configurations(self, group: str, os_or_dist: str) -> list[dict]:
+        spec = self.groups.get(group)
+        return [dict(c) for c in (self._pick(spec.configurations, os_or_dist) or ())] if spec else []
+
+    def group_cmdline(self, group: str, os_or_dist: str) -> list[str]:
+        spec = self.groups.get(group)
+        return list(self._pick(spec.cmdline_append, os_or_dist) or ()) if spec else []
+
+    def group_kernel_packages(self, group: str, os_or_dist: str, arch: str) -> list[str]:
+        spec = self.groups.get(group)
+        by_arch = self._pick(spec.kernel_packages, os_or_dist) if spec else None
+        return list(by_arch.get(arch, ())) if by_arch else []
+
+    def groups_of_package(self, package: str) -> set[str]:
+        """Groups whose package list (any family) contains the name or one of its aliases."""
+        names = {n.lower() for n in self.aliases(package)}
+        found: set[str] = set()
+        for group in self.groups.values():
+            for plist in group.packages.values():
+                if names & {p.lower() for p in plist}:
+                    found.add(group.id)
+                    break
+        return found
+
+    def group_package_universe(self, group: str) -> set[str]:
+        """Every name the group uses in any family, with aliases (for removing a group)."""
+        spec = self.groups.get(group)
+        if spec is None:
+            return set()
+        out: set[str] = set()
+        for plist in list(spec.packages.values()):
+            for name in plist:
+                out |= self.aliases(name)
+        for by_arch in spec.kernel_packages.values():
+            for names in by_arch.values():
+                out.update(names)
+        return out
+
+    # ------------------------------------------------------------------ package names
+
+    def aliases(self, package: str) -> set[str]:
+        """Cross-distribution names of the same software, the name itself included.
+
+        ``aliases("docker.io") == {"docker.io", "docker", "docker-ce", "moby-engine", "podman", ...}``.
+        """
+        index = self._class_of.get(package.lower())
+        if index is None:
+            return {package}
+        return {package, *_entry_names(self._equivalents[index])}
+
+    def translate_package(self, package: str, os_or_dist: str) -> str | None:
+        """The name this software has on the target (unchanged when unknown; None when it has no counterpart)."""
+        index = self._class_of.get(package.lower())
+        if index is None:
+            return package
+        entry = self._equivalents[index]
+        for key in self._keys(os_or_dist):
+            if key in entry:
+                if entry[key]:
+                    return str(entry[key])
+                substitute = self._pick(entry.get("substitutes") or {}, os_or_dist)
+                return str(substitute) if substitute else None
+        return package
+
+    def has_equivalent_entry(self, package: str) -> bool:
+        return package.lower() in self._class_of
+
+    def rename_for_arch(self, package: str, pkg_type: str | None, arch: str) -> str | None:
+        """Package name on ``arch`` (grub-efi-amd64 -> grub-efi-arm64); None when x86-only on aarch64."""
+        source = "x86_64" if arch == "aarch64" else "aarch64"
+        for rule in self._arch_renames:
+            if pkg_type and rule.get("pkg_type") not in (None, pkg_type):
+                continue
+            old, new = str(rule.get(source, "")), str(rule.get(arch, ""))
+            if not old or not new:
+                continue
+            how = rule.get("match", "exact")
+            if how == "token":
+                renamed, count = re.subn(rf"(^|-){re.escape(old)}(-|$)", rf"\g<1>{new}\g<2>", package)
+                if count:
+                    return renamed
+            elif how == "prefix" and package.startswith(old):
+                return new + package[len(old) :]
+            elif how == "exact" and package == old:
+                return new
+        if arch == "aarch64" and self.is_x86_only(package):
+            return None
+        return package
+
+    def is_x86_only(self, package: str) -> bool:
+        return any(p.search(package) for p in self._x86_only)
+
+    def known_packages(self) -> set[str]:
+        """Every package name this knowledge mentions (groups, equivalents, portable, kernels, bootloaders)."""
+        names: set[str] = set(self.portable)
+        for group in self.groups.values():
+            for plist in group.packages.values():
+                names.update(plist)
+            for by_arch in group.kernel_packages.values():
+                for plist in by_arch.values():
+                    names.update(plist)
+        for entry in self._equivalents:
+            names.update(str(n) for k, n in entry.items() if k not in ("aliases", "substitutes") and n)
+        for fam in self.families.values():
+            names |= self.all_bootloader_packages(fam.id)
+            for dist in fam.dists.values():
+                for plist in dist.kernel_packages.values():
+                    names.update(plist)
+        return names
+
+    def alias_names(self) -> set[str]:
+        """Spellings that are not package names anywhere but mean one (docker-ce, docker, ...)."""
+        return {str(a) for entry in self._equivalents for a in entry.get("aliases") or ()}
+
+    def layout(self, name: str, arch: str) -> dict[str, Any] | None:
+        spec = self.layouts.get(name)
+        if not spec:
+            return None
+        parts = []
+        for part in spec.get("partitions") or ():
+            item = dict(part)
+            if item.get("type") == "{root_type}":
+                item["type"] = self.root_type(arch)
+            if "flags" in item:
+                item["flags"] = list(item["flags"])
+            parts.append(item)
+        return {"size": str(spec.get("size", "4GiB")), "partitions": parts}
+
+
+def _entry_names(entry: Mapping[str, Any]) -> set[str]:
+    names = {str(v) for k, v in entry.items() if k not in ("aliases", "substitutes") and v}
+    names.update(str(a) for a in entry.get("aliases") or ())
+    return names
+
+
+def _tuple(values: Iterable[Any] | None) -> tuple[str, ...]:
+    return tuple(str(v) for v in values or ())
+
+
+def _family(fid: str, spec: Mapping[str, Any]) -> Family:
+    dists = {}
+    for did, dspec in (spec.get("dists") or {}).items():
+        kernel = dspec.get("kernel") or {}
+        dists[did] = Dist(
+            id=did,
+            family=fid,
+            label=str(dspec.get("label", did)),
+            release=str(dspec.get("release", "")),
+            codename=dspec.get("codename"),
+            words=_tuple(dspec.get("words")),
+            kernel_version=str(kernel["version"]) if kernel.get("version") else None,
+            kernel_packages={a: _tuple(v) for a, v in (kernel.get("packages") or {}).items()},
+        )
+    return Family(
+        id=fid,
+        label=str(spec.get("label", fid)),
+        pkg_type=str(spec.get("pkg_type", "deb")),
+        default_dist=str(spec.get("default_dist") or next(iter(dists), "")),
+        words=_tuple(spec.get("words")),
+        admin_group=str(spec.get("admin_group", "wheel")),
+        dists=dists,
+        cmdline=str(spec.get("cmdline", "")),
+        bootloader_packages={
+            prov: {a: _tuple(v) for a, v in (by_arch or {}).items()}
+            for prov, by_arch in (spec.get("bootloader_packages") or {}).items()
+        },
+        specific=tuple(re.compile(p) for p in spec.get("specific") or ()),
+        default_layout=str(spec.get("default_layout", "minimal")),
+    )
+
+
+def _group(gid: str, spec: Mapping[str, Any]) -> Group:
+    return Group(
+        id=gid,
+        description=str(spec.get("description", gid)),
+        triggers=_tuple(spec.get("triggers")),
+        packages={k: _tuple(v) for k, v in (spec.get("packages") or {}).items()},
+        kernel_packages={
+            k: {a: _tuple(n) for a, n in (by_arch or {}).items()}
+            for k, by_arch in (spec.get("kernel_packages") or {}).items()
+        },
+        cmdline_append={k: _tuple(v) for k, v in (spec.get("cmdline_append") or {}).items()},
+        repositories={
+            k: tuple(dict(r) for r in v or ()) for k, v in (spec.get("repositories") or {}).items()
+        },
+        configurations={
+            k: tuple(dict(c) for c in v or ()) for k, v in (spec.get("configurations") or {}).items()
+        },
+        notes={k: str(v) for k, v in (spec.get("notes") or {}).items()},
+        x86_only=bool(spec.get("x86_only", False)),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def load_capabilities() -> Capabilities:
+    """The bundled knowledge, parsed once (it is read-only data shipped with the package)."""
+    text = resource_text(RESOURCE)
+    return Capabilities(load_mapping(text).data)
+
+
+# ---------------------------------------------------------------------------- glossary
+
+GLOSSARY_RESOURCE = "glossary.yaml"
+
+
+def glossary_words(text: str) -> tuple[str, ...]:
+    """Words of a query or phrase as the glossary compares them: lower case, '-', '_', '/' as spaces, plural 's'
+    dropped."""
+    words = re.findall(r"[a-z0-9.+']+", re.sub(r"[-_/]+", " ", text.lower()))
+    return tuple(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
+
+
+@dataclass(frozen=True)
+class Concept:
+    id: str
+    label: str
+    terms: tuple[str, ...]
+    phrases: tuple[tuple[str, ...], ...]  # each phrase as glossary words
+
+
+class Glossary:
+    """Kinds of image and capability with the plain words people use for them (``resources/glossary.yaml``)."""
+
+    def __init__(self, raw: Mapping[str, Any]):
+        self.concepts: dict[str, Concept] = {}
+        for cid, spec in (raw.get("concepts") or {}).items():
+            terms = _tuple(spec.get("terms"))
+            phrases = {glossary_words(p) for p in (*_tuple(spec.get("phrases")), *terms)}
+            self.concepts[cid] = Concept(cid, str(spec.get("label", cid)), terms,
+                                         tuple(sorted(p for p in phrases if p)))
+        self.generic_package_parts: frozenset[str] = frozenset(_tuple(raw.get("generic_package_parts")))
+        prefixes = [re.escape(p).replace(r"\*", "[a-z]+") + ("(?=[a-z]{3})" if p == "lib" else "")
+                    for p in _tuple(raw.get("package_namespaces"))]
+        # Matches the namespace prefix of a package name, if any (see package_namespaces in the YAML).
+        self.package_namespace: re.Pattern[str] = re.compile("^(?:" + "|".join(prefixes) + ")" if prefixes else "^$")
+        # Words of the plain-language phrases: ordinary English, never read as package stems.
+        self.phrase_words: frozenset[str] = frozenset(
+            w for c in self.concepts.values() for p in c.phrases for w in p if len(p) > 1)
+        # Phrases by their first word: a query is matched in one pass over its words, not per phrase (the
+        # per-phrase scan over ~400 phrases cost ~9 ms a query, more than the embedding).
+        self._by_first: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+        for order, concept in enumerate(self.concepts.values()):
+            for phrase in concept.phrases:
+                self._by_first.setdefault(phrase[0], []).append((order, phrase))
+
+    def match(self, text: str) -> list[tuple[Concept, list[tuple[str, ...]]]]:
+        """Concepts the text mentions, each with every phrase of it found in the text, longest first."""
+        words = glossary_words(text)
+        hits: dict[int, set[tuple[str, ...]]] = {}
+        for i, word in enumerate(words):
+            for order, phrase in self._by_first.get(word, ()):
+                if words[i:i + len(phrase)] == phrase:
+                    hits.setdefault(order, set()).add(phrase)
+        concepts = list(self.concepts.values())
+        return [(concepts[order], sorted(sorted(found), key=len, reverse=True)) for order, found in sorted(hits.items())]
+
+
+@functools.lru_cache(maxsize=1)
+def load_glossary() -> Glossary:
+    """The bundled domain glossary, parsed once."""
+    return Glossary(load_mapping(resource_text(GLOSSARY_RESOURCE)).data)
+
+
+__all__ = ["Capabilities", "Concept", "Dist", "Family", "Glossary", "Group", "UseCase", "glossary_words",
+           "load_capabilities", "load_glossary", "normalize_phrase"]

@@ -1,0 +1,648 @@
+"""Query classification and hybrid scoring (ADR §3, calibrated for MiniLM).
+
+Candidates come from LanceDB's vector and full-text legs (over-fetched); the
+final score is computed here so it means the same thing for every query:
+
+    score = Ws·semantic + Wk·keyword + Wp·package      (× penalties)
+
+* semantic: cosine similarity rescaled from MiniLM's working range
+  [COS_FLOOR, COS_CEIL] onto [0, 1]. Raw MiniLM cosines for a clearly relevant
+  template sit around 0.45–0.75 and unrelated text around 0.0–0.25, which is
+  why the ADR's 0.40 threshold on raw scores emptied good result lists.
+* keyword: IDF-weighted share of the query's content words found in the
+  template's words (name parts, keywords explicit and inferred, use cases,
+  description, distribution words), synonyms allowed, plus a small BM25 share.
+* package: share of the packages the query names that the template installs
+  (distro-aware aliases from server.package_names: docker ~ docker.io ~
+  docker-ce ~ moby-engine; and package stems: "v4l2loopback" names
+  v4l2loopback-dkms, "linux headers" names linux-headers-6.12-intel).
+  When a query names no package, the package weight moves to the keyword
+  signal instead of capping every score at 0.9.
+
+Concepts described in plain words ("boot machines over the network") are
+recognised through the domain glossary (resources/glossary.yaml, read via
+server.knowledge.load_glossary) and expand both legs: their terms join the
+BM25 query and the keyword signal, their label joins the embedded text.
+
+Penalties: excluded terms ("without docker") multiply by negation_penalty;
+an explicit distribution, architecture or image type the template does not
+have multiplies by MISMATCH_PENALTY. Results under min_score_threshold are
+dropped unless they carry strong exact evidence (most named packages installed,
+or most of the query's words present) and no penalty, so a weak semantic score
+never empties a query a template clearly answers. The threshold default (0.30)
+was calibrated on the labelled query sets: relevant top-3 templates score
+above it while queries about unrelated topics score under 0.25.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import re
+import threading
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.config import AISettings
+from ..knowledge import package_names
+from ..knowledge.loader import Concept, glossary_words, load_glossary
+from . import vocabulary as vocab
+from .index import TemplateIndex, build_where
+from .templates import TemplateRecord
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+
+log = logging.getLogger(__name__)
+
+COS_FLOOR = 0.10
+COS_CEIL = 0.70
+MISMATCH_PENALTY = 0.8
+BM25_SHARE = 0.15
+WEAK_CREDIT = 0.5  # a word we inferred, or a synonym, counts for less than one the author wrote
+RESULT_CACHE_TTL = 30.0
+RESULT_CACHE_SIZE = 256
+
+QUERY_TYPES = ("semantic", "package-explicit", "keyword-heavy", "negation")
+
+MAX_STEM_PACKAGES = 12
+MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
+CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
+STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
+_NAME_PARTS = re.compile(r"[-_.+]")
+
+
+@functools.lru_cache(maxsize=4096)
+def package_aliases(name: str) -> frozenset[str]:
+    """The name and the names that stand for the same software elsewhere (shared package knowledge)."""
+    low = name.lower()
+    out = {low, *package_names.equivalents(low)}
+    for other in list(out):
+        out.update(package_names.equivalents(other))
+    return frozenset(out)
+
+
+def _known_alias_names() -> set[str]:
+    return {n for group in package_names.EQUIVALENT_GROUPS for n in group}
+
+
+def package_stem_keys(package: str) -> set[str]:
+    """Stems a person may name a package by: leading runs of its name parts, with and without a namespace
+    prefix (``intel-``, ``python3-``, ``ros-jazzy-``, ``lib``…), stopping at version parts. So
+    ``acpi-call-dkms`` answers to acpi-call, ``intel-dlstreamer-2025.2.0`` to dlstreamer,
+    ``prometheus-node-exporter`` to node-exporter, ``linux-headers-6.12-intel`` to linux-headers."""
+    keys: set[str] = set()
+    low = package.lower()
+    for name in {low, load_glossary().package_namespace.sub("", low, count=1)}:
+        run: list[str] = []
+        for part in _NAME_PARTS.split(name):
+            if not part or part[0].isdigit():
+                break
+            run.append(part)
+            keys.add("-".join(run))
+            trimmed = part.rstrip("0123456789")
+            if len(run) == 1 and trimmed != part and len(trimmed) >= 3:
+                keys.add(trimmed)  # gstreamer1.0-tools, libze1
+    return keys
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+def _within_one_edit(a: str, b: str) -> bool:
+    """Damerau distance ≤ 1: one insertion, deletion, substitution or swap of neighbours."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+class SpellingIndex:
+    """Reads a misspelt query word ("ubunut", "promethius", "virtualisation") as the one known word within one
+    edit of it. Known words: the domain vocabulary, the glossary, the catalog's package names and stems, and
+    the catalog's most frequent terms. Short words (< MIN_FUZZY_LEN) and known words are never changed."""
+
+    MIN_FUZZY_LEN = 5
+
+    def __init__(self, words: dict[str, int], corpus_terms: Counter[str] | None = None):
+        self.known = words  # word -> frequency (ties go to the more frequent word)
+        self.corpus_terms = corpus_terms if corpus_terms is not None else Counter()
+        self._by_deletion: dict[str, set[str]] | None = None  # built on the first unknown word, not per catalog
+
+    def _index(self) -> dict[str, set[str]]:
+        if self._by_deletion is None:
+            index: dict[str, set[str]] = {}
+            for word in self.known:
+                if len(word) >= self.MIN_FUZZY_LEN - 1 and word.isascii():
+                    for key in {word, *_deletions(word)}:
+                        index.setdefault(key, set()).add(word)
+            self._by_deletion = index
+        return self._by_deletion
+
+    def correct(self, token: str) -> str | None:
+        if (len(token) < self.MIN_FUZZY_LEN or not token.isalpha()
+                or any(w in self.known or self.corpus_terms.get(w) for w in (token, vocab.stem(token)))):
+            return None  # a plural of a known word ("headers") is no misspelling
+        index = self._index()
+        found = set().union(*(index.get(k, set()) for k in {token, *_deletions(token)}))
+        close = sorted((w for w in found if _within_one_edit(token, w)), key=lambda w: (-self.known[w], w))
+        return close[0] if close else None
+
+
+class SearchInputError(ValueError):
+    """A search argument that cannot be used; the message says how to fix it."""
+
+
+@dataclass
+class QueryAnalysis:
+    text: str
+    query_type: str
+    tokens: list[str]
+    content_terms: list[str]
+    packages: list[str]
+    excluded: list[str]
+    density: float
+    wants: dict[str, str] = field(default_factory=dict)  # dist/arch/image_type stated in the query
+    # Package mentions by stem ("v4l2loopback" -> v4l2loopback-dkms): mention -> catalog names it stands for.
+    package_sets: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Glossary concepts the query names, each with the content words that named it.
+    concepts: list[tuple[Concept, tuple[str, ...]]] = field(default_factory=list)
+    corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, as read)
+
+    def expansion_terms(self) -> list[str]:
+        """Words the templates use for the concepts named in plain words (both search legs add them)."""
+        out: list[str] = []
+        for concept, _ in self.concepts:
+            out.extend(t for t in concept.terms if t not in out)
+        return out
+
+    def embedding_text(self) -> str:
+        """The query, plus a label for each concept named without any of its own words."""
+        labels = [c.label for c, words in self.concepts if not set(words) & set(c.terms)]
+        labels += [read for _, read in self.corrections]
+        return self.text if not labels else f"{self.text} ({'; '.join(labels)})"
+
+
+@dataclass
+class ScoredResult:
+    record: TemplateRecord
+    score: float
+    semantic: float
+    keyword: float
+    package: float
+    cosine: float
+    bm25: float
+    penalties: list[str] = field(default_factory=list)
+    matched_packages: list[str] = field(default_factory=list)
+    matched_terms: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchOutcome:
+    query: str
+    query_type: str
+    weights: dict[str, float]
+    results: list[ScoredResult]
+    analysis: QueryAnalysis
+    candidates: int
+    below_threshold: int
+    message: str
+    latency_ms: float = 0.0
+    cached: bool = False
+    notices: tuple[str, ...] = ()  # what limits this answer (e.g. no embedding model), for the reader
+
+
+_stem = vocab.stem
+
+
+class QueryAnalyzer:
+    """Classifies a query and pulls out packages, exclusions and stated targets."""
+
+    def __init__(self, settings: AISettings, known_packages: set[str], vocabulary_terms: set[str],
+                 stems: dict[str, frozenset[str]] | None = None, spelling: SpellingIndex | None = None):
+        self.settings = settings
+        self.spelling = spelling
+        self.known_packages = known_packages | _known_alias_names()
+        self.vocabulary_terms = vocabulary_terms
+        self.stems = stems or {}
+        self.glossary = load_glossary()
+        target_words = {w for words in (*vocab.DIST_WORDS.values(), *vocab.ARCH_WORDS.values(),
+                                        *vocab.IMAGE_TYPE_WORDS.values()) for w in words}
+        self._not_stems = (self.glossary.generic_package_parts | self.glossary.phrase_words | vocab.STOPWORDS
+                           | vocab.NEGATION_WORDS | target_words)
+
+    def _stem_mentions(self, content: list[str], packages: list[str]) -> dict[str, frozenset[str]]:
+        """Package names given by stem: longest runs of adjacent words first ("linux headers" -> linux-headers)."""
+        found: dict[str, frozenset[str]] = {}
+        used: set[int] = set()
+        for n in (3, 2, 1):
+            for i in range(len(content) - n + 1):
+                span = range(i, i + n)
+                if used & set(span):
+                    continue
+                key = "-".join(content[i:i + n])
+                if n == 1 and (key in packages or key in self._not_stems or len(key) < 3 or key[0].isdigit()):
+                    continue
+                names = self.stems.get(key)
+                if names and key not in packages:
+                    found[key] = names
+                    used.update(span)
+        return found
+
+    def analyze(self, query: str) -> QueryAnalysis:
+        tokens = vocab.tokenize(query)
+        corrections: list[tuple[str, str]] = []
+        if self.spelling is not None:
+            for i, tok in enumerate(tokens):
+                fixed = None if tok in self.known_packages or tok in vocab.STOPWORDS else self.spelling.correct(tok)
+                if fixed:
+                    corrections.append((tok, fixed))
+                    tokens[i] = fixed
+        excluded, negated_idx = self._negations(tokens)
+        packages: list[str] = []
+        content: list[str] = []
+        technical = 0
+        for i, tok in enumerate(tokens):
+            if tok in vocab.NEGATION_WORDS or i in negated_idx:
+                continue
+            is_pkg = tok in self.known_packages
+            if is_pkg and tok not in packages:
+                packages.append(tok)
+            if tok in vocab.STOPWORDS:
+                continue
+            content.append(tok)
+            if is_pkg or tok in self.vocabulary_terms or _stem(tok) in self.vocabulary_terms:
+                technical += 1
+        stem_sets = self._stem_mentions(content, packages)
+        for key in stem_sets:
+            packages.append(key)
+            technical += 1
+        words = [t for t in tokens if t not in vocab.NEGATION_WORDS]
+        density = technical / len(words) if words else 0.0
+        cls = self.settings.classification
+        if excluded:
+            qtype = "negation"
+        elif len(packages) >= cls.package_threshold:
+            qtype = "package-explicit"
+        elif density >= cls.keyword_density and len(content) >= 2:
+            qtype = "keyword-heavy"
+        else:
+            qtype = "semantic"
+        read = " ".join(tokens) if corrections else query
+        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content),
+                             stem_sets, self._concepts(read, content), corrections)
+
+    def _concepts(self, query: str, content: list[str]) -> list[tuple[Concept, tuple[str, ...]]]:
+        out = []
+        for concept, phrases in self.glossary.match(query):
+            # The words that named it must be wanted words: "without nginx" names no web server.
+            for phrase in phrases:
+                # Query tokens keep dashes ("write-protected"); glossary words do not.
+                covered = tuple(t for t in content if set(glossary_words(t)) & set(phrase))
+                if covered:
+                    out.append((concept, covered))
+                    break
+        return out
+
+    @staticmethod
+    def _negations(tokens: list[str]) -> tuple[list[str], set[int]]:
+        """Terms after without/no/exclude..., continuing through 'and', 'or' and commas."""
+        excluded: list[str] = []
+        idx: set[int] = set()
+        i = 0
+        while i < len(tokens):
+            if tokens[i] in vocab.NEGATION_WORDS:
+                j = i + 1
+                while j < len(tokens):
+                    tok = tokens[j]
+                    if tok in ("and", "or", "nor", "any"):
+                        j += 1
+                        continue
+                    if tok in vocab.STOPWORDS and tok not in ("gui",):
+                        break
+                    excluded.append(tok)
+                    idx.add(j)
+                    j += 1
+                    # "without docker and nginx" continues; "without docker for edge" stops at the stopword.
+                    if j < len(tokens) and tokens[j] not in ("and", "or", "nor"):
+                        break
+                i = j
+            else:
+                i += 1
+        return excluded, idx
+
+    @staticmethod
+    def _wants(content: list[str]) -> dict[str, str]:
+        wants: dict[str, str] = {}
+        # "wind river", "red hat", "centos stream" name a target in two words; "cbl-mariner" in one dashed word.
+        pairs = [f"{a}-{b}" for a, b in zip(content, content[1:], strict=False)]
+        parts = [p for tok in content if "-" in tok for p in tok.split("-")]
+        for tok in [*content, *parts, *pairs]:
+            for arch, words in vocab.ARCH_WORDS.items():
+                if tok in words and tok not in ("intel",):
+                    wants["arch"] = arch
+            for itype, words in vocab.IMAGE_TYPE_WORDS.items():
+                if tok in (itype, *words[:2]) and tok != "disk":
+                    wants["image_type"] = itype
+            dists = vocab.dist_for_word(tok)
+            if len(dists) == 1 and tok not in ("intel", "microsoft", "wind", "river", "debian-based"):
+                wants["dist"] = dists[0]
+            elif "dist" not in wants:
+                for os_id, words in vocab.OS_WORDS.items():
+                    if tok in words:
+                        wants["os"] = os_id
+        if "dist" in wants:
+            wants.pop("os", None)
+        return wants
+
+
+class SearchEngine:
+    def __init__(self, index: TemplateIndex, embedder: Embedder, settings: AISettings):
+        self.index = index
+        self.embedder = embedder
+        self.settings = settings
+        self._df: Counter[str] = Counter()
+        self._seen: dict[str, tuple[str, tuple[str, ...]]] = {}  # uid -> (content hash, its terms)
+        self._doc_sets: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._n_docs = 1
+        self._catalog_version: tuple[int, int] = (-1, -1)
+        self._default_idf = 1.0
+        self._cache: OrderedDict[tuple, tuple[float, SearchOutcome]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.analyzer = QueryAnalyzer(settings, set(), set())
+
+    # ---- per-catalog precomputation ------------------------------------------
+    def _refresh_terms(self) -> None:
+        """Document frequencies for IDF, updated incrementally from the terms stored with each row."""
+        version = (id(self.index), self.index.generation)
+        if version == self._catalog_version:
+            return
+        catalog = self.index.catalog
+        df = self._df
+        seen = self._seen
+        for uid in [u for u in seen if u not in catalog]:
+            df.subtract(seen.pop(uid)[1])
+        for uid, rec in catalog.items():
+            old = seen.get(uid)
+            if old is not None and old[0] == rec.content_hash:
+                continue
+            if old is not None:
+                df.subtract(old[1])
+            terms = (*rec.terms_strong, *rec.terms_weak)
+            df.update(terms)
+            seen[uid] = (rec.content_hash, terms)
+        self._n_docs = max(len(seen), 1)
+        self._default_idf = math.log(1 + self._n_docs)
+        self._doc_sets.clear()
+        technical = set(vocab.TECHNICAL_TERMS) | {w for words in vocab.ARCH_WORDS.values() for w in words}
+        technical.discard("intel")
+        packages = self.index.all_packages()
+        stems = self._package_stems(packages)
+        self.analyzer = QueryAnalyzer(self.settings, packages, technical, stems, self._spelling(stems))
+        self._catalog_version = version
+        self._cache.clear()
+
+    def _spelling(self, stems: dict[str, frozenset[str]]) -> SpellingIndex:
+        glossary = load_glossary()
+        domain = {*vocab.STOPWORDS, *vocab.TECHNICAL_TERMS, *vocab.SYNONYMS, *vocab.FILENAME_HINTS,
+                  *(w for words in (*vocab.DIST_WORDS.values(), *vocab.ARCH_WORDS.values(),
+                                    *vocab.IMAGE_TYPE_WORDS.values(), *vocab.FILENAME_HINTS.values()) for w in words),
+                  *glossary.phrase_words, *(t for c in glossary.concepts.values() for t in c.terms),
+                  *(k for k in stems if "-" not in k)}
+        words = {w: self._df.get(w, 0) + 1 for w in domain}
+        for term, count in self._df.most_common(MAX_SPELLING_TERMS):
+            if count > 0:
+                words[term] = count + 1
+        return SpellingIndex(words, self._df)
+
+    @staticmethod
+    def _package_stems(packages: set[str]) -> dict[str, frozenset[str]]:
+        stems: dict[str, set[str]] = {}
+        for name in packages:
+            for key in package_stem_keys(name):
+                if key != name.lower():
+                    stems.setdefault(key, set()).add(name.lower())
+        # A stem shared by very many packages (ros-*, python3-*) identifies none of them.
+        return {k: frozenset(v) for k, v in stems.items() if len(v) <= MAX_STEM_PACKAGES}
+
+    def _idf(self, term: str) -> float:
+        count = self._df.get(term) or self._df.get(_stem(term))
+        return math.log(1 + self._n_docs / count) if count and count > 0 else self._default_idf
+
+    def _term_sets(self, uid: str) -> tuple[frozenset[str], frozenset[str]]:
+        """Sets only for the candidates a query scores (at most a few hundred), built on demand."""
+        sets = self._doc_sets.get(uid)
+        if sets is None:
+            rec = self.index.catalog.get(uid)
+            sets = (frozenset(rec.terms_strong), frozenset(rec.terms_weak)) if rec else (frozenset(), frozenset())
+            if len(self._doc_sets) > 4096:
+                self._doc_sets.clear()
+            self._doc_sets[uid] = sets
+        return sets
+
+    # ---- scoring -------------------------------------------------------------
+    def weights_for(self, analysis: QueryAnalysis) -> dict[str, float]:
+        s = self.settings.scoring
+        if analysis.query_type == "package-explicit":
+            w = {"semantic": 0.40, "keyword": 0.20, "package": 0.40}
+        elif analysis.query_type == "keyword-heavy":
+            w = {"semantic": 0.50, "keyword": 0.40, "package": 0.10}
+        else:
+            w = {"semantic": s.semantic, "keyword": s.keyword, "package": s.package}
+        if not analysis.packages and w["package"] > 0:
+            # No package named: the spare weight goes to the keyword signal, the other exact-word evidence.
+            w = {"semantic": w["semantic"], "keyword": w["keyword"] + w["package"], "package": 0.0}
+        return w
+
+    @staticmethod
+    def _credit(words: set[str], synonyms: set[str], strong: frozenset[str], weak: frozenset[str]) -> float:
+        if words & strong:
+            return 1.0
+        if synonyms & strong or words & weak:
+            return WEAK_CREDIT
+        if synonyms & weak:
+            return WEAK_CREDIT * WEAK_CREDIT
+        return 0.0
+
+    def _keyword_score(self, analysis: QueryAnalysis, uid: str) -> tuple[float, list[str]]:
+        strong, weak = self._term_sets(uid)
+        total = matched = 0.0
+        hits: list[str] = []
+        covered: set[str] = set()
+        # A concept named in plain words ("fetch at power-on through the LAN") is matched by the words the
+        # templates use for it (initrd, pxe): its words weigh together and earn the best credit either way.
+        for concept, words in analysis.concepts:
+            if not words or covered.issuperset(words):
+                continue
+            fresh = [w for w in words if w not in covered]
+            covered.update(words)
+            weights = [self._idf(w) for w in fresh]
+            weight = sum(weights)
+            own = sum(wt * self._credit({w, _stem(w)}, set(vocab.SYNONYMS.get(w, [])), strong, weak)
+                      for w, wt in zip(fresh, weights, strict=True)) / weight
+            terms = {t for term in concept.terms for t in (term, _stem(term))}
+            credit = max(own, self._credit(terms, set(), strong, weak) * CONCEPT_CREDIT)
+            total += weight
+            if credit:
+                matched += credit * weight
+                hits.append(concept.id)
+        for q in dict.fromkeys(analysis.content_terms):
+            if q in covered:
+                continue
+            idf = self._idf(q)
+            total += idf
+            credit = self._credit({q, _stem(q)}, set(vocab.SYNONYMS.get(q, [])), strong, weak)
+            if credit:
+                matched += credit * idf
+                hits.append(q)
+        return (matched / total if total else 0.0), hits
+
+    @staticmethod
+    def _package_score(analysis: QueryAnalysis, rec: TemplateRecord) -> tuple[float, list[str]]:
+        if not analysis.packages:
+            return 0.0, []
+        have = {p.lower() for p in rec.packages}
+        matched = [p for p in analysis.packages
+                   if package_aliases(p) & have or analysis.package_sets.get(p, frozenset()) & have]
+        return len(matched) / len(analysis.packages), matched
+
+    @staticmethod
+    def _excluded_hits(analysis: QueryAnalysis, rec: TemplateRecord) -> list[str]:
+        if not analysis.excluded:  # most queries negate nothing: skip building the per-record sets
+            return []
+        have = {p.lower() for p in rec.packages}
+        # Words the author wrote, not ones we inferred: a "web" file name does not mean nginx is installed.
+        words = {w.lower() for w in rec.explicit_keywords} | {w for w in vocab.split_parts(rec.id)}
+        hits = []
+        for term in analysis.excluded:
+            aliases = package_aliases(term) | {_stem(term)} | set(vocab.SYNONYMS.get(term, [])[:1])
+            pkg_hit = any(a in have for a in aliases) or any(p.startswith(term + "-") for p in have)
+            if pkg_hit or term in words:
+                hits.append(term)
+        return hits
+
+    @staticmethod
+    def _strong(analysis: QueryAnalysis, r: ScoredResult) -> bool:
+        """Exact evidence: most named packages installed, or most of the query's words (or concepts) present."""
+        if analysis.packages and r.package >= STRONG_EVIDENCE and r.semantic > 0:
+            # Some package names are English words ("file", "less"): a match counts only when the query's
+            # meaning is not wholly unrelated to the template (cosine above the floor).
+            return True
+        return len(r.matched_terms) >= 1 and r.keyword >= STRONG_EVIDENCE + BM25_SHARE
+
+    # ---- the search ----------------------------------------------------------
+    def validate_args(self, query: str, top_k: int, filters: dict[str, str | None]) -> str:
+        if not isinstance(query, str) or not query.strip():
+            raise SearchInputError("query is empty: describe the image you need, e.g. 'minimal edge image for ubuntu'")
+        limit = self.settings.search.max_query_chars
+        if len(query) > limit:
+            raise SearchInputError(f"query is {len(query):,} characters; the limit is {limit:,}. Shorten it to the key facts.")
+        max_k = self.settings.search.max_top_k
+        if not 1 <= top_k <= max_k:
+            raise SearchInputError(f"top_k is {top_k}; use a number from 1 to {max_k}")
+        for key, value in filters.items():
+            if value:
+                known = sorted(self.index.known_values(key))
+                if value not in known:
+                    raise SearchInputError(
+                        f"unknown {key} filter '{value}'; indexed values: {', '.join(known) or 'none'}"
+                    )
+        return " ".join(query.split())
+
+    def search(self, query: str, top_k: int = 5, *, os: str | None = None, dist: str | None = None,
+               arch: str | None = None, image_type: str | None = None, use_threshold: bool = True) -> SearchOutcome:
+        started = time.perf_counter()
+        filters = {"os": os, "dist": dist, "arch": arch, "image_type": image_type}
+        with self._lock:
+            self._refresh_terms()
+        query = self.validate_args(query, top_k, filters)
+        key = (query.lower(), top_k, os, dist, arch, image_type, use_threshold, self._catalog_version)
+        hit = self._cache.get(key)
+        if hit and time.monotonic() - hit[0] < RESULT_CACHE_TTL:
+            outcome = hit[1]
+            return SearchOutcome(**{**outcome.__dict__, "cached": True,
+                                    "latency_ms": (time.perf_counter() - started) * 1000})
+        analysis = self.analyzer.analyze(query)
+        weights = self.weights_for(analysis)
+        keyword_only = getattr(self.embedder, "keyword_only", False)
+        if keyword_only:  # no model: the semantic share goes to the other signals, in proportion
+            rest = (weights["keyword"] + weights["package"]) or 1.0
+            weights = {"semantic": 0.0, "keyword": weights["keyword"] / rest, "package": weights["package"] / rest}
+        qvec = None if keyword_only else self.embedder.embed_query(analysis.embedding_text())
+        fts_terms = [t for t in analysis.tokens if t not in vocab.STOPWORDS and t not in analysis.excluded
+                     and t not in vocab.NEGATION_WORDS]
+        fts_terms += [t for t in analysis.expansion_terms() if t not in fts_terms]
+        fts_query = " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
+        limit = max(top_k * 4, 50)
+        candidates = self.index.candidates(None if qvec is None else np.asarray(qvec), fts_query,
+                                           build_where(filters), limit, filters=filters)
+        max_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
+        scored: list[ScoredResult] = []
+        for cand in candidates:
+            rec = self.index.catalog[cand.uid]
+            semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
+            coverage, hits = self._keyword_score(analysis, cand.uid)
+            keyword = (1 - BM25_SHARE) * coverage + BM25_SHARE * (cand.bm25 / max_bm25)
+            package, matched = self._package_score(analysis, rec)
+            score = weights["semantic"] * semantic + weights["keyword"] * keyword + weights["package"] * package
+            penalties: list[str] = []
+            excluded = self._excluded_hits(analysis, rec)
+            if excluded:
+                factor = self.settings.classification.negation_penalty
+                score *= factor
+                penalties.append(f"contains excluded {', '.join(excluded)} (x{factor})")
+            for attr, wanted in analysis.wants.items():
+                if attr in filters and filters[attr]:
+                    continue
+                have = getattr(rec, attr)
+                if have and have != wanted:
+                    score *= MISMATCH_PENALTY
+                    penalties.append(f"{attr} is {have}, query asks for {wanted} (x{MISMATCH_PENALTY})")
+            scored.append(ScoredResult(rec, round(score, 4), round(semantic, 4), round(keyword, 4), round(package, 4),
+                                       round(cand.cosine, 4), round(cand.bm25, 4), penalties, matched, hits))
+        scored.sort(key=lambda r: (-r.score, r.record.name))
+        threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
+        # A weak semantic score never empties a query whose packages or words a template clearly has.
+        kept = [r for r in scored if r.score >= threshold or (not r.penalties and self._strong(analysis, r))]
+        below = len(scored) - len(kept)
+        results = kept[:top_k]
+        if results:
+            message = f"{len(results)} template(s) for a {analysis.query_type} query"
+            if analysis.corrections:
+                message += "; read " + ", ".join(f"'{a}' as '{b}'" for a, b in analysis.corrections)
+            rescued = [r.record.name for r in results if r.score < threshold]
+            if rescued:
+                message += (f"; {len(rescued)} scored under the {threshold:.2f} relevance threshold and are shown "
+                            "because they have the named packages or words")
+        elif scored:
+            message = (f"no relevant templates found: the best candidate ({scored[0].record.name}) scored "
+                       f"{scored[0].score:.2f}, under the {threshold:.2f} relevance threshold. Rephrase with the "
+                       "distribution, use case or packages you need, or drop filters.")
+        else:
+            message = "no relevant templates found" + (" matching the filters" if any(filters.values()) else "")
+        outcome = SearchOutcome(query, analysis.query_type, weights, results, analysis, len(candidates), below,
+                                message, (time.perf_counter() - started) * 1000)
+        log.info("search type=%s packages=%s excluded=%s candidates=%d results=%d top=%s",
+                 analysis.query_type, analysis.packages, analysis.excluded, len(candidates), len(results),
+                 results[0].record.name if results else None)
+        if log.isEnabledFor(logging.DEBUG):
+            for r in results:
+                log.debug("score %s=%.3f sem=%.3f kw=%.3f pkg=%.3f pen=%s", r.record.name, r.score, r.semantic,
+                          r.keyword, r.package, r.penalties)
+        with self._lock:
+            self._cache[key] = (time.monotonic(), outcome)
+            while len(self._cache) > RESULT_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return outcome

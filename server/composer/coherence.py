@@ -15,32 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..knowledge.loader import Capabilities
-
-
-def stems(names: Iterable[str], caps: Capabilities) -> set[str]:
-    """Service, group and directory words a set of packages answers to (see the module docstring)."""
-    out: set[str] = set()
-    for name in names:
-        for alias in {name, *caps.aliases(name)}:
-            word = re.split(r"[-.+_]", str(alias).lower(), maxsplit=1)[0]
-            if len(word) >= 3 and not word.isdigit():
-                out.add(word)
-    return out
-
-
-def service_spans(cmd: str) -> list[tuple[int, int, str]]:
-    """Spans of unit names in ``systemctl enable a.service b`` commands: (start, end, stem of the unit)."""
-    spans: list[tuple[int, int, str]] = []
-    for m in re.finditer(r"systemctl\s+(?:--\S+\s+)*enable\s+((?:--\S+\s+)*[\w@.:-]+(?:[ \t]+[\w@.:-]+)*)", cmd):
-        for w in re.finditer(r"[\w@.:-]+", m.group(1)):
-            if not w.group(0).startswith("-"):
-                unit = re.sub(r"\.(service|socket|timer|path)$", "", w.group(0))
-                spans.append((m.start(1) + w.start(), m.start(1) + w.end(), unit))
-    return spans
-
-
-def unit_stem(unit: str) -> str:
-    return re.split(r"[-.@_]", unit.lower(), maxsplit=1)[0]
+from ..knowledge.stems import service_spans, stems, unit_stem
 
 
 def drop_services(system: dict[str, Any], gone: set[str]) -> list[str]:
@@ -128,5 +103,4 @@ def exclusive_drops(present: Iterable[str], asked: Iterable[str], caps: Capabili
     return out
 
 
-__all__ = ["drop_keywords", "drop_services", "drop_user_groups", "exclusive_drops", "gone_stems", "mounts_of",
-           "service_spans", "stems", "unit_stem"]
+__all__ = ["drop_keywords", "drop_services", "drop_user_groups", "exclusive_drops", "gone_stems", "mounts_of"]

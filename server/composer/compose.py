@@ -16,8 +16,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.sizes import fmt_offset, fmt_size, template_mib
 from ..validation.upstream import conform
@@ -36,6 +34,7 @@ from .layout import (
 from .layout import (
     part_id as _pid,
 )
+from .output import dump_yaml
 from .request_parser import RequestSpec, is_question, parse_request
 
 logger = logging.getLogger(__name__)
@@ -1251,82 +1250,6 @@ def _name_and_describe(
     }
     data["metadata"] = metadata
     changes.append("metadata written (description, use_cases, keywords)")
-
-
-# --------------------------------------------------------------------------- YAML output
-
-_ORDER = {
-    (): ["metadata", "image", "target", "packageRepositories", "disk", "systemConfig"],
-    ("metadata",): ["description", "use_cases", "keywords"],
-    ("image",): ["name", "version"],
-    ("target",): ["os", "dist", "arch", "imageType"],
-    ("disk",): ["name", "path", "artifacts", "size", "partitionTableType", "partitions"],
-    ("disk", "partitions", "*"): [
-        "id", "index", "name", "type", "typeUUID", "flags", "start", "end", "fsType", "fsLabel", "mountPoint",
-        "mountOptions",
-    ],
-    ("disk", "artifacts", "*"): ["type", "compression"],
-    ("systemConfig",): [
-        "name", "description", "hostname", "initramfs", "bootloader", "immutability", "users", "packages",
-        "additionalFiles", "kernel", "configurations",
-    ],
-    ("systemConfig", "bootloader"): ["bootType", "provider"],
-    ("systemConfig", "immutability"): ["enabled", "secureBootDBKey", "secureBootDBCrt", "secureBootDBCer"],
-    ("systemConfig", "users", "*"): [
-        "name", "password", "hash_algo", "passwordMaxAge", "groups", "sudo", "home", "shell", "startupScript",
-    ],
-    ("systemConfig", "kernel"): ["name", "version", "cmdline", "enableExtraModules", "uki", "packages"],
-    ("systemConfig", "additionalFiles", "*"): ["local", "final"],
-    ("packageRepositories", "*"): [
-        "codename", "url", "path", "pkey", "pkeys", "component", "priority", "allowPackages",
-    ],
-}  # fmt: skip
-
-
-def _ordered(value: Any, path: tuple[str, ...] = ()) -> Any:
-    if isinstance(value, dict):
-        order = _ORDER.get(path, [])
-        keys = [k for k in order if k in value] + [k for k in value if k not in order]
-        return {k: _ordered(value[k], (*path, str(k))) for k in keys}
-    if isinstance(value, list):
-        return [_ordered(v, (*path, "*")) for v in value]
-    return value
-
-
-class _Dumper(yaml.SafeDumper):
-    """Block style with indented sequences, as the upstream templates are written."""
-
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    node = dumper.represent_scalar("tag:yaml.org,2002:str", value)
-    # Quote (double, upstream style) only what would not read back as this string.
-    implicit = dumper.resolve(yaml.ScalarNode, value, (True, False))
-    analysis = dumper.analyze_scalar(value) if value else None
-    plain_ok = bool(value) and analysis is not None and analysis.allow_block_plain and not analysis.multiline
-    if implicit != "tag:yaml.org,2002:str" or not plain_ok or value != value.strip():
-        node.style = '"'
-    return node
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump_yaml(data: dict) -> str:
-    """Stable, readable YAML in the upstream key order; strings quoted only where needed."""
-    return yaml.dump(
-        _ordered(data),
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=4096,
-        indent=2,
-    )
 
 
 # --------------------------------------------------------------------------- summaries

@@ -3,7 +3,7 @@
 A service enabled in ``systemConfig.configurations`` (``systemctl enable docker.service``), a user group
 (``docker``) or a data partition (``/var/lib/docker``) named after a package the knowledge knows, while no
 installed package answers to that name, is most likely left over from a removed capability. Only names
-that the knowledge ties to a package are judged (stems, see server/composer/coherence.py), so units and
+that the knowledge ties to a package are judged (stems, see server/knowledge/stems.py), so units and
 groups of the base system never warn. Called from server/validation/rules.py as one more rule family.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..composer.coherence import service_spans, stems, unit_stem
 from ..knowledge.loader import load_capabilities
+from ..knowledge.stems import service_spans, stems, unit_stem
 
 
 @functools.lru_cache(maxsize=1)

@@ -8,7 +8,7 @@ embedded ``os-image-template.schema.json`` before it builds anything. We bundle 
 Upstream's ``metadata`` allows only ``description``, ``use_cases`` and ``keywords``. The ADR's
 ``useCase``, ``capabilities`` and ``recommendedFor`` (and look-alikes models invent) are refused, so
 :func:`conform` moves their words into ``keywords``/``use_cases``, where search still finds them.
-The validator uses :data:`METADATA_MOVES` for its hints; the agent applies :func:`conform_text` to
+The validator uses :data:`METADATA_MOVES` for its hints; the agent applies :func:`~..composer.output.conform_text` to
 every model answer before validating it, and the composer to every refined template.
 """
 
@@ -48,7 +48,6 @@ __all__ = [
     "SCHEMA_FILE",
     "UPSTREAM_METADATA_FIELDS",
     "conform",
-    "conform_text",
     "metadata_move",
     "schema",
     "schema_source",
@@ -208,21 +207,3 @@ def conform(data: dict) -> tuple[dict, list[str]]:
     if not out["metadata"]:
         del out["metadata"]
     return out, changes
-
-
-def conform_text(text: str) -> tuple[str, list[str]]:
-    """:func:`conform` for YAML text. Text that needs no change, or does not parse, comes back as it was."""
-    if not isinstance(text, str) or "metadata" not in text:
-        return text, []
-    from ..core.yamlsafe import YamlError, load_mapping
-
-    try:
-        data = load_mapping(text).data
-    except YamlError:
-        return text, []
-    fixed, changes = conform(data)
-    if not changes:
-        return text, []
-    from ..composer.compose import dump_yaml  # the composer's writer: same key order as generated templates
-
-    return dump_yaml(fixed), changes

@@ -185,7 +185,7 @@ def run() -> dict[str, Any]:
         picked = sorted(present, key=lambda r: -len(r["selected"]))[:5]
         cases = [("server request (size target)", SERVER_300)]
         by_name = {(c, n): d for c, n, d in _templates()}
-        from image_composer_mcp.server.packages.verifier import packages_from_template
+        from image_composer_mcp.server.packages.sources import packages_from_template
 
         for row in picked:
             # Only names this index has (apt refuses the whole request otherwise).

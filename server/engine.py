@@ -435,7 +435,7 @@ class Engine:
         arch: str | None = None,
     ) -> Any:
         from .core.yamlsafe import YamlError, load_mapping
-        from .packages.verifier import packages_from_template, repositories_from_template
+        from .packages.sources import packages_from_template, repositories_from_template
 
         names = [p for p in (packages or []) if isinstance(p, str) and p.strip()]
         repositories: list[dict[str, Any]] = []

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_composer_mcp.server.packages.verifier import _FetchError, _HttpCache, _public_host_guard
+from image_composer_mcp.server.packages.http_cache import FetchError, HttpCache, public_host_guard
 
 PUBLIC = "93.184.215.14"  # a global address (never contacted: the test only resolves to it)
 
@@ -59,10 +59,10 @@ def test_rebinding_name_cannot_reach_a_private_address(tmp_path: Path, local_ser
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     name = "rebind.test.example"
     answers = _rebinding_dns(monkeypatch, name)
-    cache = _HttpCache(tmp_path, ttl=0, timeout=5, offline=False, max_stale=0, clock=lambda: 0.0)
+    cache = HttpCache(tmp_path, ttl=0, timeout=5, offline=False, max_stale=0, clock=lambda: 0.0)
     try:
-        with pytest.raises(_FetchError, match="non-public address 127.0.0.1"):
-            cache.get(f"http://{name}:{local_server}/dists/noble/Release", guard=_public_host_guard)
+        with pytest.raises(FetchError, match="non-public address 127.0.0.1"):
+            cache.get(f"http://{name}:{local_server}/dists/noble/Release", guard=public_host_guard)
     finally:
         cache.close()
     assert answers[0] == PUBLIC  # the first check passed, as a rebinding attacker intends
@@ -71,7 +71,7 @@ def test_rebinding_name_cannot_reach_a_private_address(tmp_path: Path, local_ser
 
 def test_unguarded_sources_still_reach_local_mirrors(tmp_path: Path, local_server: int) -> None:
     """Configured (trusted) sources are not guarded: a local mirror keeps working."""
-    cache = _HttpCache(tmp_path, ttl=0, timeout=5, offline=False, max_stale=0, clock=lambda: 0.0)
+    cache = HttpCache(tmp_path, ttl=0, timeout=5, offline=False, max_stale=0, clock=lambda: 0.0)
     try:
         fetched = cache.get(f"http://127.0.0.1:{local_server}/Release")
     finally:

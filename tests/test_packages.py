@@ -19,16 +19,10 @@ import pytest
 import yaml
 import zstandard
 from image_composer_mcp.server.knowledge.package_names import equivalents, spelling_variants
-from image_composer_mcp.server.packages.verifier import (
-    DEFAULT_SOURCES,
-    PackageVerifier,
-    RepoSource,
-    open_index,
-    packages_from_template,
-    parse_deb_packages,
-    parse_rpm_primary,
-    version_pin_candidates,
-)
+from image_composer_mcp.server.packages.index_parsers import open_index, parse_deb_packages, parse_rpm_primary
+from image_composer_mcp.server.packages.matching import version_pin_candidates
+from image_composer_mcp.server.packages.sources import DEFAULT_SOURCES, RepoSource, packages_from_template
+from image_composer_mcp.server.packages.verifier import PackageVerifier
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 TEMPLATES = SHARED / "reference" / "os-image-composer" / "image-templates"
@@ -303,13 +297,13 @@ def test_etag_revalidation_after_ttl_and_no_request_within_ttl(tmp_path: Path, r
     assert len(repo.gets()) == n_requests
 
     clock.now += 3600  # past TTL: conditional request, answered 304, cached copy reused
-    loaded_before = v._loaded[next(iter(v._loaded))].index
+    loaded_before = v._store._loaded[next(iter(v._store._loaded))].index
     third = v.verify(["curl"], os="ubuntu", dist="ubuntu24", arch="x86_64")
     assert third.verified and third.sources[0].from_cache
     last = repo.gets(index_path)[-1]
     assert last[1] == 304 and last[2] is not None  # sent If-None-Match, got 304
     assert v.stats()["http"].get("304") == 1
-    assert v._loaded[next(iter(v._loaded))].index is loaded_before  # not re-parsed
+    assert v._store._loaded[next(iter(v._store._loaded))].index is loaded_before  # not re-parsed
 
     # Changed content after TTL: 200 and the new package is seen.
     clock.now += 7200

@@ -30,18 +30,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..knowledge.package_names import family_arch
+from .index_parsers import open_index
+from .matching import AllowFilter, is_glob
 from .solv_loader import load_solv, solv_unavailable_reason
-from .verifier import (
-    IndexFile,
-    IndexFiles,
-    PackageVerifier,
-    SourceStatus,
-    _AllowFilter,
-    is_glob,
-    open_index,
-    packages_from_template,
-    repositories_from_template,
-)
+from .sources import SourceStatus, packages_from_template, repositories_from_template
+from .verifier import IndexFile, IndexFiles, PackageVerifier
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +215,7 @@ class ClosureChecker:
             _add_index(solv, repo, f)
             repos[repo.id] = f.source
             if f.allow:
-                allowed = _AllowFilter(f.allow)
+                allowed = AllowFilter(f.allow)
                 blocked |= {s.id for s in repo.solvables if not allowed(s.name)}
         if not deb:
             _rpmlib_capabilities(solv, pool)

@@ -632,11 +632,11 @@ def test_source_specs_and_defaults() -> None:
         with pytest.raises(ValueError):
             RepoSource.parse(bad)
     assert set(DEFAULT_SOURCES) == {"azl3", "emt3", "elxr12", "ubuntu24", "ubuntu26", "debian13", "el10"}
-    from image_composer_mcp.server.knowledge.package_names import DISTS
+    from image_composer_mcp.server.knowledge.package_names import package_type
 
     for dist, specs in DEFAULT_SOURCES.items():
         for arch in ("x86_64", "aarch64"):
-            units = [u for spec in specs for u in RepoSource.parse(spec).units(DISTS[dist].family, arch)]
+            units = [u for spec in specs for u in RepoSource.parse(spec).units(package_type(dist) or "", arch)]
             assert units or (dist, arch) == ("emt3", "aarch64")
             assert all(u.location.startswith(("http://", "https://")) for u in units)
     ubuntu_arm = [u.location for spec in DEFAULT_SOURCES["ubuntu24"]

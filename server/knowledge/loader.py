@@ -107,6 +107,8 @@ class Capabilities:
         }
         self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
         self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
+        # The rules package_names.py applies beyond the equivalences (see `package_names` in the YAML).
+        self.package_name_rules: dict[str, Any] = dict(raw.get("package_names") or {})
         self._arch_renames: list[dict[str, str]] = [dict(r) for r in raw.get("arch_renames") or ()]
         self._x86_only: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in raw.get("x86_only") or ())
         self._class_of: dict[str, int] = {}
@@ -393,13 +395,17 @@ class Capabilities:
                 for plist in by_arch.values():
                     names.update(plist)
         for entry in self._equivalents:
-            names.update(str(n) for k, n in entry.items() if k not in ("aliases", "substitutes") and n)
+            names.update(str(n) for k, n in entry.items() if k not in _NOT_TARGET_KEYS and n)
         for fam in self.families.values():
             names |= self.all_bootloader_packages(fam.id)
             for dist in fam.dists.values():
                 for plist in dist.kernel_packages.values():
                     names.update(plist)
         return names
+
+    def equivalent_entries(self) -> list[dict[str, Any]]:
+        """The ``equivalents`` entries in file order (package suggestions read their ``suggest`` order)."""
+        return self._equivalents
 
     def alias_names(self) -> set[str]:
         """Spellings that are not package names anywhere but mean one (docker-ce, docker, ...)."""
@@ -420,8 +426,13 @@ class Capabilities:
         return {"size": str(spec.get("size", "4GiB")), "partitions": parts}
 
 
+# Keys of an `equivalents` entry that are not a distribution's name for the software.
+_NOT_TARGET_KEYS = ("aliases", "substitutes", "suggest")
+
+
 def _entry_names(entry: Mapping[str, Any]) -> set[str]:
-    names = {str(v) for k, v in entry.items() if k not in ("aliases", "substitutes") and v}
+    """The names translation knows for an entry: its targets and aliases (``suggest`` is looser)."""
+    names = {str(v) for k, v in entry.items() if k not in _NOT_TARGET_KEYS and v}
     names.update(str(a) for a in entry.get("aliases") or ())
     return names
 

@@ -1,242 +1,166 @@
-"""Cross-distribution package knowledge: distributions, architectures, name equivalents.
+"""Cross-distribution package names: distributions and architectures as indexes spell them, and the
+names worth trying when a name is missing from an index.
 
 Package managers disagree on names for the same software (``docker.io`` on Debian,
-``moby-engine`` on Azure Linux, ``docker-ce`` from Docker's own repository). When a
-name is missing from a target's index these tables give the names worth trying
-there; the caller keeps only those that really exist in the consulted index, so an
-entry here can never make a package look present.
+``moby-engine`` on Azure Linux, ``docker-ce`` from Docker's own repository). The facts
+live in ``resources/capabilities.yaml`` (``equivalents`` and ``package_names``); this
+module is the API over them. Callers keep only the names that really exist in the
+consulted index, so an entry there can never make a package look present.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from .loader import load_capabilities
+from .loader import Capabilities, load_capabilities
 
 
 @dataclass(frozen=True)
-class DistInfo:
-    os: str
-    family: str  # "deb" or "rpm": decides the index format and the architecture names
+class _Rules:
+    arch_canon: dict[str, str]  # any spelling -> canonical template (or index-only) architecture
+    arch_by_family: dict[str, dict[str, str]]  # package type -> canonical arch -> the indexes' spelling
+    arch_independent: dict[str, str]
+    groups_by_name: dict[str, list[tuple[str, ...]]]
+    all_names: frozenset[str]
+    prefixes: dict[str, tuple[str, ...]]
+    patterns: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]
+    suffix_swaps: tuple[tuple[str, str], ...]
+    prefix_swaps: tuple[tuple[str, str], ...]
 
 
-def _dist_tables() -> tuple[dict[str, DistInfo], dict[str, str], dict[str, str], dict[str, str]]:
-    """Distribution and architecture facts, read from the one knowledge source (resources/capabilities.yaml)."""
-    caps = load_capabilities()
-    dists = {d.id: DistInfo(d.family, caps.families[d.family].pkg_type) for d in caps.dists.values()}
-    aliases: dict[str, str] = {}
-    for dist in caps.dists.values():
-        for word in dist.words:
-            w = word.lower()
-            if re.fullmatch(r"[a-z][a-z0-9]*", w) and w != dist.id:
-                aliases.setdefault(w, dist.id)
-    for family in caps.families.values():
-        for word in family.words:
-            w = word.lower()
-            if re.fullmatch(r"[a-z][a-z0-9]*", w) and w not in dists:
-                aliases.setdefault(w, family.default_dist)
-    defaults = {family.id: family.default_dist for family in caps.families.values()}
-    arch = {str(a).lower(): canon for canon, info in caps.arch_info.items()
-            for a in [canon, *(info.get("aliases") or ())]}
-    # 32-bit ARM appears in repository indexes (armhf / armv7hl) though no template targets it.
-    arch |= {"armv7hl": "armv7hl", "armhf": "armv7hl"}
-    return dists, aliases, defaults, arch
+def _entry_group(entry: dict[str, Any]) -> tuple[str, ...]:
+    """An equivalence entry's names in suggestion order: ``suggest``, then the distributions' names, then aliases."""
+    names: list[str] = [str(n) for n in entry.get("suggest") or ()]
+    for key, value in entry.items():
+        if key not in ("aliases", "substitutes", "suggest") and value:
+            names.append(str(value))
+    names.extend(str(n) for n in entry.get("aliases") or ())
+    return tuple(dict.fromkeys(names))
 
 
-# Other spellings seen in the upstream configs (config.yml says "rcd10" and "aria" where templates say
-# "el10" and "elxr12") and codenames come from the dists' `words`; the default dist of an OS is used only
-# when a caller names the OS but not the distribution.
-DISTS, DIST_ALIASES, OS_DEFAULT_DIST, _ARCH_CANON = _dist_tables()
+@functools.cache
+def _rules() -> _Rules:
+    caps: Capabilities = load_capabilities()
+    raw = caps.package_name_rules
+    arch_info = {**caps.arch_info, **(raw.get("index_architectures") or {})}
+    arch_canon = {str(a).lower(): canon for canon, info in arch_info.items()
+                  for a in [canon, *(info.get("aliases") or ())]}
+    pkg_types = {f.pkg_type for f in caps.families.values()}
+    arch_by_family = {t: {canon: str(info.get(t, canon)) for canon, info in arch_info.items()} for t in pkg_types}
+    groups_by_name: dict[str, list[tuple[str, ...]]] = {}
+    for entry in caps.equivalent_entries():
+        group = _entry_group(entry)
+        for name in group:
+            groups_by_name.setdefault(name, []).append(group)
+    return _Rules(
+        arch_canon=arch_canon,
+        arch_by_family=arch_by_family,
+        arch_independent={str(k): str(v) for k, v in (raw.get("arch_independent") or {}).items()},
+        groups_by_name=groups_by_name,
+        all_names=frozenset(groups_by_name),
+        prefixes={str(k): tuple(str(p) for p in v) for k, v in (raw.get("prefixes") or {}).items()},
+        patterns=tuple((re.compile(str(p["pattern"])), tuple(str(n) for n in p["names"]))
+                       for p in raw.get("patterns") or ()),
+        suffix_swaps=tuple((str(a), str(b)) for a, b in raw.get("suffix_swaps") or ()),
+        prefix_swaps=tuple((str(a), str(b)) for a, b in raw.get("prefix_swaps") or ()),
+    )
 
-OS_FAMILY: dict[str, str] = {info.os: info.family for info in DISTS.values()}
 
-_ARCH_BY_FAMILY: dict[str, dict[str, str]] = {
-    "deb": {"x86_64": "amd64", "aarch64": "arm64", "armv7hl": "armhf"},
-    "rpm": {"x86_64": "x86_64", "aarch64": "aarch64", "armv7hl": "armv7hl"},
-}
-# Architecture-independent packages install on every architecture.
-ARCH_INDEPENDENT: dict[str, str] = {"deb": "all", "rpm": "noarch"}
+# ------------------------------------------------------------------ distributions and architectures
 
 
 def canonical_dist(os: str | None, dist: str | None) -> str | None:
-    """Known distribution id for (os, dist), or the lower-cased dist as given, or None."""
+    """Known distribution id for (os, dist), or the lower-cased dist as given, or None.
+
+    Other spellings (config.yml says "rcd10" and "aria" where templates say "el10" and "elxr12") and
+    codenames come from the dists' `words`; the default dist of an OS is used only when a caller names
+    the OS but not the distribution.
+    """
+    caps = load_capabilities()
     if dist:
         d = dist.strip().lower()
-        return DIST_ALIASES.get(d, d)
+        return caps.dist_of(d) or d
     if os:
-        return OS_DEFAULT_DIST.get(os.strip().lower())
+        return caps.dist_of(os) if caps.family_of(os) else None
     return None
+
+
+def package_type(os_or_dist: str | None) -> str | None:
+    """``deb`` or ``rpm`` for a known distribution or OS: decides the index format and the architecture names."""
+    return load_capabilities().pkg_type(os_or_dist)
+
+
+def known_dists() -> list[str]:
+    return sorted(load_capabilities().dists)
 
 
 def canonical_arch(arch: str) -> str:
     a = arch.strip().lower()
-    return _ARCH_CANON.get(a, a)
+    return _rules().arch_canon.get(a, a)
 
 
 def family_arch(family: str, arch: str) -> str:
     """Architecture name as the family's indexes spell it (amd64 for deb, x86_64 for rpm)."""
     canon = canonical_arch(arch)
-    return _ARCH_BY_FAMILY.get(family, {}).get(canon, canon)
+    return _rules().arch_by_family.get(family, {}).get(canon, canon)
 
 
-# Groups of names that mean the same software somewhere. Order inside a group is the
-# order suggestions are offered in, so the most common choice comes first.
-EQUIVALENT_GROUPS: list[tuple[str, ...]] = [
-    ("docker", "docker.io", "docker-ce", "moby-engine", "docker-engine", "moby"),
-    ("docker-cli", "docker-ce-cli", "moby-cli", "docker.io"),
-    ("containerd", "containerd.io", "moby-containerd", "containerd2"),
-    ("runc", "moby-runc"),
-    ("docker-compose", "docker-compose-plugin", "docker-compose-v2", "moby-compose"),
-    ("docker-buildx", "docker-buildx-plugin", "moby-buildx"),
-    ("openssh-server", "openssh", "ssh"),
-    ("openssh-client", "openssh-clients", "ssh-client"),
-    (
-        "kernel",
-        "linux-image-amd64",
-        "linux-image-arm64",
-        "linux-image-generic",
-        "linux-generic",
-        "kernel-core",
-        "linux-image",
-    ),
-    ("kernel-headers", "kernel-devel", "linux-headers-amd64", "linux-headers-arm64", "linux-headers-generic"),
-    (
-        "linux-firmware",
-        "firmware-linux",
-        "firmware-linux-free",
-        "firmware-linux-nonfree",
-        "linux-firmware-all",
-    ),
-    ("python3-pip", "python-pip", "python3-pip-wheel"),
-    ("python3-dev", "python3-devel"),
-    ("python3", "python", "python3-minimal"),
-    ("nginx", "nginx-core", "nginx-full", "nginx-light", "nginx-mainline"),
-    ("apache2", "httpd"),
-    ("cron", "cronie", "cronie-anacron", "systemd-cron"),
-    ("vim", "vim-enhanced", "vim-nox", "vim-minimal", "vim-tiny"),
-    ("network-manager", "NetworkManager"),
-    ("dnsutils", "bind9-dnsutils", "bind-utils", "bind9-host"),
-    ("iproute2", "iproute"),
-    ("procps", "procps-ng"),
-    ("netcat", "netcat-openbsd", "netcat-traditional", "nmap-ncat", "nc"),
-    ("ntp", "chrony", "ntpsec", "systemd-timesyncd"),
-    ("grub-efi-amd64", "grub2-efi-x64", "grub2-efi", "grub2-efi-binary"),
-    ("grub-efi-arm64", "grub2-efi-aa64"),
-    ("grub-pc", "grub2-pc", "grub2"),
-    ("grub2-common", "grub-common", "grub2-tools", "grub2-tools-minimal"),
-    ("shim-signed", "shim", "shim-x64", "shim-unsigned"),
-    ("xz-utils", "xz"),
-    ("iputils-ping", "iputils"),
-    ("gnupg", "gnupg2"),
-    ("isc-dhcp-client", "dhclient", "dhcp-client", "dhcpcd"),
-    ("git", "git-core"),
-    ("build-essential", "gcc", "make"),
-    ("libssl-dev", "openssl-devel"),
-    ("zlib1g-dev", "zlib-devel"),
-    ("zlib1g", "zlib"),
-    ("libffi-dev", "libffi-devel"),
-    ("avahi-daemon", "avahi"),
-    ("libvirt-daemon-system", "libvirt", "libvirt-daemon"),
-    ("qemu-kvm", "qemu-system-x86", "qemu-system-x86-64"),
-    ("qemu-guest-agent", "qemu-ga"),
-    ("intel-media-va-driver", "intel-media-driver", "intel-media-va-driver-non-free"),
-    ("libgl1-mesa-dri", "mesa-dri-drivers", "mesa-libGL"),
-    ("locales", "glibc-langpack-en", "glibc-locale-source", "glibc-all-langpacks"),
-    ("selinux-policy-default", "selinux-policy", "selinux-policy-targeted"),
-    ("policycoreutils", "policycoreutils-python-utils"),
-    ("wget", "wget2"),
-    ("nodejs", "node"),
-    ("squashfs-tools", "squashfs"),
-    ("tpm2-tools", "tpm2-tss"),
-    ("ufw", "firewalld"),
-    ("apparmor", "selinux-policy"),
-    ("openjdk-17-jre", "java-17-openjdk"),
-    ("openjdk-21-jre", "java-21-openjdk"),
-    ("e2fsprogs", "e2fsprogs-libs"),
-    ("rsyslog", "syslog-ng"),
-    ("sudo", "doas"),
-    ("prometheus-node-exporter", "node_exporter", "golang-github-prometheus-node-exporter"),
-    # Names people search with (formerly a separate table in search.py).
-    ("prometheus-node-exporter", "node-exporter"),
-    ("openssh-server", "sshd"),
-    ("httpd", "apache"),
-    ("qemu-system-x86", "qemu", "kvm"),
-    ("podman", "podman-docker"),
-    ("mysql-server", "mysql", "mariadb-server", "mariadb"),
-    ("postgresql", "postgres"),
-]
+def arch_independent(family: str) -> str:
+    """How ``family``'s indexes mark packages that install on every architecture (``all``, ``noarch``)."""
+    return _rules().arch_independent[family]
 
-_GROUPS_BY_NAME: dict[str, list[tuple[str, ...]]] = {}
-for _group in EQUIVALENT_GROUPS:
-    for _name in _group:
-        _GROUPS_BY_NAME.setdefault(_name, []).append(_group)
 
-# Suffix conventions that differ between the families.
-_SUFFIX_SWAPS: list[tuple[str, str]] = [
-    ("-dev", "-devel"),
-    ("-devel", "-dev"),
-    ("-dbg", "-debuginfo"),
-    ("-debuginfo", "-dbg"),
-    ("-doc", "-docs"),
-    ("-docs", "-doc"),
-    ("-utils", "-tools"),
-    ("-tools", "-utils"),
-]
+# ------------------------------------------------------------------ equivalent names
 
-_KERNEL_IMAGE = re.compile(r"^linux-image-.+$")
 
-# Where no single name corresponds, a name prefix does: Debian-family kernels are
-# linux-image-<flavour>, so "kernel" there means "some linux-image-*".
-EQUIVALENT_PREFIXES: dict[str, tuple[str, ...]] = {
-    "kernel": ("linux-image-",),
-    "kernel-core": ("linux-image-",),
-    "kernel-rt": ("linux-image-rt-", "linux-image-realtime"),
-    "kernel-headers": ("linux-headers-",),
-    "kernel-devel": ("linux-headers-",),
-    "kernel-modules": ("linux-modules-",),
-    "linux-firmware": ("firmware-",),
-}
+def known_names() -> frozenset[str]:
+    """Every name the equivalences mention."""
+    return _rules().all_names
 
 
 def equivalent_prefixes(name: str) -> tuple[str, ...]:
     """Name prefixes whose packages may stand in for ``name`` on another family."""
-    return EQUIVALENT_PREFIXES.get(name, ())
+    return _rules().prefixes.get(name, ())
 
 
 def equivalents(name: str) -> list[str]:
     """Names that stand for the same software elsewhere, most common first, without ``name``."""
+    rules = _rules()
     out: list[str] = []
-    for group in _GROUPS_BY_NAME.get(name, []):
+    for group in rules.groups_by_name.get(name, []):
         out.extend(n for n in group if n != name and n not in out)
-    if _KERNEL_IMAGE.match(name):
-        for n in ("linux-image-amd64", "linux-image-arm64", "linux-image-generic", "kernel"):
-            if n != name and n not in out:
-                out.append(n)
+    for pattern, names in rules.patterns:
+        if pattern.match(name):
+            out.extend(n for n in names if n != name and n not in out)
     return out
 
 
 def spelling_variants(name: str) -> list[str]:
     """Rule-based cross-family spellings: ``-dev`` <-> ``-devel``, ``libfoo-dev`` <-> ``foo-devel``."""
+    rules = _rules()
     out: list[str] = []
 
     def add(n: str) -> None:
         if n and n != name and n not in out:
             out.append(n)
 
-    for old, new in _SUFFIX_SWAPS:
-        if name.endswith(old):
-            stem = name[: -len(old)]
-            add(stem + new)
-            # Debian puts "lib" in front of library dev packages, rpm usually does not.
-            if stem.startswith("lib") and new == "-devel":
-                add(stem[3:] + new)
-            if not stem.startswith("lib") and new == "-dev":
-                add("lib" + stem + new)
-    if name.startswith("python-"):
-        add("python3-" + name[len("python-") :])
-    if name.startswith("python3-"):
-        add("python-" + name[len("python3-") :])
+    for a, b in rules.suffix_swaps:
+        for old, new in ((a, b), (b, a)):
+            if name.endswith(old):
+                stem = name[: -len(old)]
+                add(stem + new)
+                # Debian puts "lib" in front of library dev packages, rpm usually does not.
+                if stem.startswith("lib") and new == "-devel":
+                    add(stem[3:] + new)
+                if not stem.startswith("lib") and new == "-dev":
+                    add("lib" + stem + new)
+    for a, b in rules.prefix_swaps:
+        for old, new in ((a, b), (b, a)):
+            if name.startswith(old):
+                add(new + name[len(old) :])
     if name.lower() != name:
         add(name.lower())
     return out

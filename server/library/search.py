@@ -88,7 +88,7 @@ def package_aliases(name: str) -> frozenset[str]:
 
 
 def _known_alias_names() -> set[str]:
-    return {n for group in package_names.EQUIVALENT_GROUPS for n in group}
+    return set(package_names.known_names())
 
 
 def package_stem_keys(package: str) -> set[str]:

@@ -19,7 +19,7 @@ from xml.parsers import expat
 
 import zstandard
 
-from ..knowledge.package_names import ARCH_INDEPENDENT
+from ..knowledge.package_names import arch_independent
 
 PARSER_VERSION = 1
 MAX_INDEX_BYTES = 2 * 1024 * 1024 * 1024  # decompressed; guards against compression bombs
@@ -113,7 +113,7 @@ def _chunks(stream: IO[bytes], size: int = 1 << 22) -> Iterator[bytes]:
 
 def parse_deb_packages(stream: IO[bytes], arch: str) -> RepoIndex:
     """Parse a Debian ``Packages`` stream, keeping entries for ``arch`` and ``all``."""
-    wanted = {arch.encode(), ARCH_INDEPENDENT["deb"].encode()}
+    wanted = {arch.encode(), arch_independent("deb").encode()}
     names: dict[str, list[str]] = {}
     provides: dict[str, list[str]] = {}
     cur: list[bytes | None] = [None, None, None, None]  # name, version, arch, provides
@@ -180,7 +180,7 @@ def _new_xml_parser() -> expat.XMLParserType:
 
 def parse_rpm_primary(stream: IO[bytes], arch: str) -> RepoIndex:
     """Parse an RPM ``primary.xml`` stream, keeping entries for ``arch`` and ``noarch``."""
-    wanted = {arch, ARCH_INDEPENDENT["rpm"]}
+    wanted = {arch, arch_independent("rpm")}
     names: dict[str, list[str]] = {}
     provides: dict[str, list[str]] = {}
     st: dict[str, Any] = {

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..knowledge.package_names import DISTS, OS_FAMILY, canonical_arch, canonical_dist
+from ..knowledge.package_names import canonical_arch, canonical_dist, package_type
 from .http_cache import DEFAULT_MAX_STALE
 from .index_store import LOAD_ERRORS, IndexStore, load_error_text
 from .sources import (
@@ -316,10 +316,9 @@ class PackageVerifier:
     # ------------------------------------------------------------------ planning
 
     def _family(self, dist: str, os: str | None) -> str | None:
-        if dist in DISTS:
-            return DISTS[dist].family
-        if os and os.strip().lower() in OS_FAMILY:
-            return OS_FAMILY[os.strip().lower()]
+        family = package_type(dist) or package_type(os)
+        if family:
+            return family
         for spec in self.sources.get(dist, []):
             if spec.startswith(("deb+", "rpm+")):
                 return spec[:3]

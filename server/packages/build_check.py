@@ -52,12 +52,12 @@ class BuildCheck:
 
 
 def _package_path(data: dict[str, Any], name: str) -> PathT:
-    sc = data.get("systemConfig") if isinstance(data.get("systemConfig"), dict) else {}
-    pkgs = sc.get("packages") if isinstance(sc.get("packages"), list) else []
+    sc = found if isinstance(found := data.get("systemConfig"), dict) else {}
+    pkgs = found if isinstance(found := sc.get("packages"), list) else []
     if name in pkgs:
         return ("systemConfig", "packages", pkgs.index(name))
-    kernel = sc.get("kernel") if isinstance(sc.get("kernel"), dict) else {}
-    kp = kernel.get("packages") if isinstance(kernel.get("packages"), list) else []
+    kernel = found if isinstance(found := sc.get("kernel"), dict) else {}
+    kp = found if isinstance(found := kernel.get("packages"), list) else []
     if name in kp:
         return ("systemConfig", "kernel", "packages", kp.index(name))
     return ("systemConfig", "packages")

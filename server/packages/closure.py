@@ -129,7 +129,7 @@ class ClosureChecker:
 
     def check_template(self, data: dict[str, Any], *, extra: list[str] | None = None,
                        drop: list[str] | None = None) -> ClosureResult:
-        target = data.get("target") if isinstance(data.get("target"), dict) else {}
+        target = found if isinstance(found := data.get("target"), dict) else {}
         names = [p for p in packages_from_template(data) if p not in set(drop or [])]
         names += [p for p in extra or [] if p not in names]
         return self.check(names, os=target.get("os"), dist=target.get("dist"), arch=target.get("arch"),
@@ -321,7 +321,7 @@ class ClosureChecker:
                     kind = info.type
                     s, o, dep = info.solvable, info.othersolvable, info.dep
                     if kind == solv.Solver.SOLVER_RULE_PKG_NOTHING_PROVIDES_DEP and s is not None:
-                        key = ("u", s.name, str(dep))
+                        key: tuple[str, ...] = ("u", s.name, str(dep))
                         if key in seen:
                             continue
                         seen.add(key)

@@ -120,7 +120,7 @@ class _Part:
 
 
 def _partitions(data: dict[str, Any]) -> list[_Part]:
-    disk = data.get("disk") if isinstance(data.get("disk"), dict) else {}
+    disk = found if isinstance(found := data.get("disk"), dict) else {}
     out: list[_Part] = []
     for i, p in enumerate(disk.get("partitions") or []):
         if not isinstance(p, dict):
@@ -133,7 +133,7 @@ def _partitions(data: dict[str, Any]) -> list[_Part]:
 
 
 def _disk(data: dict[str, Any]) -> tuple[int | None, int]:
-    disk = data.get("disk") if isinstance(data.get("disk"), dict) else {}
+    disk = found if isinstance(found := data.get("disk"), dict) else {}
     size, _ = parse_size(disk.get("size")) if "size" in disk else (None, None)
     gpt = disk.get("partitionTableType", "gpt") != "mbr"
     # GPT keeps a backup header at the end of the disk too.
@@ -141,7 +141,7 @@ def _disk(data: dict[str, Any]) -> tuple[int | None, int]:
 
 
 def _header(data: dict[str, Any]) -> int:
-    disk = data.get("disk") if isinstance(data.get("disk"), dict) else {}
+    disk = found if isinstance(found := data.get("disk"), dict) else {}
     return GPT_HEADER_BYTES if disk.get("partitionTableType", "gpt") != "mbr" else MBR_HEADER_BYTES
 
 

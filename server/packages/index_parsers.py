@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 from xml.parsers import expat
 
 import zstandard
@@ -26,6 +26,14 @@ MAX_INDEX_BYTES = 2 * 1024 * 1024 * 1024  # decompressed; guards against compres
 # Provides worth keeping: names a template could list (drops sonames, paths, pkgconfig(...)).
 _PROVIDE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+_.:~-]*$")
 _DEB_FIELD = re.compile(rb"^(Package|Version|Architecture|Provides):[ \t]*([^\r\n]*)", re.M)
+
+
+class ByteReader(Protocol):
+    """What the parsers need of a (decompressing) index stream; every decompressor here provides it."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
 
 
 class IndexFormatError(Exception):
@@ -68,12 +76,12 @@ def _dedup_provides(provides: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 @contextlib.contextmanager
-def open_index(path: Path) -> Iterator[IO[bytes]]:
+def open_index(path: Path) -> Iterator[ByteReader]:
     """Open an index file, decompressing by magic bytes (gzip, xz, zstd, bzip2, or plain)."""
     with open(path, "rb") as raw:
         head = raw.read(6)
         raw.seek(0)
-        stream: IO[bytes]
+        stream: ByteReader
         if head[:2] == b"\x1f\x8b":
             stream = gzip.GzipFile(fileobj=raw)
         elif head[:6] == b"\xfd7zXZ\x00":
@@ -96,7 +104,7 @@ def open_index(path: Path) -> Iterator[IO[bytes]]:
                 stream.close()
 
 
-def _chunks(stream: IO[bytes], size: int = 1 << 22) -> Iterator[bytes]:
+def _chunks(stream: ByteReader, size: int = 1 << 22) -> Iterator[bytes]:
     total = 0
     while True:
         try:
@@ -111,7 +119,7 @@ def _chunks(stream: IO[bytes], size: int = 1 << 22) -> Iterator[bytes]:
         yield chunk
 
 
-def parse_deb_packages(stream: IO[bytes], arch: str) -> RepoIndex:
+def parse_deb_packages(stream: ByteReader, arch: str) -> RepoIndex:
     """Parse a Debian ``Packages`` stream, keeping entries for ``arch`` and ``all``."""
     wanted = {arch.encode(), arch_independent("deb").encode()}
     names: dict[str, list[str]] = {}
@@ -178,7 +186,7 @@ def _new_xml_parser() -> expat.XMLParserType:
     return p
 
 
-def parse_rpm_primary(stream: IO[bytes], arch: str) -> RepoIndex:
+def parse_rpm_primary(stream: ByteReader, arch: str) -> RepoIndex:
     """Parse an RPM ``primary.xml`` stream, keeping entries for ``arch`` and ``noarch``."""
     wanted = {arch, arch_independent("rpm")}
     names: dict[str, list[str]] = {}

@@ -173,18 +173,17 @@ class RepoSource:
             kind = "rpm"
         fam = family if kind == "index" else kind
         base = self.base.replace("{arch}", family_arch(fam, arch))
-        common = {"arch": arch, "allow": self.allow, "trusted": self.trusted}
         if kind == "deb":
             farch = family_arch("deb", arch)
             return [
-                Unit("deb", f"{base}/dists/{c}/{comp}/binary-{farch}", **common)
+                Unit("deb", f"{base}/dists/{c}/{comp}/binary-{farch}", arch, self.allow, self.trusted)
                 for c in self.codenames
                 for comp in self.components
             ]
         if kind == "rpm":
-            return [Unit("rpm", base, **common)]
+            return [Unit("rpm", base, arch, self.allow, self.trusted)]
         leaf = urlsplit(base).path.rsplit("/", 1)[-1]
-        return [Unit("rpm-index" if "primary.xml" in leaf else "deb-index", base, **common)]
+        return [Unit("rpm-index" if "primary.xml" in leaf else "deb-index", base, arch, self.allow, self.trusted)]
 
 
 def _check_location(location: str, spec: str) -> None:
@@ -223,7 +222,7 @@ def packages_from_template(data: dict[str, Any]) -> list[str]:
     sc = data.get("systemConfig") if isinstance(data, dict) else None
     if not isinstance(sc, dict):
         return out
-    kernel = sc.get("kernel") if isinstance(sc.get("kernel"), dict) else {}
+    kernel = found if isinstance(found := sc.get("kernel"), dict) else {}
     for lst in (sc.get("packages"), kernel.get("packages")):
         if isinstance(lst, list):
             out.extend(p.strip() for p in lst if isinstance(p, str) and p.strip())

@@ -207,7 +207,7 @@ class PackageVerifier:
 
     def verify_template(self, data: dict[str, Any]) -> VerifyResult:
         """Verify a parsed template's packages for its own target and repositories."""
-        target = data.get("target") if isinstance(data.get("target"), dict) else {}
+        target = found if isinstance(found := data.get("target"), dict) else {}
         return self.verify(
             packages_from_template(data),
             os=target.get("os"),

@@ -93,10 +93,6 @@ def package_type(os_or_dist: str | None) -> str | None:
     return load_capabilities().pkg_type(os_or_dist)
 
 
-def known_dists() -> list[str]:
-    return sorted(load_capabilities().dists)
-
-
 def canonical_arch(arch: str) -> str:
     a = arch.strip().lower()
     return _rules().arch_canon.get(a, a)

@@ -4,7 +4,7 @@ A service enabled in ``systemConfig.configurations`` (``systemctl enable docker.
 (``docker``) or a data partition (``/var/lib/docker``) named after a package the knowledge knows, while no
 installed package answers to that name, is most likely left over from a removed capability. Only names
 that the knowledge ties to a package are judged (stems, see server/knowledge/stems.py), so units and
-groups of the base system never warn. Called from server/validation/rules.py as one more rule family.
+groups of the base system never warn. Called from server/validation/validator.py as one more rule family.
 """
 
 from __future__ import annotations

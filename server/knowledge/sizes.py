@@ -106,6 +106,7 @@ def template_mib(value: Any) -> int | None:
 def casual_mib(number: str, unit: str) -> int | None:
     """A request's size ("8", "gigs"; "half a", "terabyte") in MiB; None when either part is unknown."""
     number = " ".join(number.lower().split())
+    value: float | None
     try:
         value = float(number)
     except ValueError:

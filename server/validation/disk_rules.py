@@ -8,6 +8,7 @@ server/knowledge/sizes.py with upstream's rule for template values.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..knowledge.sizes import fmt_bytes, template_bytes
 from ..knowledge.template_format import load_template_format
@@ -28,13 +29,18 @@ def _effective_guid(part: dict) -> str | None:
     return load_template_format().partition_guid(ptype) if isinstance(ptype, str) else None
 
 
+def _flags(part: dict) -> list[Any]:
+    flags = part.get("flags")
+    return flags if isinstance(flags, list) else []
+
+
 def is_esp(part: dict) -> bool:
-    flags = part.get("flags") if isinstance(part.get("flags"), list) else []
+    flags = _flags(part)
     return part.get("type") == "esp" or _effective_guid(part) == load_template_format().partition_guid("esp") or "esp" in flags
 
 
 def is_bios_boot(part: dict) -> bool:
-    flags = part.get("flags") if isinstance(part.get("flags"), list) else []
+    flags = _flags(part)
     return (
         part.get("type") in ("bios", "bios-boot")
         or _effective_guid(part) == load_template_format().partition_guid("bios")
@@ -249,12 +255,13 @@ def check_partition_fields(ctx: Context) -> None:
 def _check_partition_type(ctx: Context, base: PathT, i: int, part: dict, arch: str | None) -> None:
     fmt = load_template_format()
     guids = fmt.caps.partition_types  # upstream's type name -> GPT type GUID
-    ptype, guid = part.get("type"), part.get("typeUUID")
-    guid_ok = isinstance(guid, str) and bool(_GUID_RE.match(guid))
-    if isinstance(guid, str) and guid and not guid_ok:
+    ptype, raw_guid = part.get("type"), part.get("typeUUID")
+    guid = raw_guid if isinstance(raw_guid, str) else ""
+    guid_ok = bool(_GUID_RE.match(guid))
+    if guid and not guid_ok:
         ctx.add(
             (*base, "typeUUID"),
-            f"typeUUID {show(guid)} is not a GUID",
+            f"typeUUID {show(raw_guid)} is not a GUID",
             "partition.bad_guid",
             hint=f"Use the 36-character form, e.g. {fmt.root_guid('x86_64')}, or drop typeUUID and use type.",
         )

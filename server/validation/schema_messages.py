@@ -142,7 +142,7 @@ def _on_type(err: ValidationError, path: PathT, ctx: Context) -> None:
         "boolean": "a boolean (true/false)",
         "number": "a number",
     }
-    exp = " or ".join(names.get(t, t) for t in (expected if isinstance(expected, list) else [expected]))
+    exp = " or ".join(names.get(str(t), str(t)) for t in (expected if isinstance(expected, list) else [expected]))
     value = err.instance
     msg = f"{where(path)} is {kind_of(value)}"
     if value is not None and not isinstance(value, dict | list):

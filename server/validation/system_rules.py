@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ def _string_problem(text: str) -> tuple[str, str, str] | None:
                 f"is {len(text):,} characters long; os-image-composer accepts at most {MAX_STRING_RUNES:,}",
                 "Shorten it; a long shell sequence belongs in a script added with additionalFiles "
                 "and run by one configurations entry.")
+    chars: Iterable[tuple[int, str]]
     if ascii_only:  # the common case, without a per-character category lookup
         bad = _ASCII_CONTROL.search(text)
         chars = [(bad.start(), bad.group())] if bad else []

@@ -25,10 +25,10 @@ def check_target(ctx: Context) -> None:
             "target.dist",
             hint=f"Use dist: {rcd.default_dist} (upstream looks for osv/{rcd.id}/{rcd.default_dist}).",
         )
-    known_arch = arch in ("x86_64", "aarch64", "armv7hl")
     if (
         os_name in families
-        and known_arch
+        and arch in ("x86_64", "aarch64", "armv7hl")  # the schema's target.arch values
+        and itype is not None
         and itype in defaults
         and arch not in defaults[itype]
     ):

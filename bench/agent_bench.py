@@ -158,7 +158,7 @@ async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test"),
 
 
 def _validation_figures() -> dict[str, Any]:
-    from image_composer_mcp.server.validation.rules import validate_text
+    from image_composer_mcp.server.validation.validator import validate_text
 
     out: dict[str, Any] = {}
     for label, root in (("reference", REFERENCE), ("library", PACKAGE_ROOT / "image-templates")):

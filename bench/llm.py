@@ -28,7 +28,7 @@ from typing import Any
 
 from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping
 from image_composer_mcp.server.llm.chat import ChatMessage, ChatReply, extract_yaml
-from image_composer_mcp.server.validation.rules import validate_text
+from image_composer_mcp.server.validation.validator import validate_text
 
 from bench.agent_bench import upstream_accepts
 

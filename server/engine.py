@@ -393,7 +393,7 @@ class Engine:
             raise ValueError(f"template '{name}' is indexed but cannot be read: {reason}") from exc
 
     def validate(self, yaml: str | None = None, name: str | None = None) -> tuple[Any, str | None]:
-        from .validation.rules import validate_text
+        from .validation.validator import validate_text
 
         text, base_dir, resolved = self.template_text(yaml, name)
         report = validate_text(text, base_dir=base_dir)

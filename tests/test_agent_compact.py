@@ -21,7 +21,7 @@ from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.core.yamlsafe import load_mapping
 from image_composer_mcp.server.engine import Engine
 from image_composer_mcp.server.transport.app import create_app
-from image_composer_mcp.server.validation.rules import validate_data, validate_text
+from image_composer_mcp.server.validation.validator import validate_data, validate_text
 from mcp import Client
 
 from tests.conftest import LIBRARY

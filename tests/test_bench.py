@@ -11,7 +11,7 @@ import pytest
 from image_composer_mcp.server.core.yamlsafe import load_mapping
 from image_composer_mcp.server.library.index import TemplateIndex
 from image_composer_mcp.server.library.templates import Fingerprint, load_record, record_from_data
-from image_composer_mcp.server.validation.rules import validate_text
+from image_composer_mcp.server.validation.validator import validate_text
 
 from bench.baseline import BaselineIndex, UpstreamDoc, doc_from_data, parse_query
 from bench.corpus import derive_vectors

@@ -161,7 +161,7 @@ def test_unreadable_repository_degrades_to_a_clear_note(tmp_path: Path) -> None:
 
 @needs_solv
 def test_desktop_on_a_4gib_disk_is_caught_with_numbers(deb_checker: ClosureChecker) -> None:
-    from image_composer_mcp.server.validation.rules import validate_text
+    from image_composer_mcp.server.validation.validator import validate_text
 
     text = MINIMAL_TEMPLATE.format(name="x", description="d", keywords="k", packages="desktop, app")
     assert validate_text(text).valid  # passes every check that existed before

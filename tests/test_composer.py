@@ -32,7 +32,7 @@ TEMPLATES = REFERENCE / "image-templates"
 def _validator():
     """Our validator when present; otherwise upstream's UserTemplate schema via jsonschema."""
     try:
-        from image_composer_mcp.server.validation.rules import validate_data
+        from image_composer_mcp.server.validation.validator import validate_data
     except ImportError:  # pragma: no cover - only before validation.py existed
         validate_data = None
     if validate_data is not None:

@@ -80,7 +80,7 @@ def test_nesting_under_the_limit_is_not_refused_for_depth(construct: str) -> Non
 
 def test_validate_tool_survives_the_reported_payload() -> None:
     """The issue's reproducer through the real tool path (validation), in a subprocess."""
-    script = ("from image_composer_mcp.server.validation.rules import validate_text\n"
+    script = ("from image_composer_mcp.server.validation.validator import validate_text\n"
               "r = validate_text('? ' * 30000 + 'x')\nprint(r.valid, r.errors[0].message)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from image_composer_mcp.server.core.yamlsafe import load_mapping
-from image_composer_mcp.server.validation import rules as validation
+from image_composer_mcp.server.validation import validator as validation
 
 from bench import reference_checkout
 from tests.upstream_schema import refusals

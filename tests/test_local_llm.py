@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from image_composer_mcp.server.core.yamlsafe import load_mapping
-from image_composer_mcp.server.validation.rules import validate_text
+from image_composer_mcp.server.validation.validator import validate_text
 
 from devtools import local_llm
 from devtools.local_llm import LocalLLMError, LocalLLMServer, bundled_gguf, find_model

@@ -69,11 +69,11 @@ def test_a_partition_purpose_is_not_a_request_for_software():
 
 def test_a_compression_the_build_refuses_is_reported_not_written() -> None:
     """bz2 passes upstream's schema but its build stops on it: the request is told, the template never gets it."""
-    from image_composer_mcp.server.validation.rules import BUILD_COMPRESSIONS
+    from image_composer_mcp.server.knowledge.template_format import load_template_format
 
     refused = parse_request("debian 13 raw image compressed with bz2")
     assert refused.artifact_compression is None
     assert any("bz2" in u and "gz" in u for u in refused.unsupported)
-    for value in BUILD_COMPRESSIONS:
+    for value in load_template_format().build_compressions:
         assert parse_request(f"debian 13 raw image, {value} compressed").artifact_compression == value
     assert parse_request("debian 13 raw image compressed with gzip").artifact_compression == "gz"

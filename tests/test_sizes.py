@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 from image_composer_mcp.server.composer.request_parser import parse_request
-from image_composer_mcp.server.knowledge.sizes import casual_mib, fmt_size, parse_casual, template_mib
+from image_composer_mcp.server.knowledge.sizes import (
+    casual_mib,
+    fmt_bytes,
+    fmt_size,
+    parse_casual,
+    template_bytes,
+    template_mib,
+)
 
 
 @pytest.mark.parametrize(("text", "mib"), [
@@ -22,8 +29,15 @@ def test_a_bare_number_or_prose_is_no_size(text):
 
 def test_template_sizes_and_the_bare_number_rule():
     assert template_mib("513MiB") == 513 and template_mib("4GiB") == 4096 and template_mib("8G") == 8192
-    assert template_mib(8) == 8  # bare: MiB, as upstream reads it (the validator still asks for a unit)
     assert template_mib("0") is None and template_mib("lots") is None
+    # A bare number is no template size (upstream wants a unit; only "0" goes without one) ...
+    assert template_mib(8) is None and template_mib("8") is None
+    assert template_bytes("8") == (None, 'add a unit, e.g. 8MiB; only "0" may be written without one')
+    # ... nor a request's size (the two readers agree on that, and differ on case and decimal units).
+    assert parse_casual("8") is None
+    assert template_bytes("8GB") == (8 * 10**9, None) and parse_casual("8 GB") == 8192
+    assert template_bytes("8gb")[0] is None and parse_casual("8gb") == 8192
+    assert fmt_bytes(4 << 30) == "4GiB" and fmt_bytes(1536 << 20) == "1.50GiB" and fmt_bytes(12) == "12 bytes"
     assert fmt_size(8192) == "8GiB" and fmt_size(1536) == "1536MiB"
     assert casual_mib("half a", "terabyte") == 512 * 1024
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 from image_composer_mcp.server.composer.output import conform_text
-from image_composer_mcp.server.validation.rules import validate_data, validate_text
 from image_composer_mcp.server.validation.upstream import conform, upstream_errors
+from image_composer_mcp.server.validation.validator import validate_data, validate_text
 
 from tests.conftest import LIBRARY, MINIMAL_TEMPLATE
 from tests.upstream_schema import refusals, refusals_text

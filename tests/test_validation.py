@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from image_composer_mcp.server.knowledge.sizes import template_bytes
 from image_composer_mcp.server.validation import upstream as upstream_compat
-from image_composer_mcp.server.validation.rules import (
+from image_composer_mcp.server.validation.report import Issue, ValidationReport
+from image_composer_mcp.server.validation.validator import (
     MAX_BYTES,
     MAX_ISSUES,
-    Issue,
-    ValidationReport,
     load_schema,
-    parse_size,
     validate_data,
     validate_text,
 )
@@ -444,8 +443,8 @@ def test_no_default_config_for_aarch64_iso() -> None:
         (0, 0),
     ],
 )
-def test_parse_size_accepts_upstream_forms(value: object, expected: int) -> None:
-    assert parse_size(value) == (expected, None)
+def test_template_bytes_accepts_upstream_forms(value: object, expected: int) -> None:
+    assert template_bytes(value) == (expected, None)
 
 
 @pytest.mark.parametrize(
@@ -461,8 +460,8 @@ def test_parse_size_accepts_upstream_forms(value: object, expected: int) -> None
         ("-1MiB", "digits"),
     ],
 )
-def test_parse_size_rejects_with_hint(value: str, hint_part: str) -> None:
-    size, hint = parse_size(value)
+def test_template_bytes_rejects_with_hint(value: str, hint_part: str) -> None:
+    size, hint = template_bytes(value)
     assert size is None and hint_part in (hint or "")
 
 
@@ -875,7 +874,7 @@ def test_odd_yaml_types_do_not_crash() -> None:
 
 def test_wrong_shapes_everywhere_do_not_crash(caplog: pytest.LogCaptureFixture) -> None:
     # A crashing rule is logged and skipped, so the log is where a crash would show.
-    caplog.set_level(logging.ERROR, logger="image_composer_mcp.server.validation.rules")
+    caplog.set_level(logging.ERROR, logger="image_composer_mcp.server.validation")
     shapes = [None, 1, "x", [], {}, [1, "a", None], {"a": [1]}, True]
     sections = ["image", "target", "disk", "systemConfig", "packageRepositories", "metadata"]
     base = yaml.safe_load(BASE)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from ..server.core.logs import redact, redact_known
 from ..server.llm.chat import CallbackProvider, ChatMessage, SamplingDeferred
+from ..server.validation.report import Issue
 
 if TYPE_CHECKING:
     from ..server.agent.loop import AgentResult
@@ -38,16 +39,6 @@ class PackageCheck(BaseModel):
     missing: list[str]
     unchecked: list[str]
     suggestions: dict[str, list[str]]
-
-
-class Issue(BaseModel):
-    path: str
-    message: str
-    line: int | None
-    column: int | None
-    hint: str | None
-    code: str
-    severity: str
 
 
 class TemplateResult(BaseModel):

@@ -9,17 +9,8 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ..server.engine import Engine
+from ..server.validation.report import Issue
 from ._common import MAX_NAME_CHARS, MAX_YAML_CHARS, call_engine, result
-
-
-class ValidationIssue(BaseModel):
-    path: str = Field(description="JSON-path-like location, e.g. $.disk.partitions[1].end")
-    message: str
-    line: int | None = Field(description="1-based line in the YAML source")
-    column: int | None
-    hint: str | None = Field(description="how to fix it")
-    code: str
-    severity: str
 
 
 class ValidationResult(BaseModel):
@@ -27,11 +18,11 @@ class ValidationResult(BaseModel):
     template: str | None = Field(description="the indexed template checked, when called by name")
     error_count: int
     warning_count: int
-    errors: list[ValidationIssue]
-    warnings: list[ValidationIssue]
+    errors: list[Issue]
+    warnings: list[Issue]
 
 
-def issue_line(issue: ValidationIssue) -> str:
+def issue_line(issue: Issue) -> str:
     where = f"line {issue.line}:{issue.column} " if issue.line else ""
     hint = f" (hint: {issue.hint})" if issue.hint else ""
     return f"- {where}{issue.path}: {issue.message}{hint}"
@@ -74,8 +65,6 @@ def register(mcp: MCPServer, engine: Engine) -> None:
             report.errors += build.errors
             report.warnings += build.warnings
             report.valid = report.valid and not build.errors
-        data = report.to_dict()
-        model = ValidationResult(valid=data["valid"], template=resolved, error_count=data["error_count"],
-                                 warning_count=data["warning_count"], errors=data["errors"],
-                                 warnings=data["warnings"])
+        model = ValidationResult(valid=report.valid, template=resolved, error_count=len(report.errors),
+                                 warning_count=len(report.warnings), errors=report.errors, warnings=report.warnings)
         return result(model, to_text(model))

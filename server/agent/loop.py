@@ -29,8 +29,9 @@ from ..composer.request_parser import RequestSpec, parse_request
 from ..core.yamlsafe import YamlError, load_mapping
 from ..knowledge.loader import load_capabilities
 from ..llm.chat import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
-from ..validation.rules import ValidationReport, validate_text
+from ..validation.report import ValidationReport
 from ..validation.upstream import conform
+from ..validation.validator import validate_text
 from . import prompts
 from .repair import complete_from_base, merge_onto_base, prune_unknown, salvage_yaml
 from .spec_plan import merge_specs, spec_schema
@@ -134,10 +135,10 @@ def _problem_text(report: ValidationReport) -> str:
 
 
 def _no_yaml_report() -> ValidationReport:
-    from ..validation.rules import Issue
+    from ..validation.report import Issue
 
     issue = Issue(path="$", message="the model's reply contained no YAML template", line=None, column=None,
-                  hint="reply with one ```yaml block", code="llm.no_yaml")
+                  hint="reply with one ```yaml block", code="llm.no_yaml", severity="error")
     return ValidationReport(False, [issue], [], None)
 
 

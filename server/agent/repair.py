@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.yamlsafe import YamlError, parse_yaml
-from ..validation.rules import validate_data
+from ..validation.validator import validate_data
 
 log = logging.getLogger(__name__)
 

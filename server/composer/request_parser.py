@@ -17,7 +17,7 @@ from typing import Any
 
 from ..knowledge.loader import Capabilities, load_capabilities, normalize_phrase
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
-from ..validation.rules import BUILD_COMPRESSIONS  # the build's own list: one home for that fact
+from ..knowledge.template_format import load_template_format
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
 _SIZE = CASUAL_SIZE
@@ -554,11 +554,12 @@ class _Parser:
         ):
             value = (m.group(1) or m.group(2)).lower()
             value = "gz" if value == "gzip" else value
-            if value in BUILD_COMPRESSIONS:
+            compressions = load_template_format().build_compressions  # the build's own list
+            if value in compressions:
                 self.spec.artifact_compression = value
             else:  # the schema allows it, the build refuses it: say so instead of writing it
                 self.spec.unsupported.append(f"{value} compression: os-image-composer's build does not support it; "
-                                             f"closest supported: {', '.join(BUILD_COMPRESSIONS)}")
+                                             f"closest supported: {', '.join(compressions)}")
             self._mask(m.start(), m.end())
         for m in self._each(
             rf"\b({names})\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?({names})\b"

@@ -1,17 +1,20 @@
 """Sizes: the one place that reads and writes disk and partition sizes.
 
-Two readers, one unit table:
+Two kinds of input, two clearly named readers, because they legitimately differ:
 
-* :func:`template_mib` reads a size written in a template ("513MiB", "4GiB", "8G"). A bare number is
-  what upstream's Go code reads as MiB, so tolerant readers (the composer's layout arithmetic) take it
-  as MiB; the validator still reports a bare number other than ``0`` as an error, because upstream's
-  schema wants a unit and a reader cannot tell whether ``8`` meant MiB or GiB.
-* :func:`casual_mib` reads a size as people type it in a request ("8 gigs", "8G", "8 GB", "half a
-  terabyte", "1.5 tb"). A bare number there is not a size at all (returns ``None``): "8" next to
-  "disk" is too ambiguous to act on, and the caller reports it as not understood.
-
-Decimal units (GB, MB) are read as their binary counterparts (GiB, MiB) in requests: nobody who types
-"8 GB disk" wants an image of 7.45 GiB, and every template in the library writes binary units.
+* **Template values** (``disk.size``, a partition's ``start``/``end``) follow upstream's rule, which
+  :func:`template_bytes` implements and everything else reading a template calls: digits followed by
+  exactly one of ``KiB MiB GiB K M G KB MB GB`` (case-sensitive; ``K``/``M``/``G`` are binary,
+  ``KB``/``MB``/``GB`` decimal), or the bare ``"0"`` (an ``end`` that grows to the end of the disk).
+  A bare number such as ``8`` is *not* a size there: upstream's schema documents sizes with units
+  ("e.g. '4GiB', '8GB'"), every upstream template and default config writes one, and a reader cannot tell
+  whether ``8`` meant MiB or GiB. The validator reports it with a hint (:func:`template_bytes` gives the
+  why-not); :func:`template_mib` (the composer's layout arithmetic) reads it as "no size" (``None``).
+* **Words in a request** ("8 gigs", "8G", "8 GB", "half a terabyte", "1.5 tb") are read by
+  :func:`casual_mib` / :func:`parse_casual`: case-insensitive, fractions allowed, and decimal units read
+  as their binary counterparts (nobody who types "8 GB disk" wants an image of 7.45 GiB; the composer
+  writes binary units). A bare number is no size there either (``None``): "8" next to "disk" is too
+  ambiguous to act on, and the caller reports it as not understood.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# MiB per unit, for template sizes (upstream's accepted suffixes) and casual ones.
+# MiB per unit as people write it in a request (case-insensitive; decimal read as binary, see above).
 UNITS_MIB: dict[str, float] = {
     "kib": 1 / 1024, "k": 1 / 1024, "kb": 1 / 1024,
     "mib": 1, "m": 1, "mb": 1,
@@ -44,7 +47,14 @@ CASUAL_SIZE = (
     r"(?=\s+(?:tera|tebi|giga|gibi|gig|mega|mebi|meg)))"
     rf"\s*-?\s*({UNIT_WORDS})\b"
 )
-_TEMPLATE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|TiB|K|M|G|T|KB|MB|GB|TB)?\s*", re.I)
+# Upstream's size suffixes for template values, in bytes (see the module docstring).
+TEMPLATE_UNITS: dict[str, int] = {
+    "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3,
+    "K": 1024, "M": 1024**2, "G": 1024**3,
+    "KB": 1000, "MB": 1000**2, "GB": 1000**3,
+}  # fmt: skip
+_TEMPLATE_SIZE = re.compile(r"^(\d+)(KiB|MiB|GiB|K|M|G|KB|MB|GB)$")
+_MIB = 1024**2
 
 
 def unit_mib(unit: str) -> float:
@@ -53,24 +63,50 @@ def unit_mib(unit: str) -> float:
     return UNITS_MIB[CASUAL_UNITS.get(unit, unit)]
 
 
-def template_mib(value: Any) -> int | None:
-    """'513MiB' -> 513, '4GiB' -> 4096, 8 (bare: MiB, as upstream reads it) -> 8; None if unreadable or 0."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return int(value) if value else None
-    m = _TEMPLATE.fullmatch(str(value))
+def template_bytes(value: Any) -> tuple[int | None, str | None]:
+    """Bytes for a template size ("1MiB", "512M", "4GB", "0"), or (None, how to write it instead)."""
+    if isinstance(value, bool) or value is None:
+        return None, "a size such as 512MiB or 4GiB"
+    if isinstance(value, int):
+        return (0, None) if value == 0 else (None, f'add a unit and quote it, e.g. "{value}MiB"')
+    if not isinstance(value, str):
+        return None, "a size such as 512MiB or 4GiB"
+    if value == "0":
+        return 0, None
+    m = _TEMPLATE_SIZE.match(value)
+    if m:
+        return int(m.group(1)) * TEMPLATE_UNITS[m.group(2)], None
+    compact = value.replace(" ", "")
+    if compact != value and _TEMPLATE_SIZE.match(compact):
+        return None, f"remove the space: {compact}"
+    m = re.match(r"^(\d+(?:\.\d+)?)\s*([A-Za-z]*)$", value.strip())
     if not m:
-        return None
-    number = float(m.group(1))
-    if not number:
-        return None
-    return int(number * unit_mib(m.group(2) or "MiB"))
+        return None, "use digits followed by a unit, e.g. 512MiB or 4GiB"
+    number, unit = m.groups()
+    if "." in number:
+        return None, "use a whole number with a smaller unit, e.g. 1536MiB instead of 1.5GiB"
+    if not unit:
+        return None, f'add a unit, e.g. {number}MiB; only "0" may be written without one'
+    for known in TEMPLATE_UNITS:
+        if unit.lower() == known.lower():
+            return None, f"units are case-sensitive: write {number}{known}"
+    if unit.lower() in ("t", "tb", "tib"):
+        return None, f"TiB/TB are not supported; write {int(number) * 1024}GiB"
+    if unit.lower() in ("b", "bytes"):
+        return None, "byte counts are not supported; use KiB, MiB or GiB"
+    return None, f"unknown unit '{unit}'; use one of {', '.join(TEMPLATE_UNITS)}"
+
+
+def template_mib(value: Any) -> int | None:
+    """A template size in whole MiB ('513MiB' -> 513, '4GiB' -> 4096); None when unreadable or 0."""
+    size, _why = template_bytes(value)
+    return round(size / _MIB) if size else None
 
 
 def casual_mib(number: str, unit: str) -> int | None:
     """A request's size ("8", "gigs"; "half a", "terabyte") in MiB; None when either part is unknown."""
     number = " ".join(number.lower().split())
+    value: float | None
     try:
         value = float(number)
     except ValueError:
@@ -94,9 +130,19 @@ def fmt_size(mib: int) -> str:
     return f"{mib // 1024}GiB" if mib % 1024 == 0 and mib >= 1024 else f"{mib}MiB"
 
 
+def fmt_bytes(n: float) -> str:
+    """A byte count for people: 4GiB, 1.50GiB, 512KiB, 12 bytes."""
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            value = n / size
+            return f"{value:g}{unit}" if value == int(value) else f"{value:.2f}{unit}"
+    return f"{int(n)} bytes"
+
+
 def fmt_offset(mib: int) -> str:
     """Partition offsets in MiB, as every upstream template writes them."""
     return f"{mib}MiB"
 
 
-__all__ = ["CASUAL_SIZE", "casual_mib", "fmt_offset", "fmt_size", "parse_casual", "template_mib", "unit_mib"]
+__all__ = ["CASUAL_SIZE", "TEMPLATE_UNITS", "casual_mib", "fmt_bytes", "fmt_offset", "fmt_size", "parse_casual",
+           "template_bytes", "template_mib", "unit_mib"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.yamlsafe import ParsedYaml, YamlError, load_mapping
-from ..validation.rules import Issue
+from ..validation.report import Issue
 from .closure import ClosureResult, checker_for
 from .disk_fit import DiskFit, check_disk_fit
 from .verifier import PackageVerifier
@@ -95,7 +95,8 @@ def check_build(verifier: PackageVerifier, template: str | dict[str, Any]) -> Bu
 
     def add(path: PathT, message: str, code: str, hint: str | None, severity: str = "error") -> None:
         line, col = parsed.position(path) if parsed is not None else (None, None)
-        issue = Issue(_fmt(path), message, line, col, hint, code, severity)
+        issue = Issue(path=_fmt(path), message=message, line=line, column=col, hint=hint, code=code,
+                      severity=severity)
         (out.errors if severity == "error" else out.warnings).append(issue)
 
     if not closure.checked:

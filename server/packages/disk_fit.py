@@ -27,7 +27,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..validation.rules import GPT_HEADER_BYTES, MBR_HEADER_BYTES, _fmt_bytes, parse_size
+from ..knowledge.sizes import fmt_bytes, template_bytes
+from ..knowledge.template_format import load_template_format
 
 MiB = 1024**2
 GiB = 1024**3
@@ -125,8 +126,8 @@ def _partitions(data: dict[str, Any]) -> list[_Part]:
     for i, p in enumerate(disk.get("partitions") or []):
         if not isinstance(p, dict):
             continue
-        start, _ = parse_size(p.get("start"))
-        end, _ = parse_size(p.get("end"))
+        start, _ = template_bytes(p.get("start"))
+        end, _ = template_bytes(p.get("end"))
         out.append(_Part(i, str(p.get("mountPoint") or ""), p.get("fsType"), start,
                          None if end in (None, 0) else end, end == 0))
     return out
@@ -134,15 +135,14 @@ def _partitions(data: dict[str, Any]) -> list[_Part]:
 
 def _disk(data: dict[str, Any]) -> tuple[int | None, int]:
     disk = found if isinstance(found := data.get("disk"), dict) else {}
-    size, _ = parse_size(disk.get("size")) if "size" in disk else (None, None)
-    gpt = disk.get("partitionTableType", "gpt") != "mbr"
-    # GPT keeps a backup header at the end of the disk too.
-    return (size or None), (GPT_HEADER_BYTES - 512 if gpt else 0)
+    size, _ = template_bytes(disk.get("size")) if "size" in disk else (None, None)
+    # GPT keeps a backup table at the end of the disk too.
+    return (size or None), load_template_format().table(str(disk.get("partitionTableType", "gpt"))).backup_bytes
 
 
 def _header(data: dict[str, Any]) -> int:
     disk = found if isinstance(found := data.get("disk"), dict) else {}
-    return GPT_HEADER_BYTES if disk.get("partitionTableType", "gpt") != "mbr" else MBR_HEADER_BYTES
+    return load_template_format().table(str(disk.get("partitionTableType", "gpt"))).header_bytes
 
 
 def check_disk_fit(data: dict[str, Any], installed_bytes: int, package_names: list[str]) -> DiskFit:
@@ -174,33 +174,33 @@ def check_disk_fit(data: dict[str, Any], installed_bytes: int, package_names: li
                 size = sep.size(disk_bytes, tail)
                 if size is not None and capacity is not None:
                     capacity += size
-                    notes.append(f"{extra} is a separate partition ({_fmt_bytes(size)}); the indexes do not say "
+                    notes.append(f"{extra} is a separate partition ({fmt_bytes(size)}); the indexes do not say "
                                  f"which files land there, so its space is counted together with /.")
     est = estimate_required_bytes(installed_bytes, len(package_names), fs_type=fs,
                                   has_kernel=has_kernel_package(package_names))
     if capacity is None:
         return DiskFit(False, "unknown", path, None, est, est.min_partition_bytes, None,
                        f"The size of {label} cannot be computed from the template; the closure needs at least "
-                       f"{_fmt_bytes(est.min_partition_bytes)}.", notes)
+                       f"{fmt_bytes(est.min_partition_bytes)}.", notes)
     deficit = est.min_partition_bytes - capacity
     min_disk = None
     if disk_bytes is not None and grows:
         min_disk = int(math.ceil((disk_bytes + max(deficit, 0)) / GiB)) * GiB
-    need = (f"needs {_fmt_bytes(est.min_partition_bytes)} ({_fmt_bytes(installed_bytes)} installed by "
-            f"{len(package_names)} packages + {_fmt_bytes(est.min_partition_bytes - installed_bytes)} overhead: "
-            + ", ".join(f"{k.replace('_', ' ')} {_fmt_bytes(v)}" for k, v in est.overhead.items()) + ")")
+    need = (f"needs {fmt_bytes(est.min_partition_bytes)} ({fmt_bytes(installed_bytes)} installed by "
+            f"{len(package_names)} packages + {fmt_bytes(est.min_partition_bytes - installed_bytes)} overhead: "
+            + ", ".join(f"{k.replace('_', ' ')} {fmt_bytes(v)}" for k, v in est.overhead.items()) + ")")
     if deficit > 0:
         fix = f"the smallest {('disk.size' if grows and disk_bytes else 'root partition')} that fits is " + (
-            _fmt_bytes(min_disk) if min_disk else _fmt_bytes(est.min_partition_bytes))
+            fmt_bytes(min_disk) if min_disk else fmt_bytes(est.min_partition_bytes))
         return DiskFit(True, "too_small", path, capacity, est, est.min_partition_bytes, min_disk,
-                       f"{label} holds {_fmt_bytes(capacity)} but the install closure {need}; {fix}.", notes)
+                       f"{label} holds {fmt_bytes(capacity)} but the install closure {need}; {fix}.", notes)
     if capacity < est.min_partition_bytes * (1 + WARN_MARGIN):
         spare = capacity - est.min_partition_bytes
         return DiskFit(True, "tight", path, capacity, est, est.min_partition_bytes, min_disk,
-                       f"{label} holds {_fmt_bytes(capacity)}; the install closure {need}, leaving only "
-                       f"{_fmt_bytes(spare)} ({spare / capacity:.0%}) free.", notes)
+                       f"{label} holds {fmt_bytes(capacity)}; the install closure {need}, leaving only "
+                       f"{fmt_bytes(spare)} ({spare / capacity:.0%}) free.", notes)
     return DiskFit(True, "fits", path, capacity, est, est.min_partition_bytes, min_disk,
-                   f"{label} holds {_fmt_bytes(capacity)}; the install closure {need}.", notes)
+                   f"{label} holds {fmt_bytes(capacity)}; the install closure {need}.", notes)
 
 
 def estimate_min_disk_size(data: dict[str, Any], installed_bytes: int, package_names: list[str]) -> int:

@@ -346,7 +346,7 @@ def _read(path: Path | None) -> bytes:
 
 
 def _cmd_validate(settings: AISettings, args: argparse.Namespace) -> int:
-    from ..validation.rules import validate_text
+    from ..validation.validator import validate_text
 
     del settings  # validation needs no index or model
     out = Output(args)

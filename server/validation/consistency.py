@@ -4,7 +4,7 @@ A service enabled in ``systemConfig.configurations`` (``systemctl enable docker.
 (``docker``) or a data partition (``/var/lib/docker``) named after a package the knowledge knows, while no
 installed package answers to that name, is most likely left over from a removed capability. Only names
 that the knowledge ties to a package are judged (stems, see server/knowledge/stems.py), so units and
-groups of the base system never warn. Called from server/validation/rules.py as one more rule family.
+groups of the base system never warn. Called from server/validation/validator.py as one more rule family.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from ..knowledge.loader import load_capabilities
 from ..knowledge.stems import service_spans, stems, unit_stem
+from .context import Context
 
 
 @functools.lru_cache(maxsize=1)
@@ -79,8 +80,8 @@ def findings(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str
     return out
 
 
-def check(ctx: Any) -> None:
-    """The validator's rule family entry point (``ctx`` is server.validation's check context)."""
+def check(ctx: Context) -> None:
+    """The validator's rule family entry point."""
     if isinstance(ctx.data, dict):
         for path, message, code, hint in findings(ctx.data):
             ctx.warn(path, message, code, hint=hint)

@@ -9,13 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
-from image_composer_mcp.server.composer.compose import (
-    apply_instruction,
-    apply_spec,
-    compose,
-    dump_yaml,
-    summarize,
-)
+from image_composer_mcp.server.composer.answers import summarize
+from image_composer_mcp.server.composer.compose import apply_instruction, apply_spec, compose
+from image_composer_mcp.server.composer.output import dump_yaml
 from image_composer_mcp.server.composer.request_parser import parse_request
 from image_composer_mcp.server.knowledge.loader import load_capabilities
 

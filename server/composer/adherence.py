@@ -83,7 +83,7 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
 
 
 def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
-    """The wanted facts a parsed request states (server.request_parser.RequestSpec), in the names the
+    """The wanted facts a parsed request states (server.composer.request_spec.RequestSpec), in the names the
     target ``dist`` uses, so the run-time check and the benchmark judge a template the same way."""
     from ..knowledge.loader import load_capabilities
 

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..knowledge.loader import Capabilities
-from .request_parser import RequestSpec
+from .request_spec import RequestSpec
 
 
 def _installed(data: dict[str, Any]) -> set[str]:

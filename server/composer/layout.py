@@ -1,5 +1,5 @@
 """Disk layout arithmetic for the composer: partitions added, removed, resized, shifted, and the disk
-resized with its flexible partitions following (server/composer/compose.py drives it through :class:`Layout`)."""
+resized with its flexible partitions following (server/composer/disk_edits.py drives it through :class:`Layout`)."""
 
 from __future__ import annotations
 

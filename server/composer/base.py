@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..knowledge.loader import Capabilities
+from ..knowledge.request_words import load_request_words
 from .request_spec import RequestSpec
 
 
@@ -53,8 +54,9 @@ def _purpose_words(name: str, caps: Capabilities) -> set[str]:
     type, and not deployment words (edge, gateway, server, cloud: the use cases), which fit many templates."""
     generic = {w for uc in caps.use_cases.values() for phrase in uc.words for w in phrase.lower().split()}
     words = set(re.split(r"[-_.\s]+", name.lower()))
+    formats = {*load_request_words().image_types, *load_request_words().artifacts}
     return {w for w in words if w.isalnum() and not w.isdigit() and len(w) > 2 and w not in generic
-            and w not in ("raw", "iso", "img", "yml", "base", "qcow2", "vhd", "vmdk", "x86", "aarch64")
+            and w not in formats and not caps.arch_of(w) and w not in ("yml", "base")
             and not caps.dist_of(w)}
 
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..knowledge.loader import Capabilities, load_capabilities
+from ..knowledge.request_words import load_request_words
 from ..validation.upstream import conform
 from .disk_edits import DiskEdit
 from .editing import image_section, template_packages
@@ -187,13 +188,6 @@ def _drop_sample_repositories(data: dict, changes: list[str]) -> None:
     )
 
 
-_GROUP_SLUG = {
-    "containers": "docker", "monitoring": "monitoring", "ros2": "ros2", "realtime": "rt", "ai": "ai",
-    "desktop": "desktop", "virtualization": "virt", "security": "secure", "cloud-init": "cloud",
-    "kubernetes": "k3s", "web-server": "web", "podman": "podman",
-}  # fmt: skip
-
-
 def _name_and_describe(
     data: dict, spec: RequestSpec, request: str, caps: Capabilities, changes: list[str]
 ) -> None:
@@ -205,10 +199,9 @@ def _name_and_describe(
     parts: list[str] = []
     for uc in spec.use_cases:
         parts.append(uc)
+    words = load_request_words()
     for group in spec.add_groups:
-        slug = _GROUP_SLUG.get(group)
-        if group == "containers" and family == "redhat-compatible-distro":
-            slug = "podman"
+        slug = words.name_slug(group, family)
         if slug:
             parts.append(slug)
     parts = list(dict.fromkeys(p for p in parts if p not in (dist, arch, image_type)))[:4] or ["custom"]

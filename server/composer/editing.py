@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import re
 from typing import Any
 
 from ..knowledge.loader import Capabilities
+from ..knowledge.request_words import load_request_words
 from . import coherence
 from .layout import Layout
 
@@ -323,7 +323,8 @@ def template_packages(data: Any) -> list[str]:
     return names
 
 def is_rt(packages: list[str]) -> bool:
-    return any(re.search(r"(^|-)rt(-|$)|realtime", p) for p in packages)
+    realtime = load_request_words().realtime_kernel
+    return any(realtime.search(p) for p in packages)
 
 def short_list(items: Any, limit: int = 8) -> str:
     items = [str(i) for i in items]

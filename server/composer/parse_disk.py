@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import re
 
+from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
 from ..validation.rules import BUILD_COMPRESSIONS  # the build's own list: one home for that fact
-from .phrasing import ParserState
+from .phrasing import ParserState, alternatives
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
 _SIZE = CASUAL_SIZE
-_FS = r"(ext4|ext3|xfs|btrfs|vfat|fat32)"
-_ARTIFACTS = ("qcow2", "vhdx", "vhd", "vmdk", "vdi")
-_COMPRESSIONS = ("gzip", "gz", "xz", "zstd", "bz2")
-_NAMED_MOUNTS = {
-    "root": "/", "rootfs": "/", "data": "/data", "home": "/home", "var": "/var", "srv": "/srv", "opt": "/opt",
-    "tmp": "/tmp", "log": "/var/log", "logs": "/var/log", "efi": "/boot/efi", "esp": "/boot/efi", "boot": "/boot",
-    "swap": "swap", "userdata": "/opt", "persistent": "/opt",
-}  # fmt: skip
-_MOUNT = r"(/[\w./-]*|root|rootfs|data|home|var|srv|opt|tmp|logs?|swap|efi|esp|boot|userdata|persistent)"
+_WORDS = load_request_words()
+
+
+_FS = rf"({alternatives(_WORDS.filesystems)})"
+_MOUNT = rf"(/[\w./-]*|{alternatives(_WORDS.mount_words)})"
 
 
 class DiskPhrases(ParserState):
@@ -146,8 +143,8 @@ class DiskPhrases(ParserState):
                 self._mask(m.start(), m.end())
 
     def _artifacts(self) -> None:
-        names = "|".join(_ARTIFACTS)
-        comp = "|".join(_COMPRESSIONS)
+        names = alternatives(_WORDS.artifacts)
+        comp = alternatives(_WORDS.compressions)
         for m in self._each(
             rf"\b(?:remove|drop|delete|no|without)\s+(?:the\s+)?({names})(?:\s+(?:artifact|output|format|file))?\b"
         ):
@@ -158,7 +155,7 @@ class DiskPhrases(ParserState):
             rf"|({comp})[\s-]+compress(?:ed|ion)?)\b"
         ):
             value = (m.group(1) or m.group(2)).lower()
-            value = "gz" if value == "gzip" else value
+            value = _WORDS.compressions.get(value, value)
             if value in BUILD_COMPRESSIONS:
                 self.spec.artifact_compression = value
             else:  # the schema allows it, the build refuses it: say so instead of writing it
@@ -194,11 +191,11 @@ def _mount(word: str | None) -> str:
     word = (word or "").strip().lower()
     if word.startswith("/"):
         return word.rstrip("/") or "/"
-    return _NAMED_MOUNTS.get(word, f"/{word}")
+    return _WORDS.mount_words.get(word, f"/{word}")
 
 
 def _fs(word: str | None) -> str | None:
     if not word:
         return None
     word = word.lower()
-    return "fat32" if word == "vfat" else word
+    return _WORDS.filesystems.get(word, word)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.loader import normalize_phrase
+from ..knowledge.request_words import load_request_words
 from .phrasing import ADD_WORDS, PACKAGE_SHAPE, REMOVE_WORDS, STOPWORDS, ParserState, looks_like_package
 
 _WEAK_ADD = {"need", "needs", "want", "wants", "use", "using", "have", "has"}
@@ -35,8 +36,6 @@ _NEUTRAL_WORDS = {
     "keep",
     "is",
 }
-# What a short name usually leaves off ("wireguard" is packaged as wireguard-tools), most likely first.
-_NAME_SUFFIXES = ("tools", "utils", "server", "daemon", "client", "bin", "core")
 
 
 class PackagePhrases(ParserState):
@@ -178,7 +177,7 @@ class PackagePhrases(ParserState):
         if token in self.real:
             return token
         family = [r for r in self.real if r.startswith(token + "-") and r.count("-") == token.count("-") + 1]
-        for suffix in _NAME_SUFFIXES:
+        for suffix in load_request_words().package_name_suffixes:
             if token + "-" + suffix in family:
                 return token + "-" + suffix
         return family[0] if len(family) == 1 else None

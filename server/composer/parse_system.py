@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .phrasing import EDIT_VERBS, NA, NB, STOPWORDS, ParserState
+from ..knowledge.request_words import load_request_words
+from .phrasing import EDIT_VERBS, NA, NB, STOPWORDS, ParserState, alternatives
 
 _HOST = re.compile(
     r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I
@@ -15,6 +16,10 @@ _CMDLINE_WORDS = (
     r"(?:kernel\s+)?(?:cmdline|cmd\s*line|command[\s-]*line|boot\s+(?:args|arguments|parameters|params|options)"
     r"|kernel\s+(?:args|arguments|parameters|params|options))"
 )
+
+# A bootloader word with its parts spelt "systemd-boot" or "systemd boot" -> the provider it names.
+_BOOTLOADERS = {w: provider for provider, words in load_request_words().bootloaders.items() for w in words}
+_BOOTLOADER_WORDS = alternatives(_BOOTLOADERS, between=r"[\s-]")
 
 
 class SystemPhrases(ParserState):
@@ -175,7 +180,7 @@ class SystemPhrases(ParserState):
 
     def _bootloader(self) -> None:
         for m in self._each(
-            rf"{NB}(grub2?|systemd[\s-]boot|sd[\s-]boot){NA}(?:\s+(?:bootloader|boot\s+loader))?"
+            rf"{NB}({_BOOTLOADER_WORDS}){NA}(?:\s+(?:bootloader|boot\s+loader))?"
         ):
             value = m.group(1).lower()
             if re.search(
@@ -184,7 +189,7 @@ class SystemPhrases(ParserState):
                 re.I,
             ):
                 continue
-            self.spec.bootloader = "grub" if value.startswith("grub") else "systemd-boot"
+            self.spec.bootloader = _BOOTLOADERS[" ".join(re.split(r"[\s-]", value))]
             self._mask(m.start(), m.end())
         for m in self._each(
             r"\b(?:legacy|bios)(?:\s+(?:bios|boot|mode))+\b|\bboot\s+(?:in\s+)?(?:legacy|bios)\s+mode\b"

@@ -6,13 +6,11 @@ from __future__ import annotations
 import difflib
 import re
 
-from .phrasing import ADD_WORDS, NA, NB, REMOVE_WORDS, STOPWORDS, ParserState
+from ..knowledge.request_words import load_request_words
+from .phrasing import ADD_WORDS, NA, NB, REMOVE_WORDS, STOPWORDS, ParserState, alternatives
 
-_IMAGE_TYPES = [
-    (r"\b(?:iso|installer|install(?:ation)?\s+media|live\s+(?:usb|cd|image)|bootable\s+usb)\b", "iso"),
-    (r"\b(?:initrd|initramfs|img|pxe|netboot|network[\s-]boot)\b", "img"),
-    (r"\b(?:raw|disk\s+image)\b", "raw"),
-]
+# (pattern, imageType) in reading order: when a request names several kinds, the last one named wins.
+_IMAGE_TYPES = [(rf"\b(?:{alternatives(words)})\b", kind) for kind, words in load_request_words().image_types.items()]
 
 
 class TargetPhrases(ParserState):

@@ -56,6 +56,12 @@ def looks_like_package(word: str) -> bool:
 
 
 
+def alternatives(words: Iterable[str], between: str = r"\s+") -> str:
+    """A regex alternation of words from the knowledge layer, longest first so that a match never stops inside
+    a longer word; the parts of a several-word word match with ``between`` ("live usb", "systemd-boot")."""
+    return "|".join(between.join(re.escape(p) for p in w.split()) for w in sorted(words, key=len, reverse=True))
+
+
 class ParserState:
     """The request text being read (understood spans blanked out) and the spec being filled."""
 

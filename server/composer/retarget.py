@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ..knowledge.loader import Capabilities
+from ..knowledge.request_words import load_request_words
 from .editing import TemplateEdit, image_section, is_rt, short_list
 from .request_spec import RequestSpec
 
@@ -344,9 +345,7 @@ def kernel_like(packages: list[Any], caps: Capabilities, dist: str) -> set[str]:
         for rt in (False, True)
         for k in caps.kernel_packages(dist, arch, realtime=rt)
     }
-    pattern = re.compile(
-        r"^(linux-image-|linux-headers-|linux-generic|linux-virtual$|kernel($|-rt|-drivers|-64k|-core|-modules))"
-    )
+    pattern = load_request_words().kernel_package
     return {str(p) for p in packages if str(p) in known or pattern.match(str(p))}
 
 def group_present(caps: Capabilities, group: str, family: str, listed: set[str]) -> bool:

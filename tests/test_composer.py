@@ -770,3 +770,27 @@ def test_random_word_salad_never_crashes_the_parser_or_composer() -> None:
         parse_request(text)
         compose(text, base)
         apply_instruction(base, text)
+
+
+def _library(name: str) -> dict:
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "image-templates" / name).read_text())
+
+
+def test_minimal_request_drops_what_nothing_explains_and_says_so() -> None:
+    # A kiosk template asked for as a minimal image: its browser and fonts are neither asked for, nor in a
+    # capability group, nor the distribution's base system: a minimal request leaves them out, and says so.
+    result = compose("minimal debian 13 image with curl and jq", _library("debian13-x86_64-kiosk-chromium-raw.yml"),
+                     base_file="debian13-x86_64-kiosk-chromium-raw")
+    pkgs = packages(result.data)
+    assert {"curl", "jq", "openssh-server"} <= set(pkgs)
+    assert not {"chromium", "cage"} & set(pkgs)
+    assert any("not asked for" in c and "chromium" in c for c in result.changes), result.changes
+    assert any(p in pkgs for p in load_capabilities().all_bootloader_packages("debian")), "it must still boot"
+
+
+def test_other_requests_name_what_the_starting_template_brought_unasked() -> None:
+    result = compose("debian 13 image with curl and jq", _library("debian13-x86_64-kiosk-chromium-raw.yml"),
+                     base_file="debian13-x86_64-kiosk-chromium-raw")
+    assert "chromium" in packages(result.data)
+    kept = [c for c in result.changes if c.startswith("kept from the starting template (not asked for)")]
+    assert kept and "chromium" in kept[0] and "curl" not in kept[0], result.changes

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.request_words import load_request_words
 from ..validation.upstream import conform
+from .base import leftovers
 from .disk_edits import DiskEdit
 from .editing import image_section, template_packages
 from .output import dump_yaml
@@ -72,9 +73,13 @@ def compose(
     if image_type:
         spec.image_type = image_type
     start_changes: list[str] = []
-    if strip_groups:
+    unexplained = leftovers(base, spec, caps)
+    dropped = unexplained if spec.minimal else []  # minimal means nothing beyond what was asked
+    if strip_groups or dropped:
         edit = Edit(base, caps)
-        edit.remove_groups(strip_groups)
+        edit.remove_groups(strip_groups or [])
+        if dropped and edit.remove_packages(set(dropped)):
+            edit.changes.append(f"removed {', '.join(dropped)}")
         edit.clean_up_after_removals()
         edit.tidy()
         base = edit.data
@@ -82,6 +87,12 @@ def compose(
                          for c in edit.changes if c.startswith("removed ")]
     data, changes, problems = _apply(base, spec, caps)
     changes = start_changes + changes
+    # Every miss is reported: what the starting template brought that nothing the request said explains is named.
+    if unexplained and not dropped:
+        present = set(template_packages(data))
+        kept = [p for p in unexplained if p in present]
+        if kept:
+            changes.append(f"kept from the starting template (not asked for): {', '.join(kept)}")
     _drop_sample_repositories(data, changes)
     if base_file:
         changes.insert(0, f"started from {base_file}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.loader import Capabilities, load_capabilities
-from .editing import short_list, template_packages
+from .editing import mapping_at, short_list, template_packages
 from .layout import is_fill
 
 
@@ -69,10 +69,10 @@ def _presence_answer(data: dict, q: str, caps: Capabilities) -> str | None:
 def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[str]:
     want = (lambda s: True) if only is None else (lambda s: s in only)
     lines: list[str] = []
-    image = data.get("image") if isinstance(data.get("image"), dict) else {}
-    target = data.get("target") if isinstance(data.get("target"), dict) else {}
-    sc = data.get("systemConfig") if isinstance(data.get("systemConfig"), dict) else {}
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    image = mapping_at(data, "image")
+    target = mapping_at(data, "target")
+    sc = mapping_at(data, "systemConfig")
+    meta = mapping_at(data, "metadata")
     dist = str(target.get("dist", "?"))
     label = caps.dists[dist].label if dist in caps.dists else dist
     if only is None or "target" in only:
@@ -114,7 +114,7 @@ def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[st
         else:
             lines.append("Disk: no disk section; the distribution's default layout applies.")
     if want("kernel"):
-        kernel = sc.get("kernel") if isinstance(sc.get("kernel"), dict) else {}
+        kernel = mapping_at(sc, "kernel")
         if kernel:
             lines.append(
                 f"Kernel: version {kernel.get('version', 'default')}, packages {', '.join(map(str, kernel.get('packages') or [])) or 'default'}, "
@@ -137,8 +137,8 @@ def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[st
         else:
             lines.append("Users: none defined.")
     if want("boot"):
-        boot = sc.get("bootloader") if isinstance(sc.get("bootloader"), dict) else {}
-        imm = sc.get("immutability") if isinstance(sc.get("immutability"), dict) else {}
+        boot = mapping_at(sc, "bootloader")
+        imm = mapping_at(sc, "immutability")
         secure = any(k.startswith("secureBoot") for k in imm)
         lines.append(
             f"Boot: {boot.get('provider', 'default bootloader')} ({boot.get('bootType', 'efi')}); immutability "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..knowledge.loader import Capabilities, load_capabilities
@@ -19,7 +20,7 @@ from ..knowledge.request_words import load_request_words
 from ..validation.upstream import conform
 from .base import leftovers
 from .disk_edits import DiskEdit
-from .editing import image_section, template_packages
+from .editing import image_section, mapping_at, template_packages
 from .output import dump_yaml
 from .request_parser import is_question, parse_request
 from .request_spec import RequestSpec
@@ -101,7 +102,7 @@ def compose(
 
 
 def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None = None,
-                      known_packages: list[str] | set[str] = ()) -> ComposeResult:
+                      known_packages: Iterable[str] = ()) -> ComposeResult:
     """Refine ``data`` as ``instruction`` asks (``spec``: the instruction as already understood); everything not
     mentioned is preserved."""
     caps = load_capabilities()
@@ -202,7 +203,7 @@ def _drop_sample_repositories(data: dict, changes: list[str]) -> None:
 def _name_and_describe(
     data: dict, spec: RequestSpec, request: str, caps: Capabilities, changes: list[str]
 ) -> None:
-    target = data.get("target") if isinstance(data.get("target"), dict) else {}
+    target = mapping_at(data, "target")
     dist = str(target.get("dist") or "custom")
     arch = str(target.get("arch") or "x86_64")
     image_type = str(target.get("imageType") or "raw")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..knowledge.sizes import fmt_offset, fmt_size, template_mib
-from .editing import TemplateEdit
+from .editing import TemplateEdit, mapping_at
 from .layout import GPT_TAIL_MIB, MIN_ROOT_MIB, VERITY_HASH_MIB, Layout, is_fill, part_id
 from .request_spec import RequestSpec
 
@@ -157,7 +157,7 @@ class DiskEdit(TemplateEdit):
         if value is None:
             return
         sc = self.system()
-        imm = sc.get("immutability") if isinstance(sc.get("immutability"), dict) else {}
+        imm = mapping_at(sc, "immutability")
         old = imm.get("enabled")
         imm["enabled"] = value
         if not value:
@@ -181,7 +181,7 @@ class DiskEdit(TemplateEdit):
                     "note: the upstream immutable images boot with systemd-boot (UKI); consider 'use systemd-boot'"
                 )
         elif (
-            old and self.disk() and any(part_id(p) == "roothashmap" for p in self.disk().get("partitions") or [])
+            old and (disk := self.disk()) and any(part_id(p) == "roothashmap" for p in disk.get("partitions") or [])
         ):
             self.changes.append(
                 "note: the roothashmap (dm-verity hash) partition is kept; remove it if unused"
@@ -249,7 +249,7 @@ class DiskEdit(TemplateEdit):
         if value is None:
             return
         sc = self.system()
-        imm = sc.get("immutability") if isinstance(sc.get("immutability"), dict) else {}
+        imm = mapping_at(sc, "immutability")
         keys = ("secureBootDBKey", "secureBootDBCrt", "secureBootDBCer")
         if value:
             if not imm.get("enabled"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+from collections.abc import Iterable
 from typing import Any
 
 from ..knowledge.loader import Capabilities
@@ -30,7 +31,7 @@ class TemplateEdit:
         self.removed: list[str] = []  # every package taken out, for the coherence pass
         self.named: set[str] = set()  # packages the request named (after translation), for exclusive roles
         self.translated: list[tuple[str, str]] = []  # (old, new) package names of a distribution switch
-        target = self.data.get("target") if isinstance(self.data.get("target"), dict) else {}
+        target = mapping_at(self.data, "target")
         self.dist = caps.dist_of(str(target.get("dist") or "")) or str(target.get("dist") or "")
         self.family = caps.family_of(str(target.get("os") or "")) or caps.family_of(self.dist) or ""
         self.arch = caps.arch_of(str(target.get("arch") or "")) or str(target.get("arch") or "x86_64")
@@ -303,6 +304,18 @@ class TemplateEdit:
                 self.changes.append(f"{renamed} already present")
 
 
+def mapping_at(holder: dict, key: str) -> dict[str, Any]:
+    """``holder[key]`` when it is a mapping, else an empty one (a template read from anywhere may hold anything)."""
+    value = holder.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_at(holder: dict, key: str) -> list[Any]:
+    """``holder[key]`` when it is a list, else an empty one."""
+    value = holder.get(key)
+    return value if isinstance(value, list) else []
+
+
 def image_section(data: dict) -> dict:
     image = data.get("image")
     if not isinstance(image, dict):
@@ -322,7 +335,7 @@ def template_packages(data: Any) -> list[str]:
         names += [str(p) for p in kernel.get("packages") or []]
     return names
 
-def is_rt(packages: list[str]) -> bool:
+def is_rt(packages: Iterable[str]) -> bool:
     realtime = load_request_words().realtime_kernel
     return any(realtime.search(p) for p in packages)
 

@@ -82,12 +82,12 @@ class TargetPhrases(ParserState):
     def _distribution(self) -> None:
         caps = self.caps
         phrases: list[tuple[str, str, str]] = []  # (phrase, family, dist or "")
-        for dist in caps.dists.values():
-            phrases += [(w, dist.family, dist.id) for w in dist.words]
-            phrases.append((dist.id, dist.family, dist.id))
-        for family in caps.families.values():
-            phrases += [(w, family.id, "") for w in family.words]
-            phrases.append((family.id, family.id, ""))
+        for known_dist in caps.dists.values():
+            phrases += [(w, known_dist.family, known_dist.id) for w in known_dist.words]
+            phrases.append((known_dist.id, known_dist.family, known_dist.id))
+        for known_family in caps.families.values():
+            phrases += [(w, known_family.id, "") for w in known_family.words]
+            phrases.append((known_family.id, known_family.id, ""))
         phrases.sort(key=lambda p: -len(p[0]))
         found: list[tuple[int, str, str]] = []
         for phrase, family, dist in phrases:
@@ -102,16 +102,16 @@ class TargetPhrases(ParserState):
             after = re.match(r"(\d+(?:\.\d+)?)\b", self._after(pos))
             if dist_id or not after:
                 continue
-            family = caps.families[fam_id]
+            info = caps.families[fam_id]
             number = after.group(1)
-            same = [d.id for d in family.dists.values()
+            same = [d.id for d in info.dists.values()
                     if number in (str(getattr(d, "release", "") or ""), re.sub(r"^\D+", "", d.id))]
             if same:
                 found[n] = (pos, fam_id, same[0])  # "rocky 10", "azure linux 3": the release is supported
             else:
                 self.spec.unsupported.append(
-                    f"{family.label} {number}: release not supported; closest supported: "
-                    f"{', '.join(dict.fromkeys([family.default_dist, *family.dists]))}")
+                    f"{info.label} {number}: release not supported; closest supported: "
+                    f"{', '.join(dict.fromkeys([info.default_dist, *info.dists]))}")
         preferred = [
             f
             for f in found

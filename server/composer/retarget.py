@@ -307,10 +307,10 @@ class RetargetEdit(TemplateEdit):
             and self.family
         ):
             old = [str(p) for p in kernel["packages"]]
-            new = caps.kernel_packages(self.dist, new_arch, realtime=is_rt(old))
-            if new and new != old:
-                kernel["packages"] = new
-                self.changes.append(f"kernel packages: {', '.join(old)} -> {', '.join(new)}")
+            new_kernel = caps.kernel_packages(self.dist, new_arch, realtime=is_rt(old))
+            if new_kernel and new_kernel != old:
+                kernel["packages"] = new_kernel
+                self.changes.append(f"kernel packages: {', '.join(old)} -> {', '.join(new_kernel)}")
         disk = self.disk()
         if disk:
             old_root, new_root = caps.root_type(old_arch), caps.root_type(new_arch)

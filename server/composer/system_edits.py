@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .editing import TemplateEdit
+from .editing import TemplateEdit, list_at, mapping_at
 from .request_spec import RequestSpec
 
 
@@ -50,7 +50,7 @@ class SystemEdit(TemplateEdit):
         sc = self.system()
         for request in users:
             name = request.get("name")
-            existing = sc.get("users") if isinstance(sc.get("users"), list) else []
+            existing = list_at(sc, "users")
             if request.get("action") == "remove":
                 left = [u for u in existing if not (isinstance(u, dict) and u.get("name") == name)]
                 if len(left) != len(existing):
@@ -91,7 +91,7 @@ class SystemEdit(TemplateEdit):
         if not spec.bootloader and not spec.boot_type:
             return
         sc = self.system()
-        boot = sc.get("bootloader") if isinstance(sc.get("bootloader"), dict) else {}
+        boot = mapping_at(sc, "bootloader")
         old = dict(boot)
         provider = (
             spec.bootloader

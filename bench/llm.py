@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from image_composer_mcp.server.composer.adherence import unmet
 from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping
 from image_composer_mcp.server.llm.chat import ChatMessage, ChatReply, extract_yaml
 from image_composer_mcp.server.validation.validator import validate_text
@@ -71,27 +72,9 @@ REFINE_TABLE: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def unmet(doc: dict[str, Any] | None, want: dict[str, Any]) -> list[str]:
-    """The stated constraints a template misses (empty when all are met)."""
-    if not isinstance(doc, dict):
-        return ["no template"]
-    target = doc.get("target") or {}
-    system = doc.get("systemConfig") or {}
-    packages = {str(p) for p in (system.get("packages") or [])}
-    kernel = system.get("kernel") or {}
-    checks = {
-        "dist": lambda v: target.get("dist") == v,
-        "arch": lambda v: target.get("arch") == v,
-        "type": lambda v: target.get("imageType") == v,
-        "has": lambda v: all(p in packages for p in v),
-        "lacks": lambda v: not any(p in packages for p in v),
-        "hostname": lambda v: system.get("hostname") == v,
-        "size": lambda v: (doc.get("disk") or {}).get("size") == v,
-        "version": lambda v: str((doc.get("image") or {}).get("version")) == v,
-        "cmdline": lambda v: v in str(kernel.get("cmdline") or ""),
-        "immutable": lambda v: bool((system.get("immutability") or {}).get("enabled")) == v,
-    }
-    return [f"{k}={v}" for k, v in want.items() if not checks[k](v)]
+def _unmet(doc: dict[str, Any] | None, want: dict[str, Any]) -> list[str]:
+    """The stated constraints a template misses, judged by the run-time check (server/composer/adherence.py)."""
+    return unmet(doc, want) if isinstance(doc, dict) else ["no template"]
 
 
 # ---- recording the model's replies ---------------------------------------------------------------
@@ -231,7 +214,7 @@ async def _one(setup: str, kind: str, request: str, want: dict[str, Any], record
         call.valid, call.errors, call.codes = bool(step["valid"]), int(step["errors"]), list(step["codes"])
         call.valid_as_written = bool(step.get("valid_as_written", step["valid"]))
     rec = Record(kind, setup, request, result.valid, result.provider, result.attempts,
-                 unmet(_doc(result.yaml), want), elapsed, calls, upstream_valid=upstream_valid)
+                 _unmet(_doc(result.yaml), want), elapsed, calls, upstream_valid=upstream_valid)
     log.info("%s %s %-60s valid=%s provider=%s calls=%d unmet=%s %.1fs", setup, kind, request[:60], rec.valid,
              rec.provider, len(rec.calls), rec.unmet or "-", elapsed)
     return rec

@@ -136,7 +136,7 @@ async def test_partially_broken_reply_is_repaired_section_by_section(library_cac
     doc = load_mapping(GOOD).data
     doc["systemConfig"]["hostname"] = "gw-17"
     doc["disk"]["partitionTableType"] = "zfs-magic"
-    from image_composer_mcp.server.composer.compose import dump_yaml
+    from image_composer_mcp.server.composer.output import dump_yaml
 
     with FakeLLM([f"```yaml\n{dump_yaml(doc)}```"] * 3) as llm:
         app = make_app(library_cache, provider="ollama", **{"ollama.base_url": llm.url})

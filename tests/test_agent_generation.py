@@ -173,7 +173,7 @@ def test_validator_warns_about_leftovers_of_removed_software():
 
     doc = load_mapping((LIBRARY / "ubuntu24-x86_64-edge-gateway-docker-raw.yml").read_text()).data
     doc["systemConfig"]["packages"] = [p for p in doc["systemConfig"]["packages"] if "docker" not in p]
-    from image_composer_mcp.server.composer.compose import dump_yaml
+    from image_composer_mcp.server.composer.output import dump_yaml
 
     report = validate_text(dump_yaml(doc))
     codes = {w.code for w in report.warnings}

@@ -9,13 +9,10 @@ from typing import Any
 
 import pytest
 import yaml
-from image_composer_mcp.server.composer.compose import (
-    apply_instruction,
-    apply_spec,
-    compose,
-    dump_yaml,
-    summarize,
-)
+from image_composer_mcp.server.composer.adherence import unmet
+from image_composer_mcp.server.composer.answers import summarize
+from image_composer_mcp.server.composer.compose import apply_instruction, apply_spec, compose
+from image_composer_mcp.server.composer.output import dump_yaml
 from image_composer_mcp.server.composer.request_parser import parse_request
 from image_composer_mcp.server.knowledge.loader import load_capabilities
 
@@ -461,28 +458,23 @@ COMPOSE_CASES: list[tuple[str, str, dict]] = [
 
 
 def _check_expectations(data: dict, expect: dict) -> None:
-    target = data["target"]
-    for key, field in (("os", "os"), ("dist", "dist"), ("arch", "arch"), ("type", "imageType")):
-        if key in expect:
-            assert target[field] == expect[key], field
-    pkgs = set(packages(data))
-    for name in expect.get("has", []):
-        assert name in pkgs, f"{name} missing from {sorted(pkgs)}"
-    for name in expect.get("lacks", []):
-        assert name not in pkgs and name not in kernel(data).get("packages", []), f"{name} still present"
+    # The facts a request states are judged by the run-time check (server/composer/adherence.py); what follows
+    # it is the composer's own detail (partition sizes, kernel lists, sudo, repositories, names).
+    want = {key: expect[key] for key in ("os", "dist", "arch", "type", "has", "lacks", "size", "cmdline",
+                                         "immutable") if key in expect}
+    want.update({"hostname": expect["host"]} if "host" in expect else {})
+    want.update({"artifact": expect["artifacts"]} if "artifacts" in expect else {})
+    want.update({"user": list(expect["users"])} if "users" in expect else {})
+    want.update({"mount": list(expect["parts"])} if "parts" in expect else {})
+    assert unmet(data, want) == [], unmet(data, want)
     if "size" in expect:
         assert data["disk"]["size"] == expect["size"]
     for mount, size in expect.get("parts", {}).items():
         part = partition(data, mount)
-        assert part is not None, f"no {mount} partition"
         if size:
             assert mib(part["end"]) - mib(part["start"]) == mib(size)
-    if "host" in expect:
-        assert data["systemConfig"]["hostname"] == expect["host"]
     if "kver" in expect:
         assert kernel(data)["version"] == expect["kver"]
-    for piece in expect.get("cmdline", []):
-        assert piece in kernel(data)["cmdline"].split()
     for piece in expect.get("no_cmdline", []):
         assert piece not in kernel(data).get("cmdline", "").split()
     if "kernel" in expect:
@@ -491,12 +483,8 @@ def _check_expectations(data: dict, expect: dict) -> None:
         user = next(u for u in data["systemConfig"]["users"] if u["name"] == name)
         assert user.get("sudo", False) is sudo
         assert "password" not in user
-    if "immutable" in expect:
-        assert data["systemConfig"]["immutability"]["enabled"] is expect["immutable"]
     if expect.get("secure_boot"):
         assert data["systemConfig"]["immutability"]["secureBootDBKey"]
-    for kind in expect.get("artifacts", []):
-        assert kind in [a["type"] for a in data["disk"]["artifacts"]]
     if "root_type" in expect:
         assert partition(data, "/")["type"] == expect["root_type"]
     urls = " ".join(str(r.get("url")) for r in data.get("packageRepositories") or [])
@@ -782,3 +770,27 @@ def test_random_word_salad_never_crashes_the_parser_or_composer() -> None:
         parse_request(text)
         compose(text, base)
         apply_instruction(base, text)
+
+
+def _library(name: str) -> dict:
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "image-templates" / name).read_text())
+
+
+def test_minimal_request_drops_what_nothing_explains_and_says_so() -> None:
+    # A kiosk template asked for as a minimal image: its browser and fonts are neither asked for, nor in a
+    # capability group, nor the distribution's base system: a minimal request leaves them out, and says so.
+    result = compose("minimal debian 13 image with curl and jq", _library("debian13-x86_64-kiosk-chromium-raw.yml"),
+                     base_file="debian13-x86_64-kiosk-chromium-raw")
+    pkgs = packages(result.data)
+    assert {"curl", "jq", "openssh-server"} <= set(pkgs)
+    assert not {"chromium", "cage"} & set(pkgs)
+    assert any("not asked for" in c and "chromium" in c for c in result.changes), result.changes
+    assert any(p in pkgs for p in load_capabilities().all_bootloader_packages("debian")), "it must still boot"
+
+
+def test_other_requests_name_what_the_starting_template_brought_unasked() -> None:
+    result = compose("debian 13 image with curl and jq", _library("debian13-x86_64-kiosk-chromium-raw.yml"),
+                     base_file="debian13-x86_64-kiosk-chromium-raw")
+    assert "chromium" in packages(result.data)
+    kept = [c for c in result.changes if c.startswith("kept from the starting template (not asked for)")]
+    assert kept and "chromium" in kept[0] and "curl" not in kept[0], result.changes

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from image_composer_mcp.server.composer.request_parser import looks_like_package, parse_request
+from image_composer_mcp.server.composer.phrasing import looks_like_package
+from image_composer_mcp.server.composer.request_parser import parse_request
 
 
 def test_misspellings_are_corrected_towards_one_clearly_closest_known_word():

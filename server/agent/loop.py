@@ -23,9 +23,11 @@ import anyio
 
 from ..composer import compose as composer
 from ..composer.adherence import unmet, want_from_spec
+from ..composer.answers import summarize
 from ..composer.base import choose_base, strip_plan
-from ..composer.output import conform_text
-from ..composer.request_parser import RequestSpec, parse_request
+from ..composer.output import conform_text, dump_yaml
+from ..composer.request_parser import parse_request
+from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import YamlError, load_mapping
 from ..knowledge.loader import load_capabilities
 from ..llm.chat import CallbackProvider, ChatMessage, ChatProvider, LLMError, extract_yaml, select_provider
@@ -160,7 +162,7 @@ def _complete(text: str, base: dict) -> tuple[str, list[str], bool]:
     wrote = [str(k) for k in data if k in merged]
     notes = [f"the model wrote {', '.join(wrote) or 'no section'}; the rest "
              f"({', '.join(map(str, filled))}) comes from the example unchanged"] if filled else []
-    out = composer.dump_yaml(merged)
+    out = dump_yaml(merged)
     report = validate_text(out)
     as_written = report.valid and not salvaged
     if salvaged:
@@ -170,7 +172,7 @@ def _complete(text: str, base: dict) -> tuple[str, list[str], bool]:
         pruned, removed = prune_unknown(merged, report.errors)
         if removed:
             notes.append(f"removed keys the schema does not know: {', '.join(removed[:10])}")
-            out = composer.dump_yaml(pruned)
+            out = dump_yaml(pruned)
     return out, notes, as_written
 
 
@@ -184,8 +186,6 @@ def _unmet_groups(data: dict, spec: Any) -> list[str]:
     whether the composer would still change the package lists for them."""
     if not (spec.add_groups or spec.remove_groups):
         return []
-    from ..composer.request_parser import RequestSpec
-
     probe = RequestSpec(add_groups=list(spec.add_groups), remove_groups=list(spec.remove_groups))
     try:
         probed, _changes = composer.apply_spec(data, probe)
@@ -521,7 +521,7 @@ class Agent:
             # Keys the model invented go first, so that the rest of their section can be kept.
             data, pruned = prune_unknown(data, draft.report.errors)
             fixed = merge_onto_base(data, base)
-            text = composer.dump_yaml(fixed.data)
+            text = dump_yaml(fixed.data)
             report = validate_text(text)
             if report.valid:
                 note = (f"the model's template still had {len(draft.report.errors)} error(s) after "
@@ -556,7 +556,7 @@ class Agent:
         if not missing:
             return draft
         data, changes = composer.apply_spec(draft.report.data, copy.deepcopy(spec))
-        text = composer.dump_yaml(data)
+        text = dump_yaml(data)
         report = validate_text(text)
         if not report.valid:
             draft.notes.append(f"request not fully met: {', '.join(missing)}")
@@ -696,7 +696,7 @@ class Agent:
             return await self._revert(conv, revert, grounded_on)
         data = load_mapping(current.yaml).data if current.yaml else None
         if isinstance(data, dict) and composer.is_explanation_question(instruction):
-            answer = composer.summarize(data, instruction)
+            answer = summarize(data, instruction)
             await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", answer)
             report = await anyio.to_thread.run_sync(validate_text, current.yaml)
             errors, warnings = _issues(report)

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..composer.request_parser import RequestSpec
+from ..composer.request_spec import RequestSpec
 from ..knowledge.loader import Capabilities
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
 

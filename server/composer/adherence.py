@@ -5,7 +5,7 @@ A wanted-facts mapping names what must hold:
 
 * target: ``os``, ``dist``, ``arch``, ``type`` (imageType);
 * packages: ``has`` (must be installed), ``lacks`` (must not be);
-* ``hostname``; ``size`` (disk.size, compared in MiB) and ``min_size``;
+* ``hostname``; ``version`` (image.version); ``size`` (disk.size, compared in MiB) and ``min_size``;
 * partitions: ``mount`` (a mount point that must exist), ``no_mount`` (one that must not);
 * ``cmdline`` (a kernel command-line fragment), ``immutable`` (bool), ``user`` (user names),
   ``artifact`` (artifact types such as qcow2), ``no_enable`` (services no configuration may enable).
@@ -59,6 +59,9 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     problems += [f"package {p} still present" for p in _as_list(want.get("lacks")) if p in packages]
     if "hostname" in want and system.get("hostname") != want["hostname"]:
         problems.append(f"hostname is {system.get('hostname')!r}, wanted {want['hostname']!r}")
+    version = (doc.get("image") or {}).get("version")
+    if "version" in want and str(version) != str(want["version"]):
+        problems.append(f"image version is {version!r}, wanted {want['version']!r}")
     have_mib = template_mib(disk.get("size"))
     if "size" in want and have_mib != template_mib(want["size"]):
         problems.append(f"disk size is {disk.get('size')!r}, wanted {want['size']!r}")
@@ -83,7 +86,7 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
 
 
 def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
-    """The wanted facts a parsed request states (server.request_parser.RequestSpec), in the names the
+    """The wanted facts a parsed request states (server.composer.request_spec.RequestSpec), in the names the
     target ``dist`` uses, so the run-time check and the benchmark judge a template the same way."""
     from ..knowledge.loader import load_capabilities
 

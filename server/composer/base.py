@@ -12,7 +12,9 @@ import re
 from typing import Any
 
 from ..knowledge.loader import Capabilities
-from .request_parser import RequestSpec
+from ..knowledge.request_words import load_request_words
+from .request_spec import RequestSpec
+from .retarget import kernel_like
 
 
 def _installed(data: dict[str, Any]) -> set[str]:
@@ -53,8 +55,9 @@ def _purpose_words(name: str, caps: Capabilities) -> set[str]:
     type, and not deployment words (edge, gateway, server, cloud: the use cases), which fit many templates."""
     generic = {w for uc in caps.use_cases.values() for phrase in uc.words for w in phrase.lower().split()}
     words = set(re.split(r"[-_.\s]+", name.lower()))
+    formats = {*load_request_words().image_types, *load_request_words().artifacts}
     return {w for w in words if w.isalnum() and not w.isdigit() and len(w) > 2 and w not in generic
-            and w not in ("raw", "iso", "img", "yml", "base", "qcow2", "vhd", "vmdk", "x86", "aarch64")
+            and w not in formats and not caps.arch_of(w) and w not in ("yml", "base")
             and not caps.dist_of(w)}
 
 
@@ -62,6 +65,24 @@ def related(name: str, request: str, caps: Capabilities) -> bool:
     """Whether the software a template is named for is something the request talks about."""
     said = set(re.findall(r"[a-z0-9]+", request.lower()))
     return bool(_purpose_words(name, caps) & said)
+
+
+def leftovers(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> list[str]:
+    """Packages of a starting template that nothing explains: not named by the request, not in a capability
+    group (those are :func:`baggage` or asked for), and not the distribution's own base system, kernel,
+    bootloader or family-specific packages. A minimal request drops them; any other request is told of them."""
+    target = data.get("target") or {}
+    dist = caps.dist_of(str(target.get("dist") or "")) or ""
+    family = caps.family_of(str(target.get("os") or "")) or caps.family_of(dist) or ""
+    if not family:
+        return []
+    named = {n.lower() for p in spec.add_packages for n in {p, *caps.aliases(p)}}
+    listed = [str(p) for p in (data.get("systemConfig") or {}).get("packages") or []]
+    boot = {n for f in caps.families for n in caps.all_bootloader_packages(f)}  # any family's spelling boots
+    own = {n.lower() for n in {*caps.base_system(dist or family), *boot, *kernel_like(listed, caps, dist or family)}}
+    return [name for name in listed
+            if name.lower() not in named and name.lower() not in own and not caps.groups_of_package(name)
+            and not caps.is_specific_to(name, family)]
 
 
 def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
@@ -89,4 +110,4 @@ def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
     return sorted(baggage(data, spec, caps))
 
 
-__all__ = ["asked_groups", "baggage", "choose_base", "related", "strip_plan"]
+__all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "related", "strip_plan"]

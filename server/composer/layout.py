@@ -1,12 +1,13 @@
 """Disk layout arithmetic for the composer: partitions added, removed, resized, shifted, and the disk
-resized with its flexible partitions following (server/composer/compose.py drives it through :class:`Layout`)."""
+resized with its flexible partitions following (server/composer/disk_edits.py drives it through :class:`Layout`)."""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Protocol
 
+from ..knowledge.loader import Capabilities
 from ..knowledge.sizes import fmt_offset as _fmt_mib
 from ..knowledge.sizes import fmt_size as _fmt_size
 from ..knowledge.sizes import template_mib as _mib
@@ -17,6 +18,15 @@ DEFAULT_NEW_PARTITION_MIB = 1024
 MIN_ROOT_MIB = 1024
 MIN_OTHER_MIB = 256
 GPT_TAIL_MIB = 1  # the backup GPT lives in the last sectors; fixed partitions must end before it
+
+
+class EditLog(Protocol):
+    """What the layout needs of the edit that drives it (server/composer/editing.py TemplateEdit): the
+    knowledge, and the lists it reports its changes and problems into."""
+
+    caps: Capabilities
+    changes: list[str]
+    problems: list[str]
 
 
 def part_id(part: Any) -> str:
@@ -30,7 +40,7 @@ def is_fill(end: Any) -> bool:
 class Layout:
     """Partition arithmetic on one disk (MiB, upstream's start/end strings, "0" = end of disk)."""
 
-    def __init__(self, edit: Any, disk: dict):
+    def __init__(self, edit: EditLog, disk: dict):
         # ``edit`` is the composer's edit in progress: its caps, and the changes and problems it reports.
         self.edit = edit
         self.disk = disk

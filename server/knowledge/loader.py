@@ -127,6 +127,9 @@ class Capabilities:
         }
         self.base_groups: frozenset[str] = frozenset(str(g) for g in raw.get("base_groups") or ())
         self.system_groups: frozenset[str] = frozenset(str(g) for g in raw.get("system_groups") or ())
+        self._base_system: dict[str, tuple[str, ...]] = {
+            str(k): _tuple(v) for k, v in (raw.get("base_system") or {}).items()
+        }
         self._triggers: dict[str, str] = {}
         for group in self.groups.values():
             for trigger in group.triggers:
@@ -208,6 +211,10 @@ class Capabilities:
             if key in mapping:
                 return mapping[key]
         return None
+
+    def base_system(self, os_or_dist: str) -> set[str]:
+        """Packages any image of the distribution carries (base_system in capabilities.yaml, all levels)."""
+        return {name for key in self._keys(os_or_dist) for name in self._base_system.get(key, ())}
 
     def kernel_version(self, dist: str) -> str | None:
         info = self.dists.get(self.dist_of(dist) or "")

@@ -1,0 +1,158 @@
+"""Answering questions about a template ("what packages are included?", "does it have docker?") from the
+template itself, without changing it."""
+
+from __future__ import annotations
+
+import re
+
+from ..knowledge.loader import Capabilities, load_capabilities
+from .editing import mapping_at, short_list, template_packages
+from .layout import is_fill
+
+
+def summarize(data: dict, question: str) -> str:
+    """Answer an explanation question about a template from the template itself."""
+    caps = load_capabilities()
+    q = (question or "").lower()
+    sections = {
+        "packages": r"\bpackages?\b|\binstalled\b|\bsoftware\b|\binclude[sd]?\b|\bcontain",
+        "disk": r"\bdisk\b|\bpartition|\blayout\b|\bstorage\b|\bmount|\bsize\b|\bartifact|\bformat\b|\bqcow|\bvhd",
+        "kernel": r"\bkernel\b|\bcmdline\b|\bcommand[\s-]?line\b|\bboot\s+param",
+        "users": r"\busers?\b|\baccounts?\b|\blogin\b",
+        "boot": r"\bboot\s*loader\b|\bgrub\b|\bsystemd-boot\b|\bsecure\s*boot\b|\bimmutab|\bread-only\b|\bverity\b|\buefi\b",
+        "repos": r"\brepo(?:sitor(?:y|ies))?s?\b|\bsources?\b",
+        "target": r"\b(?:os|distro|distribution|arch(?:itecture)?|image\s+type|target|platform)\b",
+        "host": r"\bhost\s*name\b",
+    }
+    asked = [name for name, pattern in sections.items() if re.search(pattern, q)]
+    presence = _presence_answer(data, q, caps)
+    if presence:
+        return presence
+    if (
+        not asked
+        or re.search(r"\b(?:summar|overview|explain|describe|what\s+is\s+this|what\s+does\s+(?:it|this))", q)
+        and len(asked) < 2
+    ):
+        asked = asked or list(sections)
+        return "\n".join(_overview(data, caps, asked if len(asked) < len(sections) else None))
+    return "\n".join(_overview(data, caps, asked))
+
+def _presence_answer(data: dict, q: str, caps: Capabilities) -> str | None:
+    """ "does it have docker?" / "is vim included?" -> a direct yes or no."""
+    m = re.search(
+        r"\b(?:does\s+(?:it|this|the\s+image)\s+(?:have|include|contain|ship)|is|are|has\s+it\s+got|any)\s+([a-z0-9][\w.+-]*)",
+        q,
+    )
+    if not m:
+        return None
+    word = m.group(1)
+    if word in ("it", "this", "there", "the", "a", "an", "immutability", "immutable", "secure"):
+        return None
+    pkgs = template_packages(data)
+    group = caps.group_for_word(word)
+    wanted = (
+        caps.group_package_universe(group)
+        if group and word not in caps.known_packages()
+        else caps.aliases(word)
+    )
+    found = sorted(p for p in pkgs if p in wanted or p.lower() in {w.lower() for w in wanted})
+    if found:
+        return f"Yes: {word} is provided by {', '.join(found)}."
+    if group or word in caps.known_packages():
+        return (
+            f"No: the template does not list {word}"
+            + (f" (nothing from the {group} group)" if group else "")
+            + "."
+        )
+    return None
+
+def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[str]:
+    want = (lambda s: True) if only is None else (lambda s: s in only)
+    lines: list[str] = []
+    image = mapping_at(data, "image")
+    target = mapping_at(data, "target")
+    sc = mapping_at(data, "systemConfig")
+    meta = mapping_at(data, "metadata")
+    dist = str(target.get("dist", "?"))
+    label = caps.dists[dist].label if dist in caps.dists else dist
+    if only is None or "target" in only:
+        lines.append(
+            f"{image.get('name', 'unnamed')} {image.get('version', '')}: {label} ({target.get('os', '?')}), "
+            f"{target.get('arch', '?')}, {target.get('imageType', '?')} image."
+        )
+        if meta.get("description"):
+            lines.append(f"Purpose: {meta['description']}")
+        elif sc.get("description"):
+            lines.append(f"Purpose: {sc['description']}")
+    if want("packages"):
+        pkgs = [str(p) for p in sc.get("packages") or []]
+        if pkgs:
+            groups = sorted({g for p in pkgs for g in caps.groups_of_package(p)})
+            lines.append(f"Packages ({len(pkgs)}): {short_list(pkgs, 60)}")
+            if groups:
+                lines.append("Capabilities recognised: " + ", ".join(groups))
+        else:
+            lines.append("Packages: none listed; the distribution's default package set applies.")
+    if want("disk"):
+        disk = data.get("disk") if isinstance(data.get("disk"), dict) else None
+        if disk:
+            arts = ", ".join(
+                a.get("type", "?") + (f" ({a['compression']})" if a.get("compression") else "")
+                for a in disk.get("artifacts") or []
+                if isinstance(a, dict)
+            )
+            lines.append(
+                f"Disk: {disk.get('size', 'size unset')} {disk.get('partitionTableType', '')}, artifacts: {arts or 'none'}."
+            )
+            for p in disk.get("partitions") or []:
+                if isinstance(p, dict):
+                    end = "end of disk" if is_fill(p.get("end")) else p.get("end")
+                    lines.append(
+                        f"  - {p.get('id', '?')}: {p.get('type', '?')} {p.get('fsType', '')} "
+                        f"{p.get('start', '?')} -> {end}, mounted at {p.get('mountPoint', '-')}"
+                    )
+        else:
+            lines.append("Disk: no disk section; the distribution's default layout applies.")
+    if want("kernel"):
+        kernel = mapping_at(sc, "kernel")
+        if kernel:
+            lines.append(
+                f"Kernel: version {kernel.get('version', 'default')}, packages {', '.join(map(str, kernel.get('packages') or [])) or 'default'}, "
+                f"cmdline {kernel.get('cmdline', 'default')!r}."
+            )
+        else:
+            lines.append("Kernel: distribution default.")
+    if want("users"):
+        users = [u for u in sc.get("users") or [] if isinstance(u, dict)]
+        if users:
+            lines.append(
+                "Users: "
+                + "; ".join(
+                    f"{u.get('name')}"
+                    + (" (sudo)" if u.get("sudo") else "")
+                    + (f" groups {', '.join(map(str, u['groups']))}" if u.get("groups") else "")
+                    for u in users
+                )
+            )
+        else:
+            lines.append("Users: none defined.")
+    if want("boot"):
+        boot = mapping_at(sc, "bootloader")
+        imm = mapping_at(sc, "immutability")
+        secure = any(k.startswith("secureBoot") for k in imm)
+        lines.append(
+            f"Boot: {boot.get('provider', 'default bootloader')} ({boot.get('bootType', 'efi')}); immutability "
+            f"{'enabled' if imm.get('enabled') else 'disabled' if imm else 'default'}; secure boot {'configured' if secure else 'not configured'}."
+        )
+    if want("host") and sc.get("hostname"):
+        lines.append(f"Hostname: {sc['hostname']}.")
+    if want("repos"):
+        repos = [r for r in data.get("packageRepositories") or [] if isinstance(r, dict)]
+        if repos:
+            lines.append(
+                "Extra repositories: "
+                + "; ".join(f"{r.get('codename')} {r.get('url', r.get('path', ''))}" for r in repos)
+            )
+        elif only is not None:
+            lines.append("Extra repositories: none (distribution repositories only).")
+    return lines

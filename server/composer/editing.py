@@ -1,0 +1,346 @@
+"""The edit in progress: one application of a request's spec to a deep copy of a template.
+
+:class:`TemplateEdit` holds the copy, the change list and the problems, reads and writes the package list,
+adds and removes capability groups and named packages, and keeps what is left coherent (one web server,
+what removed software brought goes with it). The other edits (retarget, system_edits, disk_edits) build on it;
+:class:`server.composer.compose.Edit` puts them together in the order a request is applied.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+from collections.abc import Iterable
+from typing import Any
+
+from ..knowledge.loader import Capabilities
+from ..knowledge.request_words import load_request_words
+from . import coherence
+from .layout import Layout
+
+
+class TemplateEdit:
+    """One application of a spec to a deep copy of a template."""
+
+    def __init__(self, data: dict, caps: Capabilities):
+        self.data = copy.deepcopy(data) if isinstance(data, dict) else {}
+        self.caps = caps
+        self.changes: list[str] = []
+        self.problems: list[str] = []
+        self.keep_root = True
+        self.removed: list[str] = []  # every package taken out, for the coherence pass
+        self.named: set[str] = set()  # packages the request named (after translation), for exclusive roles
+        self.translated: list[tuple[str, str]] = []  # (old, new) package names of a distribution switch
+        target = mapping_at(self.data, "target")
+        self.dist = caps.dist_of(str(target.get("dist") or "")) or str(target.get("dist") or "")
+        self.family = caps.family_of(str(target.get("os") or "")) or caps.family_of(self.dist) or ""
+        self.arch = caps.arch_of(str(target.get("arch") or "")) or str(target.get("arch") or "x86_64")
+
+    def system(self, create: bool = True) -> dict:
+        sc = self.data.get("systemConfig")
+        if not isinstance(sc, dict):
+            if not create:
+                return {}
+            sc = {}
+            self.data["systemConfig"] = sc
+        return sc
+
+    def packages(self) -> list[str]:
+        sc = self.system()
+        pkgs = sc.get("packages")
+        if not isinstance(pkgs, list):
+            pkgs = []
+            sc["packages"] = pkgs
+        return pkgs
+
+    def kernel(self) -> dict:
+        sc = self.system()
+        kernel = sc.get("kernel")
+        if not isinstance(kernel, dict):
+            kernel = {}
+            sc["kernel"] = kernel
+        return kernel
+
+    def disk(self) -> dict | None:
+        disk = self.data.get("disk")
+        return disk if isinstance(disk, dict) else None
+
+    def pkg_type(self) -> str | None:
+        return self.caps.pkg_type(self.family) if self.family else None
+
+    def add_package(self, name: str) -> bool:
+        pkgs = self.packages()
+        present = {str(p) for p in pkgs}
+        if name in present or self._same_software(name, present):
+            return False
+        pkgs.append(name)
+        return True
+
+    def _same_software(self, name: str, present: set[str]) -> bool:
+        """An alias already in the list only counts when it is this family's name for the software."""
+        for alias in (self.caps.aliases(name) - {name}) & present:
+            if self.caps.translate_package(alias, self.dist or self.family) == alias:
+                return True
+        return False
+
+    def remove_packages(self, names: set[str]) -> list[str]:
+        sc = self.system(create=False)
+        removed: list[str] = []
+        lowered = {n.lower() for n in names}
+        patterns = [n for n in names if any(ch in n for ch in "*?[")]
+        for key in ("packages",):
+            plist = sc.get(key)
+            if isinstance(plist, list):
+                keep = []
+                for p in plist:
+                    text = str(p)
+                    if text.lower() in lowered or any(fnmatch.fnmatchcase(text, pat) for pat in patterns):
+                        removed.append(text)
+                        self.removed.append(text)
+                    else:
+                        keep.append(p)
+                sc[key] = keep
+        return removed
+
+    def _append_cmdline(self, param: str) -> bool:
+        kernel = self.kernel()
+        words = str(kernel.get("cmdline") or "").split()
+        if param in words:
+            return False
+        key = param.split("=", 1)[0]
+        if "=" in param and key != "console":
+            # Same key with another value: replace it rather than pass both.
+            for i, w in enumerate(words):
+                if w.split("=", 1)[0] == key:
+                    words[i] = param
+                    kernel["cmdline"] = " ".join(words)
+                    return True
+        words.append(param)
+        kernel["cmdline"] = " ".join(words)
+        return True
+
+    def tidy(self) -> None:
+        sc = self.data.get("systemConfig")
+        if isinstance(sc, dict):
+            if isinstance(sc.get("packages"), list):
+                sc["packages"] = list(dict.fromkeys(str(p) for p in sc["packages"]))
+                if not sc["packages"]:
+                    sc.pop("packages")
+            if sc.get("kernel") == {}:
+                sc.pop("kernel")
+            if sc.get("configurations") == []:
+                sc.pop("configurations")
+        if self.data.get("packageRepositories") == []:
+            self.data.pop("packageRepositories")
+
+    # ------------------------------------------------------------ coherence
+
+    def one_per_role(self) -> None:
+        """One web server, one container engine, one display manager, unless the request named several."""
+        present = [str(p) for p in self.packages()]
+        for role, extra in coherence.exclusive_drops(present, self.named, self.caps).items():
+            removed = self.remove_packages(set(extra))
+            if removed:
+                self.changes.append(f"removed {', '.join(removed)}: one {role.replace('-', ' ')} is enough and "
+                                    f"the request named {', '.join(sorted(set(self.caps.exclusive[role]) & self.named))}")
+
+    def clean_up_after_removals(self) -> None:
+        """What removed software brought goes with it: its partitions, services, group memberships, keywords."""
+        if not self.removed:
+            return
+        installed = [str(p) for p in self.system(create=False).get("packages") or []]
+        gone = coherence.gone_stems(self.removed, installed, self.caps)
+        if not gone:
+            return
+        system = self.system(create=False)
+        services = coherence.drop_services(system, gone) if system else []
+        groups = coherence.drop_user_groups(system, gone) if system else []
+        keywords = coherence.drop_keywords(self.data, gone)
+        disk = self.disk()
+        for mount in coherence.mounts_of(disk, gone):
+            if disk is not None:
+                Layout(self, disk).remove(mount)
+        parts = ([f"services {', '.join(services)}"] if services else []) + (
+            [f"group memberships {', '.join(groups)}"] if groups else []) + (
+            [f"keywords {', '.join(keywords)}"] if keywords else [])
+        if parts:
+            self.changes.append("also removed what the removed software needed: " + "; ".join(parts))
+
+    # ------------------------------------------------------------ packages and groups
+
+    def remove_groups(self, groups: list[str]) -> None:
+        caps = self.caps
+        for group in groups:
+            universe = caps.group_package_universe(group)
+            removed = self.remove_packages(universe)
+            extra: list[str] = []
+            if group == "realtime":
+                extra += self._reset_kernel_flavour()
+            for repo in caps.group_repositories(group, self.dist):
+                extra += self._remove_repo(repo)
+            configs = self.system(create=False).get("configurations")
+            wanted = caps.group_configurations(group, self.dist)
+            if isinstance(configs, list) and wanted:
+                left = [c for c in configs if c not in wanted]
+                if len(left) != len(configs):
+                    self.system()["configurations"] = left
+                    extra.append("its configuration commands")
+            if removed or extra:
+                what = ", ".join(removed) if removed else ""
+                self.changes.append(f"removed {group}: " + "; ".join(x for x in (what, *extra) if x))
+            else:
+                self.changes.append(
+                    f"nothing to remove for {group}: none of its packages are in the template"
+                )
+
+    def _reset_kernel_flavour(self) -> list[str]:
+        kernel = self.system(create=False).get("kernel")
+        if not isinstance(kernel, dict) or not isinstance(kernel.get("packages"), list):
+            return []
+        if not is_rt([str(p) for p in kernel["packages"]]):
+            return []
+        new = self.caps.kernel_packages(self.dist, self.arch)
+        kernel["packages"] = new
+        return [f"kernel back to {', '.join(new)}"]
+
+    def _remove_repo(self, repo: dict) -> list[str]:
+        repos = self.data.get("packageRepositories")
+        if not isinstance(repos, list):
+            return []
+        left = [r for r in repos if not (isinstance(r, dict) and r.get("url") == repo.get("url"))]
+        if len(left) == len(repos):
+            return []
+        if left:
+            self.data["packageRepositories"] = left
+        else:
+            self.data.pop("packageRepositories")
+        return [f"repository {repo.get('url')}"]
+
+    def remove_named_packages(self, names: list[str]) -> None:
+        for name in names:
+            wanted = set(self.caps.aliases(name)) | {name}
+            removed = self.remove_packages(wanted)
+            kernel = self.system(create=False).get("kernel")
+            if isinstance(kernel, dict) and isinstance(kernel.get("packages"), list):
+                left = [p for p in kernel["packages"] if str(p) not in wanted]
+                if len(left) != len(kernel["packages"]):
+                    removed += [str(p) for p in kernel["packages"] if str(p) in wanted]
+                    kernel["packages"] = left
+            if removed:
+                self.changes.append(f"removed package(s): {', '.join(removed)}")
+            else:
+                self.changes.append(f"nothing to remove: {name} is not in the package list")
+
+    def add_groups(self, groups: list[str]) -> None:
+        caps = self.caps
+        where = self.dist or self.family
+        for group in groups:
+            if not where:
+                self.problems.append(f"cannot add {group}: the template has no target.os/dist")
+                continue
+            if not caps.group_available(group, where, self.arch):
+                note = caps.group_note(group, where)
+                self.problems.append(
+                    f"{group} ({caps.groups[group].description}) is not available for {where}/{self.arch}"
+                    + (f": {note}" if note else "")
+                )
+                continue
+            added = [p for p in caps.packages_for(group, where, self.arch) if self.add_package(p)]
+            extra: list[str] = []
+            kernel_pkgs = caps.group_kernel_packages(group, where, self.arch)
+            if kernel_pkgs:
+                kernel = self.kernel()
+                old = [str(p) for p in kernel.get("packages") or []]
+                if old != kernel_pkgs:
+                    kernel["packages"] = kernel_pkgs
+                    extra.append(f"kernel packages {', '.join(kernel_pkgs)}")
+                    old_in_list = self.remove_packages(set(old) | set(caps.kernel_packages(where, self.arch)))
+                    if old_in_list:
+                        extra.append(f"replaced {', '.join(old_in_list)} in packages")
+            for param in caps.group_cmdline(group, where):
+                if self._append_cmdline(param):
+                    extra.append(f"kernel parameter {param}")
+            for repo in caps.group_repositories(group, where):
+                if self._add_repo(repo):
+                    extra.append(f"repository {repo.get('url')}")
+            for config in caps.group_configurations(group, where):
+                configs = self.system().setdefault("configurations", [])
+                if config not in configs:
+                    configs.append(config)
+                    extra.append(f"configuration `{config.get('cmd')}`")
+            if added or extra:
+                parts = ([f"packages {', '.join(added)}"] if added else []) + extra
+                self.changes.append(f"added {group} ({caps.groups[group].description}): " + "; ".join(parts))
+            else:
+                self.changes.append(f"{group} already present")
+            note = caps.group_note(group, where)
+            if note:
+                self.changes.append(f"note: {note}")
+
+    def _add_repo(self, repo: dict) -> bool:
+        repos = self.data.setdefault("packageRepositories", [])
+        if any(isinstance(r, dict) and r.get("url") == repo.get("url") for r in repos):
+            return False
+        repos.append(dict(repo))
+        return True
+
+    def add_named_packages(self, names: list[str]) -> None:
+        caps = self.caps
+        where = self.dist or self.family
+        for name in names:
+            new = caps.translate_package(name, where) if where else name
+            if new is None:
+                self.problems.append(f"{name} has no counterpart on {where}")
+                continue
+            renamed = caps.rename_for_arch(new, self.pkg_type(), self.arch)
+            if renamed is None:
+                self.problems.append(f"{new} is built for x86_64 only")
+                continue
+            self.named.add(renamed)
+            if self.add_package(renamed):
+                how = f" (the {where} name for {name})" if renamed != name else ""
+                self.changes.append(f"added package {renamed}{how}")
+            else:
+                self.changes.append(f"{renamed} already present")
+
+
+def mapping_at(holder: dict, key: str) -> dict[str, Any]:
+    """``holder[key]`` when it is a mapping, else an empty one (a template read from anywhere may hold anything)."""
+    value = holder.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_at(holder: dict, key: str) -> list[Any]:
+    """``holder[key]`` when it is a list, else an empty one."""
+    value = holder.get(key)
+    return value if isinstance(value, list) else []
+
+
+def image_section(data: dict) -> dict:
+    image = data.get("image")
+    if not isinstance(image, dict):
+        image = {}
+        data["image"] = image
+    return image
+
+def template_packages(data: Any) -> list[str]:
+    if not isinstance(data, dict):
+        return []
+    sc = data.get("systemConfig")
+    if not isinstance(sc, dict):
+        return []
+    names = [str(p) for p in sc.get("packages") or []]
+    kernel = sc.get("kernel")
+    if isinstance(kernel, dict):
+        names += [str(p) for p in kernel.get("packages") or []]
+    return names
+
+def is_rt(packages: Iterable[str]) -> bool:
+    realtime = load_request_words().realtime_kernel
+    return any(realtime.search(p) for p in packages)
+
+def short_list(items: Any, limit: int = 8) -> str:
+    items = [str(i) for i in items]
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f" and {len(items) - limit} more"

@@ -1,0 +1,202 @@
+"""Reading the disk facets of a request: partitions added, removed, resized or reformatted, the disk size or
+a change of it, output artifacts and their compression."""
+
+from __future__ import annotations
+
+import re
+
+from ..knowledge.request_words import load_request_words
+from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
+from ..knowledge.template_format import load_template_format
+from .phrasing import ParserState, alternatives
+
+# A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
+_SIZE = CASUAL_SIZE
+_WORDS = load_request_words()
+
+
+_FS = rf"({alternatives(_WORDS.filesystems)})"
+_MOUNT = rf"(/[\w./-]*|{alternatives(_WORDS.mount_words)})"
+
+
+class DiskPhrases(ParserState):
+    """The partition, disk size and artifact phrases of a request."""
+
+    def _partitions(self) -> None:
+        spec = self.spec
+        for m in self._each(
+            rf"\b(?:remove|drop|delete|get\s+rid\s+of)\s+(?:the\s+)?(?:separate\s+|extra\s+)?{_MOUNT}\s+partition\b"
+            rf"|\b(?:remove|drop|delete)\s+(?:the\s+)?partition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"
+        ):
+            spec.partitions.append({"action": "remove", "mountPoint": _mount(m.group(1) or m.group(2))})
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b(?:resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce)\s+(?:the\s+)?"
+            rf"(?:size\s+of\s+(?:the\s+)?)?{_MOUNT}\s+(?:partition|filesystem|file\s+system|fs|volume)(?:'s)?\s+"
+            rf"(?:size\s+)?(?:to\s+|=\s*|be\s+)?{_SIZE}"
+        ):
+            spec.partitions.append(
+                {"action": "resize", "mountPoint": _mount(m.group(1)), "size": _size(m.group(2), m.group(3))}
+            )
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b(?:make|change|set|format|convert|reformat)\s+(?:the\s+)?{_MOUNT}\s+(?:partition|filesystem|fs)\s+"
+            rf"(?:to\s+|as\s+|into\s+|with\s+)?(?:(?:{_FS})|{_SIZE})(?:\s+(?:and|,)\s+(?:(?:{_FS})|{_SIZE}))?"
+        ):
+            g = m.groups()
+            size = _size(g[2], g[3]) if g[2] else _size(g[5], g[6]) if g[5] else None
+            fs = g[1] or g[4]
+            spec.partitions.append(
+                {"action": "resize", "mountPoint": _mount(g[0]), "size": size, "fsType": _fs(fs)}
+            )
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:its\s+own|a\s+separate|a\s+dedicated|an?)\s+(?:{_SIZE}\s+)?"
+            rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
+        ):
+            g = m.groups()
+            size = _size(g[1], g[2]) if g[1] else _size(g[4], g[5]) if g[4] else None
+            spec.partitions.append(
+                {
+                    "action": "add",
+                    "mountPoint": _mount(g[0]),
+                    "size": size,
+                    "fsType": _fs(g[3]),
+                    "fill": False,
+                }
+            )
+            self._mask(m.start(), m.end())
+        add_patterns = [
+            # "a separate 4GiB xfs /data partition of 4GiB formatted as xfs"
+            rf"(?:(?:separate|dedicated|new|extra|additional|own|its\s+own)\s+)?"
+            rf"(?:{_SIZE}\s+)?(?:{_FS}\s+)?(?:separate\s+|dedicated\s+|new\s+|extra\s+|additional\s+|own\s+|its\s+own\s+)?"
+            rf"(?:{_FS}\s+)?{_MOUNT}\s+partition(?!\s+table)"
+            rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
+            rf"(?:\s+(?:formatted\s+)?(?:as|with|using|in)\s+{_FS})?",
+            rf"\bpartition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)(?:\s+(?:of|with|sized?)\s+{_SIZE})?",
+            rf"\b{_SIZE}\s+(?:of\s+)?swap\b",
+            rf"\bswap\s+(?:space\s+)?(?:of\s+)?{_SIZE}",
+        ]
+        for index, pattern in enumerate(add_patterns):
+            for m in self._each(pattern):
+                g = m.groups()
+                if index == 0:
+                    size = _size(g[0], g[1]) if g[0] else _size(g[5], g[6]) if g[5] else None
+                    fs = g[2] or g[3] or g[7]
+                    mount = _mount(g[4])
+                elif index == 1:
+                    mount, size, fs = _mount(g[0]), _size(g[1], g[2]) if g[1] else None, None
+                else:
+                    mount, size, fs = "swap", _size(g[0], g[1]), None
+                tail = self.work[m.end() : m.end() + 60]
+                fill = bool(
+                    re.match(
+                        r"\s*(?:that\s+|which\s+)?(?:uses|using|fills?|filling|takes?|taking|with)\s+(?:up\s+)?(?:the\s+)?(?:rest|remaining|remainder|all\s+remaining|free)",
+                        tail,
+                        re.I,
+                    )
+                )
+                if fill:
+                    fill_m = re.match(r"\s*\S+(?:\s+\S+){0,5}?\s+(?:space|disk|of\s+the\s+disk)", tail, re.I)
+                    self._mask(m.end(), m.end() + (fill_m.end() if fill_m else 0))
+                spec.partitions.append(
+                    {"action": "add", "mountPoint": mount, "size": size, "fsType": _fs(fs), "fill": fill}
+                )
+                # "... partition for logs": the purpose describes the partition, it asks for no software.
+                purpose = re.match(r"\s+for\s+(?:the\s+|my\s+|our\s+|its\s+)?[a-z][\w-]*(?:\s+(?:data|files|storage))?",
+                                   self.work[m.end():], re.I)
+                self._mask(m.start(), m.end() + (purpose.end() if purpose else 0))
+
+    def _disk_size(self) -> None:
+        spec = self.spec
+        delta = self._each(
+            rf"\b(increase|grow|expand|enlarge|extend|bump|decrease|shrink|reduce)\s+(?:the\s+)?(?:disk|image|drive)"
+            rf"(?:\s+size)?\s+by\s+{_SIZE}"
+        )
+        for m in delta:
+            sign = "-" if m.group(1).lower() in ("decrease", "shrink", "reduce") else "+"
+            spec.disk_size_delta = sign + _size(m.group(2), m.group(3))
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b(add|give|remove|take)\s+(?:another\s+|an\s+extra\s+|extra\s+)?{_SIZE}\s+(?:more\s+)?"
+            rf"(?:to|from)\s+(?:the\s+)?(?:disk|image|drive)(?:\s+size)?"
+        ):
+            sign = "-" if m.group(1).lower() in ("remove", "take") else "+"
+            spec.disk_size_delta = sign + _size(m.group(2), m.group(3))
+            self._mask(m.start(), m.end())
+        for m in self._each(r"\b(?:double)\s+(?:the\s+)?(?:disk|image)(?:\s+size)?"):
+            spec.disk_size_delta = "x2"
+            self._mask(m.start(), m.end())
+        patterns = [
+            rf"\b(?:disk|drive|storage|image)(?:\s+image)?(?:\s+size)?\s*(?:to|=|:|of|at|is|should\s+be|be|with)?\s*{_SIZE}",
+            rf"\bsize\s+(?:of\s+(?:the\s+)?)?(?:disk|image|drive)?\s*(?:to|=|:|of|at|is)?\s*{_SIZE}",
+            rf"\b{_SIZE}\s+(?:raw\s+)?(?:disk|drive|storage|image|raw)\b",
+        ]
+        for pattern in patterns:
+            for m in self._each(pattern):
+                spec.disk_size = _size(m.group(1), m.group(2))
+                self._mask(m.start(), m.end())
+        if spec.disk_size is None and not spec.disk_size_delta:
+            # A lone size ("edge image with docker, 32GiB") can only mean the disk; memory sizes are not ours.
+            for m in self._each(rf"(?<![\w/.]){_SIZE}(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
+                spec.disk_size = _size(m.group(1), m.group(2))
+                self._mask(m.start(), m.end())
+
+    def _artifacts(self) -> None:
+        names = alternatives(_WORDS.artifacts)
+        comp = alternatives(_WORDS.compressions)
+        for m in self._each(
+            rf"\b(?:remove|drop|delete|no|without)\s+(?:the\s+)?({names})(?:\s+(?:artifact|output|format|file))?\b"
+        ):
+            self.spec.remove_artifacts.append(m.group(1).lower())
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b(?:compress(?:ed|ion)?\s+(?:the\s+)?(?:image|output|outputs|artifacts?|disk)?\s*(?:with|using|as|in|to|:)?\s*({comp})"
+            rf"|({comp})[\s-]+compress(?:ed|ion)?)\b"
+        ):
+            value = (m.group(1) or m.group(2)).lower()
+            value = _WORDS.compressions.get(value, value)
+            compressions = load_template_format().build_compressions  # the build's own list
+            if value in compressions:
+                self.spec.artifact_compression = value
+            else:  # the schema allows it, the build refuses it: say so instead of writing it
+                self.spec.unsupported.append(f"{value} compression: os-image-composer's build does not support it; "
+                                             f"closest supported: {', '.join(compressions)}")
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b({names})\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?({names})\b"
+            rf"|\breplace\s+(?:the\s+)?({names})\s+(?:artifact\s+|output\s+)?(?:with|by)\s+({names})\b"
+        ):
+            new, old = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+            self.spec.artifacts.append(new.lower())
+            self.spec.remove_artifacts.append(old.lower())
+            self._mask(m.start(), m.end())
+        for m in self._each(rf"\bonly\s+(?:an?\s+)?({names})\b|\b({names})\s+only\b"):
+            self.spec.artifacts.append((m.group(1) or m.group(2)).lower())
+            self.spec.remove_artifacts.append("*")  # every other artifact goes
+            self._mask(m.start(), m.end())
+        for m in self._each(rf"\b({names})\b"):
+            self.spec.artifacts.append(m.group(1).lower())
+            self._mask(m.start(), m.end())
+        for m in self._each(r"\b(?:artifacts?|outputs?|formats?)\b"):
+            self._mask(m.start(), m.end())
+
+
+def _size(number: str, unit: str) -> str:
+    """A request's size normalised to what upstream accepts (server.sizes decides the units)."""
+    mib = casual_mib(number, unit)
+    return fmt_size(mib) if mib else f"{number}{unit}"
+
+
+def _mount(word: str | None) -> str:
+    word = (word or "").strip().lower()
+    if word.startswith("/"):
+        return word.rstrip("/") or "/"
+    return _WORDS.mount_words.get(word, f"/{word}")
+
+
+def _fs(word: str | None) -> str | None:
+    if not word:
+        return None
+    word = word.lower()
+    return _WORDS.filesystems.get(word, word)

@@ -1,0 +1,217 @@
+"""Reading the package words of a request: a scan of the words left once the shaped facets are read, with
+a mode (add / remove / neutral), capability group triggers, use cases, and package names known or shaped
+like one."""
+
+from __future__ import annotations
+
+import re
+
+from ..knowledge.loader import normalize_phrase
+from ..knowledge.request_words import load_request_words
+from .phrasing import ADD_WORDS, PACKAGE_SHAPE, REMOVE_WORDS, STOPWORDS, ParserState, looks_like_package
+
+_WEAK_ADD = {"need", "needs", "want", "wants", "use", "using", "have", "has"}
+_STRONG_ADD = {
+    "add",
+    "adds",
+    "adding",
+    "install",
+    "installing",
+    "include",
+    "includes",
+    "including",
+    "preinstall",
+}
+_NEUTRAL_WORDS = {
+    "set",
+    "change",
+    "make",
+    "switch",
+    "convert",
+    "port",
+    "move",
+    "for",
+    "on",
+    "to",
+    "keep",
+    "is",
+}
+
+
+class PackagePhrases(ParserState):
+    """The package and capability group words of a request."""
+
+    def _replacements(self) -> None:
+        """'replace X with Y' and 'Y instead of X' become a removal plus an addition."""
+        word = r"([a-z0-9][\w.+:~-]*(?:\s+[a-z0-9][\w.+:~-]*)?)"
+        patterns = [
+            (rf"\b(?:replace|swap|substitute)\s+{word}\s+(?:with|by|for)\s+{word}", 1, 2),
+            (rf"\b(?:use\s+)?{word}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+{word}", 2, 1),
+        ]
+        for pattern, old_i, new_i in patterns:
+            for m in self._each(pattern):
+                old, new = m.group(old_i), m.group(new_i)
+                if self._is_os_or_arch(old) or self._is_os_or_arch(new):
+                    continue  # "ubuntu instead of debian" is a distribution switch, handled below
+                for part in old.split():
+                    self._classify(part, mode="remove", strength="strong")
+                for part in new.split():
+                    if self._classify(part, mode="add", strength="strong") == "unknown-strong":
+                        self.spec.add_packages.append(part.lower())
+                self._mask(m.start(), m.end())
+
+    def _scan(self) -> None:
+        """Walk the remaining words with a mode (add / remove / neutral) and classify them.
+
+        Strength of an add: "strong" after add/install/include (unknown package-like words are
+        taken as package names), "with" after with/plus/also (unknown words are reported),
+        "quiet" after need/want/use/have (unknown words are ignored: they are usually prose).
+        """
+        text = self.work.lower()
+        triggers = self.caps.triggers()
+        max_words = max((len(t.split()) for t in triggers), default=1)
+        use_case_words = {
+            normalize_phrase(w): uid for uid, uc in self.caps.use_cases.items() for w in uc.words
+        }
+        for clause in re.split(r"[;.!?\n]+(?:\s|$)|\bthen\b", text):
+            mode: str | None = None
+            strength = ""
+            negate = False  # "don't", "do not", "never": the next add verb means remove
+            found = [
+                (m.group(0).rstrip(".,:'"), m.start(), m.end())
+                for m in re.finditer(r"[a-z0-9][a-z0-9+_.:~/'-]*", clause)
+            ]
+            tokens = [t for t, _, _ in found]
+            run: list[str] = []  # adjacent unknown words after a strong add ("the nvidia driver")
+            last_end = -1
+
+            i = 0
+            while i < len(tokens):
+                token = tokens[i]
+                if run and (clause[last_end : found[i][1]].strip() or token in self.known):
+                    self._flush_run(run)
+                two = " ".join(tokens[i : i + 2])
+                if token in ("don't", "dont", "never", "without") or two in ("do not", "no need", "not want"):
+                    negate = True
+                    mode, strength = "remove", "strong"
+                    i += 2 if two in ("do not", "no need", "not want") else 1
+                    continue
+                three = " ".join(tokens[i : i + 3])
+                if three in ("get rid of", "leave out of") or two in ("get rid", "leave out", "take out"):
+                    mode, strength = "remove", "strong"
+                    i += 3 if three in ("get rid of", "leave out of") else 2
+                    continue
+                if token in REMOVE_WORDS:
+                    mode, strength, negate = "remove", "strong", False
+                    i += 1
+                    continue
+                if token in ADD_WORDS:
+                    if negate or (token in _WEAK_ADD and mode == "remove"):
+                        negate = False  # "don't want", "do not include": stays a removal
+                    elif token in _WEAK_ADD:
+                        mode, strength = "add", "quiet"
+                    else:
+                        mode, strength = "add", "strong" if token in _STRONG_ADD else "with"
+                    i += 1
+                    continue
+                negate = False
+                if token in _NEUTRAL_WORDS:
+                    if token not in ("for", "on", "to", "is") or mode is None:
+                        mode, strength = None, ""
+                    i += 1
+                    continue
+                # Longest capability trigger starting here (exact package names win over one-word triggers).
+                matched = False
+                for size in range(min(max_words, len(tokens) - i), 0, -1):
+                    phrase = normalize_phrase(" ".join(tokens[i : i + size]))
+                    group = triggers.get(phrase)
+                    if not group:
+                        continue
+                    if size == 1 and tokens[i] in self.real:
+                        break
+                    if mode == "remove":
+                        self.spec.remove_groups.append(group)
+                    else:
+                        self.spec.add_groups.append(group)
+                        if phrase in use_case_words:
+                            self.spec.use_cases.append(use_case_words[phrase])
+                    i += size
+                    matched = True
+                    break
+                if not matched:
+                    for size in (3, 2, 1):
+                        if i + size > len(tokens):
+                            continue  # a shorter phrase would match under a longer size and overrun
+                        phrase = normalize_phrase(" ".join(tokens[i : i + size]))
+                        if phrase in use_case_words and (size > 1 or tokens[i] not in self.known):
+                            if mode != "remove":
+                                self.spec.use_cases.append(use_case_words[phrase])
+                            i += size
+                            matched = True
+                            break
+                if matched:
+                    last_end = found[i - 1][2]
+                    continue
+                verdict = self._classify(token, mode=mode, strength=strength)
+                if verdict == "unknown-strong":
+                    run.append(token)
+                elif run:
+                    self._flush_run(run)
+                last_end = found[i][2]
+                i += 1
+            self._flush_run(run)
+
+    def _flush_run(self, run: list[str]) -> None:
+        """One unknown word after "add" is a package name only when it is shaped like one ("libfoo-dev",
+        "python3", "mod_ssl"); a plain word ("separate", "logs") is English until the repository index says
+        otherwise, so it is reported as not placed. Several in a row are prose ("the nvidia driver")."""
+        if len(run) == 1 and looks_like_package(run[0]):
+            self.spec.add_packages.append(run[0])
+        elif run:
+            self.spec.unparsed.append(" ".join(run))
+        run.clear()
+
+    def resolve(self, token: str) -> str | None:
+        """The real package a word names: itself, or the one package spelt ``<word>-tools`` / ``-utils`` ...
+        ("wireguard" -> wireguard-tools). None when no real package fits."""
+        if token in self.real:
+            return token
+        family = [r for r in self.real if r.startswith(token + "-") and r.count("-") == token.count("-") + 1]
+        for suffix in load_request_words().package_name_suffixes:
+            if token + "-" + suffix in family:
+                return token + "-" + suffix
+        return family[0] if len(family) == 1 else None
+
+    def _classify(self, token: str, *, mode: str | None, strength: str) -> str:
+        token = token.strip().strip("'\"`").lower()
+        if not token:
+            return "skip"
+        group = self.caps.group_for_word(token)
+        is_known = token in self.known
+        if group and token not in self.real:
+            (self.spec.remove_groups if mode == "remove" else self.spec.add_groups).append(group)
+            return "group"
+        if (
+            token in STOPWORDS
+            or token in ADD_WORDS
+            or token in REMOVE_WORDS
+            or re.fullmatch(r"[\d.]+[a-z]{0,3}", token)
+        ):
+            return "skip"
+        looks_like = bool(PACKAGE_SHAPE.match(token)) and len(token) > 1 and "/" not in token
+        if not looks_like:
+            return "skip"
+        resolved = self.resolve(token) if not is_known else None
+        if resolved:
+            token, is_known = resolved, True
+        if mode == "remove":
+            self.spec.remove_packages.append(token)
+        elif mode == "add" and is_known:
+            self.spec.add_packages.append(token)
+        elif mode == "add" and strength == "strong":
+            return "unknown-strong"
+        elif mode == "add" and strength == "with":
+            self.spec.unparsed.append(token)
+        elif mode is None and is_known:
+            self.spec.add_packages.append(token)
+        return "done"

@@ -1,0 +1,270 @@
+"""Reading the system facets of a request: kernel command line and version, hostname, image name, users,
+bootloader and boot mode, immutability, secure boot."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..knowledge.request_words import load_request_words
+from .phrasing import EDIT_VERBS, NA, NB, STOPWORDS, ParserState, alternatives
+
+_HOST = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I
+)
+_CMDLINE_WORDS = (
+    r"(?:kernel\s+)?(?:cmdline|cmd\s*line|command[\s-]*line|boot\s+(?:args|arguments|parameters|params|options)"
+    r"|kernel\s+(?:args|arguments|parameters|params|options))"
+)
+
+# A bootloader word with its parts spelt "systemd-boot" or "systemd boot" -> the provider it names.
+_BOOTLOADERS = {w: provider for provider, words in load_request_words().bootloaders.items() for w in words}
+_BOOTLOADER_WORDS = alternatives(_BOOTLOADERS, between=r"[\s-]")
+
+
+class SystemPhrases(ParserState):
+    """The kernel, host, user and boot phrases of a request."""
+
+    def _cmdline(self) -> None:
+        for m in self._each(
+            rf"\b(?:set|change|replace|make|update)\s+(?:the\s+)?{_CMDLINE_WORDS}\s*(?:to|=|:|as|with)\s*(.+?)\s*(?=;|$)"
+        ):
+            self.spec.kernel_cmdline = _unquote(m.group(1))
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b(?:remove|drop|delete|strip)\s+((?:(?!,\s|\b(?:remove|drop|delete|strip)\b)[^;])+?)\s+from\s+(?:the\s+)?{_CMDLINE_WORDS}"
+        ):
+            self.spec.kernel_cmdline_remove += _params(m.group(1))
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"\b(?:add|append|include|put|pass)\s+((?:(?!,\s|\b(?:add|append|include|put|pass)\b)[^;])+?)\s+(?:to|in|into|on)\s+(?:the\s+)?{_CMDLINE_WORDS}"
+        ):
+            self.spec.kernel_cmdline_append += _params(m.group(1))
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            rf"{_CMDLINE_WORDS}\s*(?:(?::|=|of)\s*(\"[^\"]*\"|'[^']*'|\S+(?:\s+\S+=\S+)*)|(\"[^\"]*\"|'[^']*'|\S+=\S+(?:\s+\S+=\S+)*))"
+        ):
+            value = m.group(1) or m.group(2)
+            self.spec.kernel_cmdline_append += _params(value)
+            self._mask(m.start(), m.end())
+        # Bare key=value tokens only ever mean kernel parameters in a template request.
+        for m in self._each(r"(?<![\w/.-])([a-z][a-z0-9_.-]*=[^\s,;'\"]+(?:,[^\s,;'\"]+)*)", re.I):
+            key = m.group(1).split("=", 1)[0].lower()
+            if key in ("hostname", "name", "user", "size", "disk"):
+                continue
+            self.spec.kernel_cmdline_append.append(m.group(1))
+            self._mask(m.start(), m.end())
+
+    def _hostname(self) -> None:
+        patterns = [
+            r"\bhost\s*-?\s*name\s*(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            r"\b(?:call|name)\s+the\s+(?:host|machine|device|system|box)\s+[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+        ]
+        for pattern in patterns:
+            for m in self._each(pattern):
+                value = m.group(1).rstrip(".-")
+                if _HOST.match(value) and value.lower() not in ("to", "of", "is", "as", "be"):
+                    self.spec.hostname = value
+                else:
+                    self.spec.unparsed.append(f"hostname {value!r} is not a valid host name")
+                self._mask(m.start(), m.end())
+
+    def _name(self) -> None:
+        patterns = [
+            r"\b(?:rename|re-name)\s+(?:the\s+|this\s+)?(?:image|template)?\s*(?:to|as)\s+[\"'`]?([A-Za-z0-9][\w.-]*)",
+            r"\b(?:name|call)\s+(?:it|the\s+image|this\s+image|the\s+template|this\s+template)\s+(?:to\s+|as\s+)?[\"'`]?([A-Za-z0-9][\w.-]*)",
+            r"\bimage\s+name\s*(?:to|=|:|as|of|is|should\s+be)?\s*[\"'`]?([A-Za-z0-9][\w.-]*)",
+        ]
+        for pattern in patterns:
+            for m in self._each(pattern):
+                slug = re.sub(r"[^A-Za-z0-9_-]+", "-", m.group(1)).strip("-_")
+                if slug:
+                    self.spec.name = slug
+                self._mask(m.start(), m.end())
+
+    def _users(self) -> None:
+        remove = [
+            r"\b(?:remove|delete|drop)\s+(?:the\s+)?(?:user|account|login)\s+(?:named\s+|called\s+)?[\"'`]?([a-z_][a-z0-9_-]*)",
+            r"\b(?:remove|delete|drop)\s+(?:the\s+)?[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?\s+(?:user|account)\b",
+        ]
+        for pattern in remove:
+            for m in self._each(pattern):
+                self.spec.users.append({"action": "remove", "name": m.group(1)})
+                self._mask(m.start(), m.end())
+        add = (
+            r"\b(?:add|create|with|include|need|want|plus|and|set\s+up|configure)\s+(?:a\s+|an\s+|the\s+|one\s+)?(?:new\s+)?"
+            r"(?:(admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login)\s+)?"
+            r"(?:user|account|login)(?!\w|\s+data|\s+space|\s*partition)"
+            r"(?:\s+(?:named|called|with\s+(?:the\s+)?name|name)?\s*[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?)?"
+        )
+        boundary = re.compile(rf"[;.,]|\s+and\s+(?:then\s+)?(?:{EDIT_VERBS})\b", re.I)
+        group_list_tail = re.compile(
+            r"\b(?:groups?|in|into|member\s+of)\s+(?:the\s+)?[a-z_][\w-]*(?:\s*,\s*[a-z_][\w-]*)*$", re.I
+        )
+        for m in self._each(add):
+            qualifier, name = (m.group(1) or "").lower(), m.group(2)
+            if name and name.lower() in ("with", "that", "who", "for", "and", "in", "to", "as", "having"):
+                name = None
+            rest_start = m.end() if name else m.end(2) if m.group(2) else m.end()
+            tail = self.work[rest_start:]
+            stop = boundary.search(tail)
+            end = stop.start() if stop else len(tail)
+            # A comma inside "in groups docker, video" continues the user's clause.
+            while stop and tail[end] == "," and group_list_tail.search(tail[:end]):
+                follow = re.match(
+                    r",\s*(?:and\s+)?([a-z_][\w-]*)(?=\s*(?:,|and\b|groups?\b|$|with\b))", tail[end:], re.I
+                )
+                if not follow or follow.group(1).lower() in EDIT_VERBS.split("|"):
+                    break
+                stop = boundary.search(tail, end + 1)
+                end = stop.start() if stop else len(tail)
+            clause_end = rest_start + end
+            clause = self.work[rest_start:clause_end]
+            user: dict[str, Any] = {"action": "add"}
+            if not name:
+                if qualifier in ("admin", "administrator"):
+                    name = "admin"
+                else:
+                    self.spec.unparsed.append("a user without a name (say e.g. 'add user ops with sudo')")
+                    self._mask(m.start(), clause_end)
+                    continue
+            user["name"] = name
+            if qualifier in ("admin", "administrator", "sudo", "sudoer", "privileged") or re.search(
+                r"\b(?:sudo|admin(?:istrator)?\s+(?:rights|privileges|access)|root\s+(?:rights|privileges|access)|wheel|sudoer)\b",
+                clause,
+                re.I,
+            ):
+                user["sudo"] = True
+            if re.search(r"\b(?:no|without)\s+sudo\b", clause, re.I):
+                user["sudo"] = False
+            groups = re.search(
+                r"\b(?:in|to|into|member\s+of)\s+(?:the\s+)?(?:groups?\s+)?([a-z_][\w-]*(?:\s*(?:,|and)\s*[a-z_][\w-]*)*)\s*(?:groups?)?",
+                clause,
+                re.I,
+            )
+            if groups and not re.match(r"(?:the\s+)?(?:home|shell)\b", groups.group(1), re.I):
+                names = [
+                    g
+                    for g in re.split(r"\s*(?:,|\band\b)\s*", groups.group(1))
+                    if g and g.lower() not in STOPWORDS
+                ]
+                if names:
+                    user["groups"] = names
+            shell = re.search(r"\bshell\s*(?:=|:|of|is)?\s*(/[\w/.-]+|bash|zsh|sh|fish)", clause, re.I)
+            if shell:
+                value = shell.group(1)
+                user["shell"] = value if value.startswith("/") else f"/bin/{value}"
+            home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
+            if home:
+                user["home"] = home.group(1)
+            if re.search(r"\bpassword\b", clause, re.I):
+                self.spec.notes.append(
+                    f"password for user {name} not stored: plain-text passwords do not belong in a template; "
+                    "set a hashed password (password + hash_algo) or use SSH keys"
+                )
+            self.spec.users.append(user)
+            self._mask(m.start(), clause_end)
+
+    def _kernel_version(self) -> None:
+        patterns = [
+            r"\bkernel\s*(?:version)?\s*(?:to|=|:|of|is|at|v)?\s*v?(\d+\.\d+(?:\.\d+)?)\b",
+            r"\b(?:linux\s+)?v?(\d+\.\d+(?:\.\d+)?)\s+(?:kernel|lts\s+kernel)\b",
+        ]
+        for pattern in patterns:
+            for m in self._each(pattern):
+                version = m.group(1)
+                major, minor = (int(x) for x in version.split(".")[:2])
+                if 3 <= major <= 9 and minor <= 40:
+                    self.spec.kernel_version = version
+                    self._mask(m.start(), m.end())
+
+    def _bootloader(self) -> None:
+        for m in self._each(
+            rf"{NB}({_BOOTLOADER_WORDS}){NA}(?:\s+(?:bootloader|boot\s+loader))?"
+        ):
+            value = m.group(1).lower()
+            if re.search(
+                r"(?:remove|drop|without|no|not)\s+(?:the\s+)?$",
+                self.work[max(0, m.start() - 20) : m.start()],
+                re.I,
+            ):
+                continue
+            self.spec.bootloader = _BOOTLOADERS[" ".join(re.split(r"[\s-]", value))]
+            self._mask(m.start(), m.end())
+        for m in self._each(
+            r"\b(?:legacy|bios)(?:\s+(?:bios|boot|mode))+\b|\bboot\s+(?:in\s+)?(?:legacy|bios)\s+mode\b"
+        ):
+            self.spec.boot_type = "legacy"
+            self._mask(m.start(), m.end())
+        for m in self._each(r"\b(?:uefi|efi)(?:\s+(?:boot|mode))?\b"):
+            self.spec.boot_type = "efi"
+            self._mask(m.start(), m.end())
+        for m in self._each(r"\b(?:boot\s*loader|bootloader)\b"):
+            self._mask(m.start(), m.end())
+
+    def _immutability(self) -> None:
+        pattern = (
+            r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)|read[\s-]only\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system|os)"
+            r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image)\s+(?:is\s+|be\s+|to\s+be\s+|as\s+)?"
+            r"read[\s-]only"
+            r"|dm-verity|verity|mutable|writ(?:e)?able\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system))(?![\w-])"
+        )
+        for m in self._each(pattern):
+            word = m.group(2).lower()
+            before = self.work[max(0, m.start() - 30) : m.start()].lower()
+            negated = bool(m.group(1)) or bool(
+                re.search(
+                    r"\b(?:disable|disabled|without|no|not|turn\s+off|switch\s+off|remove|drop|stop\s+being)\s+(?:the\s+|an?\s+)?$",
+                    before,
+                )
+            )
+            value = (
+                not word.startswith(("mutable", "writ"))
+                if not negated
+                else word.startswith(("mutable", "writ"))
+            )
+            self.spec.immutability = value
+            start = m.start()
+            verb = re.search(
+                r"\b(?:enable|disable|turn\s+(?:on|off)|make\s+(?:it|the\s+\w+)?|without|with|no|not)\s+(?:the\s+|an?\s+)?$",
+                before,
+            )
+            if verb:
+                start = m.start() - (len(before) - verb.start())
+            self._mask(start, m.end())
+
+    def _secure_boot(self) -> None:
+        for m in self._each(r"(?<![\w-])secure[\s-]?boot(?![\w-])"):
+            before = self.work[max(0, m.start() - 45) : m.start()].lower()
+            negated = bool(
+                re.search(
+                    r"\b(?:disable|disabled|without|no|not|turn\s+off|switch\s+off|remove|drop)\s+(?:the\s+|uefi\s+)?$",
+                    before,
+                )
+                or re.search(
+                    r"\b(?:disable|turn\s+off|switch\s+off|without|remove|drop)\s+[\w\s-]{0,30}?\band\s+(?:the\s+|uefi\s+)?$",
+                    before,
+                )
+            )
+            self.spec.secure_boot = not negated
+            self._mask(m.start(), m.end())
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`":
+        return value[1:-1].strip()
+    return value.strip("\"'` ")
+
+
+def _params(text: str) -> list[str]:
+    """Kernel parameters from a phrase: quoted text, or words split on spaces, ', ' and ' and '."""
+    text = _unquote(text)
+    parts = re.split(r"\s*,\s+|\s+and\s+|\s+", text)
+    return [
+        p.strip("\"'`,")
+        for p in parts
+        if p.strip("\"'`,")
+        and p.lower()
+        not in ("the", "a", "an", "parameter", "parameters", "option", "options", "flag", "flags")
+    ]

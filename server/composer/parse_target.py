@@ -1,0 +1,168 @@
+"""Reading the target of a request: distribution and release, architecture, image type, the targets that
+cannot be built (with the closest supported choice), and misspelt distribution or package words."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from ..knowledge.request_words import load_request_words
+from .phrasing import ADD_WORDS, NA, NB, REMOVE_WORDS, STOPWORDS, ParserState, alternatives
+
+# (pattern, imageType) in reading order: when a request names several kinds, the last one named wins.
+_IMAGE_TYPES = [(rf"\b(?:{alternatives(words)})\b", kind) for kind, words in load_request_words().image_types.items()]
+
+
+class TargetPhrases(ParserState):
+    """The distribution, architecture and image type phrases of a request."""
+
+    def _typos(self) -> None:
+        """Correct misspelt distribution, capability and package words ("ubunut", "dokcer").
+
+        A word is corrected only when it is unknown, at least five letters long, and one known word is
+        clearly the closest (difflib ratio >= 0.8 and the same first letter): a rule about spelling, not
+        a list of typos. Ordinary words stay as they are because they are far from every known name.
+        """
+        vocabulary = self._vocabulary()
+        # Right to left, so that a correction of another length leaves earlier offsets valid.
+        for m in reversed(self._each(r"(?<![\w./-])([a-z][a-z0-9]{4,})(?![\w/-])")):
+            word = m.group(1).lower()
+            if word in vocabulary or word in STOPWORDS or word in ADD_WORDS or word in REMOVE_WORDS:
+                continue
+            close = [c for c in difflib.get_close_matches(word, vocabulary, n=2, cutoff=0.8) if c[0] == word[0]]
+            if not close or (len(close) > 1 and difflib.SequenceMatcher(None, word, close[1]).ratio()
+                             >= difflib.SequenceMatcher(None, word, close[0]).ratio()):
+                continue
+            fixed = close[0]
+            self.spec.corrected.insert(0, f"{m.group(1)} -> {fixed}")
+            self.work = self.work[: m.start()] + fixed + self.work[m.end():]
+
+    def _vocabulary(self) -> set[str]:
+        # Whole package names and their first word ("wireguard" of wireguard-tools), which resolve() completes.
+        words = {w for name in self.real for w in (name, re.split(r"[-.+_]", name)[0])
+                 if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
+        for phrase in list(self.caps.triggers()) + [w for f in self.caps.families.values() for w in f.words]:
+            words |= {w for w in re.split(r"[\s_-]+", phrase.lower()) if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
+        words |= {w for uc in self.caps.use_cases.values() for p in uc.words for w in p.lower().split()}
+        words |= set(self.caps.unsupported_os) | {"image", "images", "minimal", "server", "install", "instead",
+                                                    "remove", "partition", "hostname", "kernel", "gateway"}
+        return words
+
+    def _from_to(self) -> None:
+        """In 'switch from ubuntu to debian' only the destination counts."""
+        for m in self._each(r"\bfrom\s+(?:an?\s+|the\s+)?([\w.-]+(?:\s+[\w.-]+){0,2}?)\s+(?=to\b|into\b)"):
+            if self._is_os_or_arch(m.group(1)) or self.caps.dist_of(m.group(1)):
+                self._mask(m.start(), m.end())
+        for m in self._each(r"\b(?:instead\s+of|rather\s+than)\s+([\w.-]+(?:\s+[\w.-]+){0,2})"):
+            if self._is_os_or_arch(m.group(1)):
+                self._mask(m.start(), m.end())
+
+    def _unsupported(self) -> None:
+        """Operating systems and architectures the composer cannot build: named, with the closest choices."""
+        caps = self.caps
+        for phrase in sorted(caps.unsupported_os, key=len, reverse=True):
+            words = [re.escape(w) for w in re.split(r"[\s_-]+", phrase) if w]
+            for m in self._each(NB + r"[\s_-]*".join(words) + r"(?:\s*(?:linux\s*)?(\d+(?:\.\d+)?))?" + NA):
+                info = caps.unsupported_os[phrase]
+                closest = [str(c) for c in info.get("closest") or ()]
+                named = info.get("label", phrase) + (f" {m.group(1)}" if m.group(1) else "")
+                self.spec.unsupported.append(
+                    f"{named}: operating system not supported; closest supported: {', '.join(closest)}")
+                if closest and not self.unsupported_target:
+                    self.unsupported_target = closest[0]
+                self._mask(m.start(), m.end())
+        for word in sorted(caps.unsupported_arch, key=len, reverse=True):
+            for m in self._each(NB + re.escape(word) + NA):
+                label = caps.unsupported_arch[word].get("label", word)
+                self.spec.unsupported.append(
+                    f"architecture {label}: not supported; closest supported: x86_64, aarch64 (using x86_64)")
+                self.unsupported_arch = True
+                self._mask(m.start(), m.end())
+
+    def _distribution(self) -> None:
+        caps = self.caps
+        phrases: list[tuple[str, str, str]] = []  # (phrase, family, dist or "")
+        for known_dist in caps.dists.values():
+            phrases += [(w, known_dist.family, known_dist.id) for w in known_dist.words]
+            phrases.append((known_dist.id, known_dist.family, known_dist.id))
+        for known_family in caps.families.values():
+            phrases += [(w, known_family.id, "") for w in known_family.words]
+            phrases.append((known_family.id, known_family.id, ""))
+        phrases.sort(key=lambda p: -len(p[0]))
+        found: list[tuple[int, str, str]] = []
+        for phrase, family, dist in phrases:
+            words = [re.escape(w) for w in re.split(r"[\s_-]+", phrase.lower()) if w]
+            pattern = NB + r"[\s_-]*".join(words) + NA
+            for m in self._each(pattern):
+                found.append((m.start(), family, dist))
+                self._mask(m.start(), m.end())
+        if not found:
+            return
+        for n, (pos, fam_id, dist_id) in enumerate(found):
+            after = re.match(r"(\d+(?:\.\d+)?)\b", self._after(pos))
+            if dist_id or not after:
+                continue
+            info = caps.families[fam_id]
+            number = after.group(1)
+            same = [d.id for d in info.dists.values()
+                    if number in (str(getattr(d, "release", "") or ""), re.sub(r"^\D+", "", d.id))]
+            if same:
+                found[n] = (pos, fam_id, same[0])  # "rocky 10", "azure linux 3": the release is supported
+            else:
+                self.spec.unsupported.append(
+                    f"{info.label} {number}: release not supported; closest supported: "
+                    f"{', '.join(dict.fromkeys([info.default_dist, *info.dists]))}")
+        preferred = [
+            f
+            for f in found
+            if re.search(
+                r"\b(?:to|into|for|on|with)\s+(?:an?\s+|the\s+)?$", self.work[max(0, f[0] - 12) : f[0]], re.I
+            )
+        ]
+        chosen_pos, family, dist = (preferred or sorted(found))[-1]
+        # A dist mention next to the chosen family mention ("ubuntu 24.04") refines it.
+        same_family = [f for f in found if f[1] == family and f[2]]
+        self.spec.os = family
+        self.spec.dist = dist or (same_family[-1][2] if same_family else None)
+        others = {f[1] for f in found} - {family}
+        if others:
+            self.spec.notes.append(f"several distributions mentioned; using {family}")
+
+    def _after(self, start: int) -> str:
+        """The text right after a masked span that begins at ``start``."""
+        rest = self.work[start:]
+        stripped = rest.lstrip(" ")
+        return stripped[:20]
+
+    def _architecture(self) -> None:
+        found: list[tuple[int, str]] = []
+        for arch, info in self.caps.arch_info.items():
+            for alias in sorted({arch, *(str(a) for a in info.get("aliases") or ())}, key=len, reverse=True):
+                for m in self._each(NB + re.escape(alias) + NA):
+                    found.append((m.start(), arch))
+                    self._mask(m.start(), m.end())
+        if found:
+            preferred = [
+                f
+                for f in found
+                if re.search(
+                    r"\b(?:to|into|for|on)\s+(?:an?\s+|the\s+)?$", self.work[max(0, f[0] - 12) : f[0]], re.I
+                )
+            ]
+            self.spec.arch = (preferred or sorted(found))[-1][1]
+
+    def _image_type(self) -> None:
+        found: list[tuple[int, str]] = []
+        for pattern, kind in _IMAGE_TYPES:
+            for m in self._each(pattern):
+                found.append((m.start(), kind))
+                self._mask(m.start(), m.end())
+        if found:
+            preferred = [
+                f
+                for f in found
+                if re.search(
+                    r"\b(?:to|into|as)\s+(?:an?\s+|the\s+)?$", self.work[max(0, f[0] - 12) : f[0]], re.I
+                )
+            ]
+            self.spec.image_type = (preferred or sorted(found))[-1][1]

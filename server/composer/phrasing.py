@@ -1,0 +1,91 @@
+"""The words and shapes of requests the parser's parts share, and the state they work on.
+
+Word classes here are English grammar (verbs that add or remove, words that carry no request); the domain
+words (distributions, packages, groups, mounts, artifacts) come from the knowledge layer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..knowledge.loader import Capabilities
+from .request_spec import RequestSpec
+
+NB = r"(?<![\w.+/-])"  # start of a package-like word
+NA = r"(?![\w+/-])"  # end of one ("docker," or "docker." still end it)
+PACKAGE_SHAPE = re.compile(r"^[a-z0-9][a-z0-9+_.:~-]*$")
+EDIT_VERBS = (
+    "add|remove|drop|delete|install|uninstall|set|change|make|switch|use|enable|disable|increase|decrease|"
+    "resize|rename|replace|include|exclude|append|create|convert|port|move|grow|shrink|put|turn|give|bump|"
+    "extend|expand|swap|strip|purge|update|upgrade|downgrade|name|call|mount"
+)
+ADD_WORDS = {
+    "add", "adds", "adding", "install", "installing", "include", "includes", "including", "with", "plus", "also",
+    "enable", "need", "needs", "want", "wants", "require", "requires", "support", "supporting", "containing",
+    "bundle", "ship", "put", "use", "using", "preinstall", "preinstalled", "have", "has",
+}  # fmt: skip
+REMOVE_WORDS = {
+    "remove", "removing", "uninstall", "drop", "delete", "without", "exclude", "excluding", "except", "no", "not",
+    "minus", "disable", "purge", "strip", "omit", "skip", "lose", "ditch",
+}  # fmt: skip
+STOPWORDS = {
+    "a", "an", "the", "and", "or", "of", "in", "into", "it", "its", "this", "that", "these", "those", "my", "our",
+    "me", "us", "we", "i", "you", "please", "also", "some", "any", "all", "more", "few", "other", "too", "as",
+    "be", "by", "at", "from", "then", "so", "but", "just", "only", "very", "really", "well", "up", "out", "off",
+    "package", "packages", "pkg", "pkgs", "tool", "tools", "utility", "utilities", "software", "stuff", "things",
+    "image", "images", "template", "templates", "os", "system", "build", "version", "based", "ready", "new",
+    "support", "capability", "capabilities", "feature", "features", "config", "configuration", "setup",
+    "default", "defaults", "standard", "basic", "essential", "essentials", "common", "good", "nice", "latest",
+    "one", "two", "like", "can", "could", "would", "will", "should", "must", "need", "needs", "want", "let",
+    "lets", "let's", "give", "get", "create", "generate", "produce", "run", "running", "runs", "deploy",
+    "deployment", "deployments", "device", "devices", "machine", "machines", "node", "nodes", "box", "host",
+    "hosts", "platform", "platforms", "workload", "workloads", "use", "case", "cases", "purpose", "kind", "type",
+    "flavor", "flavour", "variant", "distro", "distribution", "linux", "arch", "architecture", "target", "named",
+    "called", "here", "there", "now", "instead", "rather", "than", "same", "again", "everything", "nothing",
+    "something", "both", "each", "every", "much", "many", "x", "thing", "enabled", "installed", "included",
+    "yes", "ok", "okay", "thanks", "thank", "what", "which", "how", "why", "where", "who", "when", "does", "do",
+    "did", "are", "was", "were", "has", "have", "had", "if", "with", "without", "via", "per", "about", "around",
+    "kernel", "cmdline", "partition", "partitions", "disk", "size", "user", "users", "hostname", "name", "lts",
+}  # fmt: skip
+
+
+def looks_like_package(word: str) -> bool:
+    """A word that cannot be English: digits, or -, ., +, _ inside ("libssl3", "mod_ssl", "g++")."""
+    return bool(PACKAGE_SHAPE.match(word)) and bool(re.search(r"\d|[a-z][-.+_][a-z0-9]|\+\+$", word))
+
+
+
+def alternatives(words: Iterable[str], between: str = r"\s+") -> str:
+    """A regex alternation of words from the knowledge layer, longest first so that a match never stops inside
+    a longer word; the parts of a several-word word match with ``between`` ("live usb", "systemd-boot")."""
+    return "|".join(between.join(re.escape(p) for p in w.split()) for w in sorted(words, key=len, reverse=True))
+
+
+class ParserState:
+    """The request text being read (understood spans blanked out) and the spec being filled."""
+
+    def __init__(self, caps: Capabilities, spec: RequestSpec, text: str, known: Iterable[str]):
+        self.caps = caps
+        self.spec = spec
+        self.work = text  # spans already understood are blanked out (same length keeps offsets)
+        # Real package names (knowledge plus the caller's index) win over one-word capability
+        # triggers ("add tcpdump" adds tcpdump, not every network tool); mere aliases
+        # ("docker", "ssh") do not.
+        self.real = {k.lower() for k in known if k} | {k.lower() for k in caps.known_packages()}
+        self.known = self.real | {a.lower() for a in caps.alias_names()}
+        self.unsupported_target: str | None = None  # closest supported dist for an unsupported OS
+        self.unsupported_arch = False
+
+    def _mask(self, start: int, end: int) -> None:
+        self.work = self.work[:start] + " " * (end - start) + self.work[end:]
+
+    def _each(self, pattern: str, flags: int = re.I) -> list[re.Match[str]]:
+        return list(re.finditer(pattern, self.work, flags))
+
+    def _is_os_or_arch(self, phrase: str) -> bool:
+        return bool(
+            self.caps.family_of(phrase)
+            or self.caps.arch_of(phrase)
+            or phrase.lower() in ("iso", "raw", "img")
+        )

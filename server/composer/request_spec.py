@@ -1,0 +1,62 @@
+"""What a request states, as the composer and the agent use it: :class:`RequestSpec`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class RequestSpec:
+    """What a plain-words request or instruction states. Unset means "not mentioned"."""
+
+    os: str | None = None
+    dist: str | None = None
+    arch: str | None = None
+    image_type: str | None = None
+    add_packages: list[str] = field(default_factory=list)
+    remove_packages: list[str] = field(default_factory=list)
+    add_groups: list[str] = field(default_factory=list)
+    remove_groups: list[str] = field(default_factory=list)
+    disk_size: str | None = None
+    # {"action": "add"|"remove"|"resize", "mountPoint": "/data", "size": "4GiB"|None, "fsType": str|None, "fill": bool}
+    partitions: list[dict] = field(default_factory=list)
+    hostname: str | None = None
+    kernel_version: str | None = None
+    kernel_cmdline: str | None = None
+    kernel_cmdline_append: list[str] = field(default_factory=list)
+    # {"action": "add"|"remove", "name": str, "sudo": bool?, "groups": [...], "shell": str?, "home": str?}
+    users: list[dict] = field(default_factory=list)
+    immutability: bool | None = None
+    secure_boot: bool | None = None
+    artifacts: list[str] = field(default_factory=list)
+    name: str | None = None
+    is_question: bool = False
+    unparsed: list[str] = field(default_factory=list)
+    # Additions beyond the first agreed API (all optional, defaults keep callers working).
+    kernel_cmdline_remove: list[str] = field(default_factory=list)
+    disk_size_delta: str | None = None  # "+2GiB", "-1GiB" or "x2"
+    remove_artifacts: list[str] = field(default_factory=list)
+    artifact_compression: str | None = None
+    bootloader: str | None = None  # grub | systemd-boot
+    boot_type: str | None = None  # efi | legacy
+    use_cases: list[str] = field(default_factory=list)  # use-case ids (edge, iot, ...) for names and metadata
+    notes: list[str] = field(default_factory=list)  # things understood but deliberately not applied
+    # Targets named that cannot be built, each with the closest supported choice ("fedora 40 is not supported ...").
+    unsupported: list[str] = field(default_factory=list)
+    minimal: bool = False  # "minimal", "bare", "slim": start from the target's minimal base
+    corrected: list[str] = field(default_factory=list)  # spelling fixes applied ("dokcer -> docker")
+    arch_named: bool = False  # the text or the caller named the architecture (else x86_64 is a default)
+
+    def is_empty(self) -> bool:
+        """True when the text asked for nothing the composer can act on."""
+        ignore = {"is_question", "unparsed", "use_cases", "notes", "unsupported", "minimal", "corrected",
+                  "arch_named"}
+        return not any(
+            value is not None if isinstance(value, bool) or value is None else bool(value)
+            for key, value in asdict(self).items()
+            if key not in ignore
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,120 @@
+"""Edits to the system a template installs: kernel version and command line, hostname, users, bootloader."""
+
+from __future__ import annotations
+
+from .editing import TemplateEdit, list_at, mapping_at
+from .request_spec import RequestSpec
+
+
+class SystemEdit(TemplateEdit):
+    """Kernel, hostname, user and bootloader edits."""
+
+    def kernel_edits(self, spec: RequestSpec) -> None:
+        if spec.kernel_version:
+            kernel = self.kernel()
+            old = kernel.get("version")
+            if str(old) != spec.kernel_version:
+                kernel["version"] = spec.kernel_version
+                self.changes.append(f"kernel version {old or 'unset'} -> {spec.kernel_version}")
+        if spec.kernel_cmdline is not None:
+            kernel = self.kernel()
+            old = kernel.get("cmdline")
+            kernel["cmdline"] = spec.kernel_cmdline
+            self.changes.append(f"kernel cmdline set to {spec.kernel_cmdline!r} (was {old!r})")
+        for param in spec.kernel_cmdline_append:
+            if self._append_cmdline(param):
+                self.changes.append(f"kernel cmdline: added {param}")
+        for param in spec.kernel_cmdline_remove:
+            kernel = self.kernel()
+            words = str(kernel.get("cmdline") or "").split()
+            key = param.split("=", 1)[0]
+            left = [w for w in words if w != param and not ("=" not in param and w.split("=", 1)[0] == key)]
+            if len(left) != len(words):
+                kernel["cmdline"] = " ".join(left)
+                self.changes.append(f"kernel cmdline: removed {param}")
+            else:
+                self.changes.append(f"kernel cmdline has no {param}")
+
+    def hostname(self, hostname: str | None) -> None:
+        if not hostname:
+            return
+        sc = self.system()
+        old = sc.get("hostname")
+        if old != hostname:
+            sc["hostname"] = hostname
+            self.changes.append(f"hostname {old or 'unset'} -> {hostname}")
+
+    def users(self, users: list[dict]) -> None:
+        if not users:
+            return
+        sc = self.system()
+        for request in users:
+            name = request.get("name")
+            existing = list_at(sc, "users")
+            if request.get("action") == "remove":
+                left = [u for u in existing if not (isinstance(u, dict) and u.get("name") == name)]
+                if len(left) != len(existing):
+                    if left:
+                        sc["users"] = left
+                    else:
+                        sc.pop("users", None)
+                    self.changes.append(f"removed user {name}")
+                else:
+                    self.changes.append(f"nothing to remove: no user {name}")
+                continue
+            entry = next((u for u in existing if isinstance(u, dict) and u.get("name") == name), None)
+            created = entry is None
+            if entry is None:
+                entry = {"name": name}
+                existing.append(entry)
+                sc["users"] = existing
+            details = []
+            if request.get("sudo") is not None:
+                entry["sudo"] = bool(request["sudo"])
+                details.append("sudo" if request["sudo"] else "no sudo")
+            if request.get("groups"):
+                groups = list(dict.fromkeys([*(entry.get("groups") or []), *request["groups"]]))
+                entry["groups"] = [g for g in groups if not str(g).startswith("<")]
+                details.append("groups " + ", ".join(entry["groups"]))
+            for key in ("shell", "home"):
+                if request.get(key):
+                    entry[key] = request[key]
+                    details.append(f"{key} {request[key]}")
+            verb = "added user" if created else "updated user"
+            self.changes.append(f"{verb} {name}" + (f" ({'; '.join(details)})" if details else ""))
+            if created:
+                self.changes.append(
+                    f"note: user {name} has no password; set a hashed one (password + hash_algo) or log in with SSH keys"
+                )
+
+    def bootloader(self, spec: RequestSpec) -> None:
+        if not spec.bootloader and not spec.boot_type:
+            return
+        sc = self.system()
+        boot = mapping_at(sc, "bootloader")
+        old = dict(boot)
+        provider = (
+            spec.bootloader
+            or boot.get("provider")
+            or ("grub" if spec.boot_type == "legacy" else "systemd-boot")
+        )
+        boot_type = spec.boot_type or boot.get("bootType") or "efi"
+        if provider == "systemd-boot" and boot_type == "legacy":
+            self.problems.append("systemd-boot only boots in EFI mode; use grub for legacy BIOS boot")
+            return
+        boot["bootType"], boot["provider"] = boot_type, provider
+        sc["bootloader"] = boot
+        if old != boot:
+            self.changes.append(
+                f"bootloader {old.get('provider', 'default')}/{old.get('bootType', 'default')} -> {provider}/{boot_type}"
+            )
+        old_provider = old.get("provider")
+        if self.family and old_provider and old_provider != provider:
+            old_names = set(self.caps.bootloader_packages(self.family, self.arch, str(old_provider)))
+            new_names = self.caps.bootloader_packages(self.family, self.arch, provider)
+            if old_names & {str(p) for p in self.packages()}:
+                removed = self.remove_packages(old_names - set(new_names))
+                added = [p for p in new_names if self.add_package(p)]
+                self.changes.append(
+                    f"bootloader packages: removed {', '.join(removed) or 'none'}; added {', '.join(added) or 'none'}"
+                )

@@ -1,0 +1,63 @@
+"""The domain words of requests (resources/request_words.yaml): image types, disk formats, compressions,
+filesystems, mount words, bootloaders, package-name suffixes, kernel package shapes and image-name slugs.
+
+The request parser and the composer read them here, so a new word is a data change, never a code change.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.paths import resource_text
+from ..core.yamlsafe import load_mapping
+
+RESOURCE = "request_words.yaml"
+
+
+@dataclass(frozen=True)
+class RequestWords:
+    image_types: Mapping[str, tuple[str, ...]]  # imageType -> words, in reading order
+    artifacts: tuple[str, ...]
+    compressions: Mapping[str, str]  # word -> upstream name
+    filesystems: Mapping[str, str]  # word -> upstream fsType
+    mount_words: Mapping[str, str]  # word -> mount point
+    bootloaders: Mapping[str, tuple[str, ...]]  # provider -> words
+    package_name_suffixes: tuple[str, ...]
+    kernel_package: re.Pattern[str]
+    realtime_kernel: re.Pattern[str]
+    name_slugs: Mapping[str, Mapping[str, str]]  # group -> family or "default" -> slug
+
+    def name_slug(self, group: str, family: str | None) -> str | None:
+        """The word an image name uses for ``group`` on ``family``."""
+        slugs = self.name_slugs.get(group) or {}
+        return slugs.get(family or "") or slugs.get("default")
+
+
+def _words(values: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in values or ())
+
+
+def _slugs(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {"default": str(value)}
+
+
+@functools.lru_cache(maxsize=1)
+def load_request_words() -> RequestWords:
+    """The bundled request words, parsed once (read-only data shipped with the package)."""
+    raw: Mapping[str, Any] = load_mapping(resource_text(RESOURCE)).data
+    return RequestWords(
+        image_types={str(k): _words(v) for k, v in (raw.get("image_types") or {}).items()},
+        artifacts=_words(raw.get("artifacts")),
+        compressions={str(k): str(v) for k, v in (raw.get("compressions") or {}).items()},
+        filesystems={str(k): str(v) for k, v in (raw.get("filesystems") or {}).items()},
+        mount_words={str(k): str(v) for k, v in (raw.get("mount_words") or {}).items()},
+        bootloaders={str(k): _words(v) for k, v in (raw.get("bootloaders") or {}).items()},
+        package_name_suffixes=_words(raw.get("package_name_suffixes")),
+        kernel_package=re.compile(str(raw.get("kernel_package_pattern") or r"^$")),
+        realtime_kernel=re.compile(str(raw.get("realtime_kernel_pattern") or r"^$")),
+        name_slugs={str(k): _slugs(v) for k, v in (raw.get("name_slugs") or {}).items()},
+    )

@@ -160,3 +160,27 @@ def spelling_variants(name: str) -> list[str]:
     if name.lower() != name:
         add(name.lower())
     return out
+
+
+@functools.cache
+def default_sources() -> dict[str, list[str]]:
+    """The repositories the verifier reads per distribution (resources/package_sources.yaml)."""
+    from ..core.paths import resource_text
+    from ..core.yamlsafe import load_mapping
+
+    raw = load_mapping(resource_text("package_sources.yaml")).data.get("sources") or {}
+    return {str(dist): [str(spec) for spec in specs] for dist, specs in raw.items()}
+
+
+@functools.cache
+def index_arch_suffixes() -> frozenset[str]:
+    """Every architecture word a package file name or index may end in (``foo.x86_64``, ``foo_amd64``)."""
+    caps = load_capabilities()
+    rules = caps.package_name_rules
+    index_only = rules.get("index_architectures") or {}
+    words: set[str] = {*caps.arch_info, *index_only} | {str(v) for v in (rules.get("arch_independent") or {}).values()}
+    words |= {str(spec["deb"]) for spec in [*caps.arch_info.values(), *index_only.values()] if spec.get("deb")}
+    words |= {str(a) for spec in index_only.values() for a in spec.get("aliases", [])}
+    words |= {str(a) for a in rules.get("other_index_architectures") or []}
+    return frozenset(words)
+

@@ -12,13 +12,10 @@ import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from ..knowledge.package_names import equivalent_prefixes, equivalents, spelling_variants
+from ..knowledge.package_names import equivalent_prefixes, equivalents, index_arch_suffixes, spelling_variants
 from .index_parsers import RepoIndex
 
 _GLOB_CHARS = frozenset("*?[")
-_KNOWN_ARCH_SUFFIXES = frozenset(
-    {"x86_64", "aarch64", "noarch", "i686", "i386", "amd64", "arm64", "all", "armhf", "armv7hl", "src"}
-)
 # A version after "-": digits with at least one dot, at most one "-" (version-release).
 # The dot keeps real names such as kernel-64k or foo-2 from reading as kernel/foo pinned.
 _VERSION_RE = re.compile(r"^\d+(?:\.[0-9A-Za-z+~]+)+(?:-[0-9A-Za-z.+~]+)?$")
@@ -40,7 +37,7 @@ def version_pin_candidates(req: str) -> list[tuple[str, str]]:
     if s.endswith((".rpm", ".deb")):
         s = s[:-4]
         head, _, tail = s.rpartition(".")
-        if head and tail in _KNOWN_ARCH_SUFFIXES:
+        if head and tail in index_arch_suffixes():
             s = head
         if req.endswith(".deb"):
             parts = s.split("_")

@@ -30,49 +30,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
-from ..knowledge.package_names import canonical_arch, family_arch
+from ..knowledge.package_names import canonical_arch, default_sources, family_arch
 
-_UBUNTU_COMPONENTS = "main,restricted,universe,multiverse"
-_DEBIAN_COMPONENTS = "main,contrib,non-free,non-free-firmware"
-
-
-def _ubuntu(release: str) -> list[str]:
-    suites = f"{release},{release}-updates"
-    return [
-        # amd64 lives on archive/security, every other architecture on ports
-        # (osv/ubuntu/*/providerconfigs/{amd64,arm64}_repo.yml).
-        f"deb+http://archive.ubuntu.com/ubuntu?codename={suites}&component={_UBUNTU_COMPONENTS}&arch=x86_64",
-        f"deb+http://security.ubuntu.com/ubuntu?codename={release}-security"
-        f"&component={_UBUNTU_COMPONENTS}&arch=x86_64",
-        f"deb+http://ports.ubuntu.com/ubuntu-ports?codename={suites},{release}-security"
-        f"&component={_UBUNTU_COMPONENTS}&arch=aarch64",
-    ]
-
-
-# From the upstream osv/*/*/providerconfigs and default image configs.
-DEFAULT_SOURCES: dict[str, list[str]] = {
-    "azl3": ["rpm+https://packages.microsoft.com/azurelinux/3.0/prod/base/{arch}"],
-    # Only an x86_64 repository exists upstream and its URL has no {arch}: limiting it
-    # keeps aarch64 checks from reading x86_64 metadata and calling everything missing.
-    "emt3": [
-        "rpm+https://files-rs.edgeorchestration.intel.com/files-edge-orch/microvisor/rpms/3.0/base"
-        "?arch=x86_64"
-    ],
-    # BaseOS from the providerconfig plus AppStream, which the el10 default image config adds.
-    "el10": [
-        "rpm+https://mirror.stream.centos.org/10-stream/BaseOS/{arch}/os",
-        "rpm+https://mirror.stream.centos.org/10-stream/AppStream/{arch}/os",
-    ],
-    "elxr12": ["deb+https://mirror.elxr.dev/elxr?codename=aria&component=main,non-free-firmware"],
-    "ubuntu24": _ubuntu("noble"),
-    "ubuntu26": _ubuntu("resolute"),
-    # Upstream ships no providerconfig for Debian 13; these are Debian's own trixie archives.
-    "debian13": [
-        f"deb+https://deb.debian.org/debian?codename=trixie,trixie-updates&component={_DEBIAN_COMPONENTS}",
-        f"deb+https://security.debian.org/debian-security?codename=trixie-security"
-        f"&component={_DEBIAN_COMPONENTS}",
-    ],
-}
+# The per-distribution catalogue is data (resources/package_sources.yaml), read through the knowledge layer.
+DEFAULT_SOURCES: dict[str, list[str]] = default_sources()
 
 
 @dataclass

@@ -24,6 +24,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from . import paths
 from .yamlsafe import YamlError, load_mapping
@@ -388,7 +389,7 @@ def _set(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     tree[path[-1]] = value
 
 
-def _describe_error(err: dict[str, Any], sources: dict[tuple[str, ...], str]) -> str:
+def _describe_error(err: ErrorDetails, sources: dict[tuple[str, ...], str]) -> str:
     loc = tuple(str(p) for p in err["loc"])
     key = "ai." + ".".join(loc)
     source = (sources.get(loc) or next((s for p, s in sources.items() if loc[: len(p)] == p), None)

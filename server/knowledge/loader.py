@@ -251,7 +251,7 @@ class Capabilities:
     def is_specific_to(self, package: str, os_or_dist: str) -> bool:
         """True when the name only makes sense in that family (ubuntu-minimal, tdnf, ...)."""
         fam = self.family(os_or_dist)
-        return bool(fam) and any(p.search(package) for p in fam.specific)
+        return fam is not None and any(p.search(package) for p in fam.specific)
 
     # ------------------------------------------------------------------ groups
 

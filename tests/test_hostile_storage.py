@@ -59,7 +59,7 @@ def test_index_write_on_a_full_disk_says_disk_full(tmp_path: Path) -> None:
 
 
 def test_conversation_store_on_a_full_disk_says_disk_full(tmp_path: Path) -> None:
-    from image_composer_mcp.server.agent.conversations import SqliteConversationStore
+    from image_composer_mcp.server.agent.conversations_sqlite import SqliteConversationStore
 
     with small_disk(tmp_path / "disk", size="1m") as disk:
         store = SqliteConversationStore(disk / "conversations.sqlite3")

@@ -17,6 +17,6 @@ def open_conversation_store(settings: AISettings, cache_dir: Path | None) -> Any
         from .conversations_pg import PostgresConversationStore
 
         return PostgresConversationStore(settings.conversations_url.get_secret_value(), **limits)
-    from .conversations import SqliteConversationStore
+    from .conversations_sqlite import SqliteConversationStore
 
     return SqliteConversationStore((cache_dir / "conversations.sqlite3") if cache_dir else ":memory:", **limits)

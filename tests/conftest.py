@@ -46,7 +46,7 @@ def agent_results_load_upstream(monkeypatch: pytest.MonkeyPatch):
     """Every template the agent returns in any test: if we call it valid, os-image-composer's own schema
     file (plain jsonschema, tests/upstream_schema.py) must accept it too, and no generated or refined one
     may carry metadata fields upstream refuses."""
-    import image_composer_mcp.server.agent.loop as agent
+    import image_composer_mcp.server.agent.results as agent
 
     from tests.upstream_schema import refusals_text
 

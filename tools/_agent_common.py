@@ -26,7 +26,7 @@ from ..server.core.logs import redact, redact_known
 from ..server.llm.chat import CallbackProvider, ChatMessage, SamplingDeferred
 
 if TYPE_CHECKING:
-    from ..server.agent.loop import AgentResult
+    from ..server.agent.results import AgentResult
 
 log = logging.getLogger(__name__)
 

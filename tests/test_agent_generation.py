@@ -14,7 +14,7 @@ from image_composer_mcp.server.agent import loop as agent_module
 from image_composer_mcp.server.composer.adherence import enabled_services, installed, unmet
 from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.core.yamlsafe import load_mapping
-from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.engine import Engine, build_engine
 from image_composer_mcp.server.llm.chat import ChatMessage, LLMUnavailable
 from image_composer_mcp.server.validation.rules import validate_text
 from mcp import Client
@@ -204,7 +204,7 @@ class PlanningProvider:
 
 def _engine(cache: Path) -> Engine:
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache)}, overrides={"packages.offline": True})
-    return Engine(settings)
+    return build_engine(settings)
 
 
 PLAN = {"os": "debian", "dist": "debian13", "arch": "aarch64", "image_type": None,
@@ -304,7 +304,7 @@ def valkey_repo(tmp_path: Path):
 async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache, valkey_repo):
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)},
                              overrides={"packages.sources": {"ubuntu24": [valkey_repo]}})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         r = await engine.agent.generate("ubuntu 24.04 image with valkey and frobnitz")
     finally:

@@ -130,6 +130,8 @@ class ConversationSummary:
 
 
 class ConversationStore(Protocol):
+    unknown_note: str  # added to "does not exist" (e.g. the store moved to a fallback cache dir, and why)
+
     def create(
         self, conversation_id: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Conversation: ...

@@ -144,7 +144,8 @@ class PostgresConversationStore(SqlConversationStore):
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_MIGRATION_LOCK,))
             conn.execute("CREATE TABLE IF NOT EXISTS oic_schema_version (version INTEGER PRIMARY KEY, "
                          "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-            current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM oic_schema_version").fetchone()[0]
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM oic_schema_version").fetchone()
+            current: int = row[0] if row else 0
             if current > SCHEMA_VERSION:
                 raise ConversationError(
                     f"the conversation database at {self.url} has schema version {current}, newer than this "

@@ -144,8 +144,8 @@ async def llm_loop(provider: ChatProvider, messages: list[tuple[str, str]], base
         if text:
             text, moved = await anyio.to_thread.run_sync(conform_text, text)
         if text and compact and current:
-            text, notes, as_written = await anyio.to_thread.run_sync(complete_compact, text, current)
-            text, more = await anyio.to_thread.run_sync(conform_text, text)
+            completed, notes, as_written = await anyio.to_thread.run_sync(complete_compact, text, current)
+            text, more = await anyio.to_thread.run_sync(conform_text, completed)
             moved += more
         if moved:
             notes += moved

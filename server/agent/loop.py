@@ -222,8 +222,8 @@ class Agent:
     def _grounding(self, request: str, os: str | None, dist: str | None, arch: str | None,
                    image_type: str | None) -> list[tuple[str, str, dict]]:
         self.engine.ready()
-        searcher = self.engine.searcher
-        assert searcher is not None
+        searcher, index = self.engine.searcher, self.engine.index
+        assert searcher is not None and index is not None
         self.engine.refresh()
         records: list[Any] = []
         # Exact filters first; relaxed ones top the list up to GROUNDING examples (the base is then chosen by
@@ -231,7 +231,7 @@ class Agent:
         for filters in ({"os": os, "dist": dist, "arch": arch, "image_type": image_type},
                         {"os": os, "dist": dist, "arch": None, "image_type": None},
                         {"os": None, "dist": None, "arch": None, "image_type": None}):
-            known = {k: v for k, v in filters.items() if v and v in self.engine.index.known_values(k)}
+            known = {k: v for k, v in filters.items() if v and v in index.known_values(k)}
             if any(filters.values()) and len(known) != len([v for v in filters.values() if v]):
                 continue
             outcome = searcher.search(request, GROUNDING, use_threshold=False, **filters)
@@ -242,7 +242,7 @@ class Agent:
         out: list[tuple[str, str, dict]] = []
         for record in records[:GROUNDING]:
             try:
-                text = self.engine.index.read_text(record)
+                text = index.read_text(record)
                 out.append((record.name, text, load_mapping(text).data))
             except (OSError, ValueError) as exc:  # YamlError is a ValueError
                 log.warning("grounding template %s unreadable: %s", record.name, exc)

@@ -290,13 +290,13 @@ class Refiner:
         target_rev = int(match.group(1)) if match.group(1) else undo_target(conv)
         if target_rev is None or (target_rev == conv.current_revision and not match.group(1)):
             raise AgentError("there is no earlier revision to go back to")
-        old_yaml = conv.current.yaml
+        old_yaml = conv.current_yaml or ""
         try:
             revision = await anyio.to_thread.run_sync(store.revert, conv.id, target_rev)
         except ValueError as exc:
             raise AgentError(str(exc)) from exc
         conv = await anyio.to_thread.run_sync(store.get, conv.id)
-        new_yaml = conv.current.yaml
+        new_yaml = conv.current_yaml or ""
         report = await anyio.to_thread.run_sync(validate_text, new_yaml)
         errors, warnings = issues(report)
         summary = f"Reverted to revision {target_rev}; it is now revision {revision}."

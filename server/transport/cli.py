@@ -199,7 +199,7 @@ def _serve(settings: AISettings, args: argparse.Namespace) -> int:
     del args
     import anyio
 
-    from ..engine import Engine
+    from ..engine import build_engine
     from .app import create_app
     from .stdio import run_stdio
 
@@ -222,7 +222,7 @@ def _serve(settings: AISettings, args: argparse.Namespace) -> int:
     if problem is not None:
         error(problem)
         return EXIT_USAGE
-    engine = Engine(settings)
+    engine = build_engine(settings)
     mcp = create_app(settings, engine=engine)
     try:
         anyio.run(serve_http, mcp, engine, s)

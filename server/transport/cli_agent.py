@@ -43,11 +43,11 @@ def add_commands(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _engine_and_agent(settings: AISettings, args: argparse.Namespace) -> tuple[Any, Any]:
-    from ..engine import Engine
+    from ..engine import build_engine
 
     if getattr(args, "provider", None):
         settings = settings.model_copy(update={"provider": args.provider})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     engine.start()
     return engine, engine.agent
 

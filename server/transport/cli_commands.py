@@ -29,10 +29,10 @@ TEMPLATE_SUFFIXES = (".yml", ".yaml")
 
 def cmd_search(settings: AISettings, args: argparse.Namespace) -> int:
     from ...tools.search import to_model, to_text
-    from ..engine import Engine
+    from ..engine import build_engine
 
     out = Output(args)
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         load_engine(engine, out)
         outcome = engine.search(args.query, args.top_k, os=args.os, dist=args.dist, arch=args.arch,
@@ -64,10 +64,10 @@ def cmd_search(settings: AISettings, args: argparse.Namespace) -> int:
 
 
 def cmd_index(settings: AISettings, args: argparse.Namespace) -> int:
-    from ..engine import Engine
+    from ..engine import build_engine
 
     out = Output(args)
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         load_engine(engine, out)
         report = engine.first_sync
@@ -196,7 +196,7 @@ def _print_validation_rich(out: Output, results: list[dict[str, Any]]) -> None:
 
 
 def cmd_verify_packages(settings: AISettings, args: argparse.Namespace) -> int:
-    from ..engine import Engine
+    from ..engine import build_engine
 
     out = Output(args)
     names = [n.strip() for item in args.package for n in item.split(",") if n.strip()]
@@ -213,7 +213,7 @@ def cmd_verify_packages(settings: AISettings, args: argparse.Namespace) -> int:
             problems.append(f"{label}: cannot read: {exc.strerror or exc}")
     if not files:
         jobs.append(("packages", {"packages": names}))
-    engine = Engine(settings)
+    engine = build_engine(settings)
     results: list[dict[str, Any]] = []
     try:
         load_engine(engine, out)
@@ -282,10 +282,10 @@ def cmd_cache(settings: AISettings, args: argparse.Namespace) -> int:
 
 
 def _cache_stats(settings: AISettings, args: argparse.Namespace) -> int:
-    from ..engine import Engine
+    from ..engine import build_engine
 
     out = Output(args)
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         load_engine(engine, out)
         stats = engine.stats()

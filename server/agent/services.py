@@ -1,6 +1,6 @@
 """What the agent needs from the rest of the server, and nothing more.
 
-The engine (server/engine.py) satisfies this protocol; the agent never imports the engine, so the two are not
+The engine (server/engine/composition.py) satisfies this protocol; the agent never imports the engine, so the two are not
 an import circle and a test can hand the agent any object with these members.
 """
 

@@ -38,11 +38,11 @@ def _edit(raw: bytes) -> bytes:
 def engine_run(roots: list[Path], cache_dir: Path, first_query: str, queries: list[str],
                edit_file: Path | None) -> dict[str, Any]:
     """Engine.ready, first search, N searches, then one edited template: re-index time and the next search."""
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     out: dict[str, Any] = {}
     started = time.perf_counter()
-    engine = Engine(_settings(roots, cache_dir))
+    engine = build_engine(_settings(roots, cache_dir))
     try:
         engine.ready()
         out["ready_s"] = round(time.perf_counter() - started, 3)

@@ -143,7 +143,8 @@ class Record:
 def _engine(cache: Path, base_url: str | None, model: str, style: str, max_tokens: int) -> tuple[Any, Any, Recorder]:
     from image_composer_mcp.server.agent.loop import Agent
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import Providers, build_engine
+    from image_composer_mcp.server.engine.providers import chat_from_settings
 
     env = {"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": "http://127.0.0.1:9"}
     # This table measures the model writing YAML itself; plan mode is measured on the evaluation set below.
@@ -156,11 +157,10 @@ def _engine(cache: Path, base_url: str | None, model: str, style: str, max_token
     else:
         overrides["provider"] = "offline"
     settings = load_settings(env=env, overrides=overrides)
-    engine = Engine(settings)
-    engine.ready()
-    ollama, openai = engine.chat_providers()
+    ollama, openai = chat_from_settings(settings)
     recorder = Recorder(openai)
-    engine.chat_providers = lambda: (ollama, recorder)  # type: ignore[method-assign]
+    engine = build_engine(settings, Providers(chat=(ollama, recorder)))
+    engine.ready()
     return engine, Agent(engine), recorder
 
 

@@ -53,11 +53,11 @@ def report_dict(report: QualityReport) -> dict[str, Any]:
 
 def ours_engine(corpus: RealCorpus, cache_dir: Path) -> Any:
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(corpus.root), "OIC_AI_CACHE_DIR": str(cache_dir),
                                   "OIC_AI_PROVIDER": "offline"})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     engine.ready()
     return engine
 

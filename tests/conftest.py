@@ -46,7 +46,7 @@ def agent_results_load_upstream(monkeypatch: pytest.MonkeyPatch):
     """Every template the agent returns in any test: if we call it valid, os-image-composer's own schema
     file (plain jsonschema, tests/upstream_schema.py) must accept it too, and no generated or refined one
     may carry metadata fields upstream refuses."""
-    import image_composer_mcp.server.agent.loop as agent
+    import image_composer_mcp.server.agent.results as agent
 
     from tests.upstream_schema import refusals_text
 
@@ -104,11 +104,11 @@ def reference_engine(tmp_path_factory: pytest.TempPathFactory):
     """One engine over the real reference corpus with the real local embedder, shared by the session."""
     needs_reference()
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     cache = tmp_path_factory.mktemp("ref-cache")
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(REFERENCE_TEMPLATES), "OIC_AI_CACHE_DIR": str(cache)})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     engine.ready()
     yield engine
     engine.close()
@@ -123,10 +123,10 @@ def library_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def library_engine(library_cache: Path):
     """The bundled image-templates/ library with the real local embedder."""
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     engine.ready()
     yield engine
     engine.close()

@@ -10,7 +10,7 @@ import pytest
 from image_composer_mcp.server.composer.adherence import unmet
 from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.core.yamlsafe import load_mapping, parse_yaml
-from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.engine import build_engine
 from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 from mcp.types import CreateMessageResult, TextContent
@@ -37,7 +37,7 @@ def make_app(cache: Path, tmp_path: Path | None = None, **overrides: Any):
         base["save_dir"] = str(tmp_path / "saved")
     base.update(overrides)
     settings = load_settings(env=env, overrides=base)
-    return create_app(settings, engine=Engine(settings))
+    return create_app(settings, engine=build_engine(settings))
 
 
 def _data(result) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from image_composer_mcp.server.agent.repair import (
 )
 from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.core.yamlsafe import load_mapping
-from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.engine import build_engine
 from image_composer_mcp.server.transport.app import create_app
 from image_composer_mcp.server.validation.validator import validate_data, validate_text
 from mcp import Client
@@ -37,7 +37,7 @@ def make_app(cache: Path, llm: FakeLLM, style: str = "compact", **overrides: Any
         "packages.offline": True, "provider": "openai", "openai.base_url": llm.url + "/v1",
         # These tests are about the model writing YAML itself (compact prompts, repair): the "yaml" mode.
         "openai.api_key": "local", "agent.prompt_style": style, "agent.llm_mode": "yaml", **overrides})
-    return create_app(settings, engine=Engine(settings))
+    return create_app(settings, engine=build_engine(settings))
 
 
 def honest(data: dict[str, Any]) -> dict[str, Any]:

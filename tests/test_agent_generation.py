@@ -14,7 +14,7 @@ from image_composer_mcp.server.agent import loop as agent_module
 from image_composer_mcp.server.composer.adherence import enabled_services, installed, unmet
 from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.core.yamlsafe import load_mapping
-from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.engine import Engine, Providers, build_engine
 from image_composer_mcp.server.llm.chat import ChatMessage, LLMUnavailable
 from image_composer_mcp.server.validation.validator import validate_text
 from mcp import Client
@@ -192,6 +192,9 @@ class PlanningProvider:
         self.answer = answer
         self.calls: list[tuple[list[ChatMessage], dict[str, Any], str]] = []
 
+    async def available(self) -> tuple[bool, str]:
+        return True, "a test double"
+
     async def complete_json(self, messages: list[ChatMessage], schema: dict, *, name: str) -> dict:
         self.calls.append((messages, schema, name))
         if isinstance(self.answer, Exception):
@@ -202,9 +205,10 @@ class PlanningProvider:
         raise AssertionError("the plan path must not ask for free-form YAML")
 
 
-def _engine(cache: Path) -> Engine:
+def _engine(cache: Path, chat: PlanningProvider | None = None) -> Engine:
+    """An engine whose ollama is ``chat`` (auto mode picks it: it is available), or as configured."""
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache)}, overrides={"packages.offline": True})
-    return Engine(settings)
+    return build_engine(settings, Providers(chat=(chat, None)) if chat is not None else None)
 
 
 PLAN = {"os": "debian", "dist": "debian13", "arch": "aarch64", "image_type": None,
@@ -213,13 +217,8 @@ PLAN = {"os": "debian", "dist": "debian13", "arch": "aarch64", "image_type": Non
 
 
 async def test_plan_is_merged_with_the_rules_facts_winning(library_cache):
-    engine = _engine(library_cache)
     provider = PlanningProvider(PLAN)
-
-    async def pick(_sampling):
-        return provider, []
-
-    engine.agent.provider = pick  # type: ignore[method-assign]
+    engine = _engine(library_cache, provider)
     try:
         r = await engine.agent.generate("debian 13 box with curl on a 16 GB disk, plus that audit tool lynis")
     finally:
@@ -237,12 +236,7 @@ async def test_plan_is_merged_with_the_rules_facts_winning(library_cache):
 
 
 async def test_plan_failure_falls_back_to_the_offline_understanding(library_cache):
-    engine = _engine(library_cache)
-
-    async def pick(_sampling):
-        return PlanningProvider(LLMUnavailable("model not loaded")), []
-
-    engine.agent.provider = pick  # type: ignore[method-assign]
+    engine = _engine(library_cache, PlanningProvider(LLMUnavailable("model not loaded")))
     try:
         r = await engine.agent.generate("debian 13 image with vim on a 12 gig disk")
     finally:
@@ -304,7 +298,7 @@ def valkey_repo(tmp_path: Path):
 async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache, valkey_repo):
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)},
                              overrides={"packages.sources": {"ubuntu24": [valkey_repo]}})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         r = await engine.agent.generate("ubuntu 24.04 image with valkey and frobnitz")
     finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 SERVER = Path(__file__).resolve().parents[1] / "server"
 
-# Lowest first: a room may import itself and rooms before it. engine.py is the composition root.
+# Lowest first: a room may import itself and rooms before it. engine/ is the composition root.
 LAYERS = ["core", "knowledge", "llm", "storage", "validation", "composer", "packages", "library", "agent",
           "engine", "transport"]
 # Only the MCP-facing layer speaks the protocol; tools/ and resources/ are MCP surface outside server/.

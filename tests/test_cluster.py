@@ -235,13 +235,13 @@ def test_replicas_share_conversations_and_index_through_a_replica_crash(cluster:
 def test_readiness_fails_while_the_store_is_unreachable(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A replica whose PostgreSQL is gone is alive but not ready: the balancer should route around it."""
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     from tests.services import free_port
 
     settings = load_settings(env={"OIC_AI_CONVERSATIONS_URL": f"postgresql://oic@127.0.0.1:{free_port()}/oic",
                                   "OIC_AI_CACHE_DIR": str(tmp_path), "OIC_AI_EMBEDDING_PROVIDER": "local"})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         state = engine.readiness()
         assert state["ready"] is False and state["conversations"] == "unreachable"  # no host names to anyone

@@ -34,10 +34,10 @@ def _put(s3: S3Server, prefix: str, name: str, description: str) -> None:
 
 
 def _index(settings, lease=None):
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
     from image_composer_mcp.server.library.index import TemplateIndex
 
-    options = Engine(settings)._shared_index_options()
+    options = build_engine(settings)._shared_index_options()
     if lease is not None:
         options["lease"] = lease
     return TemplateIndex(None, settings.template_roots, HashEmbedder(), **options)
@@ -119,12 +119,12 @@ def test_one_writer_by_lease_and_followers_load_its_versions(s3: S3Server) -> No
 
 def test_engine_over_a_bucket_searches_validates_and_reports(s3: S3Server, tmp_path: Path) -> None:
     """The engine without PostgreSQL: the index and the templates in the bucket, the tools reading from it."""
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
     from image_composer_mcp.tools.cache_stats import CacheStats
 
     _put(s3, "engine", "lidar-mapper", "lidar point cloud mapping appliance")
     _put(s3, "engine", "kiosk", "a kiosk display with a browser")
-    engine = Engine(_settings(s3, "engine", OIC_AI_CACHE_DIR=str(tmp_path)))
+    engine = build_engine(_settings(s3, "engine", OIC_AI_CACHE_DIR=str(tmp_path)))
     try:
         engine.ready()
         assert engine.search("lidar point cloud mapping").results[0].record.name == "lidar-mapper"

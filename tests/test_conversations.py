@@ -16,8 +16,8 @@ from image_composer_mcp.server.agent.conversations import (
     ConversationNotFound,
     ConversationStore,
     InvalidConversationId,
-    SqliteConversationStore,
 )
+from image_composer_mcp.server.agent.conversations_sqlite import SqliteConversationStore
 
 T1 = "image:\n  name: one\n"
 T2 = "image:\n  name: two\n"

@@ -165,8 +165,8 @@ def test_unreachable_database_gives_a_clear_error_without_the_password() -> None
 
 
 def test_settings_select_the_store(pg: PostgresServer, tmp_path) -> None:
-    from image_composer_mcp.server.agent.conversations import SqliteConversationStore
     from image_composer_mcp.server.agent.conversations_pg import PostgresConversationStore
+    from image_composer_mcp.server.agent.conversations_sqlite import SqliteConversationStore
     from image_composer_mcp.server.agent.stores import open_conversation_store
     from image_composer_mcp.server.core.config import load_settings
 

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import image_composer_mcp.server.engine as engine_mod
 import pytest
 from image_composer_mcp.server.core.config import load_settings
-from image_composer_mcp.server.engine import Engine, LibraryEmptyError
+from image_composer_mcp.server.engine import LibraryEmptyError, Providers, build_engine
 
 from tests.conftest import write_template
 
 
-def test_unusable_cache_dir_falls_back_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_unusable_cache_dir_falls_back_with_a_warning(tmp_path: Path):
     templates = tmp_path / "t"
     templates.mkdir()
     write_template(templates, "one")
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    monkeypatch.setattr(engine_mod, "USER_CACHE", tmp_path / "user-cache")
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(templates), "OIC_AI_CACHE_DIR": str(blocker / "cache")})
-    engine = Engine(settings)
+    engine = build_engine(settings, Providers(fallback_cache_dir=tmp_path / "user-cache"))
     try:
         engine.ready()
         assert engine.cache_dir == tmp_path / "user-cache"
@@ -31,15 +29,14 @@ def test_unusable_cache_dir_falls_back_with_a_warning(tmp_path: Path, monkeypatc
         engine.close()
 
 
-def test_no_writable_cache_at_all_uses_a_temporary_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_no_writable_cache_at_all_uses_a_temporary_index(tmp_path: Path):
     templates = tmp_path / "t"
     templates.mkdir()
     write_template(templates, "one")
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    monkeypatch.setattr(engine_mod, "USER_CACHE", blocker / "also-blocked")
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(templates), "OIC_AI_CACHE_DIR": str(blocker / "c")})
-    engine = Engine(settings)
+    engine = build_engine(settings, Providers(fallback_cache_dir=blocker / "also-blocked"))
     try:
         engine.ready()
         assert engine.cache_dir is None
@@ -52,7 +49,7 @@ def test_no_writable_cache_at_all_uses_a_temporary_index(tmp_path: Path, monkeyp
 def test_missing_templates_dir_is_reported_and_an_empty_library_is_an_error(tmp_path: Path):
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(tmp_path / "nowhere"),
                                   "OIC_AI_CACHE_DIR": str(tmp_path / "c")})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         engine.ready()  # the server still starts (cache_stats can explain) ...
         stats = engine.stats()
@@ -71,7 +68,7 @@ def test_saved_templates_alone_make_a_library(tmp_path: Path):
     write_template(saved, "mine", "my own robot image", "robot")
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(tmp_path / "nowhere"),
                                   "OIC_AI_CACHE_DIR": str(tmp_path / "c"), "OIC_AI_SAVE_DIR": str(saved)})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         assert [r.record.name for r in engine.search("robot image").results] == ["mine"]
     finally:
@@ -84,7 +81,7 @@ def test_edits_on_disk_are_picked_up_without_restart(tmp_path: Path):
     write_template(templates, "alpha", "minimal base image", "minimal")
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(templates), "OIC_AI_CACHE_DIR": str(tmp_path / "c"),
                                   "OIC_AI_SEARCH_FINGERPRINT_INTERVAL": "0"})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     try:
         engine.ready()
         assert {r.record.name for r in engine.search("robotics ros2 robot", use_threshold=False).results} == {"alpha"}

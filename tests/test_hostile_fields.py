@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from image_composer_mcp.server.core.config import load_settings
-from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.engine import build_engine
 from image_composer_mcp.server.transport.app import create_app
 from image_composer_mcp.tools._common import MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_TEXT_CHARS, MAX_YAML_CHARS
 from mcp import Client
@@ -21,7 +21,7 @@ HUGE = 2 * 1024 * 1024  # characters: over every limit
 def app(library_cache):
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache), "OLLAMA_HOST": "http://127.0.0.1:9"},
                              overrides={"packages.offline": True, "provider": "offline"})
-    return create_app(settings, engine=Engine(settings))
+    return create_app(settings, engine=build_engine(settings))
 
 
 CASES: list[tuple[str, dict[str, Any], int]] = [

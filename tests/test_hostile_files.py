@@ -146,14 +146,14 @@ def test_broken_files_are_not_reread_until_they_change(tmp_path: Path, monkeypat
 
 def _engine(tmp_path: Path, **env: str):
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     root = tmp_path / "library"
     root.mkdir(exist_ok=True)
     # save_as writes into the library here on purpose: the planted symlink sits in the target directory.
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(root), "OIC_AI_CACHE_DIR": str(tmp_path / "cache"),
                                   "OIC_AI_SAVE_DIR": str(root), **env})
-    return Engine(settings), root
+    return build_engine(settings), root
 
 
 def test_save_as_does_not_write_through_a_planted_temp_symlink(tmp_path: Path) -> None:

@@ -26,12 +26,12 @@ BOUND = 30.0  # seconds any single wait may take before the test fails
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory):
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     templates = tmp_path_factory.mktemp("hostile-http-templates")
     write_template(templates, "web-nginx", "web server with nginx", "web", "nginx")
     env = {"OIC_AI_TEMPLATES_DIR": str(templates), "OIC_AI_CACHE_DIR": str(tmp_path_factory.mktemp("hh-cache"))}
-    eng = Engine(load_settings(env=env))
+    eng = build_engine(load_settings(env=env))
     eng.ready()
     yield eng, env
     eng.close()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.core.logs import redact, remember_secret, strip_userinfo
-from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.engine import build_engine
 from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 
@@ -77,7 +77,7 @@ class EchoingProxy:
 def _app(cache: Path, **overrides: Any):
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OLLAMA_HOST": DEAD},
                              overrides={"packages.offline": True, **overrides})
-    return create_app(settings, engine=Engine(settings))
+    return create_app(settings, engine=build_engine(settings))
 
 
 def _stored_bytes(cache: Path) -> bytes:

@@ -59,7 +59,7 @@ def test_index_write_on_a_full_disk_says_disk_full(tmp_path: Path) -> None:
 
 
 def test_conversation_store_on_a_full_disk_says_disk_full(tmp_path: Path) -> None:
-    from image_composer_mcp.server.agent.conversations import SqliteConversationStore
+    from image_composer_mcp.server.agent.conversations_sqlite import SqliteConversationStore
 
     with small_disk(tmp_path / "disk", size="1m") as disk:
         store = SqliteConversationStore(disk / "conversations.sqlite3")
@@ -79,17 +79,16 @@ def test_disk_full_recognition() -> None:
     assert not is_disk_full(OSError(13, "Permission denied"))
 
 
-def test_conversations_in_a_moved_store_say_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import image_composer_mcp.server.engine as engine_mod
+def test_conversations_in_a_moved_store_say_why(tmp_path: Path) -> None:
     from image_composer_mcp.server.agent.conversations import ConversationNotFound
     from image_composer_mcp.server.core.config import load_settings
+    from image_composer_mcp.server.engine import Providers, build_engine
 
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")
-    monkeypatch.setattr(engine_mod, "USER_CACHE", tmp_path / "fallback")
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(blocker / "cache"),
                                   "OIC_AI_TEMPLATES_DIR": str(tmp_path)})
-    engine = engine_mod.Engine(settings)
+    engine = build_engine(settings, Providers(fallback_cache_dir=tmp_path / "fallback"))
     with pytest.raises(ConversationNotFound) as caught:
         engine.conversations.get("from-an-earlier-run")
     message = str(caught.value)

@@ -62,9 +62,9 @@ def _env(dirs: dict[str, Path]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def engine(dirs):
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
-    eng = Engine(load_settings(env=_env(dirs)))
+    eng = build_engine(load_settings(env=_env(dirs)))
     eng.ready()
     yield eng
     eng.close()
@@ -434,9 +434,9 @@ def test_no_oauth_discovery_is_advertised(engine, dirs):
 
 @pytest.fixture(scope="module")
 def offline_engine(dirs):
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
-    eng = Engine(load_settings(env=_env(dirs) | {"OLLAMA_HOST": "http://127.0.0.1:9"},
+    eng = build_engine(load_settings(env=_env(dirs) | {"OLLAMA_HOST": "http://127.0.0.1:9"},
                                overrides={"provider": "offline", "packages.offline": True}))
     eng.ready()
     yield eng

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from image_composer_mcp.server.core.config import load_settings
-from image_composer_mcp.server.engine import Engine
+from image_composer_mcp.server.engine import build_engine
 from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.anyio
 def _app(tmp_path: Path, **env: str):
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(tmp_path / "cache"), "OIC_AI_PROVIDER": "offline",
                                   "OIC_AI_PACKAGES_OFFLINE": "true", **env})
-    return create_app(settings, engine=Engine(settings))
+    return create_app(settings, engine=build_engine(settings))
 
 
 async def test_without_the_model_search_answers_by_keywords_and_says_so(tmp_path: Path,

@@ -154,12 +154,12 @@ def real_llm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 def _app(cache: Path, server: LocalLLMServer, **overrides: Any):
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
     from image_composer_mcp.server.transport.app import create_app
 
     env = {"OIC_AI_CACHE_DIR": str(cache), **local_llm.client_env(server.base_url, server.alias)}
     settings = load_settings(env=env, overrides={"packages.offline": True, **overrides})
-    return create_app(settings, engine=Engine(settings))
+    return create_app(settings, engine=build_engine(settings))
 
 
 def _check_honest(data: dict[str, Any]) -> None:

@@ -15,14 +15,14 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory):
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     templates = tmp_path_factory.mktemp("prompt-templates")
     write_template(templates, "web-nginx", description="web server with nginx", packages="nginx")
     write_template(templates, "robot-ros", description="robotics with ROS 2", packages="ros-humble-desktop")
     settings = load_settings(env={"OIC_AI_TEMPLATES_DIR": str(templates), "OIC_AI_PROVIDER": "offline",
                                   "OIC_AI_CACHE_DIR": str(tmp_path_factory.mktemp("prompt-cache"))})
-    eng = Engine(settings)
+    eng = build_engine(settings)
     eng.ready()
     yield eng
     eng.close()

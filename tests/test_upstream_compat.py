@@ -131,7 +131,7 @@ ADR_TEMPLATE = MINIMAL_TEMPLATE.format(
 
 def test_index_reads_adr_fields_of_user_templates_and_search_uses_them(tmp_path: Path) -> None:
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     from tests.conftest import write_template
 
@@ -141,7 +141,7 @@ def test_index_reads_adr_fields_of_user_templates_and_search_uses_them(tmp_path:
     write_template(templates, "plain-one", description="plain ubuntu server", keywords="server")
     write_template(templates, "plain-two", description="edge gateway with docker", keywords="edge, docker",
                    packages="docker.io")
-    engine = Engine(load_settings(env={"OIC_AI_TEMPLATES_DIR": str(templates),
+    engine = build_engine(load_settings(env={"OIC_AI_TEMPLATES_DIR": str(templates),
                                        "OIC_AI_CACHE_DIR": str(tmp_path / "cache")}))
     try:
         engine.ready()
@@ -199,7 +199,7 @@ def test_bench_counts_upstream_validity_apart() -> None:
 async def test_llm_answer_with_adr_metadata_is_conformed_before_validation(library_cache, style) -> None:
     from image_composer_mcp.server.agent.loop import Agent
     from image_composer_mcp.server.core.config import load_settings
-    from image_composer_mcp.server.engine import Engine
+    from image_composer_mcp.server.engine import build_engine
 
     from tests.fake_llm import FakeLLM
 
@@ -215,7 +215,7 @@ async def test_llm_answer_with_adr_metadata_is_conformed_before_validation(libra
                        "agent.llm_mode": "yaml",
                        "openai.base_url": llm.url + "/v1", "openai.api_key": "sk-test-key-1234",
                        "agent.prompt_style": style})
-        engine = Engine(settings)
+        engine = build_engine(settings)
         try:
             result = await Agent(engine).generate("ubuntu edge gateway with docker")
         finally:

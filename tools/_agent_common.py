@@ -27,7 +27,7 @@ from ..server.llm.chat import CallbackProvider, ChatMessage, SamplingDeferred
 from ..server.validation.report import Issue
 
 if TYPE_CHECKING:
-    from ..server.agent.loop import AgentResult
+    from ..server.agent.results import AgentResult
 
 log = logging.getLogger(__name__)
 

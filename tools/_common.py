@@ -31,7 +31,7 @@ MAX_YAML_CHARS = 2 * YAML_MAX_BYTES  # just over 1 MiB still gets the YAML size 
 MAX_LIST_ITEMS = 5000  # package lists
 
 # Domain errors whose message is written for the client: shown as is.
-CLIENT_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, LookupError, TimeoutError, RuntimeError)
+CLIENT_ERRORS: tuple[type[Exception], ...] = (ValueError, KeyError, LookupError, TimeoutError, RuntimeError)
 
 
 def result(model: BaseModel, text: str) -> CallToolResult:
@@ -143,6 +143,7 @@ async def agent_call(engine: Engine, tool: str, call: Awaitable[T]) -> T:
     from ..server.agent.conversations import ConversationNotFound
     from ..server.llm.chat import LLMError
 
+    refused: tuple[type[Exception], ...] = (LLMError, *CLIENT_ERRORS)
     started = time.perf_counter()
     try:
         return await call
@@ -150,7 +151,7 @@ async def agent_call(engine: Engine, tool: str, call: Awaitable[T]) -> T:
         raise
     except ConversationNotFound as exc:
         raise ToolError(redact(str(exc))) from exc
-    except (LLMError, *CLIENT_ERRORS) as exc:
+    except refused as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         log.info("%s refused: %s", tool, message)
         raise ToolError(redact(str(message))) from exc

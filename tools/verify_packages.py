@@ -136,7 +136,7 @@ def to_model(r) -> VerifyPackagesResult:  # noqa: ANN001 - server.packages.Verif
     return VerifyPackagesResult(
         verified=bool(d.get("complete", d["verified"])), all_found=bool(d["verified"]), dist=d["dist"],
         arch=d["arch"], found=d["found"], missing=d["missing"], unchecked=d["unchecked"],
-        suggestions=d["suggestions"], sources=d["sources"], notes=d.get("notes") or {}, message=d["message"])
+        suggestions=d["suggestions"], sources=d["sources"], notes=d.get("notes") or {}, message=d["message"], closure=None)
 
 
 def to_text(r: VerifyPackagesResult) -> str:

@@ -1,18 +1,19 @@
 """What the agent needs from the rest of the server, and nothing more.
 
-The engine (server/engine.py) satisfies this protocol; the agent never imports the engine, so the two are not
+The engine (server/engine/composition.py) satisfies this protocol; the agent never imports the engine, so the two are not
 an import circle and a test can hand the agent any object with these members.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..core.config import AISettings
 from ..library.index import TemplateIndex
 from ..library.search import SearchEngine
-from ..llm.chat import ChatProvider
+from ..llm.chat import OllamaProvider, OpenAIProvider
+from ..packages.build_check import BuildCheck
 from ..packages.verifier import VerifyResult
 from .conversations import ConversationStore
 
@@ -29,12 +30,12 @@ class AgentServices(Protocol):
 
     def refresh(self) -> None: ...
 
-    def chat_providers(self) -> tuple[ChatProvider | None, ChatProvider | None]: ...
+    def chat_providers(self) -> tuple[OllamaProvider | None, OpenAIProvider | None]: ...
 
     def verify_packages(self, packages: list[str] | None = None, yaml: str | None = None, name: str | None = None,
                         os: str | None = None, dist: str | None = None, arch: str | None = None) -> VerifyResult: ...
 
-    def check_build(self, yaml: str | None = None, name: str | None = None) -> Any: ...
+    def check_build(self, yaml: str | None = None, name: str | None = None) -> BuildCheck: ...
 
     def check_save_name(self, save_as: str, overwrite: bool) -> Path: ...
 

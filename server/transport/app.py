@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 
 from ..core.config import AISettings
 from ..core.paths import package_version
-from ..engine import Engine
+from ..engine import Engine, build_engine
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def create_app(settings: AISettings, engine: Engine | None = None) -> MCPServer:
     # Whoever builds the engine closes it. Over SSE (and for in-process clients) the lifespan runs once per
     # connection, so a caller that passes its own engine (server/transport/http.py, tests) keeps it open across them.
     owns_engine = engine is None
-    engine = engine or Engine(settings)
+    engine = engine or build_engine(settings)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:

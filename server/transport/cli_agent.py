@@ -43,11 +43,11 @@ def add_commands(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _engine_and_agent(settings: AISettings, args: argparse.Namespace) -> tuple[Any, Any]:
-    from ..engine import Engine
+    from ..engine import build_engine
 
     if getattr(args, "provider", None):
         settings = settings.model_copy(update={"provider": args.provider})
-    engine = Engine(settings)
+    engine = build_engine(settings)
     engine.start()
     return engine, engine.agent
 
@@ -99,7 +99,7 @@ def output_problem(name: str) -> str | None:
 
 
 def cmd_generate(settings: AISettings, args: argparse.Namespace) -> int:
-    from ..agent.loop import AgentError
+    from ..agent.results import AgentError
     from ..llm.chat import LLMError
 
     problem = output_problem(args.output) if args.output else None
@@ -143,7 +143,7 @@ def cmd_generate(settings: AISettings, args: argparse.Namespace) -> int:
 
 def cmd_chat(settings: AISettings, args: argparse.Namespace) -> int:
     from ..agent.conversations import ConversationNotFound
-    from ..agent.loop import AgentError
+    from ..agent.results import AgentError
     from ..llm.chat import LLMError
 
     engine, agent = _engine_and_agent(settings, args)

@@ -326,12 +326,14 @@ def make_server(app: ASGIApp, s: ServerSettings) -> Any:
 
     config = uvicorn.Config(
         app, host=s.host, port=s.port, log_config=None, access_log=False, server_header=False,
-        lifespan="on", timeout_graceful_shutdown=max(0.1, s.shutdown_timeout),
+        # uvicorn annotates these two timeouts as int but waits on them as floats (asyncio): fractions work.
+        lifespan="on", timeout_graceful_shutdown=max(0.1, s.shutdown_timeout),  # type: ignore[arg-type]
         # uvicorn answers 503 once connections *or* tasks reach limit_concurrency; our protocol already keeps
         # connections at or under max_connections, so +1 leaves every admitted connection usable and the 503
         # for requests in flight beyond the cap.
         limit_concurrency=s.max_connections + 1, proxy_headers=False, http=guarded_protocol(s),
-        timeout_keep_alive=s.keep_alive_timeout, h11_max_incomplete_event_size=s.max_header_bytes,
+        timeout_keep_alive=s.keep_alive_timeout,  # type: ignore[arg-type]
+        h11_max_incomplete_event_size=s.max_header_bytes,
     )
     return Server(config)
 

@@ -8,85 +8,50 @@ MCP handshake never waits for it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
 import logging
-import os
-import re
-import tempfile
 import threading
 import time
-from collections import defaultdict, deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .core import paths
-from .core.config import AISettings
+from ..core.config import AISettings
+from .packages import PackageChecks
+from .providers import (
+    Providers,
+    chat_from_settings,
+    embedder_from_settings,
+    usable_cache_dir,
+    verifier_from_settings,
+)
+from .saving import TemplateSaver
+from .stats import LatencyBook, ValidationCounts
 
-if TYPE_CHECKING:  # numpy, LanceDB and the scorer load in the background thread, not at import
-    from .library.index import ProgressFn, SyncReport, TemplateIndex
-    from .library.search import SearchEngine, SearchOutcome
+if TYPE_CHECKING:  # numpy, LanceDB, the scorer and the LLM clients load in the background or on first use
+    from ..agent.conversations import ConversationStore
+    from ..agent.loop import Agent
+    from ..library.embeddings import Embedder
+    from ..library.index import ProgressFn, SyncReport, TemplateIndex
+    from ..library.search import SearchEngine, SearchOutcome
+    from ..library.templates import TemplateRecord
+    from ..packages.build_check import BuildCheck
+    from ..packages.closure import ClosureResult
+    from ..packages.verifier import PackageVerifier, VerifyResult
+    from ..validation.report import ValidationReport
+    from .providers import ChatPair
 
 log = logging.getLogger(__name__)
-
-USER_CACHE = paths.user_cache_dir()
 
 
 class LibraryEmptyError(ValueError):
     """No template is indexed: nothing to search or ground generation on. The message names the fix."""
 
 
-def _quantile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-@dataclass
-class LatencyBook:
-    """Counts and recent latencies per label, for cache_stats."""
-
-    window: int = 1000
-    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    samples: dict[str, deque[float]] = field(default_factory=dict)
-
-    def add(self, label: str, ms: float) -> None:
-        self.counts[label] += 1
-        self.samples.setdefault(label, deque(maxlen=self.window)).append(ms)
-
-    def summary(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for label, values in self.samples.items():
-            ordered = sorted(values)
-            out[label] = {"count": self.counts[label], "p50_ms": round(_quantile(ordered, 0.5), 2),
-                          "p95_ms": round(_quantile(ordered, 0.95), 2),
-                          "mean_ms": round(sum(ordered) / len(ordered), 2)}
-        return out
-
-
-def usable_cache_dir(preferred: Path) -> tuple[Path | None, list[str]]:
-    """The first writable cache dir among the configured one and the user cache; None means in-memory."""
-    warnings: list[str] = []
-    for candidate in (preferred, USER_CACHE):
-        try:
-            candidate.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=candidate, prefix=".probe-", delete=True) as fh:
-                fh.write(b"x" * 4096)
-                fh.flush()
-            if candidate != preferred:
-                warnings.append(f"cache directory {preferred} is not writable; using {candidate} instead "
-                                "(set OIC_AI_CACHE_DIR to choose another)")
-            return candidate, warnings
-        except OSError as exc:
-            warnings.append(f"cache directory {candidate} unusable: {exc.strerror or exc}")
-    warnings.append("no writable cache directory: the index lives in a temporary folder and is rebuilt each start")
-    return None, warnings
-
-
 def _remember_secrets(settings: AISettings) -> None:
     """Configured keys and URL credentials are removed from everything the server returns or stores
     (server/core/logs.py): an upstream error body may echo them in any shape."""
-    from .core.logs import remember_secret, remember_url_credentials
+    from ..core.logs import remember_secret, remember_url_credentials
 
     for secret in (settings.openai.api_key, settings.server.auth_token):
         remember_secret(secret.get_secret_value() if secret is not None else None)
@@ -95,29 +60,34 @@ def _remember_secrets(settings: AISettings) -> None:
 
 
 class Engine:
-    def __init__(self, settings: AISettings):
+    """Built by :func:`build_engine` (the one place that decides which parts are injected and which are made
+    from the settings)."""
+
+    def __init__(self, settings: AISettings, providers: Providers):
         self.settings = settings
+        self.providers = providers
+        self.clock = providers.clock or time.time
         self.warnings: list[str] = []
-        self.started_at = time.time()
+        self.started_at = self.clock()
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self.search_latency = LatencyBook()
         self.tool_latency = LatencyBook()
+        self.validations = ValidationCounts()
         self.first_sync: SyncReport | None = None
         self.cache_dir: Path | None = None
         self._cache_lock = threading.Lock()
         self._cache_resolved = False
-        self._embedder: Any = None
+        self._embedder: Embedder | None = providers.embedder
         self.index: TemplateIndex | None = None
         self.searcher: SearchEngine | None = None
-        self._verifier: Any = None
-        self._conversations: Any = None
-        self._agent: Any = None
-        self._chat: tuple[Any, Any] | None = None
-        self._verifier_lock = threading.Lock()
-        self.validations = {"valid": 0, "invalid": 0}
+        self._conversations: ConversationStore | None = providers.conversations
+        self._agent: Agent | None = None
+        self._chat: ChatPair | None = providers.chat
+        self.packages = PackageChecks(self._make_verifier, self.template_text)
+        self.saver = TemplateSaver(settings.save_path, self._index_saved)
         _remember_secrets(settings)
         self._follower: threading.Thread | None = None  # keeps a shared index current (team deployments)
         self._closing = threading.Event()
@@ -130,36 +100,15 @@ class Engine:
 
     # ---- lifecycle -----------------------------------------------------------
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         if self._embedder is None:
-            from .library.embeddings import create_embedder
-
-            s = self.settings
-            if s.embedding_provider == "local":
-                from .library.embeddings import KeywordOnlyEmbedder, local_model_missing
-
-                why = local_model_missing(s.local_model_dir)
-                if why is not None:
-                    # Search still answers (BM25 + packages + target); say so once, here and in every result.
-                    self.degraded = f"semantic search is off (ranking by keywords, packages and target only): {why}"
-                    self.warnings.append(self.degraded)
-                    log.warning("%s", self.degraded)
-                    self._embedder = KeywordOnlyEmbedder()
-                    return self._embedder
-            self._embedder = create_embedder(
-                s.embedding_provider,
-                ollama_base_url=s.ollama.base_url,
-                ollama_model=s.ollama.embedding_model,
-                openai_model=s.openai.embedding_model,
-                openai_api_key=s.openai.api_key.get_secret_value() if s.openai.api_key else None,
-                openai_base_url=s.openai.base_url,
-                timeout=min(s.ollama.timeout, 60.0) if s.embedding_provider == "ollama" else s.openai.timeout,
-                local_model_dir=s.local_model_dir,
-                local_runtime=s.local_runtime,
-                # The ONNX graph depends only on the weights: one per user, so every cache dir (and every
-                # warm start of a new one) reuses it instead of building it again (~1 s).
-                local_graph_dir=paths.user_cache_dir() / "models",
-            )
+            embedder, degraded = embedder_from_settings(self.settings)
+            if degraded is not None:
+                # Search still answers (BM25 + packages + target); say so once, here and in every result.
+                self.degraded = degraded
+                self.warnings.append(degraded)
+                log.warning("%s", degraded)
+            self._embedder = embedder
         return self._embedder
 
     def start(self, progress: ProgressFn | None = None) -> None:
@@ -174,7 +123,8 @@ class Engine:
         with self._cache_lock:
             if not self._cache_resolved:
                 if self.settings.cache.enabled:
-                    self.cache_dir, warnings = usable_cache_dir(self.settings.cache_path)
+                    self.cache_dir, warnings = usable_cache_dir(self.settings.cache_path,
+                                                                self.providers.fallback_cache_dir)
                     self.warnings.extend(warnings)
                     for w in warnings:
                         log.warning(w)
@@ -189,8 +139,8 @@ class Engine:
             preload.start()
         try:
             cache_dir = self._resolve_cache_dir()
-            from .library.index import TemplateIndex
-            from .library.search import SearchEngine
+            from ..library.index import TemplateIndex
+            from ..library.search import SearchEngine
 
             roots = list(self.settings.template_roots)
             if self.save_dir not in roots and not self.shared_index:
@@ -227,13 +177,13 @@ class Engine:
         s = self.settings
         options: dict[str, Any] = {"uri": s.index_uri, "storage_options": s.storage.lance_options()}
         if s.template_object_roots:
-            from .library.templates import TEMPLATE_SUFFIXES
-            from .storage.object_store import ObjectRoot
+            from ..library.templates import TEMPLATE_SUFFIXES
+            from ..storage.object_store import ObjectRoot
 
             options["object_roots"] = [ObjectRoot(uri, s.storage, TEMPLATE_SUFFIXES)
                                        for uri in s.template_object_roots]
         if self.shared_index and s.conversations_url is not None:
-            from .storage.pg_lease import PgLease
+            from ..storage.pg_lease import PgLease
 
             # One sync leader among the replicas: a PostgreSQL advisory lock in the conversations database.
             options["lease"] = PgLease(s.conversations_url.get_secret_value())
@@ -283,7 +233,7 @@ class Engine:
 
     def _preload_model(self) -> None:
         try:
-            self.embedder.load()
+            getattr(self.embedder, "load")()  # noqa: B009 - only local embedders have it (checked in _load)
         except Exception as exc:  # noqa: BLE001 - the first embed call raises it again, with its advice
             log.debug("model preload failed: %s", exc)
 
@@ -316,18 +266,9 @@ class Engine:
             self.index.close()
             if self.index.lease is not None:
                 self.index.lease.release()
-        if self._verifier is not None:
-            self._verifier.close()
+        self.packages.close()
         if self._conversations is not None:
             self._conversations.close()
-
-    def _validation_stats(self) -> dict[str, float | int | None]:
-        total = self.validations["valid"] + self.validations["invalid"]
-        return {
-            "checks": total,
-            "valid": self.validations["valid"],
-            "success_rate": round(self.validations["valid"] / total, 4) if total else None,
-        }
 
     # ---- operations ----------------------------------------------------------
     def refresh(self) -> None:
@@ -349,12 +290,15 @@ class Engine:
         if not self.index.catalog:
             raise LibraryEmptyError(self.library_empty_message())
 
-    def search(self, query: str, top_k: int | None = None, **filters: str | None) -> SearchOutcome:
+    def search(self, query: str, top_k: int | None = None, *, os: str | None = None, dist: str | None = None,
+               arch: str | None = None, image_type: str | None = None, use_threshold: bool = True) -> SearchOutcome:
         self.ready()
         assert self.searcher is not None
         self.refresh()
         self.require_templates()
-        outcome = self.searcher.search(query, self.settings.search.default_top_k if top_k is None else top_k, **filters)
+        outcome = self.searcher.search(query, self.settings.search.default_top_k if top_k is None else top_k,
+                                       os=os, dist=dist, arch=arch, image_type=image_type,
+                                       use_threshold=use_threshold)
         self.search_latency.add(outcome.query_type, outcome.latency_ms)
         if self.degraded:
             outcome = dataclasses.replace(outcome, notices=(self.degraded,))
@@ -363,9 +307,11 @@ class Engine:
     def reindex(self, progress: ProgressFn | None = None, force: bool = False) -> SyncReport:
         self.ready()
         assert self.index is not None
-        return self.index.sync(progress=progress, force=force)
+        report = self.index.sync(progress=progress, force=force)
+        assert report is not None  # a waiting sync always reports
+        return report
 
-    def find_template(self, name: str) -> Any:
+    def find_template(self, name: str) -> TemplateRecord:
         """An indexed template by name (file name or resource name), or a ValueError naming close matches."""
         self.ready()
         assert self.index is not None
@@ -392,12 +338,12 @@ class Engine:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ValueError(f"template '{name}' is indexed but cannot be read: {reason}") from exc
 
-    def validate(self, yaml: str | None = None, name: str | None = None) -> tuple[Any, str | None]:
-        from .validation.validator import validate_text
+    def validate(self, yaml: str | None = None, name: str | None = None) -> tuple[ValidationReport, str | None]:
+        from ..validation.validator import validate_text
 
         text, base_dir, resolved = self.template_text(yaml, name)
         report = validate_text(text, base_dir=base_dir)
-        self.validations["valid" if report.valid else "invalid"] += 1
+        self.validations.add(report.valid)
         log.info(
             "validation %s: %d error(s), %d warning(s)",
             resolved or "<inline>",
@@ -406,114 +352,58 @@ class Engine:
         )
         return report, resolved
 
+    def _make_verifier(self) -> PackageVerifier:
+        if self.providers.verifier is not None:
+            return self.providers.verifier
+        return verifier_from_settings(self.settings, self._resolve_cache_dir(), self.providers.clock)
+
     @property
-    def verifier(self) -> Any:
-        with self._verifier_lock:
-            if self._verifier is None:
-                from .packages.verifier import PackageVerifier
+    def verifier(self) -> PackageVerifier:
+        return self.packages.verifier
 
-                cache_dir = self._resolve_cache_dir()
-                base = cache_dir if cache_dir is not None else Path(tempfile.mkdtemp(prefix="oic-pkg-"))
-                p = self.settings.packages
-                self._verifier = PackageVerifier(
-                    base / "packages",
-                    sources=p.sources or None,
-                    ttl_seconds=p.ttl,
-                    timeout=p.timeout,
-                    offline=p.offline,
-                    allow_template_repositories=p.allow_template_repositories,
-                )
-            return self._verifier
+    def verify_packages(self, packages: list[str] | None = None, yaml: str | None = None, name: str | None = None,
+                        os: str | None = None, dist: str | None = None, arch: str | None = None) -> VerifyResult:
+        return self.packages.verify(packages, yaml, name, os, dist, arch)
 
-    def verify_packages(
-        self,
-        packages: list[str] | None = None,
-        yaml: str | None = None,
-        name: str | None = None,
-        os: str | None = None,
-        dist: str | None = None,
-        arch: str | None = None,
-    ) -> Any:
-        from .core.yamlsafe import YamlError, load_mapping
-        from .packages.sources import packages_from_template, repositories_from_template
-
-        names = [p for p in (packages or []) if isinstance(p, str) and p.strip()]
-        repositories: list[dict[str, Any]] = []
-        if yaml is not None or name is not None:
-            text, _base, _resolved = self.template_text(yaml, name)
-            try:
-                data = load_mapping(text).data
-            except YamlError as exc:
-                raise ValueError(f"the template is not valid YAML: {exc}") from None
-            target = data.get("target") if isinstance(data.get("target"), dict) else {}
-            os = os or target.get("os")
-            dist = dist or target.get("dist")
-            arch = arch or target.get("arch")
-            names += [p for p in packages_from_template(data) if p not in names]
-            repositories = repositories_from_template(data)
-        if not names:
-            raise ValueError("no packages to verify: pass packages=[...] or a template (yaml or name)")
-        if not dist and not os:
-            raise ValueError(
-                "say which distribution to check against: dist (e.g. ubuntu24, azl3, elxr12) or a "
-                "template whose target names it"
-            )
-        return self.verifier.verify(names, os=os, dist=dist, arch=arch, repositories=repositories or None)
-
-    def check_build(self, yaml: str | None = None, name: str | None = None) -> Any:
-        """Will it build? Install closure, conflicts and disk fit from the real repository indexes
-        (server/packages/build_check.py). Slow on first use (index download); opt-in for callers."""
-        from .packages.build_check import check_build
-
-        text, _base, _resolved = self.template_text(yaml, name)
-        return check_build(self.verifier, text)
+    def check_build(self, yaml: str | None = None, name: str | None = None) -> BuildCheck:
+        return self.packages.check_build(yaml, name)
 
     def check_closure(self, packages: list[str], *, os: str | None = None, dist: str | None = None,
-                      arch: str | None = None) -> Any:
-        """The install closure of a bare package list (no template, so no disk fit)."""
-        from .packages.closure import checker_for
-
-        return checker_for(self.verifier).check(packages, os=os, dist=dist, arch=arch)
+                      arch: str | None = None) -> ClosureResult:
+        return self.packages.check_closure(packages, os=os, dist=dist, arch=arch)
 
     # ---- generation support -----------------------------------------------------
     @property
-    def agent(self) -> Any:
+    def agent(self) -> Agent:
         """The agent loop, imported on first use (validation, the composer and the LLM clients are heavy)."""
         with self._start_lock:
             if self._agent is None:
-                from .agent.loop import Agent
+                from ..agent.loop import Agent
 
                 self._agent = Agent(self)
             return self._agent
 
-    def chat_providers(self) -> tuple[Any, Any]:
+    def chat_providers(self) -> ChatPair:
         """(ollama, openai) providers built from settings; None where not configured at all."""
         if self._chat is None:
-            from .llm.chat import OllamaProvider, OpenAIProvider
-
-            s = self.settings
-            key = s.openai.api_key.get_secret_value() if s.openai.api_key else None
-            ollama = OllamaProvider(s.ollama.base_url, s.ollama.model, timeout=s.ollama.timeout)
-            openai = OpenAIProvider(key, s.openai.model, base_url=s.openai.base_url, timeout=s.openai.timeout)
-            self._chat = (ollama, openai)
+            self._chat = chat_from_settings(self.settings)
         return self._chat
 
     @property
-    def conversations(self) -> Any:
+    def conversations(self) -> ConversationStore:
         cache_dir = self._resolve_cache_dir()
         with self._start_lock:
             if self._conversations is None:
-                from .agent.stores import open_conversation_store
+                from ..agent.stores import open_conversation_store
 
-                self._conversations = open_conversation_store(self.settings, cache_dir)
+                self._conversations = store = open_conversation_store(self.settings, cache_dir, self.clock)
                 preferred = self.settings.cache_path
-                if (self.settings.cache.enabled and cache_dir != preferred
-                        and hasattr(self._conversations, "unknown_note")):
+                if self.settings.cache.enabled and cache_dir != preferred:
                     # Conversations of earlier runs live in the configured directory: say so, not just "unknown".
                     why = next((w for w in self.warnings if str(preferred) in w and "unusable" in w),
                                f"cache directory {preferred} is not usable")
                     path = (cache_dir / "conversations.sqlite3") if cache_dir else ":memory:"
-                    self._conversations.unknown_note = (
+                    store.unknown_note = (
                         f"in this run's conversation store ({path}): it moved because {why}; conversations kept "
                         f"in {preferred} come back once that directory is writable again (or set OIC_AI_CACHE_DIR)")
             return self._conversations
@@ -524,45 +414,15 @@ class Engine:
 
     def check_save_name(self, save_as: str, overwrite: bool) -> Path:
         """The path ``save_as`` would write to; ValueError for names that escape the directory or clobber."""
-        name = save_as.strip()
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}", name) or ".." in name:
-            raise ValueError(f"save_as '{save_as}' is not a plain file name; use letters, digits, '.', '_' and '-' "
-                             "(no directories), e.g. my-edge-image.yml")
-        if not name.endswith((".yml", ".yaml")):
-            name += ".yml"
-        directory = self.save_dir
-        path = (directory / name).resolve()
-        if path.parent != directory.resolve():
-            raise ValueError(f"save_as '{save_as}' would leave the save directory {directory}")
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise ValueError(f"refusing to write {path}: it is a symlink or not a regular file")
-        if path.exists() and not overwrite:
-            raise ValueError(f"{path.name} already exists in {directory}; pass overwrite=true to replace it")
-        return path
+        return self.saver.check_name(save_as, overwrite)
 
     def save_template(self, text: str, save_as: str, overwrite: bool) -> Path:
-        path = self.check_save_name(save_as, overwrite)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # A fresh, randomly named temp file created with O_EXCL (mkstemp): nothing planted in the directory
-        # (a symlink at a predictable temp name) can redirect the write. os.replace then renames the file
-        # itself, atomically: readers never see half a template, and a symlink at the final name is replaced,
-        # not followed.
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(text.encode("utf-8"))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp_name, 0o644)  # mkstemp makes it 0600; a template is meant to be shared like the others
-            os.replace(tmp_name, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
-            raise
+        return self.saver.save(text, save_as, overwrite)
+
+    def _index_saved(self, path: Path) -> None:
+        """Saved templates are searchable at once when the save directory is one the index reads."""
         if self.index is not None and path.parent in {r.resolve() for r in self.index.roots}:
             self.index.sync()
-        log.info("saved template to %s", path)
-        return path
 
     def stats(self) -> dict[str, Any]:
         self.ready()
@@ -591,7 +451,12 @@ class Engine:
             "queries": self.search_latency.summary(),
             "tools": self.tool_latency.summary(),
             "warnings": list(self.warnings),
-            "validation": self._validation_stats(),
+            "validation": self.validations.summary(),
             "conversations": self._conversations.stats() if self._conversations is not None else {},
-            "uptime_seconds": round(time.time() - self.started_at, 1),
+            "uptime_seconds": round(self.clock() - self.started_at, 1),
         }
+
+
+def build_engine(settings: AISettings, providers: Providers | None = None) -> Engine:
+    """The engine for these settings: every part not in ``providers`` is made from the settings, on first use."""
+    return Engine(settings, providers or Providers())

@@ -1,0 +1,308 @@
+"""Refinement: a conversation's template changed by an instruction, one revision at a time.
+
+Refinements of one conversation run one after another (a lock per conversation in this process, and the
+store's own lock across replicas where it has one); a revision written meanwhile elsewhere makes the refinement
+start again from it. "undo" and "revert to revision N" append the old template as a new revision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import difflib
+import logging
+import re
+import threading
+import weakref
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from ..composer import compose as composer
+from ..composer.adherence import unmet, want_from_spec
+from ..composer.answers import summarize
+from ..composer.request_parser import parse_request
+from ..composer.request_spec import RequestSpec
+from ..core.yamlsafe import load_mapping
+from ..knowledge.loader import load_capabilities
+from ..llm.chat import CallbackProvider, ChatMessage, ChatProvider, LLMError
+from ..validation.validator import validate_text
+from . import prompts
+from .conversations import ConcurrentModification, Conversation
+from .llm_draft import llm_loop
+from .results import AgentError, AgentResult, Draft, Progress, issues, report_progress, verdict
+from .spec_plan import merge_specs, spec_schema
+
+if TYPE_CHECKING:
+    from ..core.config import AISettings
+    from .services import AgentServices
+
+log = logging.getLogger(__name__)
+
+CONFLICT_RETRIES = 3
+_REVERT = re.compile(
+    r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back|go\s+back)\b(?:.*?\b(?:revision|version|rev|v)\s*#?\s*(\d+))?",
+    re.IGNORECASE,
+)
+
+
+_REVERT_NOTE = re.compile(r"^revert to revision (\d+)$")
+
+
+def undo_target(conv: Conversation) -> int | None:
+    """The revision one step back in the *edit* history: an undo records itself as a new revision ("revert
+    to revision N"), so a second undo must go back from N, not from the undo itself (which would redo)."""
+    notes = {r.revision: r.note for r in conv.revisions}
+    position = conv.current_revision
+    seen: set[int] = set()
+    while position not in seen:
+        seen.add(position)
+        m = _REVERT_NOTE.match(notes.get(position, "") or "")
+        if not m:
+            break
+        position = int(m.group(1))
+    target = position - 1
+    return target if target >= 1 and (target in notes or not notes) else None
+
+
+def unified_diff(old: str, new: str, old_rev: int, new_rev: int) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=f"revision {old_rev}", tofile=f"revision {new_rev}"))
+
+
+class Drafter(Protocol):
+    """What refinement uses of the agent (loop.Agent), which owns the providers, verification and saving."""
+
+    engine: AgentServices
+    settings: AISettings
+
+    def clean_text(self, text: str | None, what: str, advice: str) -> str: ...
+
+    async def provider(self, sampling: CallbackProvider | None) -> tuple[ChatProvider, list[str]]: ...
+
+    def known_packages(self) -> set[str]: ...
+
+    def verify_draft(self, draft: Draft) -> dict[str, Any] | None: ...
+
+    def save_draft(self, draft: Draft, save_as: str, overwrite: bool) -> str: ...
+
+
+class Refiner:
+    """The refinement half of the agent: it drafts with the agent's providers, verification and saving."""
+
+    def __init__(self, agent: Drafter):
+        self.agent = agent
+        self.engine = agent.engine
+        self.settings = agent.settings
+        self._locks: weakref.WeakValueDictionary[tuple[int, str], anyio.Lock] = weakref.WeakValueDictionary()
+        self._locks_guard = threading.Lock()
+
+    async def refine(self, conversation_id: str, instruction: str, *, save_as: str | None = None,
+                     overwrite: bool = False, sampling: CallbackProvider | None = None,
+                     progress: Progress | None = None) -> AgentResult:
+        """Refinements of one conversation run one at a time in this process (so none is lost); a revision
+        written meanwhile by another process makes the refinement start again from the new revision."""
+        async with self._conversation_lock(conversation_id), self._store_lock(conversation_id):
+            for attempt in range(CONFLICT_RETRIES):
+                try:
+                    return await self._refine_once(conversation_id, instruction, save_as=save_as,
+                                                   overwrite=overwrite, sampling=sampling, progress=progress)
+                except ConcurrentModification:
+                    if attempt == CONFLICT_RETRIES - 1:
+                        raise AgentError(f"conversation {conversation_id} kept changing under this refinement "
+                                         f"({CONFLICT_RETRIES} tries); try again") from None
+                    log.info("conversation %s changed meanwhile; refining again", conversation_id)
+            raise AssertionError("unreachable")
+
+    @contextlib.asynccontextmanager
+    async def _store_lock(self, conversation_id: str) -> AsyncIterator[None]:
+        """Across replicas: a store shared by several servers (PostgreSQL) serialises one conversation's
+        refinements itself, so they queue instead of conflicting."""
+        exclusive = getattr(self.engine.conversations, "exclusive", None)
+        if exclusive is None:
+            yield
+            return
+        held = exclusive(conversation_id)
+        await anyio.to_thread.run_sync(held.__enter__)
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(held.__exit__, None, None, None)
+
+    def _conversation_lock(self, conversation_id: str) -> anyio.Lock:
+        # Keyed by event loop too: the CLI runs each turn in a fresh loop, and a lock belongs to one loop.
+        key = (id(asyncio.get_running_loop()), conversation_id)
+        with self._locks_guard:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = anyio.Lock()
+            return lock
+
+    async def _refine_once(self, conversation_id: str, instruction: str, *, save_as: str | None = None,
+                           overwrite: bool = False, sampling: CallbackProvider | None = None,
+                           progress: Progress | None = None) -> AgentResult:
+        instruction = self.agent.clean_text(instruction, "instruction", "say what to change, e.g. 'add docker' or "
+                                       "'set the disk to 8GiB'")
+        if save_as:
+            self.engine.check_save_name(save_as, overwrite)
+        conv = await anyio.to_thread.run_sync(self.engine.conversations.get, conversation_id)
+        if conv.current is None:
+            raise AgentError(f"conversation {conversation_id} has no template yet; call generate_template first")
+        current = conv.current
+        meta = conv.metadata or {}
+        grounded_on = list(meta.get("grounded_on") or [])
+        store = self.engine.conversations
+        await anyio.to_thread.run_sync(store.add_message, conv.id, "user", instruction)
+
+        revert = _REVERT.match(instruction)
+        if revert:
+            return await self._revert(conv, revert, grounded_on)
+        data = load_mapping(current.yaml).data if current.yaml else None
+        if isinstance(data, dict) and composer.is_explanation_question(instruction):
+            answer = summarize(data, instruction)
+            await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", answer)
+            report = await anyio.to_thread.run_sync(validate_text, current.yaml)
+            errors, warnings = issues(report)
+            return AgentResult(conv.id, current.revision, current.yaml, report.valid, errors, warnings, None,
+                               grounded_on, "offline", 0, answer, mode="question", answer=answer)
+
+        await report_progress(progress, 1, "applying the change")
+        spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
+        draft = await self._refine_draft(instruction, current.yaml, data, conv, sampling, progress, spec)
+        draft.notes += [f"unsupported: {u}" for u in spec.unsupported if f"unsupported: {u}" not in draft.notes]
+        if isinstance(data, dict) and isinstance(draft.report.data, dict) and not spec.is_empty():
+            draft.notes += [f"not applied: {m}" for m in unmet(draft.report.data, want_from_spec(
+                spec, str((draft.report.data.get("target") or {}).get("dist") or "") or None))]
+        if isinstance(data, dict) and (draft.report.data == data or draft.yaml == current.yaml):
+            # Nothing changed: no new revision; say what was not understood.
+            told = [n for n in draft.notes if n]
+            summary = ("Nothing changed; no new revision (still revision "
+                       f"{current.revision}). " + (" ".join(n[0].upper() + n[1:] + "." for n in told) if told else
+                                                   f"Not understood: {instruction!r}."))
+            await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", summary)
+            report = await anyio.to_thread.run_sync(validate_text, current.yaml)
+            errors, warnings = issues(report)
+            return AgentResult(conv.id, current.revision, current.yaml, report.valid, errors, warnings, None,
+                               grounded_on, draft.provider, draft.attempts, summary, mode="refine",
+                               changes=[], notes=told or [f"not understood: {instruction}"],
+                               unsupported=list(spec.unsupported))
+        await report_progress(progress, 3, "verifying packages")
+        packages = await anyio.to_thread.run_sync(self.agent.verify_draft, draft)
+        revision = await anyio.to_thread.run_sync(
+            lambda: store.add_revision(conv.id, draft.yaml, note=f"refined: {instruction[:200]}",
+                                       valid=draft.report.valid, expected_revision=current.revision))
+        diff = unified_diff(current.yaml, draft.yaml, current.revision, revision)
+        changes = draft.changes or ([] if not diff else ["see diff"])
+        summary = (f"Revision {revision}: " + ("; ".join(changes[:12]) if changes else "no change was needed") + ".")
+        if draft.notes:
+            summary += " " + " ".join(n[0].upper() + n[1:] + "." for n in draft.notes)
+        summary += " " + verdict(draft.report, packages)
+        await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", summary)
+        saved = await anyio.to_thread.run_sync(self.agent.save_draft, draft, save_as, overwrite) if save_as else None
+        errors, warnings = issues(draft.report)
+        log.info("conversation %s: revision %d refined by %s", conv.id, revision, draft.provider)
+        return AgentResult(conv.id, revision, draft.yaml, draft.report.valid, errors, warnings, packages,
+                           grounded_on, draft.provider, draft.attempts, summary, mode="refine",
+                           changes=changes, diff=diff, saved_to=saved, trace=draft.trace, notes=list(draft.notes),
+                           unsupported=list(spec.unsupported))
+
+    def _understand_instruction(self, instruction: str, data: dict | None) -> RequestSpec:
+        """The one parse of an edit instruction (packages of the current template and the library known)."""
+        self.engine.ready()
+        names = set(self.agent.known_packages())
+        if isinstance(data, dict):
+            names |= {str(p) for p in ((data.get("systemConfig") or {}).get("packages") or [])}
+        spec = parse_request(instruction, known_packages=names)
+        spec.arch_named = bool(spec.arch)
+        return spec
+
+    async def _refine_draft(self, instruction: str, current_yaml: str, data: dict | None, conv: Conversation,
+                            sampling: CallbackProvider | None, progress: Progress | None,
+                            spec: RequestSpec) -> Draft:
+        offline: Draft | None = None
+        if isinstance(data, dict):
+            result = await anyio.to_thread.run_sync(
+                lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(spec)))
+            report = await anyio.to_thread.run_sync(validate_text, result.yaml)
+            offline = Draft(result.yaml, report, "offline", 1, [f"not understood: {u}" for u in result.unhandled],
+                             result.changes)
+            # The composer's edits are exact; use them whenever it understood the whole instruction.
+            if result.changes and not result.unhandled and report.valid:
+                return offline
+        provider, _skipped = await self.agent.provider(sampling)
+        if provider.name == "offline":
+            if offline is None:
+                raise AgentError("the current template does not parse, and no LLM is available to repair it")
+            return offline
+        if (offline is not None and isinstance(data, dict) and self.settings.agent.llm_mode == "plan"
+                and callable(getattr(provider, "complete_json", None))):
+            return await self._planned_edit(provider, instruction, data, spec, offline)
+        history = [(m.role, m.content) for m in conv.messages]
+        messages = prompts.refinement_messages(current_yaml, instruction, history, self.settings.agent.prompt_style,
+                                               data if isinstance(data, dict) else None)
+        base = data if isinstance(data, dict) else {}
+        try:
+            draft = await llm_loop(provider, messages, base, progress, self.settings.agent)
+        except LLMError as exc:
+            if offline is None or self.settings.provider != "auto":
+                raise
+            offline.notes.append(f"{provider.name} failed ({exc}); used the offline composer")
+            return offline
+        if draft.fallback:
+            if offline is not None and offline.report.valid:
+                offline.notes = [*draft.notes, *offline.notes]
+                offline.provider = f"{provider.name}+offline"
+                offline.trace = draft.trace
+                return offline
+            draft.fallback = False
+        if isinstance(data, dict) and draft.report.data == data:
+            # A valid answer that changes nothing is not a carried-out instruction: say so.
+            draft.notes.append("the model's answer left the template unchanged; the instruction was not applied")
+        return draft
+
+    async def _planned_edit(self, provider: ChatProvider, instruction: str, data: dict, spec: RequestSpec,
+                            offline: Draft) -> Draft:
+        """The edit plan from the model (schema-constrained), merged under the rules' reading, applied by the
+        composer; the offline draft stands whenever the plan adds nothing or fails."""
+        try:
+            answer = await provider.complete_json(  # type: ignore[attr-defined]
+                [ChatMessage(r, c) for r, c in prompts.spec_messages(instruction, spec_schema(), [])],
+                spec_schema(), name="edit_plan")
+        except (LLMError, ValueError, TypeError) as exc:
+            offline.notes.append(f"{provider.name} could not plan the edit ({exc}); used the offline understanding")
+            return offline
+        merged, taken = merge_specs(spec, answer, self.agent.known_packages(), load_capabilities())
+        if not taken:
+            return offline
+        result = await anyio.to_thread.run_sync(
+            lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(merged)))
+        report = await anyio.to_thread.run_sync(validate_text, result.yaml)
+        if not report.valid and offline.report.valid:
+            offline.notes.append(f"{provider.name}'s edit plan gave an invalid template; kept the offline edit")
+            return offline
+        notes = [f"not understood: {u}" for u in result.unhandled if u not in {p for t in taken for p in t.split()}]
+        return Draft(result.yaml, report, f"{provider.name}+composer", 1,
+                      [*notes, f"from {provider.name}'s plan: {', '.join(taken)}"], result.changes)
+
+    async def _revert(self, conv: Conversation, match: re.Match[str], grounded_on: list[str]) -> AgentResult:
+        store = self.engine.conversations
+        target_rev = int(match.group(1)) if match.group(1) else undo_target(conv)
+        if target_rev is None or (target_rev == conv.current_revision and not match.group(1)):
+            raise AgentError("there is no earlier revision to go back to")
+        old_yaml = conv.current_yaml or ""
+        try:
+            revision = await anyio.to_thread.run_sync(store.revert, conv.id, target_rev)
+        except ValueError as exc:
+            raise AgentError(str(exc)) from exc
+        conv = await anyio.to_thread.run_sync(store.get, conv.id)
+        new_yaml = conv.current_yaml or ""
+        report = await anyio.to_thread.run_sync(validate_text, new_yaml)
+        errors, warnings = issues(report)
+        summary = f"Reverted to revision {target_rev}; it is now revision {revision}."
+        await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", summary)
+        return AgentResult(conv.id, revision, new_yaml, report.valid, errors, warnings, None, grounded_on,
+                           "offline", 0, summary, mode="revert", changes=[f"reverted to revision {target_rev}"],
+                           diff=unified_diff(old_yaml, new_yaml, revision - 1, revision))

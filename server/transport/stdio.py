@@ -1,0 +1,178 @@
+"""MCP over stdio: screening each incoming line before the SDK reads it, and a shutdown that lets the answers
+in flight finish (``ai.server.shutdown_timeout``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+REJECTED_METHOD = "oic/rejected-message"
+_MAX_CHECKED_LINE = 16 * 1024 * 1024  # longer lines pass through unchecked (the SDK reads them either way)
+
+
+def screen_stdio_line(line: bytes) -> bytes:
+    """The line to hand the SDK for one line read from stdin.
+
+    The SDK's stdio reader drops a line it cannot validate (a lone UTF-16 surrogate such as ``\\ud800`` in a
+    string, or JSON that is not JSON-RPC) without answering, and the client waits until its own time-out. A
+    request whose id we can still read is rewritten into a call of ``REJECTED_METHOD`` carrying the reason;
+    the middleware installed by ``_run_stdio`` answers it with a JSON-RPC error for that id through the SDK's
+    own writer (so stdout keeps one writer). Lines with no recoverable id (not JSON at all, notifications)
+    cannot be answered: they are logged and passed on for the SDK to drop.
+    """
+    import mcp_types
+
+    if len(line) > _MAX_CHECKED_LINE or not line.strip():
+        return line
+    text = line.decode("utf-8", "replace")  # the SDK decodes the same way
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+        return line
+    except Exception as exc:  # noqa: BLE001 - any validation failure is reported the same way
+        problem = str(exc).splitlines()
+        reason = problem[-1].strip() if problem else exc.__class__.__name__
+    try:
+        message = json.loads(text)
+    except ValueError:
+        logging.getLogger(__name__).warning("stdin: dropped a line that is not JSON (%d bytes)", len(line))
+        return line
+    msg_id = message.get("id") if isinstance(message, dict) else None
+    if isinstance(msg_id, bool) or not isinstance(msg_id, int | str) or "method" not in message:
+        logging.getLogger(__name__).warning("stdin: dropped an invalid JSON-RPC message without an id: %s", reason)
+        return line
+    if _has_lone_surrogate(message):
+        reason = ("a string contains a lone UTF-16 surrogate (e.g. \\ud800), which is not a Unicode character; "
+                  "send valid UTF-8 text")
+    else:
+        reason = f"not a valid JSON-RPC 2.0 request: {reason}"
+    rewritten = {"jsonrpc": "2.0", "id": msg_id, "method": REJECTED_METHOD, "params": {"reason": reason}}
+    return json.dumps(rewritten).encode() + b"\n"
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def install_rejection_answers(mcp: Any) -> None:
+    """Answer the requests :func:`screen_stdio_line` rewrote with an Invalid Request error."""
+    from mcp.shared.exceptions import MCPError
+
+    async def rejected_messages(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == REJECTED_METHOD:
+            params = ctx.params if isinstance(ctx.params, dict) else {}
+            raise MCPError(code=-32600, message=str(params.get("reason") or "invalid request"))
+        return await call_next(ctx)
+
+    mcp.middleware.insert(0, rejected_messages)
+
+
+class _StdinRelay:
+    """Feeds the stdio transport through a pipe we own, so a signal can end the session with a clean EOF.
+
+    The SDK reads stdin in a worker thread that no cancellation can interrupt; ending the input is the one
+    way to stop it that runs the normal shutdown path (lifespan exit, engine closed). Each line is screened
+    on the way (:func:`screen_stdio_line`) so malformed requests get an answer.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._source = os.dup(0)
+        read_fd, write_fd = os.pipe()
+        os.dup2(read_fd, 0)
+        os.close(read_fd)
+        self._sink = os.fdopen(write_fd, "wb", buffering=0)
+        self._lock = threading.Lock()
+        threading.Thread(target=self._pump, name="stdin-relay", daemon=True).start()
+
+    def _pump(self) -> None:
+        pending = b""
+        try:
+            while True:
+                chunk = os.read(self._source, 65536)
+                out = b""
+                if chunk:
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    out = b"".join(screen_stdio_line(line + b"\n") for line in lines)
+                    if len(pending) > _MAX_CHECKED_LINE:  # too long to screen: pass it on as it comes
+                        out, pending = out + pending, b""
+                else:
+                    out, pending = pending, b""
+                # Under the lock, so close() can never race a write onto a recycled descriptor.
+                with self._lock:
+                    if self._sink.closed:
+                        return
+                    if out:
+                        self._sink.write(out)
+                    if not chunk:
+                        self._sink.close()
+                        return
+        except OSError:
+            self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._sink.closed:
+                self._sink.close()
+
+
+def run_stdio(mcp: Any, grace: float) -> None:
+    """Serve stdio until stdin closes or SIGTERM/SIGINT. On a signal, calls in flight get up to ``grace``
+    seconds to finish, then input ends and the normal shutdown runs (the lifespan closes the engine)."""
+    import logging
+    import signal
+
+    import anyio
+
+    log = logging.getLogger(__name__)
+    relay = _StdinRelay() if os.name == "posix" else None
+    in_flight = 0
+
+    async def count_calls(ctx: Any, call_next: Any) -> Any:
+        nonlocal in_flight
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        in_flight += 1
+        try:
+            return await call_next(ctx)
+        finally:
+            in_flight -= 1
+
+    mcp.middleware.insert(0, count_calls)
+    if relay is not None:
+        install_rejection_answers(mcp)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            async def on_signal() -> None:
+                assert relay is not None
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    seen = 0
+                    async for signum in signals:
+                        seen += 1
+                        name = signal.Signals(signum).name
+                        if seen > 1:
+                            log.warning("second %s: exiting now", name)
+                            os._exit(128 + signum)
+                        log.info("received %s: finishing %d call(s) in flight (up to %.0fs), then stopping",
+                                 name, in_flight, grace)
+                        with anyio.move_on_after(grace):
+                            while in_flight:
+                                await anyio.sleep(0.05)
+                        await anyio.to_thread.run_sync(relay.close)
+
+            if relay is not None:
+                tg.start_soon(on_signal)
+            await mcp.run_stdio_async()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)

@@ -40,7 +40,7 @@ def _recall(got: list[list[int]], exact: np.ndarray, k: int) -> float:
 def sweep(vectors: np.ndarray, qvecs: np.ndarray, sizes: tuple[int, ...] = SWEEP_SIZES) -> list[dict[str, Any]]:
     import lancedb
     import pyarrow as pa
-    from image_composer_mcp.server.library.index import VECTOR_INDEX_NPROBES, VECTOR_INDEX_REFINE
+    from image_composer_mcp.server.library.lance_table import VECTOR_INDEX_NPROBES, VECTOR_INDEX_REFINE
     from lancedb.index import IvfSq
 
     results = []

@@ -26,7 +26,8 @@ from .core import paths
 from .core.config import AISettings
 
 if TYPE_CHECKING:  # numpy, LanceDB and the scorer load in the background thread, not at import
-    from .library.index import ProgressFn, SyncReport, TemplateIndex
+    from .library.index import TemplateIndex
+    from .library.index_sync import ProgressFn, SyncReport
     from .library.search import SearchEngine, SearchOutcome
 
 log = logging.getLogger(__name__)

@@ -52,7 +52,8 @@ from ..core.config import AISettings
 from ..knowledge import package_names
 from ..knowledge.loader import Concept, glossary_words, load_glossary
 from . import vocabulary as vocab
-from .index import TemplateIndex, build_where
+from .index import TemplateIndex
+from .lance_table import build_where
 from .templates import TemplateRecord
 
 if TYPE_CHECKING:

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine(), "notes": [], "config": {
         "sizes": sizes, "queries_per_size": n_queries, "pool": args.pool, "quick": args.quick}}
 
-    from image_composer_mcp.server.library.embeddings import LocalEmbedder
+    from image_composer_mcp.server.library.embed_local import LocalEmbedder
 
     from bench.evaluation import load_queries
     from bench.quality import baseline_index, evaluate_corpus, ours_engine, real_corpora

@@ -137,7 +137,7 @@ class Engine:
 
             s = self.settings
             if s.embedding_provider == "local":
-                from .library.embeddings import KeywordOnlyEmbedder, local_model_missing
+                from .library.embed_local import KeywordOnlyEmbedder, local_model_missing
 
                 why = local_model_missing(s.local_model_dir)
                 if why is not None:

@@ -42,7 +42,7 @@ from .vector_mirror import VectorMirror, load_mirror
 
 if TYPE_CHECKING:
     from ..storage.object_store import ObjectRoot
-    from .embeddings import Embedder
+    from .embedder import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -53,7 +53,7 @@ from .templates import (
 
 if TYPE_CHECKING:
     from ..storage.object_store import ObjectRoot
-    from .embeddings import Embedder
+    from .embedder import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ from .lance_table import build_where
 from .templates import TemplateRecord
 
 if TYPE_CHECKING:
-    from .embeddings import Embedder
+    from .embedder import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -178,7 +178,8 @@ class LocalEmbedder:
         # pads per batch, which we do ourselves with an attention mask.
         tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
         tokenizer.no_padding()
-        model = self._load_onnx(weights_path, digest) if self._runtime in ("auto", "onnx") else None
+        model: MiniLM | OnnxMiniLM | None = (
+            self._load_onnx(weights_path, digest) if self._runtime in ("auto", "onnx") else None)
         if model is None:
             try:
                 model = MiniLM(load_file(str(weights_path)))

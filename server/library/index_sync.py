@@ -93,6 +93,7 @@ class IndexSync:
     embedder: Embedder
     lease: WriterLease | None
     location: Path | None
+    uri: str
     catalog: dict[str, TemplateRecord]
     problems: list[LoadProblem]
     follow_external_symlinks: bool
@@ -249,7 +250,8 @@ class IndexSync:
                     return self._sync_locked(progress, force, entries)
             except Exception as exc:
                 if is_disk_full(exc):  # LanceDB's own text is a Rust error with a source path in it
-                    raise DiskFullError(self.location.parent, "the template index") from None
+                    where = self.location.parent if self.location is not None else self.uri
+                    raise DiskFullError(where, "the template index") from None
                 raise
 
     def follow(self) -> bool:

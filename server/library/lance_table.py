@@ -84,6 +84,7 @@ def _defer_namespace_client() -> None:
         return
     if spec is None or spec.loader is None or not spec.submodule_search_locations:
         return
+    loader = spec.loader
     package = types.ModuleType(name)
     package.__path__ = list(spec.submodule_search_locations)
     package.__spec__ = spec
@@ -92,10 +93,10 @@ def _defer_namespace_client() -> None:
 
     def complete(attr: str) -> Any:
         package.__dict__.pop("__getattr__", None)
-        spec.loader.exec_module(package)
+        loader.exec_module(package)
         return getattr(package, attr)
 
-    package.__getattr__ = complete  # type: ignore[attr-defined]  # PEP 562 module __getattr__
+    package.__dict__["__getattr__"] = complete  # PEP 562: a module's __getattr__ answers missing attributes
     sys.modules[name] = package
 
 

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import vector_mirror
-from .candidates import Candidate, mirrored_candidates, table_candidates, text_only_candidates
+from .candidates import Candidate, mirrored_candidates, start_text_leg, table_candidates, text_only_candidates
 from .index_sync import IndexStats, IndexSync, ScanEntry
 from .lance_table import (
     LIST_FIELDS,
@@ -232,21 +233,25 @@ class TemplateIndex(IndexSync):
 
 
     # ---- reading -----------------------------------------------------------
-    def candidates(self, qvec: np.ndarray | None, fts_query: str, where: str | None, limit: int,
-                   filters: dict[str, str | None] | None = None) -> list[Candidate]:
+    def candidates(self, qvec: np.ndarray | Callable[[], np.ndarray] | None, fts_query: str, where: str | None,
+                   limit: int, filters: dict[str, str | None] | None = None) -> list[Candidate]:
         """Vector and full-text candidates; without a query vector (no embedding model) the full-text leg
-        alone, or every row matching ``where`` when the query has no searchable words. ``filters`` (column ->
+        alone, or every row matching ``where`` when the query has no searchable words. ``qvec`` may be a
+        function that embeds the query: it is called while the full-text leg runs. ``filters`` (column ->
         value) is ``where`` in structured form; with it, flat-search-sized tables answer the vector leg from
         the in-memory mirror."""
-        mirror = self._vector_mirror() if qvec is not None and (filters is not None or not where) else None
         table = self._table  # no lock: a background optimize holds it for a second at 100,000 rows
         if qvec is None:
             found = text_only_candidates(table, fts_query, where, limit)
-        elif mirror is not None:
-            found = mirrored_candidates(table, mirror, qvec, fts_query, where, filters or {}, limit)
+            return [c for c in found if c.uid in self.catalog]
+        mirror = self._vector_mirror() if filters is not None or not where else None
+        columns = ["uid"] if mirror is not None else ["uid", "vector"]
+        text_rows = start_text_leg(self._leg_pool(), table, fts_query, where, limit, columns)
+        vector = qvec() if callable(qvec) else qvec
+        if mirror is not None:
+            found = mirrored_candidates(mirror, vector, text_rows, filters or {}, limit)
         else:
-            found = table_candidates(table, qvec, fts_query, where, limit, vector_index_rows=self.vector_index_rows,
-                                     pool=self._leg_pool())
+            found = table_candidates(table, vector, text_rows, where, limit, vector_index_rows=self.vector_index_rows)
         return [c for c in found if c.uid in self.catalog]
 
     def _vector_mirror(self) -> VectorMirror | None:

@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", required=True, help="path prefix of the .json documents and .npy vectors")
     parser.add_argument("--queries", required=True, help="JSON list of query strings")
     args = parser.parse_args(argv)
-    from image_composer_mcp.server.library.embeddings import LocalEmbedder
+    from image_composer_mcp.server.library.embed_local import LocalEmbedder
 
     prefix = Path(args.docs)
     docs = [UpstreamDoc(**d) for d in json.loads(prefix.with_suffix(".json").read_text())]

@@ -53,8 +53,9 @@ CHUNK = 2_500
 def code_hash() -> str:
     """Changes whenever the code that decides what a row contains changes: cached tables are then rebuilt."""
     h = hashlib.sha256()
-    for rel in ("server/library/index.py", "server/library/templates.py", "server/library/vocabulary.py", "bench/synthetic.py",
-                "bench/corpus.py"):
+    for rel in ("server/library/lance_table.py", "server/library/index_sync.py", "server/library/templates.py",
+                "server/library/vocabulary.py", "resources/search_words.yaml", "resources/capabilities.yaml",
+                "bench/synthetic.py", "bench/corpus.py"):
         path = REPO / rel
         h.update(path.read_bytes() if path.is_file() else b"")
     return h.hexdigest()[:16]

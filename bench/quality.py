@@ -153,7 +153,7 @@ def _print(name: str, result: dict[str, Any], misses: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from image_composer_mcp.server.library.embeddings import LocalEmbedder
+    from image_composer_mcp.server.library.embed_local import LocalEmbedder
 
     from bench import corpus as corpus_mod
 

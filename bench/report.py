@@ -279,7 +279,7 @@ def _scale_section(results: dict[str, Any]) -> list[str]:
                        f"{r['recall@50']:.3f} | {r['recall@10_no_refine']:.3f} |")
         out.append("")
     if server:
-        out.append(f"Switch points in `server/library/index.py`: below {server['vector_index_min_rows']:,} rows vector search "
+        out.append(f"Switch points in `server/library/lance_table.py`: below {server['vector_index_min_rows']:,} rows vector search "
                    f"is flat (exact). From {server['vector_index_min_rows']:,} rows a sync or bulk load builds an IVF_SQ "
                    f"index (cosine, √rows partitions) queried with nprobes={server['nprobes']} and "
                    f"refine_factor={server['refine_factor']}; it is retrained when the table has grown "

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine(), "notes": [], "config": {
         "sizes": sizes, "queries_per_size": n_queries, "pool": args.pool, "quick": args.quick}}
 
-    from image_composer_mcp.server.library.embeddings import LocalEmbedder
+    from image_composer_mcp.server.library.embed_local import LocalEmbedder
 
     from bench.evaluation import load_queries
     from bench.quality import baseline_index, evaluate_corpus, ours_engine, real_corpora
@@ -177,12 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         qvecs = embed_cache.get([q.query for q in labelled], "queries")
         results["scale"] = {"sweep": phases.run("flat vs IVF_SQ sweep", sweep, vectors, qvecs)}
         del vectors
-    from image_composer_mcp.server.library import index as index_mod
+    from image_composer_mcp.server.library import index_sync, lance_table
 
     results.setdefault("scale", {})["server"] = {
-        "vector_index_min_rows": index_mod.VECTOR_INDEX_MIN_ROWS, "nprobes": index_mod.VECTOR_INDEX_NPROBES,
-        "refine_factor": index_mod.VECTOR_INDEX_REFINE, "regrow": index_mod.VECTOR_INDEX_REGROW,
-        "background_scan_min": index_mod.BACKGROUND_SCAN_MIN}
+        "vector_index_min_rows": lance_table.VECTOR_INDEX_MIN_ROWS, "nprobes": lance_table.VECTOR_INDEX_NPROBES,
+        "refine_factor": lance_table.VECTOR_INDEX_REFINE, "regrow": lance_table.VECTOR_INDEX_REGROW,
+        "background_scan_min": index_sync.BACKGROUND_SCAN_MIN}
 
     # ---- the agent: offline generation and refinement, validation and package verification -------------
     from bench import agent_bench

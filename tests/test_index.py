@@ -144,11 +144,11 @@ def test_vectors_are_stored_as_given(tmp_path: Path):
 
 
 def test_deferred_namespace_client_still_loads_on_demand():
-    """The start-up shortcut in _import_lancedb must not hide anything LanceDB's REST client offers."""
+    """The start-up shortcut in import_lancedb must not hide anything LanceDB's REST client offers."""
     import subprocess
     import sys
 
-    code = ("from image_composer_mcp.server.library.index import _import_lancedb; import sys; _import_lancedb(); "
+    code = ("from image_composer_mcp.server.library.lance_table import import_lancedb; import sys; import_lancedb(); "
             "assert 'lance_namespace_urllib3_client.api.table_api' not in sys.modules; "
             "from lance_namespace_urllib3_client import ApiClient, TableApi; print(ApiClient.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

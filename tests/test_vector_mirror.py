@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from image_composer_mcp.server.library import index as index_mod
-from image_composer_mcp.server.library.index import TemplateIndex, build_where
+from image_composer_mcp.server.library import vector_mirror
+from image_composer_mcp.server.library.index import TemplateIndex
+from image_composer_mcp.server.library.lance_table import build_where
 
 from tests.conftest import LIBRARY, HashEmbedder, write_template
 
@@ -45,7 +46,7 @@ def test_mirror_and_lancedb_give_the_same_candidates(library_index, filters: dic
     index, emb = library_index
     mirrored = {q: _legs(index, emb, q, filters) for q in QUERIES}
     assert index._mirror is not None
-    monkeypatch.setattr(index_mod, "MIRROR_MAX_ROWS", 0)  # force LanceDB's own flat search
+    monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 0)  # force LanceDB's own flat search
     index._mirror = None
     direct = {q: _legs(index, emb, q, filters) for q in QUERIES}
     assert index._mirror is None

@@ -31,8 +31,9 @@ from .stats import LatencyBook, ValidationCounts
 if TYPE_CHECKING:  # numpy, LanceDB, the scorer and the LLM clients load in the background or on first use
     from ..agent.conversations import ConversationStore
     from ..agent.loop import Agent
-    from ..library.embeddings import Embedder
-    from ..library.index import ProgressFn, SyncReport, TemplateIndex
+    from ..library.embedder import Embedder
+    from ..library.index import TemplateIndex
+    from ..library.index_sync import ProgressFn, SyncReport
     from ..library.search import SearchEngine, SearchOutcome
     from ..library.templates import TemplateRecord
     from ..packages.build_check import BuildCheck

@@ -19,7 +19,7 @@ from ..core.config import AISettings
 
 if TYPE_CHECKING:
     from ..agent.conversations import ConversationStore
-    from ..library.embeddings import Embedder
+    from ..library.embedder import Embedder
     from ..llm.chat import OllamaProvider, OpenAIProvider
     from ..packages.verifier import PackageVerifier
 
@@ -66,7 +66,8 @@ def usable_cache_dir(preferred: Path, fallback: Path) -> tuple[Path | None, list
 def embedder_from_settings(s: AISettings) -> tuple[Embedder, str | None]:
     """The configured embedder, and why semantic search is off when the local model is missing (then the
     embedder is keyword-only: search still answers by BM25, packages and target)."""
-    from ..library.embeddings import KeywordOnlyEmbedder, create_embedder, local_model_missing
+    from ..library.embed_local import KeywordOnlyEmbedder, local_model_missing
+    from ..library.embeddings import create_embedder
 
     if s.embedding_provider == "local":
         why = local_model_missing(s.local_model_dir)

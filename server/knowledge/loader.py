@@ -46,6 +46,7 @@ class Dist:
     words: tuple[str, ...]
     kernel_version: str | None
     kernel_packages: Mapping[str, tuple[str, ...]]
+    search_words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Family:
     bootloader_packages: Mapping[str, Mapping[str, tuple[str, ...]]]  # provider -> arch -> names
     specific: tuple[re.Pattern[str], ...]
     default_layout: str
+    search_words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,10 @@ class Capabilities:
             if key == arch or key in (str(a).lower() for a in info.get("aliases") or ()):
                 return arch
         return None
+
+    def arch_search_words(self, arch: str) -> tuple[str, ...]:
+        """The single words that name an architecture in template search, in their written order."""
+        return _tuple(self.arch_info.get(arch, {}).get("search_words"))
 
     def root_type(self, arch: str) -> str:
         return str(self.arch_info.get(arch, {}).get("root_type", "linux-root-amd64"))
@@ -461,6 +467,7 @@ def _family(fid: str, spec: Mapping[str, Any]) -> Family:
             words=_tuple(dspec.get("words")),
             kernel_version=str(kernel["version"]) if kernel.get("version") else None,
             kernel_packages={a: _tuple(v) for a, v in (kernel.get("packages") or {}).items()},
+            search_words=_tuple(dspec.get("search_words")),
         )
     return Family(
         id=fid,
@@ -477,6 +484,7 @@ def _family(fid: str, spec: Mapping[str, Any]) -> Family:
         },
         specific=tuple(re.compile(p) for p in spec.get("specific") or ()),
         default_layout=str(spec.get("default_layout", "minimal")),
+        search_words=_tuple(spec.get("search_words")),
     )
 
 

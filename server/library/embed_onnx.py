@@ -30,7 +30,7 @@ def available() -> bool:
 
 
 class OnnxMiniLM:
-    """BERT encoder with mean pooling: (ids, mask) -> (batch, hidden), not normalised, like ``_MiniLM.encode``."""
+    """BERT encoder with mean pooling: (ids, mask) -> (batch, hidden), not normalised, like ``embed_numpy.MiniLM.encode``."""
 
     def __init__(self, model: str | bytes, hidden: int, threads: int = 1) -> None:
         import onnxruntime as ort

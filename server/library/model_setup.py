@@ -48,7 +48,8 @@ def install_commands(force: bool = False) -> list[list[str]]:
 
 def installed_model_problem() -> str | None:
     """None when the packaged model is installed and its weights have the official hash."""
-    from .embeddings import EmbeddingError, LocalEmbedder, local_model_missing
+    from .embed_local import LocalEmbedder, local_model_missing
+    from .embedder import EmbeddingError
 
     importlib.invalidate_caches()  # a wheel installed a moment ago by a subprocess
     missing = local_model_missing()

@@ -52,11 +52,12 @@ from ..core.config import AISettings
 from ..knowledge import package_names
 from ..knowledge.loader import Concept, glossary_words, load_glossary
 from . import vocabulary as vocab
-from .index import TemplateIndex, build_where
+from .index import TemplateIndex
+from .lance_table import build_where
 from .templates import TemplateRecord
 
 if TYPE_CHECKING:
-    from .embeddings import Embedder
+    from .embedder import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,9 @@ MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word ma
 CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
 STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
 _NAME_PARTS = re.compile(r"[-_.+]")
+_WordForms = tuple[set[str], set[str]]  # a query word with its stem, and its synonyms
+_ConceptPlan = tuple[str, list[tuple[_WordForms, float]], float, set[str]]  # id, (forms, idf) per word, weight, terms
+_TermPlan = tuple[str, float, set[str], set[str]]  # word, idf, word and stem, synonyms
 
 
 @functools.lru_cache(maxsize=4096)
@@ -476,10 +480,10 @@ class SearchEngine:
             return WEAK_CREDIT * WEAK_CREDIT
         return 0.0
 
-    def _keyword_score(self, analysis: QueryAnalysis, uid: str) -> tuple[float, list[str]]:
-        strong, weak = self._term_sets(uid)
-        total = matched = 0.0
-        hits: list[str] = []
+    def _keyword_plan(self, analysis: QueryAnalysis) -> tuple[list[_ConceptPlan], list[_TermPlan]]:
+        """What the keyword score needs from the query alone (weights, stems, synonyms), worked out once per
+        query instead of once per candidate."""
+        concepts: list[_ConceptPlan] = []
         covered: set[str] = set()
         # A concept named in plain words ("fetch at power-on through the LAN") is matched by the words the
         # templates use for it (initrd, pxe): its words weigh together and earn the best credit either way.
@@ -489,21 +493,28 @@ class SearchEngine:
             fresh = [w for w in words if w not in covered]
             covered.update(words)
             weights = [self._idf(w) for w in fresh]
-            weight = sum(weights)
-            own = sum(wt * self._credit({w, _stem(w)}, set(vocab.SYNONYMS.get(w, [])), strong, weak)
-                      for w, wt in zip(fresh, weights, strict=True)) / weight
+            forms = [({w, _stem(w)}, set(vocab.SYNONYMS.get(w, []))) for w in fresh]
             terms = {t for term in concept.terms for t in (term, _stem(term))}
+            concepts.append((concept.id, list(zip(forms, weights, strict=True)), sum(weights), terms))
+        plain = [(q, self._idf(q), {q, _stem(q)}, set(vocab.SYNONYMS.get(q, [])))
+                 for q in dict.fromkeys(analysis.content_terms) if q not in covered]
+        return concepts, plain
+
+    def _keyword_score(self, plan: tuple[list[_ConceptPlan], list[_TermPlan]], uid: str) -> tuple[float, list[str]]:
+        strong, weak = self._term_sets(uid)
+        total = matched = 0.0
+        hits: list[str] = []
+        concepts, plain = plan
+        for concept_id, forms, weight, terms in concepts:
+            own = sum(wt * self._credit(words, synonyms, strong, weak) for (words, synonyms), wt in forms) / weight
             credit = max(own, self._credit(terms, set(), strong, weak) * CONCEPT_CREDIT)
             total += weight
             if credit:
                 matched += credit * weight
-                hits.append(concept.id)
-        for q in dict.fromkeys(analysis.content_terms):
-            if q in covered:
-                continue
-            idf = self._idf(q)
+                hits.append(concept_id)
+        for q, idf, words, synonyms in plain:
             total += idf
-            credit = self._credit({q, _stem(q)}, set(vocab.SYNONYMS.get(q, [])), strong, weak)
+            credit = self._credit(words, synonyms, strong, weak)
             if credit:
                 matched += credit * idf
                 hits.append(q)
@@ -580,20 +591,25 @@ class SearchEngine:
         if keyword_only:  # no model: the semantic share goes to the other signals, in proportion
             rest = (weights["keyword"] + weights["package"]) or 1.0
             weights = {"semantic": 0.0, "keyword": weights["keyword"] / rest, "package": weights["package"] / rest}
-        qvec = None if keyword_only else self.embedder.embed_query(analysis.embedding_text())
         fts_terms = [t for t in analysis.tokens if t not in vocab.STOPWORDS and t not in analysis.excluded
                      and t not in vocab.NEGATION_WORDS]
         fts_terms += [t for t in analysis.expansion_terms() if t not in fts_terms]
         fts_query = " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
         limit = max(top_k * 4, 50)
-        candidates = self.index.candidates(None if qvec is None else np.asarray(qvec), fts_query,
-                                           build_where(filters), limit, filters=filters)
+        embedder = self.embedder
+
+        def embed() -> np.ndarray:  # called by the index while its full-text leg runs
+            return np.asarray(embedder.embed_query(analysis.embedding_text()))
+
+        candidates = self.index.candidates(None if keyword_only else embed, fts_query, build_where(filters), limit,
+                                           filters=filters)
         max_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
+        keyword_plan = self._keyword_plan(analysis)
         scored: list[ScoredResult] = []
         for cand in candidates:
             rec = self.index.catalog[cand.uid]
             semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
-            coverage, hits = self._keyword_score(analysis, cand.uid)
+            coverage, hits = self._keyword_score(keyword_plan, cand.uid)
             keyword = (1 - BM25_SHARE) * coverage + BM25_SHARE * (cand.bm25 / max_bm25)
             package, matched = self._package_score(analysis, rec)
             score = weights["semantic"] * semantic + weights["keyword"] * keyword + weights["package"] * package

@@ -138,9 +138,15 @@ def term_sets(rec: TemplateRecord) -> tuple[list[str], list[str]]:
     return sorted(strong), sorted(weak)
 
 
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """A mapping inside a template, or an empty one when it is missing or not a mapping (hand-written YAML)."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def template_packages(data: dict[str, Any]) -> list[str]:
-    system = data.get("systemConfig") if isinstance(data.get("systemConfig"), dict) else {}
-    kernel = system.get("kernel") if isinstance(system.get("kernel"), dict) else {}
+    system = _section(data, "systemConfig")
+    kernel = _section(system, "kernel")
     pkgs = _as_list(system.get("packages")) + _as_list(kernel.get("packages"))
     return _dedupe(p.strip() for p in pkgs)
 
@@ -150,7 +156,7 @@ def infer_keywords(file_name: str, data: dict[str, Any], packages: list[str]) ->
     words: list[str] = []
     for part in vocab.split_parts(file_name):
         words.extend(vocab.FILENAME_HINTS.get(part, []))
-    target = data.get("target") if isinstance(data.get("target"), dict) else {}
+    target = _section(data, "target")
     dist = str(target.get("dist", "")).lower()
     words.extend(vocab.DIST_WORDS.get(dist, []))
     if target.get("os"):
@@ -164,8 +170,8 @@ def infer_keywords(file_name: str, data: dict[str, Any], packages: list[str]) ->
         for pattern, hints in vocab.PACKAGE_HINTS:
             if pattern.search(low):
                 words.extend(hints)
-    system = data.get("systemConfig") if isinstance(data.get("systemConfig"), dict) else {}
-    kernel = system.get("kernel") if isinstance(system.get("kernel"), dict) else {}
+    system = _section(data, "systemConfig")
+    kernel = _section(system, "kernel")
     cmdline = str(kernel.get("cmdline", ""))
     for pattern, hints in vocab.CMDLINE_HINTS:
         if pattern.search(cmdline):
@@ -175,10 +181,10 @@ def infer_keywords(file_name: str, data: dict[str, Any], packages: list[str]) ->
         words.extend(["immutable", "read-only", "dm-verity"])
         if any(k.lower().startswith("securebootdb") for k in immut):
             words.append("secure-boot")
-    boot = system.get("bootloader") if isinstance(system.get("bootloader"), dict) else {}
+    boot = _section(system, "bootloader")
     if boot.get("provider"):
         words.append(str(boot["provider"]).lower())
-    disk = data.get("disk") if isinstance(data.get("disk"), dict) else {}
+    disk = _section(data, "disk")
     for artifact in disk.get("artifacts") or []:
         if isinstance(artifact, dict) and artifact.get("type") in ("qcow2", "vhd", "vhdx", "vmdk", "vdi"):
             words.extend([str(artifact["type"]), "vm", "virtual-machine"])
@@ -215,11 +221,11 @@ def build_text(rec: TemplateRecord, system_description: str) -> str:
 def record_from_data(
     data: dict[str, Any], *, rel_id: str, root: str, raw: bytes, fingerprint: Fingerprint
 ) -> TemplateRecord:
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    image = data.get("image") if isinstance(data.get("image"), dict) else {}
-    target = data.get("target") if isinstance(data.get("target"), dict) else {}
-    system = data.get("systemConfig") if isinstance(data.get("systemConfig"), dict) else {}
-    kernel = system.get("kernel") if isinstance(system.get("kernel"), dict) else {}
+    meta = _section(data, "metadata")
+    image = _section(data, "image")
+    target = _section(data, "target")
+    system = _section(data, "systemConfig")
+    kernel = _section(system, "kernel")
     packages = template_packages(data)
     name = rel_id.rsplit(".", 1)[0].replace("/", "__")
     explicit = _as_list(meta.get("keywords"))

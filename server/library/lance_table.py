@@ -1,0 +1,158 @@
+"""The LanceDB table underneath the index: importing LanceDB, the row schema, the table's constants,
+retried commits and SQL filters.
+
+Scale (measured by ``make bench``, see BENCHMARKS.md): vector search is exact (a flat scan) while the
+table is small. Once a sync or bulk load leaves ``VECTOR_INDEX_MIN_ROWS`` (20,000) rows or more, the
+index builds an IVF_SQ vector index itself (cosine, sqrt(rows) partitions) and queries it with
+``VECTOR_INDEX_NPROBES`` probes and a refine factor of ``VECTOR_INDEX_REFINE`` (exact re-ranking of
+twice the requested rows). Why these: on this 2-core machine the flat leg costs ~1.5 ms per 1,000 rows
+(about 40 ms p95 at 20,000 rows, 80-120 ms at 50,000, several hundred ms at 100,000), so past ~20,000
+rows flat search alone would eat the 100 ms p95 budget; IVF_SQ with 20 probes and refine 2 kept recall@10
+against flat search at 1.00 on real MiniLM query vectors at 100,000 rows (without refine: 0.95), built in
+~4-12 s, and answers in ~10-15 ms. IVF_PQ (recall 0.4) and IVF_HNSW_SQ (recall 0.8, 60 s build) lost.
+The index is named after the row count it was trained on and retrained once the table has grown four-fold;
+``optimize()`` after every write folds new rows into the FTS and vector indexes (rows written since are
+still searched, by a flat scan, until then).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib.util
+import logging
+import os
+import sys
+import time
+import types
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+TABLE = "templates"
+EMBED_BATCH = 32
+BULK_CHUNK = 25_000
+WRITER_LOCK = "writer.lock"
+WRITE_RETRIES = 5
+VECTOR_INDEX_MIN_ROWS = 20_000
+VECTOR_INDEX_NPROBES = 20
+VECTOR_INDEX_REFINE = 2
+VECTOR_INDEX_PREFIX = "vector_ivfsq_"
+VECTOR_INDEX_REGROW = 4  # retrain when the table has grown this many times past the training size
+LIST_FIELDS = ("use_cases", "keywords", "explicit_keywords", "capabilities", "recommended_for", "packages",
+               "terms_strong", "terms_weak")
+STR_FIELDS = ("id", "root", "name", "image_name", "content_hash", "os", "dist", "arch", "image_type",
+              "description", "use_case", "kernel", "text")
+
+
+class IndexError_(RuntimeError):
+    """The index cannot be opened or written; the message says what to do."""
+
+
+class WriterLease(Protocol):
+    """Who may write a shared index (the sync leader); the others follow its commits (server/storage/pg_lease.py)."""
+
+    def try_acquire(self) -> bool: ...
+    def release(self) -> None: ...
+
+
+def import_lancedb() -> Any:
+    # LanceDB's Rust core logs to stderr at WARN unless told otherwise before import.
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    if "lancedb" not in sys.modules:
+        _defer_namespace_client()
+    import lancedb
+
+    return lancedb
+
+
+def _defer_namespace_client() -> None:
+    """Skip the REST namespace client's package __init__ until something actually uses it.
+
+    ``import lancedb`` pulls in ``lance_namespace_urllib3_client``, whose __init__ imports every generated
+    REST API class: ~0.8 s of a ~1.8 s import that a local, embedded table never needs, on the path from
+    process start to the first search result. Its submodules (the models LanceDB does use) import normally;
+    the first attribute read on the package itself runs the real __init__, so nothing is lost.
+    """
+    name = "lance_namespace_urllib3_client"
+    if name in sys.modules:
+        return
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return
+    if spec is None or spec.loader is None or not spec.submodule_search_locations:
+        return
+    loader = spec.loader
+    package = types.ModuleType(name)
+    package.__path__ = list(spec.submodule_search_locations)
+    package.__spec__ = spec
+    package.__file__ = spec.origin
+    package.__package__ = name
+
+    def complete(attr: str) -> Any:
+        package.__dict__.pop("__getattr__", None)
+        loader.exec_module(package)
+        return getattr(package, attr)
+
+    package.__dict__["__getattr__"] = complete  # PEP 562: a module's __getattr__ answers missing attributes
+    sys.modules[name] = package
+
+
+def retry_on_conflict(action: Callable[[], Any], attempts: int, what: str) -> Any:
+    """LanceDB commits optimistically: when another process commits first, back off and try again."""
+    for attempt in range(attempts):
+        try:
+            return action()
+        except RuntimeError as exc:
+            if "conflict" not in str(exc).lower() or attempt == attempts - 1:
+                raise
+            log.info("%s conflicted with another writer; retrying (%d)", what, attempt + 1)
+            time.sleep(0.05 * 2 ** attempt)
+    return None
+
+
+def table_schema(dims: int) -> Any:
+    import pyarrow as pa
+
+    fields = [pa.field("uid", pa.string(), nullable=False)]
+    fields += [pa.field(name, pa.string()) for name in STR_FIELDS]
+    fields += [pa.field(name, pa.list_(pa.string())) for name in LIST_FIELDS]
+    fields += [
+        pa.field("size", pa.int64()),
+        pa.field("mtime_ns", pa.int64()),
+        pa.field("has_metadata", pa.bool_()),
+        pa.field("model_id", pa.string()),
+        pa.field("dims", pa.int32()),
+        pa.field("vector", pa.list_(pa.float32(), dims)),
+    ]
+    return pa.schema(fields)
+
+
+@contextlib.contextmanager
+def bulk_objects() -> Iterator[None]:
+    """Create many long-lived objects without the cyclic GC re-walking them (100,000 records: 9 s -> 4 s).
+
+    Afterwards ``gc.freeze()`` parks everything alive in the permanent generation, so later collections
+    (the scorer's per-template word sets, every request) do not traverse the catalog again either.
+    Records hold no reference cycles: replaced ones are still freed by reference counting.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.freeze()
+            gc.enable()
+
+
+def sql_quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def build_where(filters: dict[str, str | None]) -> str | None:
+    clauses = [f"{col} = {sql_quote(val)}" for col, val in filters.items() if val]
+    return " AND ".join(clauses) or None
+

@@ -23,7 +23,7 @@ from image_composer_mcp.server.library.embeddings import (
     create_embedder,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 REFERENCE = SHARED / "notes" / "embeddings-reference.json"
 
 

@@ -30,7 +30,7 @@ from image_composer_mcp.server.packages.verifier import (
     version_pin_candidates,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 TEMPLATES = SHARED / "reference" / "os-image-composer" / "image-templates"
 
 

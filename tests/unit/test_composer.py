@@ -766,7 +766,7 @@ def test_random_word_salad_never_crashes_the_parser_or_composer() -> None:
 
     from image_composer_mcp.server.core.yamlsafe import load_mapping
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     caps = load_capabilities()
     words = sorted({w for t in caps.triggers() for w in t.split()})
     extra = ("add remove without with and or to the disk size 8GiB 512MiB /data partition hostname kernel "

@@ -13,7 +13,7 @@ from image_composer_mcp.server.library import embed_onnx
 from image_composer_mcp.server.library import embeddings as emb
 from image_composer_mcp.server.library.embeddings import EmbeddingError, LocalEmbedder
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "notes" / "embeddings-reference.json"
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "notes" / "embeddings-reference.json"
 
 
 def _need_model() -> None:

@@ -141,6 +141,11 @@ def library_engine(library_cache: Path):
     engine.close()
 
 
+# The JSON-RPC `initialize` request of the tests that speak the protocol by hand (raw stdio and HTTP).
+RAW_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+
+
 MINIMAL_TEMPLATE = """\
 metadata:
   description: {description}

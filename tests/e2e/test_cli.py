@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, write_template
+from tests.conftest import RAW_INITIALIZE, REPO, write_template
 
 PACKAGES_INDEX = """\
 Package: nginx
@@ -192,8 +192,7 @@ def test_stdio_sigterm_finishes_the_call_in_flight_then_exits_0(workspace, tmp_p
         proc.stdin.flush()
 
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        send(RAW_INITIALIZE)
         assert json.loads(proc.stdout.readline())["id"] == 1
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {

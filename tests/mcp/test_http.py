@@ -28,7 +28,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import write_template
+from tests.conftest import RAW_INITIALIZE, write_template
 from tests.unit.test_http_settings import TOKEN
 
 # name, description, package, a query that should find it first
@@ -101,8 +101,7 @@ def _streamable(url: str, token: str | None = TOKEN, hook=None):
     return streamable_http_client(f"{url}/mcp", http_client=client)
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+INIT = RAW_INITIALIZE
 JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 

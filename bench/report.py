@@ -497,7 +497,7 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
         "only os-image-composer's own fields), the theme's packages for the distribution family. Level 2 customises a "
         "level-1 variant for a site of a fleet (renamed, versioned, a sentence in the description, one or two "
         "everyday tools). Disk, kernel, bootloader and target stay as in the real template; every variant passes "
-        "`validate_text` (tests/test_bench.py). Files are written as YAML to `.bench-cache/corpus/`.",
+        "`validate_text` (tests/unit/test_bench.py). Files are written as YAML to `.bench-cache/corpus/`.",
         f"- Vectors: {pool.get('pool', '?')} level-1 variants are embedded for real. A calibration sample of "
         f"{cal.get('samples', '?')} level-2 variants, also embedded for real, has a mean cosine of "
         f"{cal.get('cos_mean', '?')} (min {cal.get('cos_min', '?')}, max {cal.get('cos_max', '?')}) to its parent. "

@@ -11,7 +11,7 @@ Real templates (our library, plus the upstream reference set when present) are m
   a sentence added to the description, one or two everyday tools added to the packages.
 
 Everything is deterministic for a given seed. ``render_yaml`` writes the mutated mapping back as YAML that
-parses to exactly the same data (checked in tests/test_bench.py), so records can be computed from the
+parses to exactly the same data (checked in tests/unit/test_bench.py), so records can be computed from the
 in-memory data without re-parsing 100,000 files.
 """
 

@@ -36,6 +36,15 @@ def needs_reference() -> None:
                     "(set OIC_AI_REFERENCE_DIR to a clone to run it)")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """tests/e2e/ starts real processes (stdio, HTTP, the CLI, replicas, installs): all of it is `slow`, so
+    `pytest -m "not slow"` is the quick loop over tests/unit/ and tests/mcp/; `make test` still runs all."""
+    e2e = Path(__file__).resolve().parent / "e2e"
+    for item in items:
+        if item.path.is_relative_to(e2e):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -130,6 +139,11 @@ def library_engine(library_cache: Path):
     engine.ready()
     yield engine
     engine.close()
+
+
+# The JSON-RPC `initialize` request of the tests that speak the protocol by hand (raw stdio and HTTP).
+RAW_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
 
 
 MINIMAL_TEMPLATE = """\

@@ -2,7 +2,7 @@
 
 Deliberately independent of server.validation and server.upstream_compat, so a bug (or a widening) there
 cannot hide a template the real tool would refuse. The bundled file is the exact upstream one
-(tests/test_validation.py compares it byte for byte with ../shared when that is present).
+(tests/unit/test_validation.py compares it byte for byte with ../shared when that is present).
 """
 
 from __future__ import annotations

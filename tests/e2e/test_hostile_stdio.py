@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from tests.conftest import REPO, write_template
+from tests.conftest import RAW_INITIALIZE, REPO, write_template
 
 BOUND = 120.0
 
@@ -41,8 +41,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
             if msg.get("id") == msg_id:
                 return msg
 
-    send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).encode())
+    send(json.dumps(RAW_INITIALIZE).encode())
     assert "result" in answer(1)
     send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
     yield send, answer, proc

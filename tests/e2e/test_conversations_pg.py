@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import test_conversations as contract
 from tests.services import PostgresServer, pg_unavailable_reason, postgres_server
+from tests.unit import test_conversations as contract
 
 _REASON = pg_unavailable_reason()
 pytestmark = [pytest.mark.cluster,

@@ -1,33 +1,26 @@
 """HTTP transports against real servers on 127.0.0.1: streamable HTTP (stateful, stateless), SSE, /healthz,
-bearer-token auth, Host/Origin checks, body limit, 20 concurrent clients, and SIGTERM on a subprocess."""
+bearer-token auth, Host/Origin checks, body limit, 20 concurrent clients (the CLI's HTTP server as a subprocess: tests/e2e/test_http_process.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-import os
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
 import httpx
 import httpx2
 import pytest
-from image_composer_mcp.server.core.config import ConfigError, ServerSettings, load_settings
+from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.transport.app import create_app
 from image_composer_mcp.server.transport.http import (
     build_http_app,
-    check_bind,
-    is_loopback,
     make_server,
     resolve_token,
 )
@@ -35,9 +28,9 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import REPO, write_template
+from tests.conftest import RAW_INITIALIZE, write_template
+from tests.unit.test_http_settings import TOKEN
 
-TOKEN = "test-token-8f1d2c3b4a5e6f70"
 # name, description, package, a query that should find it first
 TEMPLATES = [
     ("web-nginx", "web server with nginx reverse proxy", "nginx", "nginx web server"),
@@ -108,41 +101,8 @@ def _streamable(url: str, token: str | None = TOKEN, hook=None):
     return streamable_http_client(f"{url}/mcp", http_client=client)
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+INIT = RAW_INITIALIZE
 JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-
-
-# ---- helpers without a server ----------------------------------------------------------------------
-def test_loopback_detection():
-    assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"))
-    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.1.2.3", "example.com"))
-
-
-def test_remote_bind_needs_the_flag_and_warns_without_a_token(caplog):
-    with pytest.raises(ConfigError, match="--allow-remote"):
-        check_bind(ServerSettings(host="0.0.0.0"), TOKEN)
-    with caplog.at_level(logging.WARNING, logger="image_composer_mcp.server.transport.http"):
-        check_bind(ServerSettings(host="0.0.0.0", allow_remote=True), None)
-    assert "WITHOUT authentication" in caplog.text
-    caplog.clear()
-    check_bind(ServerSettings(host="0.0.0.0", allow_remote=True), TOKEN)
-    check_bind(ServerSettings(host="127.0.0.1"), None)
-    assert "WITHOUT" not in caplog.text
-
-
-def test_token_from_file_and_from_environment(tmp_path):
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    token_file.chmod(0o600)
-    assert resolve_token(load_settings(env={"OIC_AI_AUTH_TOKEN_FILE": str(token_file)}).server) == TOKEN
-    assert resolve_token(load_settings(env={"OIC_AI_AUTH_TOKEN": TOKEN}).server) == TOKEN
-    assert resolve_token(load_settings(env={}).server) is None
-    with pytest.raises(ConfigError, match="cannot read"):
-        resolve_token(load_settings(env={"OIC_AI_AUTH_TOKEN_FILE": str(tmp_path / "nope")}).server)
-    with pytest.raises(ConfigError) as both:
-        load_settings(env={"OIC_AI_AUTH_TOKEN": TOKEN, "OIC_AI_AUTH_TOKEN_FILE": str(token_file)})
-    assert TOKEN not in str(both.value)
 
 
 # ---- real servers in this process ------------------------------------------------------------------
@@ -305,124 +265,6 @@ async def test_twenty_concurrent_clients_see_only_their_own_answers(engine, dirs
     assert len(answers) == clients and all(len(v) == 3 for v in answers.values())
     if mode == "legacy":
         assert len(session_ids) == clients  # one protocol session per client
-
-
-# ---- subprocesses: the real CLI ---------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(proc: subprocess.Popen, port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).json()["index"] == "ready":
-                return
-        except (httpx.HTTPError, ValueError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError("server did not become healthy")
-
-
-def _cli_env(dirs, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OIC_AI_")}
-    env.update(_env(dirs), PYTHONUNBUFFERED="1", **extra)
-    return env
-
-
-def test_remote_bind_without_flag_exits_2(dirs):
-    out = subprocess.run([sys.executable, "-m", "image_composer_mcp", "--transport", "streamable-http", "--host", "0.0.0.0",
-                          "--port", str(_free_port())], cwd=str(REPO), env=_cli_env(dirs),
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2
-    assert "--allow-remote" in out.stderr and out.stdout == ""
-
-
-class _SlowRepository(BaseHTTPRequestHandler):
-    """A Debian 'Packages' index that takes a while to arrive, so a verify_packages call is in flight."""
-
-    delay = 2.0
-    body = b"Package: nginx\nVersion: 1.24.0-2ubuntu7\nArchitecture: amd64\n\n"
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server API
-        time.sleep(self.delay)
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def slow_repository() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _SlowRepository)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/dists/noble/main/binary-amd64/Packages"
-    httpd.shutdown()
-
-
-@pytest.mark.anyio
-async def test_sigterm_during_a_call_finishes_it_and_exits_cleanly(dirs, slow_repository, tmp_path):
-    config = tmp_path / "config.yaml"
-    config.write_text(f"ai:\n  packages:\n    sources:\n      ubuntu24: ['{slow_repository}']\n")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "image_composer_mcp", "--config", str(config), "--transport", "streamable-http",
-         "--port", str(port)],
-        cwd=str(REPO), env=_cli_env(dirs, OIC_AI_AUTH_TOKEN=TOKEN), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
-    try:
-        await anyio.to_thread.run_sync(_wait_healthy, proc, port)
-        url = f"http://127.0.0.1:{port}"
-        async with Client(_streamable(url)) as client:
-            await client.list_tools()  # the client checks results against the listed output schemas
-            result = {}
-
-            async def call() -> None:
-                result["r"] = await client.call_tool("verify_packages", {
-                    "packages": ["nginx"], "dist": "ubuntu24", "arch": "x86_64"})
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(call)
-                await anyio.sleep(0.8)  # the call is now waiting on the slow repository
-                proc.send_signal(signal.SIGTERM)
-        r = result["r"]
-        assert not r.is_error, r.content
-        assert r.structured_content["found"] == ["nginx"]
-        code = await anyio.to_thread.run_sync(lambda: proc.wait(timeout=30))
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    stdout, stderr = proc.communicate()
-    assert code == 0, stderr
-    assert "Traceback" not in stderr, stderr
-    assert "received SIGTERM" in stderr and "stopped" in stderr
-    assert stdout == ""
-    assert TOKEN not in stderr
-
-
-def test_sigint_when_idle_exits_cleanly(dirs, tmp_path):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "image_composer_mcp", "--transport", "sse", "--port", str(port)],
-        cwd=str(REPO), env=_cli_env(dirs), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        _wait_healthy(proc, port)
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    stderr = proc.stderr.read()
-    assert code == 0, stderr
-    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
 
 
 def test_no_oauth_discovery_is_advertised(engine, dirs):

@@ -24,7 +24,7 @@ from image_composer_mcp.server.packages.matching import version_pin_candidates
 from image_composer_mcp.server.packages.sources import DEFAULT_SOURCES, RepoSource, packages_from_template
 from image_composer_mcp.server.packages.verifier import PackageVerifier
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 TEMPLATES = SHARED / "reference" / "os-image-composer" / "image-templates"
 
 

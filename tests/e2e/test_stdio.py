@@ -11,7 +11,7 @@ import time
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REFERENCE_TEMPLATES, REPO, needs_reference
+from tests.conftest import RAW_INITIALIZE, REFERENCE_TEMPLATES, REPO, needs_reference
 
 pytestmark = pytest.mark.anyio
 
@@ -50,8 +50,7 @@ def test_stdout_carries_only_json_rpc(reference_engine):
                             env=_env(reference_engine), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        _rpc(proc, RAW_INITIALIZE)
         first = json.loads(proc.stdout.readline())
         assert first["id"] == 1 and "serverInfo" in first["result"]
         _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})

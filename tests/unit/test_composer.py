@@ -754,7 +754,7 @@ def test_random_word_salad_never_crashes_the_parser_or_composer() -> None:
 
     from image_composer_mcp.server.core.yamlsafe import load_mapping
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     caps = load_capabilities()
     words = sorted({w for t in caps.triggers() for w in t.split()})
     extra = ("add remove without with and or to the disk size 8GiB 512MiB /data partition hostname kernel "
@@ -773,7 +773,7 @@ def test_random_word_salad_never_crashes_the_parser_or_composer() -> None:
 
 
 def _library(name: str) -> dict:
-    return yaml.safe_load((Path(__file__).resolve().parents[1] / "image-templates" / name).read_text())
+    return yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" / name).read_text())
 
 
 def test_minimal_request_drops_what_nothing_explains_and_says_so() -> None:

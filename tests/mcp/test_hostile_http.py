@@ -183,7 +183,7 @@ def test_idle_sessions_expire_and_free_room(engine) -> None:
 
 
 def test_settings_are_documented(engine) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for key in ("request_read_timeout", "keep_alive_timeout", "max_connections", "max_header_bytes",
                 "max_sessions", "session_idle_timeout"):
         assert f"OIC_AI_SERVER_{key.upper()}" in readme, key

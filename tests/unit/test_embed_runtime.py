@@ -13,7 +13,7 @@ from image_composer_mcp.server.library import embed_local, embed_numpy, embed_on
 from image_composer_mcp.server.library.embed_local import LocalEmbedder
 from image_composer_mcp.server.library.embedder import EmbeddingError
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "notes" / "embeddings-reference.json"
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "notes" / "embeddings-reference.json"
 
 
 def _need_model() -> None:

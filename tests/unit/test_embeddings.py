@@ -19,7 +19,7 @@ from image_composer_mcp.server.library.embed_remote import OllamaEmbedder, OpenA
 from image_composer_mcp.server.library.embedder import Embedder, EmbeddingError
 from image_composer_mcp.server.library.embeddings import create_embedder
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 REFERENCE = SHARED / "notes" / "embeddings-reference.json"
 
 

@@ -24,7 +24,7 @@ from image_composer_mcp.server.validation.validator import (
 )
 from jsonschema import Draft202012Validator
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 UPSTREAM = SHARED / "reference" / "os-image-composer"
 TEMPLATES = UPSTREAM / "image-templates"
 UPSTREAM_SCHEMA = UPSTREAM / "schema" / "os-image-template.schema.json"
@@ -153,7 +153,7 @@ def test_reference_placeholders_are_warnings() -> None:
 
 # --------------------------------------------------------------------------- schema sync with upstream
 
-BUNDLED_SCHEMA = Path(__file__).resolve().parents[1] / "resources" / "os-image-template.schema.json"
+BUNDLED_SCHEMA = Path(__file__).resolve().parents[2] / "resources" / "os-image-template.schema.json"
 
 
 def _upstream_validator() -> Draft202012Validator:

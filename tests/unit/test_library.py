@@ -19,7 +19,7 @@ from image_composer_mcp.server.validation import validator as validation
 from bench import reference_checkout
 from tests.upstream_schema import refusals
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LIBRARY = REPO / "image-templates"
 REFERENCE = reference_checkout()
 

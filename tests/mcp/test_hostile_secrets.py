@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from image_composer_mcp.server.core.config import load_settings
-from image_composer_mcp.server.core.logs import redact, remember_secret, strip_userinfo
 from image_composer_mcp.server.engine import build_engine
 from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
@@ -124,11 +123,3 @@ async def test_credentials_in_the_base_url_are_not_shown(tmp_path, library_cache
     assert "127.0.0.1:9" in text or not r.is_error  # the error still says where it could not connect
 
 
-def test_redaction_helpers() -> None:
-    remember_secret("literal-secret-value-42")
-    out = redact('{"echo": "literal-secret-value-42", "auth": "Bearer abcdefghijkl", "api_key": "zzz"}')
-    assert "literal-secret-value-42" not in out and "abcdefghijkl" not in out and '"zzz"' not in out
-    assert strip_userinfo("https://user:pw@example.com:8443/v1?x=1") == "https://example.com:8443/v1?x=1"
-    assert strip_userinfo("cannot reach http://tok@h/v1 (refused)") == "cannot reach http://h/v1 (refused)"
-    remember_secret("short")  # too short to remove safely everywhere: ordinary words would be blanked
-    assert redact("a short note") == "a short note"

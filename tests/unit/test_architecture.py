@@ -7,7 +7,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-SERVER = Path(__file__).resolve().parents[1] / "server"
+SERVER = Path(__file__).resolve().parents[2] / "server"
 
 # Lowest first: a room may import itself and rooms before it. engine/ is the composition root.
 LAYERS = ["core", "knowledge", "llm", "storage", "validation", "composer", "packages", "library", "agent",

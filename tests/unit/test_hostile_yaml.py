@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from image_composer_mcp.server.core.yamlsafe import MAX_DEPTH
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Each builder makes a document nested n levels deep, with the nesting written in a different way.
 CONSTRUCTS = {

@@ -14,7 +14,7 @@ from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 
 from tests.conftest import MINIMAL_TEMPLATE, write_template
-from tests.test_closure import DEB
+from tests.unit.test_closure import DEB
 
 pytestmark = [pytest.mark.anyio,
               pytest.mark.skipif(load_solv() is None, reason=f"libsolv unavailable: {solv_unavailable_reason()}")]

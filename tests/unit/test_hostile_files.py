@@ -20,7 +20,7 @@ from image_composer_mcp.server.library.index import TemplateIndex
 
 from tests.conftest import HashEmbedder, write_template
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
 
 SYNC_SCRIPT = """

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from image_composer_mcp.server.core.config import load_settings
 from image_composer_mcp.server.transport.app import create_app
-from image_composer_mcp.tools._common import rewrite_arguments
 from mcp import Client
 
 from tests.conftest import write_template
@@ -65,19 +64,6 @@ async def test_review_prompt_asks_for_validation_and_package_checks(client):
     r = await client.get_prompt("review-template", {"template": "web-nginx"})
     text = r.messages[0].content.text
     assert "template://web-nginx" in text and 'name="web-nginx"' in text
-
-
-def test_rewrite_arguments_rules():
-    params = {"query", "top_k", "os", "dist", "arch", "image_type"}
-    assert rewrite_arguments("search_templates", {"question": "q", "topK": 2, "imageType": "raw"}, params) == {
-        "query": "q", "top_k": 2, "image_type": "raw"}
-    # the canonical name wins; unknown names are left for validation to report
-    assert rewrite_arguments("search_templates", {"query": "a", "prompt": "b"}, params) == {"query": "a", "prompt": "b"}
-    assert rewrite_arguments("search_templates", {"bogus": 1}, params) == {"bogus": 1}
-    # an alias that is a real parameter of the tool is never renamed
-    assert rewrite_arguments("validate_template", {"name": "n"}, {"yaml", "name"}) == {"name": "n"}
-    # a tool without the canonical parameter is left alone
-    assert rewrite_arguments("generate_template", {"prompt": "p"}, {"other"}) == {"prompt": "p"}
 
 
 async def test_aliases_reach_the_tools(client):

@@ -28,7 +28,7 @@ typecheck: install
 	cd $(VENV)/mypy-path && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/$(VENV)/mypy-cache \
 	  -p image_composer_mcp.server -p image_composer_mcp.tools -p image_composer_mcp.resources
 
-test: install lint system-deps postgres
+test: install lint typecheck system-deps postgres
 	$(BIN)/python -m pytest -q -m "not llm" $(PYTEST_ARGS)
 
 # The install-closure check (server/packages/closure.py) solves with libsolv; Debian's python3-solv is the build

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.yamlsafe import YamlError, parse_yaml
+from ..knowledge.loader import load_capabilities
 from ..validation.validator import validate_data
 
 log = logging.getLogger(__name__)
@@ -59,12 +60,12 @@ def _quick_fixes(data: dict[str, Any]) -> dict[str, Any]:
                 node.setdefault(k, v)
     target = data.get("target")
     if isinstance(target, dict):
-        arch = str(target.get("arch", "")).lower()
-        target["arch"] = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(arch, target.get("arch"))
-        from ..library.vocabulary import OS_FOR_DIST
-
-        if target.get("dist") in OS_FOR_DIST and target.get("os") != OS_FOR_DIST[target["dist"]]:
-            target["os"] = OS_FOR_DIST[target["dist"]]
+        caps = load_capabilities()
+        target["arch"] = caps.arch_of(str(target.get("arch", ""))) or target.get("arch")
+        dist = target.get("dist")
+        family = caps.family_of(dist) if isinstance(dist, str) and caps.dist_of(dist) == dist else None
+        if family and target.get("os") != family:
+            target["os"] = family
     image = data.get("image")
     if isinstance(image, dict) and isinstance(image.get("version"), int | float):
         image["version"] = str(image["version"])

@@ -120,3 +120,12 @@ def test_every_room_says_what_it_owns_and_may_import():
             continue
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
         assert "Owns" in doc and "May import" in doc, f"{init}: docstring must say what it owns and may import"
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_runtime_module_outgrows_one_concern():
+    big = {str(p.relative_to(SERVER.parent)): n for p in [*SERVER.rglob("*.py"), *(SERVER.parent / "tools").rglob("*.py")]
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not big, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {big}"

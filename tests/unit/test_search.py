@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from image_composer_mcp.server.library.search import SearchInputError
+from image_composer_mcp.server.library.query_analysis import SearchInputError
 
 from bench.evaluation import evaluate, load_queries
 from tests.conftest import REPO

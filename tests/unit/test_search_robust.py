@@ -18,7 +18,7 @@ def _names(outcome) -> list[str]:
 # ---- package stems ----------------------------------------------------------------------------------------
 
 def test_stem_keys_cover_suffixes_prefixes_and_versions():
-    from image_composer_mcp.server.library.search import package_stem_keys
+    from image_composer_mcp.server.library.query_analysis import package_stem_keys
 
     assert "v4l2loopback" in package_stem_keys("v4l2loopback-dkms")
     assert "tpm2" in package_stem_keys("tpm2-tools")
@@ -50,7 +50,7 @@ def test_generic_words_are_not_read_as_package_stems(library_engine):
 
 
 def test_package_equivalences_come_from_the_shared_knowledge():
-    from image_composer_mcp.server.library.search import package_aliases
+    from image_composer_mcp.server.library.query_analysis import package_aliases
 
     assert {"podman-docker"} <= package_aliases("podman")
     assert {"mariadb-server", "mysql-server"} <= package_aliases("mysql")

@@ -1,0 +1,291 @@
+"""Reading a search query: package names and their aliases, spelling repair, concept and term plans.
+
+:class:`QueryAnalyzer` turns the words a user typed into a :class:`QueryAnalysis` that
+server/library/search.py scores templates against.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..core.config import AISettings
+from ..knowledge import package_names
+from ..knowledge.loader import Concept, glossary_words, load_glossary
+from . import vocabulary as vocab
+
+WEAK_CREDIT = 0.5  # a word we inferred, or a synonym, counts for less than one the author wrote
+QUERY_TYPES = ("semantic", "package-explicit", "keyword-heavy", "negation")
+MAX_STEM_PACKAGES = 12
+MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
+CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
+_NAME_PARTS = re.compile(r"[-_.+]")
+_WordForms = tuple[set[str], set[str]]  # a query word with its stem, and its synonyms
+_ConceptPlan = tuple[str, list[tuple[_WordForms, float]], float, set[str]]  # id, (forms, idf) per word, weight, terms
+_TermPlan = tuple[str, float, set[str], set[str]]  # word, idf, word and stem, synonyms
+
+
+@functools.lru_cache(maxsize=4096)
+def package_aliases(name: str) -> frozenset[str]:
+    """The name and the names that stand for the same software elsewhere (shared package knowledge)."""
+    low = name.lower()
+    out = {low, *package_names.equivalents(low)}
+    for other in list(out):
+        out.update(package_names.equivalents(other))
+    return frozenset(out)
+
+
+def _known_alias_names() -> set[str]:
+    return set(package_names.known_names())
+
+
+def package_stem_keys(package: str) -> set[str]:
+    """Stems a person may name a package by: leading runs of its name parts, with and without a namespace
+    prefix (``intel-``, ``python3-``, ``ros-jazzy-``, ``lib``…), stopping at version parts. So
+    ``acpi-call-dkms`` answers to acpi-call, ``intel-dlstreamer-2025.2.0`` to dlstreamer,
+    ``prometheus-node-exporter`` to node-exporter, ``linux-headers-6.12-intel`` to linux-headers."""
+    keys: set[str] = set()
+    low = package.lower()
+    for name in {low, load_glossary().package_namespace.sub("", low, count=1)}:
+        run: list[str] = []
+        for part in _NAME_PARTS.split(name):
+            if not part or part[0].isdigit():
+                break
+            run.append(part)
+            keys.add("-".join(run))
+            trimmed = part.rstrip("0123456789")
+            if len(run) == 1 and trimmed != part and len(trimmed) >= 3:
+                keys.add(trimmed)  # gstreamer1.0-tools, libze1
+    return keys
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+def _within_one_edit(a: str, b: str) -> bool:
+    """Damerau distance ≤ 1: one insertion, deletion, substitution or swap of neighbours."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+class SpellingIndex:
+    """Reads a misspelt query word ("ubunut", "promethius", "virtualisation") as the one known word within one
+    edit of it. Known words: the domain vocabulary, the glossary, the catalog's package names and stems, and
+    the catalog's most frequent terms. Short words (< MIN_FUZZY_LEN) and known words are never changed."""
+
+    MIN_FUZZY_LEN = 5
+
+    def __init__(self, words: dict[str, int], corpus_terms: Counter[str] | None = None):
+        self.known = words  # word -> frequency (ties go to the more frequent word)
+        self.corpus_terms = corpus_terms if corpus_terms is not None else Counter()
+        self._by_deletion: dict[str, set[str]] | None = None  # built on the first unknown word, not per catalog
+
+    def _index(self) -> dict[str, set[str]]:
+        if self._by_deletion is None:
+            index: dict[str, set[str]] = {}
+            for word in self.known:
+                if len(word) >= self.MIN_FUZZY_LEN - 1 and word.isascii():
+                    for key in {word, *_deletions(word)}:
+                        index.setdefault(key, set()).add(word)
+            self._by_deletion = index
+        return self._by_deletion
+
+    def correct(self, token: str) -> str | None:
+        if (len(token) < self.MIN_FUZZY_LEN or not token.isalpha()
+                or any(w in self.known or self.corpus_terms.get(w) for w in (token, vocab.stem(token)))):
+            return None  # a plural of a known word ("headers") is no misspelling
+        index = self._index()
+        found = set().union(*(index.get(k, set()) for k in {token, *_deletions(token)}))
+        close = sorted((w for w in found if _within_one_edit(token, w)), key=lambda w: (-self.known[w], w))
+        return close[0] if close else None
+
+
+class SearchInputError(ValueError):
+    """A search argument that cannot be used; the message says how to fix it."""
+
+
+@dataclass
+class QueryAnalysis:
+    text: str
+    query_type: str
+    tokens: list[str]
+    content_terms: list[str]
+    packages: list[str]
+    excluded: list[str]
+    density: float
+    wants: dict[str, str] = field(default_factory=dict)  # dist/arch/image_type stated in the query
+    # Package mentions by stem ("v4l2loopback" -> v4l2loopback-dkms): mention -> catalog names it stands for.
+    package_sets: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Glossary concepts the query names, each with the content words that named it.
+    concepts: list[tuple[Concept, tuple[str, ...]]] = field(default_factory=list)
+    corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, as read)
+
+    def expansion_terms(self) -> list[str]:
+        """Words the templates use for the concepts named in plain words (both search legs add them)."""
+        out: list[str] = []
+        for concept, _ in self.concepts:
+            out.extend(t for t in concept.terms if t not in out)
+        return out
+
+    def embedding_text(self) -> str:
+        """The query, plus a label for each concept named without any of its own words."""
+        labels = [c.label for c, words in self.concepts if not set(words) & set(c.terms)]
+        labels += [read for _, read in self.corrections]
+        return self.text if not labels else f"{self.text} ({'; '.join(labels)})"
+
+
+_stem = vocab.stem
+
+
+class QueryAnalyzer:
+    """Classifies a query and pulls out packages, exclusions and stated targets."""
+
+    def __init__(self, settings: AISettings, known_packages: set[str], vocabulary_terms: set[str],
+                 stems: dict[str, frozenset[str]] | None = None, spelling: SpellingIndex | None = None):
+        self.settings = settings
+        self.spelling = spelling
+        self.known_packages = known_packages | _known_alias_names()
+        self.vocabulary_terms = vocabulary_terms
+        self.stems = stems or {}
+        self.glossary = load_glossary()
+        target_words = {w for words in (*vocab.DIST_WORDS.values(), *vocab.ARCH_WORDS.values(),
+                                        *vocab.IMAGE_TYPE_WORDS.values()) for w in words}
+        self._not_stems = (self.glossary.generic_package_parts | self.glossary.phrase_words | vocab.STOPWORDS
+                           | vocab.NEGATION_WORDS | target_words)
+
+    def _stem_mentions(self, content: list[str], packages: list[str]) -> dict[str, frozenset[str]]:
+        """Package names given by stem: longest runs of adjacent words first ("linux headers" -> linux-headers)."""
+        found: dict[str, frozenset[str]] = {}
+        used: set[int] = set()
+        for n in (3, 2, 1):
+            for i in range(len(content) - n + 1):
+                span = range(i, i + n)
+                if used & set(span):
+                    continue
+                key = "-".join(content[i:i + n])
+                if n == 1 and (key in packages or key in self._not_stems or len(key) < 3 or key[0].isdigit()):
+                    continue
+                names = self.stems.get(key)
+                if names and key not in packages:
+                    found[key] = names
+                    used.update(span)
+        return found
+
+    def analyze(self, query: str) -> QueryAnalysis:
+        tokens = vocab.tokenize(query)
+        corrections: list[tuple[str, str]] = []
+        if self.spelling is not None:
+            for i, tok in enumerate(tokens):
+                fixed = None if tok in self.known_packages or tok in vocab.STOPWORDS else self.spelling.correct(tok)
+                if fixed:
+                    corrections.append((tok, fixed))
+                    tokens[i] = fixed
+        excluded, negated_idx = self._negations(tokens)
+        packages: list[str] = []
+        content: list[str] = []
+        technical = 0
+        for i, tok in enumerate(tokens):
+            if tok in vocab.NEGATION_WORDS or i in negated_idx:
+                continue
+            is_pkg = tok in self.known_packages
+            if is_pkg and tok not in packages:
+                packages.append(tok)
+            if tok in vocab.STOPWORDS:
+                continue
+            content.append(tok)
+            if is_pkg or tok in self.vocabulary_terms or _stem(tok) in self.vocabulary_terms:
+                technical += 1
+        stem_sets = self._stem_mentions(content, packages)
+        for key in stem_sets:
+            packages.append(key)
+            technical += 1
+        words = [t for t in tokens if t not in vocab.NEGATION_WORDS]
+        density = technical / len(words) if words else 0.0
+        cls = self.settings.classification
+        if excluded:
+            qtype = "negation"
+        elif len(packages) >= cls.package_threshold:
+            qtype = "package-explicit"
+        elif density >= cls.keyword_density and len(content) >= 2:
+            qtype = "keyword-heavy"
+        else:
+            qtype = "semantic"
+        read = " ".join(tokens) if corrections else query
+        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content),
+                             stem_sets, self._concepts(read, content), corrections)
+
+    def _concepts(self, query: str, content: list[str]) -> list[tuple[Concept, tuple[str, ...]]]:
+        out = []
+        for concept, phrases in self.glossary.match(query):
+            # The words that named it must be wanted words: "without nginx" names no web server.
+            for phrase in phrases:
+                # Query tokens keep dashes ("write-protected"); glossary words do not.
+                covered = tuple(t for t in content if set(glossary_words(t)) & set(phrase))
+                if covered:
+                    out.append((concept, covered))
+                    break
+        return out
+
+    @staticmethod
+    def _negations(tokens: list[str]) -> tuple[list[str], set[int]]:
+        """Terms after without/no/exclude..., continuing through 'and', 'or' and commas."""
+        excluded: list[str] = []
+        idx: set[int] = set()
+        i = 0
+        while i < len(tokens):
+            if tokens[i] in vocab.NEGATION_WORDS:
+                j = i + 1
+                while j < len(tokens):
+                    tok = tokens[j]
+                    if tok in ("and", "or", "nor", "any"):
+                        j += 1
+                        continue
+                    if tok in vocab.STOPWORDS and tok not in ("gui",):
+                        break
+                    excluded.append(tok)
+                    idx.add(j)
+                    j += 1
+                    # "without docker and nginx" continues; "without docker for edge" stops at the stopword.
+                    if j < len(tokens) and tokens[j] not in ("and", "or", "nor"):
+                        break
+                i = j
+            else:
+                i += 1
+        return excluded, idx
+
+    @staticmethod
+    def _wants(content: list[str]) -> dict[str, str]:
+        wants: dict[str, str] = {}
+        # "wind river", "red hat", "centos stream" name a target in two words; "cbl-mariner" in one dashed word.
+        pairs = [f"{a}-{b}" for a, b in zip(content, content[1:], strict=False)]
+        parts = [p for tok in content if "-" in tok for p in tok.split("-")]
+        for tok in [*content, *parts, *pairs]:
+            for arch, words in vocab.ARCH_WORDS.items():
+                if tok in words and tok not in ("intel",):
+                    wants["arch"] = arch
+            for itype, words in vocab.IMAGE_TYPE_WORDS.items():
+                if tok in (itype, *words[:2]) and tok != "disk":
+                    wants["image_type"] = itype
+            dists = vocab.dist_for_word(tok)
+            if len(dists) == 1 and tok not in ("intel", "microsoft", "wind", "river", "debian-based"):
+                wants["dist"] = dists[0]
+            elif "dist" not in wants:
+                for os_id, words in vocab.OS_WORDS.items():
+                    if tok in words:
+                        wants["os"] = os_id
+        if "dist" in wants:
+            wants.pop("os", None)
+        return wants
+
+

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
+
+_log = logging.getLogger("image_composer_mcp.server.llm")
 
 ROLES = frozenset({"system", "user", "assistant"})
 PROBE_TIMEOUT_S = 2.0
@@ -34,6 +37,15 @@ class ChatReply:
     latency_s: float
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+
+    @classmethod
+    def logged(cls, text: str, *, provider: str, model: str, latency_s: float, prompt_tokens: Any = None,
+               completion_tokens: Any = None) -> ChatReply:
+        """The reply, with its one log line: every provider reports latency and tokens the same way."""
+        reply = cls(text, provider, model, latency_s, int_or_none(prompt_tokens), int_or_none(completion_tokens))
+        _log.info("llm chat provider=%s model=%s latency_s=%.2f prompt_tokens=%s completion_tokens=%s",
+                  provider, model, latency_s, reply.prompt_tokens, reply.completion_tokens)
+        return reply
 
 
 class LLMError(RuntimeError):

@@ -25,7 +25,6 @@ from .base import (
     LLMUnavailable,
     check_messages,
     current_loop,
-    int_or_none,
     is_loopback,
     normalize_base_url,
     snippet,
@@ -154,22 +153,9 @@ class OllamaProvider:
                 f"{getattr(response, 'done_reason', None)!r}). Retry, or raise max_tokens.",
                 provider=self.name,
             )
-        reply = ChatReply(
-            text=content,
-            provider=self.name,
-            model=str(getattr(response, "model", None) or self.model),
-            latency_s=latency,
-            prompt_tokens=int_or_none(getattr(response, "prompt_eval_count", None)),
-            completion_tokens=int_or_none(getattr(response, "eval_count", None)),
-        )
-        log.info(
-            "llm chat provider=ollama model=%s latency_s=%.2f prompt_tokens=%s completion_tokens=%s",
-            reply.model,
-            latency,
-            reply.prompt_tokens,
-            reply.completion_tokens,
-        )
-        return reply
+        return ChatReply.logged(content, provider=self.name, model=str(getattr(response, "model", None) or self.model), latency_s=latency,
+                                prompt_tokens=getattr(response, "prompt_eval_count", None),
+                                completion_tokens=getattr(response, "eval_count", None))
 
     async def chat(
         self,

@@ -27,7 +27,6 @@ from .base import (
     check_messages,
     current_loop,
     error_detail,
-    int_or_none,
     is_loopback,
     normalize_base_url,
     snippet,
@@ -236,22 +235,9 @@ class OpenAIProvider:
                 provider=self.name,
             )
         usage = response.usage
-        reply = ChatReply(
-            text=content,
-            provider=self.name,
-            model=str(response.model or self.model),
-            latency_s=latency,
-            prompt_tokens=int_or_none(getattr(usage, "prompt_tokens", None)),
-            completion_tokens=int_or_none(getattr(usage, "completion_tokens", None)),
-        )
-        log.info(
-            "llm chat provider=openai model=%s latency_s=%.2f prompt_tokens=%s completion_tokens=%s",
-            reply.model,
-            latency,
-            reply.prompt_tokens,
-            reply.completion_tokens,
-        )
-        return reply
+        return ChatReply.logged(content, provider=self.name, model=str(response.model or self.model), latency_s=latency,
+                                prompt_tokens=getattr(usage, "prompt_tokens", None),
+                                completion_tokens=getattr(usage, "completion_tokens", None))
 
     async def chat(
         self,

@@ -146,6 +146,22 @@ RAW_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
 
 
+# The two-partition UEFI layout (ESP + root) that the test templates share.
+UEFI_PARTITIONS = """\
+    - id: boot
+      type: esp
+      start: 1MiB
+      end: 513MiB
+      fsType: fat32
+      mountPoint: /boot/efi
+    - id: rootfs
+      type: linux-root-amd64
+      start: 513MiB
+      end: "0"
+      fsType: ext4
+      mountPoint: /
+"""
+
 MINIMAL_TEMPLATE = """\
 metadata:
   description: {description}
@@ -163,19 +179,7 @@ disk:
   size: 4GiB
   partitionTableType: gpt
   partitions:
-    - id: boot
-      type: esp
-      start: 1MiB
-      end: 513MiB
-      fsType: fat32
-      mountPoint: /boot/efi
-    - id: rootfs
-      type: linux-root-amd64
-      start: 513MiB
-      end: "0"
-      fsType: ext4
-      mountPoint: /
-systemConfig:
+""" + UEFI_PARTITIONS + """systemConfig:
   name: {name}
   packages: [{packages}]
 """

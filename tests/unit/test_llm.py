@@ -27,6 +27,8 @@ from image_composer_mcp.server.llm.chat import (
     strict_json_schema,
 )
 
+from tests.conftest import UEFI_PARTITIONS
+
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -567,19 +569,7 @@ disk:
   size: 8GiB
   partitionTableType: gpt
   partitions:
-    - id: boot
-      type: esp
-      start: 1MiB
-      end: 513MiB
-      fsType: fat32
-      mountPoint: /boot/efi
-    - id: rootfs
-      type: linux-root-amd64
-      start: 513MiB
-      end: "0"
-      fsType: ext4
-      mountPoint: /
-
+""" + UEFI_PARTITIONS + """
 systemConfig:
   name: edge
   description: Minimal edge image with docker

@@ -24,6 +24,8 @@ from image_composer_mcp.server.validation.validator import (
 )
 from jsonschema import Draft202012Validator
 
+from tests.conftest import UEFI_PARTITIONS
+
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 UPSTREAM = SHARED / "reference" / "os-image-composer"
 TEMPLATES = UPSTREAM / "image-templates"
@@ -53,19 +55,7 @@ disk:
   size: 4GiB
   partitionTableType: gpt
   partitions:
-    - id: boot
-      type: esp
-      start: 1MiB
-      end: 513MiB
-      fsType: fat32
-      mountPoint: /boot/efi
-    - id: rootfs
-      type: linux-root-amd64
-      start: 513MiB
-      end: "0"
-      fsType: ext4
-      mountPoint: /
-systemConfig:
+""" + UEFI_PARTITIONS + """systemConfig:
   name: demo-system
   packages:
     - curl

@@ -6,10 +6,48 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
-class FakeLLM:
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers JSON: the scripted servers' common part."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class LoopbackServer:
+    """A real HTTP server on 127.0.0.1 (random port) in a thread, for the duration of a ``with`` block."""
+
+    server: ThreadingHTTPServer
+    thread: threading.Thread
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeLLM(LoopbackServer):
     def __init__(self, replies: list[str] | None = None, model: str = "llama3.1:8b", delay: float = 0.0):
         self.replies = list(replies or [])
         self.model = model
@@ -18,18 +56,7 @@ class FakeLLM:
         self.default = "I cannot help with that."
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 if self.path == "/api/tags":
                     # Real Ollama lists each model under both keys; the ollama SDK reads "model".
@@ -56,17 +83,8 @@ class FakeLLM:
                 else:
                     self._send(404, {"error": "not found"})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.serve(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FakeLLM:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return self.base_url

@@ -7,8 +7,6 @@ error bodies. The key must not come back to the MCP client, nor be persisted in 
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,8 @@ from image_composer_mcp.server.engine import build_engine
 from image_composer_mcp.server.transport.app import create_app
 from mcp import Client
 
+from tests.fake_llm import JsonHandler, LoopbackServer
+
 pytestmark = pytest.mark.anyio
 
 # Shaped like nothing the generic patterns know (no sk- prefix): only the literal, configured value catches it.
@@ -25,7 +25,7 @@ KEY = "proxy-credential-5f1e0c9a7b3d"
 DEAD = "http://127.0.0.1:9"
 
 
-class EchoingProxy:
+class EchoingProxy(LoopbackServer):
     """An OpenAI-compatible endpoint that lists models but answers every chat with an error echoing the headers."""
 
     def __init__(self, status: int) -> None:
@@ -33,18 +33,7 @@ class EchoingProxy:
         self.status = status
         self.seen_auth: list[str] = []
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 self._send(200, {"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]})
 
@@ -57,20 +46,11 @@ class EchoingProxy:
                                                                f"authorization={auth!r} raw={raw}",
                                                     "type": "proxy_error", "echo": {"Authorization": auth}}})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.serve(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> EchoingProxy:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return f"{self.base_url}/v1"
 
 
 def _app(cache: Path, **overrides: Any):

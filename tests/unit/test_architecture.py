@@ -129,3 +129,15 @@ def test_no_runtime_module_outgrows_one_concern():
     big = {str(p.relative_to(SERVER.parent)): n for p in [*SERVER.rglob("*.py"), *(SERVER.parent / "tools").rglob("*.py")]
            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert not big, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {big}"
+
+
+def test_every_package_is_listed_for_the_wheel():
+    """pyproject lists packages by hand (the checkout root is the package): a new room must be added there."""
+    import tomllib
+
+    root = SERVER.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    on_disk = {"image_composer_mcp"} | {
+        ".".join(("image_composer_mcp", *init.parent.relative_to(root).parts))
+        for top in ("server", "tools", "resources") for init in (root / top).rglob("__init__.py")}
+    assert on_disk == listed, f"missing from pyproject: {sorted(on_disk - listed)}; stale: {sorted(listed - on_disk)}"

@@ -123,7 +123,7 @@ class SearchEngine:
         self.settings = settings
         self._df: Counter[str] = Counter()
         self._seen: dict[str, tuple[str, tuple[str, ...]]] = {}  # uid -> (content hash, its terms)
-        self._doc_sets: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._doc_sets: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
         self._n_docs = 1
         self._catalog_version: tuple[int, int] = (-1, -1)
         self._default_idf = 1.0
@@ -189,12 +189,14 @@ class SearchEngine:
         count = self._df.get(term) or self._df.get(vocab.stem(term))
         return math.log(1 + self._n_docs / count) if count and count > 0 else self._default_idf
 
-    def _term_sets(self, uid: str) -> tuple[frozenset[str], frozenset[str]]:
-        """Sets only for the candidates a query scores (at most a few hundred), built on demand."""
+    def _term_sets(self, uid: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """A template's strong terms, weak terms and lower-cased packages: built on demand, only for the
+        candidates queries score (at most a few hundred each), and kept until the catalog changes."""
         sets = self._doc_sets.get(uid)
         if sets is None:
             rec = self.index.catalog.get(uid)
-            sets = (frozenset(rec.terms_strong), frozenset(rec.terms_weak)) if rec else (frozenset(), frozenset())
+            sets = ((frozenset(rec.terms_strong), frozenset(rec.terms_weak), frozenset(p.lower() for p in rec.packages))
+                    if rec else (frozenset(), frozenset(), frozenset()))
             if len(self._doc_sets) > 4096:
                 self._doc_sets.clear()
             self._doc_sets[uid] = sets
@@ -216,11 +218,12 @@ class SearchEngine:
 
     @staticmethod
     def _credit(words: set[str], synonyms: set[str], strong: frozenset[str], weak: frozenset[str]) -> float:
-        if words & strong:
+        # isdisjoint, not `&`: the same answer without building a set per template and query word.
+        if not strong.isdisjoint(words):
             return 1.0
-        if synonyms & strong or words & weak:
+        if not strong.isdisjoint(synonyms) or not weak.isdisjoint(words):
             return WEAK_CREDIT
-        if synonyms & weak:
+        if not weak.isdisjoint(synonyms):
             return WEAK_CREDIT * WEAK_CREDIT
         return 0.0
 
@@ -245,7 +248,7 @@ class SearchEngine:
         return concepts, plain
 
     def _keyword_score(self, plan: tuple[list[_ConceptPlan], list[_TermPlan]], uid: str) -> tuple[float, list[str]]:
-        strong, weak = self._term_sets(uid)
+        strong, weak, _packages = self._term_sets(uid)
         total = matched = 0.0
         hits: list[str] = []
         concepts, plain = plan
@@ -265,19 +268,19 @@ class SearchEngine:
         return (matched / total if total else 0.0), hits
 
     @staticmethod
-    def _package_score(analysis: QueryAnalysis, rec: TemplateRecord) -> tuple[float, list[str]]:
+    def _package_score(analysis: QueryAnalysis, have: frozenset[str]) -> tuple[float, list[str]]:
+        """``have``: the template's packages, lower-cased."""
         if not analysis.packages:
             return 0.0, []
-        have = {p.lower() for p in rec.packages}
         matched = [p for p in analysis.packages
-                   if package_aliases(p) & have or analysis.package_sets.get(p, frozenset()) & have]
+                   if not have.isdisjoint(package_aliases(p)) or not have.isdisjoint(analysis.package_sets.get(p, ()))]
         return len(matched) / len(analysis.packages), matched
 
     @staticmethod
-    def _excluded_hits(analysis: QueryAnalysis, rec: TemplateRecord) -> list[str]:
+    def _excluded_hits(analysis: QueryAnalysis, rec: TemplateRecord, have: frozenset[str]) -> list[str]:
+        """``have``: the template's packages, lower-cased."""
         if not analysis.excluded:  # most queries negate nothing: skip building the per-record sets
             return []
-        have = {p.lower() for p in rec.packages}
         # Words the author wrote, not ones we inferred: a "web" file name does not mean nginx is installed.
         words = {w.lower() for w in rec.explicit_keywords} | {w for w in vocab.split_parts(rec.id)}
         hits = []
@@ -355,10 +358,11 @@ class SearchEngine:
             semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             coverage, hits = self._keyword_score(keyword_plan, cand.uid)
             keyword = (1 - BM25_SHARE) * coverage + BM25_SHARE * (cand.bm25 / max_bm25)
-            package, matched = self._package_score(analysis, rec)
+            have = self._term_sets(cand.uid)[2]
+            package, matched = self._package_score(analysis, have)
             score = weights["semantic"] * semantic + weights["keyword"] * keyword + weights["package"] * package
             penalties: list[str] = []
-            excluded = self._excluded_hits(analysis, rec)
+            excluded = self._excluded_hits(analysis, rec, have)
             if excluded:
                 factor = self.settings.classification.negation_penalty
                 score *= factor

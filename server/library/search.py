@@ -36,6 +36,7 @@ above it while queries about unrelated topics score under 0.25.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import re
@@ -43,7 +44,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -81,7 +82,9 @@ MAX_STEM_PACKAGES = 12
 MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
 CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
 STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
+DOC_SETS_MAX = 4096  # per-template word sets kept between queries (a few KB each): bounded for 100,000 templates
 _NAME_PARTS = re.compile(r"[-_.+]")
+_T = TypeVar("_T")
 _WordForms = tuple[set[str], set[str]]  # a query word with its stem, and its synonyms
 _ConceptPlan = tuple[str, list[tuple[_WordForms, float]], float, set[str]]  # id, (forms, idf) per word, weight, terms
 _TermPlan = tuple[str, float, set[str], set[str]]  # word, idf, word and stem, synonyms
@@ -116,6 +119,15 @@ class SearchOutcome:
     notices: tuple[str, ...] = ()  # what limits this answer (e.g. no embedding model), for the reader
 
 
+def _remember(cache: dict[str, _T], key: str, value: _T) -> None:
+    """Insert, keeping at most DOC_SETS_MAX entries: the oldest quarter goes when full (dicts keep insertion
+    order), so no single query pays for dropping thousands of sets at once."""
+    if len(cache) >= DOC_SETS_MAX:
+        for old in list(itertools.islice(cache, DOC_SETS_MAX // 4)):
+            del cache[old]
+    cache[key] = value
+
+
 class SearchEngine:
     def __init__(self, index: TemplateIndex, embedder: Embedder, settings: AISettings):
         self.index = index
@@ -124,6 +136,7 @@ class SearchEngine:
         self._df: Counter[str] = Counter()
         self._seen: dict[str, tuple[str, tuple[str, ...]]] = {}  # uid -> (content hash, its terms)
         self._doc_sets: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._package_sets: dict[str, frozenset[str]] = {}
         self._n_docs = 1
         self._catalog_version: tuple[int, int] = (-1, -1)
         self._default_idf = 1.0
@@ -154,6 +167,7 @@ class SearchEngine:
         self._n_docs = max(len(seen), 1)
         self._default_idf = math.log(1 + self._n_docs)
         self._doc_sets.clear()
+        self._package_sets.clear()
         technical = set(vocab.TECHNICAL_TERMS) | {w for words in vocab.ARCH_WORDS.values() for w in words}
         technical.discard("intel")
         packages = self.index.all_packages()
@@ -195,10 +209,17 @@ class SearchEngine:
         if sets is None:
             rec = self.index.catalog.get(uid)
             sets = (frozenset(rec.terms_strong), frozenset(rec.terms_weak)) if rec else (frozenset(), frozenset())
-            if len(self._doc_sets) > 4096:
-                self._doc_sets.clear()
-            self._doc_sets[uid] = sets
+            _remember(self._doc_sets, uid, sets)
         return sets
+
+    def _packages_lower(self, uid: str) -> frozenset[str]:
+        """A template's packages, lower-cased: built once per candidate instead of once per query and candidate."""
+        have = self._package_sets.get(uid)
+        if have is None:
+            rec = self.index.catalog.get(uid)
+            have = frozenset(p.lower() for p in rec.packages) if rec else frozenset()
+            _remember(self._package_sets, uid, have)
+        return have
 
     # ---- scoring -------------------------------------------------------------
     def weights_for(self, analysis: QueryAnalysis) -> dict[str, float]:
@@ -216,11 +237,12 @@ class SearchEngine:
 
     @staticmethod
     def _credit(words: set[str], synonyms: set[str], strong: frozenset[str], weak: frozenset[str]) -> float:
-        if words & strong:
+        # isdisjoint, not `&`: the same answer without building a set per template and query word.
+        if not strong.isdisjoint(words):
             return 1.0
-        if synonyms & strong or words & weak:
+        if not strong.isdisjoint(synonyms) or not weak.isdisjoint(words):
             return WEAK_CREDIT
-        if synonyms & weak:
+        if not weak.isdisjoint(synonyms):
             return WEAK_CREDIT * WEAK_CREDIT
         return 0.0
 
@@ -265,19 +287,19 @@ class SearchEngine:
         return (matched / total if total else 0.0), hits
 
     @staticmethod
-    def _package_score(analysis: QueryAnalysis, rec: TemplateRecord) -> tuple[float, list[str]]:
+    def _package_score(analysis: QueryAnalysis, have: frozenset[str]) -> tuple[float, list[str]]:
+        """``have``: the template's packages, lower-cased."""
         if not analysis.packages:
             return 0.0, []
-        have = {p.lower() for p in rec.packages}
         matched = [p for p in analysis.packages
-                   if package_aliases(p) & have or analysis.package_sets.get(p, frozenset()) & have]
+                   if not have.isdisjoint(package_aliases(p)) or not have.isdisjoint(analysis.package_sets.get(p, ()))]
         return len(matched) / len(analysis.packages), matched
 
     @staticmethod
-    def _excluded_hits(analysis: QueryAnalysis, rec: TemplateRecord) -> list[str]:
+    def _excluded_hits(analysis: QueryAnalysis, rec: TemplateRecord, have: frozenset[str]) -> list[str]:
+        """``have``: the template's packages, lower-cased."""
         if not analysis.excluded:  # most queries negate nothing: skip building the per-record sets
             return []
-        have = {p.lower() for p in rec.packages}
         # Words the author wrote, not ones we inferred: a "web" file name does not mean nginx is installed.
         words = {w.lower() for w in rec.explicit_keywords} | {w for w in vocab.split_parts(rec.id)}
         hits = []
@@ -355,10 +377,11 @@ class SearchEngine:
             semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             coverage, hits = self._keyword_score(keyword_plan, cand.uid)
             keyword = (1 - BM25_SHARE) * coverage + BM25_SHARE * (cand.bm25 / max_bm25)
-            package, matched = self._package_score(analysis, rec)
+            have = self._packages_lower(cand.uid) if analysis.packages or analysis.excluded else frozenset()
+            package, matched = self._package_score(analysis, have)
             score = weights["semantic"] * semantic + weights["keyword"] * keyword + weights["package"] * package
             penalties: list[str] = []
-            excluded = self._excluded_hits(analysis, rec)
+            excluded = self._excluded_hits(analysis, rec, have)
             if excluded:
                 factor = self.settings.classification.negation_penalty
                 score *= factor

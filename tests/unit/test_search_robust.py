@@ -179,3 +179,26 @@ def test_known_words_are_never_corrected(reference_engine):
 def test_a_plural_of_a_known_word_is_not_a_misspelling(reference_engine):
     analysis = reference_engine.searcher.analyzer.analyze("linux headers for the intel 6.12 kernel")
     assert analysis.corrections == [] and "linux-headers" in analysis.packages
+
+
+def test_per_template_set_caches_stay_bounded_and_drop_the_oldest_first():
+    from image_composer_mcp.server.library.search import DOC_SETS_MAX, _remember
+
+    cache: dict[str, int] = {}
+    for i in range(DOC_SETS_MAX + 10):
+        _remember(cache, f"t{i}", i)
+    assert len(cache) <= DOC_SETS_MAX
+    assert f"t{DOC_SETS_MAX + 9}" in cache and "t0" not in cache  # newest kept, oldest gone
+    assert len(cache) > DOC_SETS_MAX // 2  # a quarter goes at a time, not everything at once
+
+
+def test_repeated_searches_score_the_same_after_the_set_caches_turn_over(reference_engine, monkeypatch):
+    from image_composer_mcp.server.library import search as search_mod
+
+    query = "edge image with docker and ssh for an arm board"
+    before = [(r.record.name, r.score, r.matched_terms) for r in reference_engine.search(query, 10).results]
+    monkeypatch.setattr(search_mod, "DOC_SETS_MAX", 8)  # every query now evicts sets it built a moment ago
+    searcher = reference_engine.searcher
+    searcher._cache.clear()
+    after = [(r.record.name, r.score, r.matched_terms) for r in reference_engine.search(query, 10).results]
+    assert after == before

@@ -461,7 +461,16 @@ def plan_markdown(plan: dict[str, Any], model_name: str, meta: dict[str, Any]) -
                 alone = "- | - | -"
             lines.append(f"| {half} | {kind} | {off['right']}/{off['count']} | {pl['right']}/{pl['count']}{worse} | "
                          f"{used}/{pl['count']} | {alone} | {pl['reported']}/{pl['misses']} |")
-    return "\n".join(lines)
+    lines.append("")
+    for half in ("dev", "test"):
+        for kind in ("requests", "refinements"):
+            # "Never worse than offline alone" is checked per row: a miss the offline provider did not have.
+            offline_missed = {f["text"] for f in plan["offline"][half][kind]["failures"]}
+            for fail in plan["plan"][half][kind]["failures"]:
+                if fail["text"] not in offline_missed:
+                    lines.append(f"- {half} {kind}, plan mode missed where offline did not: {fail['text']}: "
+                                 f"{'; '.join(fail['problems'])}")
+    return "\n".join(lines).rstrip("\n")
 
 
 def _machine() -> str:

@@ -7,7 +7,7 @@ picks the wrong arch), so the merge is conservative:
 * facts the rules read exactly win: target words, sizes, hostnames, kernel parameters, package names
   the parser placed;
 * the model fills only what the rules left unset: the target when the text named none, a disk size,
-  a hostname;
+  a hostname (never the architecture or "minimal", which only swap the base for a guess);
 * every package the model adds is checked against the known-package sources (the repository index when
   the caller has one, every indexed template, the capability knowledge) and dropped otherwise.
 
@@ -134,9 +134,8 @@ def merge_specs(rules: RequestSpec, answer: Any, known: Iterable[str],
             merged.remove_packages.append(low)
             placed.add(low)
             taken.append(f"removal of {low}")
-    if plan.minimal and not merged.minimal:
-        merged.minimal = True
-        taken.append("minimal")
+    # Nor is "minimal": the rules read the word, and a model's guess swaps the request's base for a bare one,
+    # losing what it carried (the LLM bench: an elxr cloud image lost its qemu-guest-agent).
     return merged, taken
 
 

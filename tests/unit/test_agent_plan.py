@@ -125,6 +125,19 @@ async def test_the_models_spec_is_judged_on_its_own(library_cache):
         offline.close()
 
 
+async def test_a_models_minimal_guess_does_not_swap_the_base(library_cache):
+    """Seen with SmolLM2 in `bench.llm --plan-only`: its minimal=true made plan mode worse than offline."""
+    request = "elxr arm64 cloud image with cloud-init and qemu guest agent"
+    plan = {**PLAN, "os": None, "dist": None, "arch": None, "add_packages": [], "disk_size": "8GiB",
+            "hostname": None, "minimal": True}
+    engine = _engine(library_cache, PlanningProvider(plan))
+    try:
+        r = await engine.agent.generate(request)
+    finally:
+        engine.close()
+    assert r.provider == "ollama+composer" and {"cloud-init", "qemu-guest-agent"} <= installed(load_mapping(r.yaml).data)
+
+
 async def test_plan_failure_falls_back_to_the_offline_understanding(library_cache):
     engine = _engine(library_cache, PlanningProvider(LLMUnavailable("model not loaded")))
     try:

@@ -13,10 +13,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from image_composer_mcp.server.composer.adherence import reported, unmet, unmet_reply
 from image_composer_mcp.server.core.config import load_settings
@@ -24,6 +25,10 @@ from image_composer_mcp.server.core.yamlsafe import YamlError, load_mapping, par
 
 from bench import REPO_ROOT as PACKAGE_ROOT
 from bench import reference_checkout
+
+if TYPE_CHECKING:
+    from image_composer_mcp.server.agent.loop import Agent
+    from image_composer_mcp.server.agent.spec_plan import PlannedSpec
 
 DATA = PACKAGE_ROOT / "tests" / "data"
 EVAL = PACKAGE_ROOT / "bench" / "eval" / "generation.yaml"
@@ -106,13 +111,39 @@ def load_eval(split: str | None = None) -> dict[str, list[dict[str, Any]]]:
             for kind in ("requests", "refinements")}
 
 
-async def eval_split(client: Any, split: str) -> dict[str, Any]:
-    """One half of the evaluation set over MCP: fully-right rates and whether every miss was reported."""
+def template_misses(doc: Any, valid: bool, want: dict[str, Any]) -> list[str]:
+    """The evaluation's verdict on a template: "invalid", or the wanted facts it misses (the run-time check)."""
+    return unmet(doc, want) if valid and isinstance(doc, dict) else ["invalid"]
+
+
+# Judges a model's own spec for a request against the wanted facts: (request, spec, want) -> misses.
+SpecJudge = Callable[[str, "PlannedSpec", dict[str, Any]], Awaitable[list[str]]]
+
+
+def judge_spec(agent: Agent, request: str, plan: PlannedSpec, want: dict[str, Any]) -> list[str]:
+    """What the model's spec misses on its own: composed without the rules' parse by the offline composer on
+    its own grounding, and judged like every answer of the evaluation (:func:`template_misses`)."""
+    from image_composer_mcp.server.agent.spec_plan import spec_from_plan
+    from image_composer_mcp.server.knowledge.loader import load_capabilities
+
+    spec = spec_from_plan(plan, load_capabilities())
+    spec.arch = spec.arch or "x86_64"  # the default target, as for the rules' parse (Agent.understand)
+    draft = agent.compose_spec(request, spec)
+    return template_misses(draft.report.data, draft.report.valid, want)
+
+
+async def eval_split(client: Any, split: str, judge: SpecJudge | None = None) -> dict[str, Any]:
+    """One half of the evaluation set over MCP: fully-right rates and whether every miss was reported. With
+    ``judge``, each request the model planned (plan mode) also gets the model's spec judged on its own."""
+    from image_composer_mcp.server.agent.spec_plan import PlannedSpec
+
     rows = load_eval(split)
     figures: dict[str, Any] = {}
     for kind in ("requests", "refinements"):
         right = misses = reported_misses = 0
+        planned = plan_right = planned_merged_right = 0
         failures: list[dict[str, Any]] = []
+        plan_failures: list[dict[str, Any]] = []
         providers: dict[str, int] = {}  # who produced each answer, e.g. "openai+composer" when a plan was used
         for row in rows[kind]:
             previous = None
@@ -128,9 +159,16 @@ async def eval_split(client: Any, split: str) -> dict[str, Any]:
             if r.is_error or "yaml" not in reply:
                 problems = [f"error: {r.content[0].text if r.content else '?'}"]
             else:
-                problems = unmet(load_mapping(reply["yaml"]).data, row["want"]) if reply.get("valid") else ["invalid"]
+                problems = template_misses(load_mapping(reply["yaml"]).data, bool(reply.get("valid")), row["want"])
                 problems += unmet_reply(reply, row["want"], previous_revision=previous)
             right += not problems
+            if judge is not None and kind == "requests" and reply.get("plan"):
+                own = await judge(row["request"], PlannedSpec.model_validate(reply["plan"]), row["want"])
+                planned += 1
+                plan_right += not own
+                planned_merged_right += not problems
+                if own:
+                    plan_failures.append({"text": row["request"], "problems": own, "plan": reply["plan"]})
             if problems:
                 misses += 1
                 told = reported(reply)
@@ -142,19 +180,33 @@ async def eval_split(client: Any, split: str) -> dict[str, Any]:
                          "misses": misses, "reported": reported_misses,
                          "misses_reported": round(reported_misses / misses, 4) if misses else 1.0,
                          "failures": failures, "providers": providers}
+        if judge is not None and kind == "requests":
+            figures[kind] |= {"planned": planned, "plan_right": plan_right,
+                              "planned_merged_right": planned_merged_right, "plan_failures": plan_failures}
     return figures
 
 
 async def _eval_figures(cache: Path, splits: tuple[str, ...] = ("dev", "test"),
-                        overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The evaluation set over MCP; offline by default, any provider through ``overrides``."""
+                        overrides: dict[str, Any] | None = None, judge_plans: bool = False) -> dict[str, Any]:
+    """The evaluation set over MCP; offline by default, any provider through ``overrides``. ``judge_plans``:
+    also judge each model spec on its own (:func:`judge_spec`) with the serving engine's agent."""
+    import anyio
+    from image_composer_mcp.server.engine import build_engine
     from image_composer_mcp.server.transport.app import create_app
     from mcp import Client
 
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(cache), "OIC_AI_PROVIDER": "offline"},
                              overrides={"packages.offline": True, **(overrides or {})})
-    async with Client(create_app(settings)) as client:
-        return {split: await eval_split(client, split) for split in splits}
+    engine = build_engine(settings)
+
+    async def judge(request: str, plan: PlannedSpec, want: dict[str, Any]) -> list[str]:
+        return await anyio.to_thread.run_sync(judge_spec, engine.agent, request, plan, want)
+
+    try:
+        async with Client(create_app(settings, engine)) as client:
+            return {split: await eval_split(client, split, judge if judge_plans else None) for split in splits}
+    finally:
+        engine.close()
 
 
 def _validation_figures() -> dict[str, Any]:

@@ -416,7 +416,7 @@ async def _plan_eval(base_url: str, model: str) -> dict[str, Any]:
         offline = await _eval_figures(Path(tmp) / "offline")
         planned = await _eval_figures(Path(tmp) / "plan", overrides={
             "provider": "openai", "openai.base_url": base_url, "openai.api_key": "local", "openai.model": model,
-            "openai.timeout": 600, "agent.llm_mode": "plan", "agent.verify_packages": False})
+            "openai.timeout": 600, "agent.llm_mode": "plan", "agent.verify_packages": False}, judge_plans=True)
     return {"offline": offline, "plan": planned}
 
 
@@ -441,17 +441,36 @@ def plan_markdown(plan: dict[str, Any], model_name: str, meta: dict[str, Any]) -
              f"({meta.get('date', '')})", "",
              "`ai.agent.llm_mode=plan`: the model's schema-constrained RequestSpec (edit plan for refinements) is merged "
              "under the rules and composed. *plan used*: answers whose provider is `openai+composer` (the plan "
-             "changed something); the rest fell back to the offline understanding and say so.", "",
-             "| half | kind | offline fully right | plan mode fully right | plan used | misses reported (plan) |",
-             "|---|---|---|---|---|---|"]
+             "changed something); the rest fell back to the offline understanding and say so. *model spec*: requests "
+             "where the model answered a spec; *its spec alone fully right*: that spec, without the rules' parse, "
+             "composed by the offline composer on its own grounding and judged by the same check as every answer "
+             "(`bench.agent_bench.judge_spec`); *plan mode right on those*: the merged result on the same requests. "
+             "Edit plans (refinements) are not judged alone.", "",
+             "| half | kind | offline fully right | plan mode fully right | plan used | model spec | "
+             "its spec alone fully right | plan mode right on those | misses reported (plan) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for half in ("dev", "test"):
         for kind in ("requests", "refinements"):
             off, pl = plan["offline"][half][kind], plan["plan"][half][kind]
             used = sum(n for p, n in pl.get("providers", {}).items() if p.endswith("+composer"))
             worse = " **worse**" if pl["right"] < off["right"] else ""
+            if "planned" in pl:
+                alone = (f"{pl['planned']}/{pl['count']} | {_pct(pl['plan_right'], pl['planned'])} | "
+                         f"{_pct(pl['planned_merged_right'], pl['planned'])}")
+            else:
+                alone = "- | - | -"
             lines.append(f"| {half} | {kind} | {off['right']}/{off['count']} | {pl['right']}/{pl['count']}{worse} | "
-                         f"{used}/{pl['count']} | {pl['reported']}/{pl['misses']} |")
-    return "\n".join(lines)
+                         f"{used}/{pl['count']} | {alone} | {pl['reported']}/{pl['misses']} |")
+    lines.append("")
+    for half in ("dev", "test"):
+        for kind in ("requests", "refinements"):
+            # "Never worse than offline alone" is checked per row: a miss the offline provider did not have.
+            offline_missed = {f["text"] for f in plan["offline"][half][kind]["failures"]}
+            for fail in plan["plan"][half][kind]["failures"]:
+                if fail["text"] not in offline_missed:
+                    lines.append(f"- {half} {kind}, plan mode missed where offline did not: {fail['text']}: "
+                                 f"{'; '.join(fail['problems'])}")
+    return "\n".join(lines).rstrip("\n")
 
 
 def _machine() -> str:

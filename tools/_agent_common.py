@@ -22,6 +22,7 @@ from mcp.types import (
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
+from ..server.agent.spec_plan import PlannedSpec
 from ..server.core.logs import redact, redact_known
 from ..server.llm.chat import CallbackProvider, ChatMessage, SamplingDeferred
 from ..server.validation.report import Issue
@@ -63,6 +64,8 @@ class TemplateResult(BaseModel):
                              "one line each (also in explanation)")
     unsupported: list[str] = Field(default_factory=list, description="OS, distribution or architecture named in the "
                                    "request that is not supported, with the closest supported choices")
+    plan: PlannedSpec | None = Field(default=None, description="plan mode (ai.agent.llm_mode=plan): the model's "
+                                     "request spec as it answered, before the rules' facts were merged in")
 
 
 # Template text stays byte-exact ("password:" is a real template key): only configured secrets leave it.

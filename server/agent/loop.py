@@ -27,7 +27,7 @@ from . import prompts
 from .llm_draft import enforce, llm_loop, no_yaml_report, request_hints
 from .refine import Refiner
 from .results import AgentError, AgentResult, Draft, Progress, issues, report_progress, verdict
-from .spec_plan import merge_specs, spec_schema
+from .spec_plan import merge_specs, parse_planned, spec_schema
 
 if TYPE_CHECKING:
     from .services import AgentServices
@@ -84,11 +84,7 @@ class Agent:
         await report_progress(progress, 0, "understanding the request and retrieving grounding templates")
         constraints = {"os": os, "dist": dist, "arch": arch, "imageType": image_type}
         spec = await anyio.to_thread.run_sync(self.understand, request, constraints)
-        grounding = await anyio.to_thread.run_sync(self._grounding, request, spec.os, spec.dist, spec.arch,
-                                                   spec.image_type or "raw")
-        if not grounding:
-            raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")
-        grounding = choose_base(grounding, spec, load_capabilities())
+        grounding = await anyio.to_thread.run_sync(self.ground, request, spec)
         provider, skipped = await self.provider(sampling)
         await report_progress(progress, 1, f"generating with {provider.name}")
         offline_draft = await anyio.to_thread.run_sync(self._compose, request, grounding, spec)
@@ -120,7 +116,7 @@ class Agent:
             warnings=warnings, packages=packages, grounded_on=grounded_on, provider=draft.provider,
             attempts=draft.attempts, explanation=self._explain_generation(draft, grounding, packages, spec),
             changes=draft.changes, saved_to=saved, skipped_providers=skipped, trace=draft.trace,
-            notes=list(draft.notes), unsupported=list(spec.unsupported))
+            notes=list(draft.notes), unsupported=list(spec.unsupported), plan=draft.plan)
 
     # ---- understanding -------------------------------------------------------
     def known_packages(self) -> set[str]:
@@ -207,6 +203,10 @@ class Agent:
             offline.notes.append(f"{provider.name} could not plan ({exc}); used the offline understanding")
             offline.provider = f"{provider.name}+offline"
             return offline
+        try:
+            offline.plan = parse_planned(answer)
+        except ValueError:
+            offline.plan = None
         merged, taken = merge_specs(spec, answer, self.known_packages(), load_capabilities())
         if not taken:
             offline.provider = f"{provider.name}+offline"
@@ -214,6 +214,7 @@ class Agent:
             return offline
         draft = await anyio.to_thread.run_sync(self._compose, request, grounding, merged)
         draft.provider = f"{provider.name}+composer"
+        draft.plan = offline.plan
         draft.notes.append(f"from {provider.name}'s plan: {', '.join(taken)}")
         if not draft.report.valid and offline.report.valid:
             offline.notes.append(f"{provider.name}'s plan gave an invalid template; kept the offline one")
@@ -248,6 +249,18 @@ class Agent:
             except (OSError, ValueError) as exc:  # YamlError is a ValueError
                 log.warning("grounding template %s unreadable: %s", record.name, exc)
         return out
+
+    def ground(self, request: str, spec: RequestSpec) -> list[tuple[str, str, dict]]:
+        """The templates a spec is grounded on, the composer's base first."""
+        grounding = self._grounding(request, spec.os, spec.dist, spec.arch, spec.image_type or "raw")
+        if not grounding:
+            raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")
+        return choose_base(grounding, spec, load_capabilities())
+
+    def compose_spec(self, request: str, spec: RequestSpec) -> Draft:
+        """What the offline composer makes of ``spec`` alone, on its own grounding (the LLM bench judges a
+        model's plan this way, by the same adherence check as the merged result)."""
+        return self._compose(request, self.ground(request, spec), spec)
 
     def _compose(self, request: str, grounding: list[tuple[str, str, dict]], spec: RequestSpec) -> Draft:
         caps = load_capabilities()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..validation.report import ValidationReport
+from .spec_plan import PlannedSpec
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class AgentResult:
     trace: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was not understood / applied, one line each
     unsupported: list[str] = field(default_factory=list)  # unsupported targets named, with closest choices
+    plan: PlannedSpec | None = None  # plan mode: the model's spec as it answered, before the merge
 
 
 
@@ -60,6 +62,7 @@ class Draft:
     trace: list[dict[str, Any]] = field(default_factory=list)
     # The LLM path failed: the caller should use the offline composer's draft instead (typed, not a note).
     fallback: bool = False
+    plan: PlannedSpec | None = None  # plan mode: the model's answer, kept whether or not the merge took from it
 
 
 def issues(report: ValidationReport) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -7,7 +7,7 @@ picks the wrong arch), so the merge is conservative:
 * facts the rules read exactly win: target words, sizes, hostnames, kernel parameters, package names
   the parser placed;
 * the model fills only what the rules left unset: the target when the text named none, a disk size,
-  a hostname;
+  a hostname (never the architecture or "minimal", which only swap the base for a guess);
 * every package the model adds is checked against the known-package sources (the repository index when
   the caller has one, every indexed template, the capability knowledge) and dropped otherwise.
 
@@ -69,52 +69,74 @@ def parse_planned(answer: Any) -> PlannedSpec:
         raise ValueError(f"the plan does not match the schema: {exc.errors()[:3]}") from None
 
 
+def spec_from_plan(plan: PlannedSpec, caps: Capabilities) -> RequestSpec:
+    """The model's plan on its own, as the composer reads a spec: names put in their canonical form and
+    malformed values (a hostname with spaces, a size under 1 GiB, a package name with blanks) dropped, but
+    nothing checked against known packages and the architecture taken as the model said. The merge below
+    takes from this what the rules left open; the LLM bench composes it alone to judge the model's spec."""
+    dist = caps.dist_of(plan.dist)
+    size = None
+    if plan.disk_size:
+        m = re.fullmatch(CASUAL_SIZE, plan.disk_size.strip(), re.I)
+        mib = casual_mib(m.group(1), m.group(2)) if m else None
+        size = fmt_size(mib) if mib and mib >= 1024 else None
+    return RequestSpec(
+        os=caps.family_of(dist) if dist else caps.family_of(plan.os), dist=dist, arch=caps.arch_of(plan.arch),
+        image_type=plan.image_type if plan.image_type in ("raw", "iso", "img") else None,
+        add_packages=_names(plan.add_packages), remove_packages=_names(plan.remove_packages), disk_size=size,
+        hostname=plan.hostname if plan.hostname and _HOST.match(plan.hostname) else None,
+        kernel_cmdline_append=[p.strip() for p in plan.kernel_cmdline_append if p.strip()], minimal=plan.minimal)
+
+
+def _names(values: list[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        low = value.strip().lower()
+        if _NAME.match(low) and low not in out:
+            out.append(low)
+    return out
+
+
 def merge_specs(rules: RequestSpec, answer: Any, known: Iterable[str],
                 caps: Capabilities) -> tuple[RequestSpec, list[str]]:
     """The rules' spec with what the model adds that the rules left open; returns (merged, what was taken)."""
     try:
-        plan = parse_planned(answer)
+        plan = spec_from_plan(parse_planned(answer), caps)
     except ValueError:
         return rules, []
     merged = copy.deepcopy(rules)
     taken: list[str] = []
     names = {n.lower() for n in known} | {n.lower() for n in caps.known_packages()}
-    if not merged.dist and plan.dist and caps.dist_of(plan.dist):
-        merged.dist = caps.dist_of(plan.dist)
+    if not merged.dist and plan.dist:
+        merged.dist = plan.dist
         merged.os = caps.family_of(merged.dist)
         taken.append(f"distribution {merged.dist}")
     # The architecture is never taken from the model: a word in the text would have been read by the rules,
     # and without one the documented default (x86_64) is right more often than a small model's guess.
-    if not merged.image_type and plan.image_type in ("raw", "iso", "img"):
+    if not merged.image_type and plan.image_type:
         merged.image_type = plan.image_type
         taken.append(f"image type {plan.image_type}")
     if not (merged.disk_size or merged.disk_size_delta) and plan.disk_size:
-        m = re.fullmatch(CASUAL_SIZE, plan.disk_size.strip(), re.I)
-        mib = casual_mib(m.group(1), m.group(2)) if m else None
-        if mib and mib >= 1024:
-            merged.disk_size = fmt_size(mib)
-            taken.append(f"disk size {merged.disk_size}")
-    if not merged.hostname and plan.hostname and _HOST.match(plan.hostname):
+        merged.disk_size = plan.disk_size
+        taken.append(f"disk size {merged.disk_size}")
+    if not merged.hostname and plan.hostname:
         merged.hostname = plan.hostname
         taken.append(f"hostname {plan.hostname}")
     placed = {p.lower() for p in [*merged.add_packages, *merged.remove_packages]}
-    for name in plan.add_packages:
-        low = name.strip().lower()
-        if _NAME.match(low) and low in names and low not in placed:
+    for low in plan.add_packages:
+        if low in names and low not in placed:
             merged.add_packages.append(low)
             placed.add(low)
             merged.unparsed = [u for u in merged.unparsed if u.lower() != low]
             taken.append(f"package {low}")
-    for name in plan.remove_packages:
-        low = name.strip().lower()
-        if _NAME.match(low) and low in names and low not in placed:
+    for low in plan.remove_packages:
+        if low in names and low not in placed:
             merged.remove_packages.append(low)
             placed.add(low)
             taken.append(f"removal of {low}")
-    if plan.minimal and not merged.minimal:
-        merged.minimal = True
-        taken.append("minimal")
+    # Nor is "minimal": the rules read the word, and a model's guess swaps the request's base for a bare one,
+    # losing what it carried (the LLM bench: an elxr cloud image lost its qemu-guest-agent).
     return merged, taken
 
 
-__all__ = ["PlannedSpec", "merge_specs", "parse_planned", "spec_schema"]
+__all__ = ["PlannedSpec", "merge_specs", "parse_planned", "spec_from_plan", "spec_schema"]

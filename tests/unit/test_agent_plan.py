@@ -89,6 +89,55 @@ async def test_plan_is_merged_with_the_rules_facts_winning(library_cache):
     assert r.provider == "ollama+composer" and r.valid
 
 
+async def test_the_models_spec_is_judged_on_its_own(library_cache):
+    """The result carries the model's spec as it answered; the bench composes it alone and judges it with the
+    same check as the merged result, so "how often the model is right" is measured apart from the merge."""
+    from image_composer_mcp.tools._agent_common import to_model
+
+    from bench.agent_bench import judge_spec, template_misses
+
+    provider = PlanningProvider(PLAN)
+    engine = _engine(library_cache, provider)
+    request = "debian 13 box with curl on a 16 GB disk, plus that audit tool lynis"
+    try:
+        r = await engine.agent.generate(request)
+        assert r.plan is not None and r.plan.arch == "aarch64" and r.plan.disk_size == "64GiB"
+        assert to_model(r).plan == r.plan  # what the tool returns, for the bench over MCP
+        merged = load_mapping(r.yaml).data
+        # The model alone: its arch and size are taken, its junk package is passed on to the composer.
+        model_facts = {"dist": "debian13", "arch": "aarch64", "size": "64GiB", "has": ["lynis", "tuned"]}
+        alone = judge_spec(engine.agent, request, r.plan.model_copy(update={"add_packages": ["lynis", "tuned"]}),
+                           model_facts)
+        assert alone == [] and len(provider.calls) == 1  # judged by the composer: no second model call
+        assert template_misses(merged, r.valid, model_facts) == [
+            "arch is 'x86_64', wanted 'aarch64'", "disk size is '16GiB', wanted '64GiB'"]
+        # What the request states: the merged result holds it, the model's spec alone misses size and curl.
+        stated = {"dist": "debian13", "size": "16GiB", "has": ["curl", "lynis"]}
+        assert template_misses(merged, r.valid, stated) == []
+        assert judge_spec(engine.agent, request, r.plan, stated) == [
+            "package curl missing", "disk size is '64GiB', wanted '16GiB'"]
+    finally:
+        engine.close()
+    offline = _engine(library_cache / "offline")
+    try:
+        assert (await offline.agent.generate("debian 13 minimal image")).plan is None  # no plan asked
+    finally:
+        offline.close()
+
+
+async def test_a_models_minimal_guess_does_not_swap_the_base(library_cache):
+    """Seen with SmolLM2 in `bench.llm --plan-only`: its minimal=true made plan mode worse than offline."""
+    request = "elxr arm64 cloud image with cloud-init and qemu guest agent"
+    plan = {**PLAN, "os": None, "dist": None, "arch": None, "add_packages": [], "disk_size": "8GiB",
+            "hostname": None, "minimal": True}
+    engine = _engine(library_cache, PlanningProvider(plan))
+    try:
+        r = await engine.agent.generate(request)
+    finally:
+        engine.close()
+    assert r.provider == "ollama+composer" and {"cloud-init", "qemu-guest-agent"} <= installed(load_mapping(r.yaml).data)
+
+
 async def test_plan_failure_falls_back_to_the_offline_understanding(library_cache):
     engine = _engine(library_cache, PlanningProvider(LLMUnavailable("model not loaded")))
     try:

@@ -289,3 +289,21 @@ def test_latency_queries_are_distinct_and_exclude_the_first_query():
 def test_percentile_interpolates():
     assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
     assert percentile([5.0], 99) == 5.0
+
+
+def test_plan_table_names_the_rows_where_plan_mode_did_worse():
+    from bench.llm import plan_markdown
+
+    def half(right: int, failures: list[dict], **extra: int) -> dict:
+        row = {"count": 2, "right": right, "misses": len(failures), "reported": len(failures), "failures": failures,
+               "providers": {"openai+composer": 2}}
+        return {"requests": {**row, **extra}, "refinements": {**row, "right": 2, "misses": 0, "reported": 0,
+                                                               "failures": []}}
+
+    miss = {"text": "debian 13 with curl", "problems": ["package curl missing"], "reported": True}
+    plan = {"offline": {"dev": half(2, []), "test": half(2, [])},
+            "plan": {"dev": half(1, [miss], planned=2, plan_right=1, planned_merged_right=1), "test": half(2, [])}}
+    text = plan_markdown(plan, "tiny.gguf", {"date": "today"})
+    assert "| dev | requests | 2/2 | 1/2 **worse** | 2/2 | 2/2 | 1/2 (50 %) | 1/2 (50 %) | 1/1 |" in text
+    assert "| test | refinements | 2/2 | 2/2 | 2/2 | - | - | - | 0/0 |" in text
+    assert "- dev requests, plan mode missed where offline did not: debian 13 with curl: package curl missing" in text

@@ -19,7 +19,7 @@ from ..composer.request_spec import RequestSpec
 from ..core.config import AgentSettings
 from ..core.yamlsafe import YamlError, load_mapping
 from ..llm.chat import ChatMessage, ChatProvider, extract_yaml
-from ..validation.report import Issue, ValidationReport
+from ..validation.report import ValidationReport, issue
 from ..validation.upstream import conform
 from ..validation.validator import validate_text
 from . import prompts
@@ -37,9 +37,8 @@ def problem_text(report: ValidationReport) -> str:
 
 
 def no_yaml_report() -> ValidationReport:
-    issue = Issue(path="$", message="the model's reply contained no YAML template", line=None, column=None,
-                  hint="reply with one ```yaml block", code="llm.no_yaml", severity="error")
-    return ValidationReport(False, [issue], [], None)
+    return ValidationReport.refused(issue("$", "the model's reply contained no YAML template", "llm.no_yaml",
+                                          hint="reply with one ```yaml block"))
 
 
 def complete_compact(text: str, base: dict) -> tuple[str, list[str], bool]:

@@ -53,6 +53,11 @@ class ValidationReport:
     warnings: list[Issue]
     data: dict | None  # the parsed template when it parsed (JSON-compatible)
 
+    @classmethod
+    def refused(cls, issue: Issue) -> ValidationReport:
+        """A report with one error and no parsed data: the template could not be checked further."""
+        return cls(False, [issue], [], None)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "valid": self.valid,

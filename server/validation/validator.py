@@ -43,7 +43,7 @@ from ..core.yamlsafe import YamlError, load_mapping
 from . import consistency, disk_rules, package_rules, system_rules, target_rules
 from . import upstream as upstream_compat
 from .context import MAX_ISSUES, Context, Locator, NoPositions, fmt_path, jsonable, kind_of, where
-from .report import Issue, ValidationReport
+from .report import Issue, ValidationReport, issue
 from .schema_messages import schema_issues
 
 logger = logging.getLogger(__name__)
@@ -71,29 +71,15 @@ def validate_data(data: dict, *, base_dir: Path | None = None) -> ValidationRepo
     try:
         if not isinstance(data, dict):
             kind = kind_of(data)
-            issue = Issue(
-                path="$",
-                message=f"the template is {kind}, not a mapping",
-                line=None,
-                column=None,
-                hint="A template is a mapping with keys such as image, target, disk, systemConfig.",
-                code="schema.type",
-                severity="error",
-            )
-            return ValidationReport(False, [issue], [], None)
+            return ValidationReport.refused(issue(
+                "$", f"the template is {kind}, not a mapping", "schema.type",
+                hint="A template is a mapping with keys such as image, target, disk, systemConfig."))
         try:
             plain = jsonable(data)
         except (ValueError, RecursionError):
-            issue = Issue(
-                path="$",
-                message="the template is nested too deeply (or contains itself)",
-                line=None,
-                column=None,
-                hint="Templates are shallow mappings.",
-                code="schema.too_deep",
-                severity="error",
-            )
-            return ValidationReport(False, [issue], [], None)
+            return ValidationReport.refused(issue(
+                "$", "the template is nested too deeply (or contains itself)", "schema.too_deep",
+                hint="Templates are shallow mappings."))
         return _validate_mapping(plain, NoPositions(), base_dir, [])
     except Exception as exc:
         return _internal_error(exc)
@@ -101,34 +87,18 @@ def validate_data(data: dict, *, base_dir: Path | None = None) -> ValidationRepo
 
 def _internal_error(exc: Exception) -> ValidationReport:
     logger.exception("validation crashed")
-    issue = Issue(
-        path="$",
-        message=f"internal validation error: {exc.__class__.__name__}",
-        line=None,
-        column=None,
-        hint="This is a bug in the validator; the template may still be fine.",
-        code="internal.error",
-        severity="error",
-    )
-    return ValidationReport(False, [issue], [], None)
+    return ValidationReport.refused(issue(
+        "$", f"internal validation error: {exc.__class__.__name__}", "internal.error",
+        hint="This is a bug in the validator; the template may still be fine."))
 
 
 def _validate_text(text: str | bytes, *, base_dir: Path | None, max_bytes: int) -> ValidationReport:
     if not isinstance(text, str | bytes):
-        issue = Issue(
-            path="$",
-            message=f"expected YAML text, got {type(text).__name__}",
-            line=None,
-            column=None,
-            hint=None,
-            code="yaml.invalid",
-            severity="error",
-        )
-        return ValidationReport(False, [issue], [], None)
+        return ValidationReport.refused(issue("$", f"expected YAML text, got {type(text).__name__}", "yaml.invalid"))
     size = len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else len(text)
     if size <= max_bytes and not text.strip():
         # Checked here because libyaml calls a lone tab "a character that cannot start any token".
-        issue = Issue(
+        empty = Issue(
             path="$",
             message="the document is empty",
             line=1,
@@ -137,11 +107,11 @@ def _validate_text(text: str | bytes, *, base_dir: Path | None, max_bytes: int) 
             code="yaml.empty",
             severity="error",
         )
-        return ValidationReport(False, [issue], [], None)
+        return ValidationReport.refused(empty)
     try:
         parsed = load_mapping(text, max_bytes=max_bytes)
     except YamlError as exc:
-        issue = Issue(
+        refusal = Issue(
             path="$",
             message=exc.message,
             line=exc.line,
@@ -150,8 +120,8 @@ def _validate_text(text: str | bytes, *, base_dir: Path | None, max_bytes: int) 
             code=_yaml_code(exc.message),
             severity="error",
         )
-        logger.info("template rejected at YAML level: %s", issue.code)
-        return ValidationReport(False, [issue], [], None)
+        logger.info("template rejected at YAML level: %s", refusal.code)
+        return ValidationReport.refused(refusal)
     early: list[Issue] = []
     for dup_path, line, col in parsed.duplicate_keys:
         # gopkg.in/yaml.v3 (upstream's parser) refuses a mapping key written twice: "mapping key ...
@@ -245,8 +215,8 @@ def _validate_mapping(
     data: dict, locator: Locator, base_dir: Path | None, early: list[Issue]
 ) -> ValidationReport:
     ctx = Context(data, locator, base_dir)
-    for issue in early:  # found while parsing
-        (ctx.errors if issue.severity == "error" else ctx.warnings).append(issue)
+    for found in early:  # found while parsing
+        (ctx.errors if found.severity == "error" else ctx.warnings).append(found)
     schema_issues(ctx)
     for check in _CHECKS:
         try:

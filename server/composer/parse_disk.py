@@ -145,6 +145,7 @@ class DiskPhrases(ParserState):
     def _artifacts(self) -> None:
         names = alternatives(_WORDS.artifacts)
         comp = alternatives(_WORDS.compressions)
+        compressions = load_template_format().build_compressions  # the build's own list
         for m in self._each(
             rf"\b(?:remove|drop|delete|no|without)\s+(?:the\s+)?({names})(?:\s+(?:artifact|output|format|file))?\b"
         ):
@@ -156,7 +157,6 @@ class DiskPhrases(ParserState):
         ):
             value = (m.group(1) or m.group(2)).lower()
             value = _WORDS.compressions.get(value, value)
-            compressions = load_template_format().build_compressions  # the build's own list
             if value in compressions:
                 self.spec.artifact_compression = value
             else:  # the schema allows it, the build refuses it: say so instead of writing it

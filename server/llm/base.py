@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-_log = logging.getLogger("image_composer_mcp.server.llm")
+_log = logging.getLogger(__name__)
 
 ROLES = frozenset({"system", "user", "assistant"})
 PROBE_TIMEOUT_S = 2.0

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.paths import resource_text
+from ..core.yamlsafe import load_mapping
 from .loader import Capabilities, load_capabilities
 
 
@@ -165,9 +167,6 @@ def spelling_variants(name: str) -> list[str]:
 @functools.cache
 def default_sources() -> dict[str, list[str]]:
     """The repositories the verifier reads per distribution (resources/package_sources.yaml)."""
-    from ..core.paths import resource_text
-    from ..core.yamlsafe import load_mapping
-
     raw = load_mapping(resource_text("package_sources.yaml")).data.get("sources") or {}
     return {str(dist): [str(spec) for spec in specs] for dist, specs in raw.items()}
 

@@ -7,15 +7,18 @@ an import circle and a test can hand the agent any object with these members.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.config import AISettings
 from ..library.index import TemplateIndex
 from ..library.search import SearchEngine
-from ..llm.chat import OllamaProvider, OpenAIProvider
 from ..packages.build_check import BuildCheck
 from ..packages.verifier import VerifyResult
 from .conversations import ConversationStore
+
+if TYPE_CHECKING:
+    from ..llm.ollama_provider import OllamaProvider
+    from ..llm.openai_provider import OpenAIProvider
 
 
 class AgentServices(Protocol):

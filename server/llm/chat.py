@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -41,14 +41,27 @@ from .json_output import (
     schema_instructions,
     strict_json_schema,
 )
-from .ollama_provider import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL, OllamaProvider
-from .openai_provider import DEFAULT_OPENAI_MODEL, DEFAULT_OPENAI_URL, OpenAIProvider
+
+if TYPE_CHECKING:
+    from .ollama_provider import OllamaProvider
+    from .openai_provider import OpenAIProvider
+
+
+def __getattr__(name: str) -> Any:
+    # The SDK-backed providers load on first use: importing ``openai`` and ``ollama`` costs a few hundred
+    # milliseconds of every start-up, and a server on the offline composer or sampling never needs them.
+    if name == "OllamaProvider":
+        from .ollama_provider import OllamaProvider
+
+        return OllamaProvider
+    if name == "OpenAIProvider":
+        from .openai_provider import OpenAIProvider
+
+        return OpenAIProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
-    "DEFAULT_OLLAMA_MODEL",
-    "DEFAULT_OLLAMA_URL",
-    "DEFAULT_OPENAI_MODEL",
-    "DEFAULT_OPENAI_URL",
     "PROBE_TIMEOUT_S",
     "PROVIDER_CHOICES",
     "ROLES",

@@ -138,11 +138,11 @@ class QueryAnalysis:
             out.extend(t for t in concept.terms if t not in out)
         return out
 
-    def embedding_text(self) -> str:
-        """The query, plus a label for each concept named without any of its own words."""
+    def embedding_labels(self) -> list[str]:
+        """Texts embedded beside the query: a label for each concept named without any of its own words,
+        and each spelling correction."""
         labels = [c.label for c, words in self.concepts if not set(words) & set(c.terms)]
-        labels += [read for _, read in self.corrections]
-        return self.text if not labels else f"{self.text} ({'; '.join(labels)})"
+        return labels + [read for _, read in self.corrections]
 
 
 _stem = vocab.stem

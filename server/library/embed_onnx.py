@@ -17,7 +17,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-GRAPH_VERSION = 1  # bump when _build_graph changes: cached graph files carry it in their name
+GRAPH_VERSION = 2  # bump when _build_graph changes: cached graph files carry it in their name
 OPSET = 17  # LayerNormalization is an ONNX operator from opset 17
 LAYER_NORM_EPS = 1e-12
 
@@ -32,7 +32,7 @@ def available() -> bool:
 class OnnxMiniLM:
     """BERT encoder with mean pooling: (ids, mask) -> (batch, hidden), not normalised, like ``embed_numpy.MiniLM.encode``."""
 
-    def __init__(self, model: str | bytes, hidden: int, threads: int = 1) -> None:
+    def __init__(self, model: str | bytes, words: np.ndarray, threads: int = 1) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -45,10 +45,11 @@ class OnnxMiniLM:
         # The arena, memory patterns and pre-packed GEMM weights stay on (onnxruntime's defaults): measured
         # here, turning them off to save memory doubled query time and *raised* the peak during batches.
         self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        self.hidden = hidden
+        self._words = words
+        self.hidden = int(words.shape[1])
 
     def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        (pooled,) = self._session.run(None, {"input_ids": ids.astype(np.int64, copy=False),
+        (pooled,) = self._session.run(None, {"token_embeddings": self._words[ids],
                                              "attention_mask": mask.astype(np.int64, copy=False)})
         return np.asarray(pooled, dtype=np.float32)
 
@@ -59,35 +60,57 @@ class OnnxMiniLM:
         Building consumes the weights tensor by tensor, so the load never holds two full copies in Python.
         Without a cache dir the graph is built in memory on every start (~0.5 s).
         """
+        words = word_table(weights_path)
         target = cache_dir / f"minilm-{digest[:16]}-v{GRAPH_VERSION}.onnx" if cache_dir else None
         if target is not None and target.is_file():
             try:
-                return cls(str(target), _hidden_of(weights_path))
+                return cls(str(target), words)
             except Exception as exc:  # a truncated or foreign file: rebuild it
                 log.warning("rebuilding the ONNX embedding graph %s (%s)", target, exc)
         from safetensors.numpy import load_file
 
         model = _build_graph(load_file(str(weights_path)), heads)
-        hidden = int(model.graph.output[0].type.tensor_type.shape.dim[1].dim_value)
         if target is None:
-            return cls(model.SerializeToString(), hidden)
+            return cls(model.SerializeToString(), words)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             tmp.write_bytes(model.SerializeToString())
             os.replace(tmp, target)
+            for stale in target.parent.glob("minilm-*.onnx"):  # graphs of other versions or weights: ~45-90 MB each
+                if stale != target:
+                    stale.unlink(missing_ok=True)
         except OSError as exc:
             log.warning("cannot cache the ONNX embedding graph in %s (%s); built in memory", cache_dir, exc)
-            return cls(model.SerializeToString(), hidden)
+            return cls(model.SerializeToString(), words)
         del model
-        return cls(str(target), hidden)
+        return cls(str(target), words)
 
 
-def _hidden_of(weights_path: Path) -> int:
+WORD_TABLE = "embeddings.word_embeddings.weight"
+
+
+def word_table(weights_path: Path) -> np.ndarray:
+    """The word-embedding table (vocabulary x hidden), memory-mapped from the safetensors file.
+
+    Why outside the graph: it is half the weights (30,522 x 384 floats, 47 MB), and a query reads only its
+    own ~20 rows, so mapped pages cost almost no memory where a graph initializer is resident in full.
+    Falls back to a copy in memory when the tensor is not little-endian float32.
+    """
+    import json
+
+    with open(weights_path, "rb") as f:
+        header_len = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(header_len))
+    entry = header[WORD_TABLE]
+    start, end = entry["data_offsets"]
+    shape = tuple(int(n) for n in entry["shape"])
+    if entry["dtype"] == "F32" and end - start == 4 * shape[0] * shape[1]:
+        return np.memmap(weights_path, dtype="<f4", mode="r", offset=8 + header_len + start, shape=shape)
     from safetensors import safe_open
 
-    with safe_open(str(weights_path), framework="numpy") as f:
-        return int(f.get_slice("embeddings.word_embeddings.weight").get_shape()[1])
+    with safe_open(str(weights_path), framework="numpy") as tensors:
+        return np.ascontiguousarray(tensors.get_tensor(WORD_TABLE), dtype=np.float32)
 
 
 def _build_graph(w: dict[str, np.ndarray], heads: int) -> Any:
@@ -114,7 +137,7 @@ def _build_graph(w: dict[str, np.ndarray], heads: int) -> Any:
         # pop: each tensor is copied into the graph once and then released, which bounds peak memory
         return np.asarray(w.pop(key), dtype=np.float32)
 
-    hidden = int(w["embeddings.word_embeddings.weight"].shape[1])
+    hidden = int(w[WORD_TABLE].shape[1])
     head_dim = hidden // heads
     n_layers = 1 + max(int(k.split(".")[2]) for k in w if k.startswith("encoder.layer."))
 
@@ -126,15 +149,15 @@ def _build_graph(w: dict[str, np.ndarray], heads: int) -> Any:
         kernel = const((f32(prefix + ".weight") * np.float32(scale)).T)
         return op("Add", [op("MatMul", [x, kernel]), const(f32(prefix + ".bias") * np.float32(scale))])
 
-    # Embeddings: word + position (0..L-1) + token type 0, then LayerNorm.
-    # Positions 0..L-1 are the first L rows of the table: a Slice with 1-D bounds (ORT's optimiser turns
-    # Gather(Range) into a Slice with scalar bounds, which it then refuses at run time).
-    length = op("Slice", [op("Shape", ["input_ids"]), const(np.array([1], dtype=np.int64)),
+    # Embeddings: word (looked up by the caller, see word_table) + position (0..L-1) + token type 0, then
+    # LayerNorm. Positions 0..L-1 are the first L rows of the table: a Slice with 1-D bounds (ORT's optimiser
+    # turns Gather(Range) into a Slice with scalar bounds, which it then refuses at run time).
+    w.pop(WORD_TABLE)
+    length = op("Slice", [op("Shape", ["token_embeddings"]), const(np.array([1], dtype=np.int64)),
                           const(np.array([2], dtype=np.int64))])
     positions = op("Slice", [const(f32("embeddings.position_embeddings.weight")),
                              const(np.array([0], dtype=np.int64)), length, const(np.array([0], dtype=np.int64))])
-    x = op("Add", [op("Gather", [const(f32("embeddings.word_embeddings.weight")), "input_ids"], axis=0),
-                   positions])
+    x = op("Add", ["token_embeddings", positions])
     x = op("Add", [x, const(f32("embeddings.token_type_embeddings.weight")[0])])
     x = layer_norm(x, "embeddings.LayerNorm")
 
@@ -175,7 +198,7 @@ def _build_graph(w: dict[str, np.ndarray], heads: int) -> Any:
 
     graph = helper.make_graph(
         nodes, "minilm",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "length"]),
+        [helper.make_tensor_value_info("token_embeddings", TensorProto.FLOAT, ["batch", "length", hidden]),
          helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "length"])],
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])],
         initializer=inits)

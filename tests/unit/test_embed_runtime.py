@@ -93,6 +93,28 @@ def test_graph_file_is_cached_and_a_corrupt_one_is_rebuilt(tmp_path: Path) -> No
     assert graph.stat().st_size > 10_000_000
 
 
+def test_a_new_graph_replaces_graphs_of_other_versions(tmp_path: Path) -> None:
+    _need_model()
+    _need_onnx()
+    stale = tmp_path / "minilm-0000000000000000-v1.onnx"
+    stale.write_bytes(b"an old graph")
+    LocalEmbedder(runtime="onnx", graph_dir=tmp_path).embed(["secure boot image"])
+    (graph,) = tmp_path.glob("minilm-*.onnx")
+    assert graph != stale and graph.name.endswith(f"-v{embed_onnx.GRAPH_VERSION}.onnx")
+
+
+def test_the_word_table_is_mapped_from_the_weights_file_not_copied() -> None:
+    _need_model()
+    weights = embed_local._find_packaged_model_dir() / "model.safetensors"
+    table = embed_onnx.word_table(weights)
+    assert isinstance(table, np.memmap) and table.shape == (30522, 384)
+    from safetensors import safe_open
+
+    with safe_open(str(weights), framework="numpy") as tensors:
+        reference = tensors.get_tensor(embed_onnx.WORD_TABLE)
+    assert np.array_equal(table[[101, 2000, 102]], reference[[101, 2000, 102]])
+
+
 def test_unwritable_graph_dir_still_embeds(tmp_path: Path) -> None:
     _need_model()
     _need_onnx()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..composer.request_spec import RequestSpec
 from ..knowledge.loader import Capabilities
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
+from ..llm.chat import ChatMessage
+from . import prompts
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+_.-]*$")
 _HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", re.I)
@@ -140,3 +143,18 @@ def merge_specs(rules: RequestSpec, answer: Any, known: Iterable[str],
 
 
 __all__ = ["PlannedSpec", "merge_specs", "parse_planned", "spec_from_plan", "spec_schema"]
+
+
+@dataclass(frozen=True)
+class PlanAsk:
+    """The one structured question plan mode puts to a model: the plan of a request or of an edit."""
+
+    messages: list[ChatMessage]
+    schema: dict[str, Any]
+    name: str  # request_spec | edit_plan
+
+
+def plan_ask(text: str, grounding: list[tuple[str, str, dict]], name: str) -> PlanAsk:
+    """The plan question for ``text``, grounded on the templates it will be composed from (none for an edit)."""
+    schema = spec_schema()
+    return PlanAsk([ChatMessage(r, c) for r, c in prompts.spec_messages(text, schema, grounding)], schema, name)

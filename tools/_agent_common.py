@@ -1,30 +1,15 @@
-"""What generate_template and refine_template share: the result model, the sampling bridge, progress."""
+"""What generate_template and refine_template share: the result model and progress (sampling: _sampling.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import warnings
 from typing import TYPE_CHECKING, Any
 
-from mcp import MCPDeprecationWarning
 from mcp.server.mcpserver import Context
-from mcp.types import (
-    ClientCapabilities,
-    CreateMessageRequest,
-    CreateMessageRequestParams,
-    InputRequiredResult,
-    SamplingCapability,
-    SamplingMessage,
-    TextContent,
-)
-from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
 from ..server.agent.spec_plan import PlannedSpec
 from ..server.core.logs import redact, redact_known
-from ..server.llm.chat import CallbackProvider, ChatMessage, SamplingDeferred
 from ..server.validation.report import Issue
 
 if TYPE_CHECKING:
@@ -108,116 +93,6 @@ def to_text(m: TemplateResult) -> str:
     if m.saved_to:
         parts.append(f"Saved to {m.saved_to}")
     return "\n\n".join(parts)
-
-
-_MODERN_PROTOCOL = "2026-07-28"  # first revision where the server asks the client through input-required results
-_STATE_VERSION = 1
-
-
-def _sampling_params(messages: list[ChatMessage], temperature: float, max_tokens: int,
-                     stop: list[str] | None) -> CreateMessageRequestParams:
-    system = "\n".join(m.content for m in messages if m.role == "system") or None
-    convo = [SamplingMessage(role="assistant" if m.role == "assistant" else "user",
-                             content=TextContent(type="text", text=m.content))
-             for m in messages if m.role != "system"]
-    return CreateMessageRequestParams(messages=convo, max_tokens=max_tokens, system_prompt=system,
-                                      temperature=temperature, stop_sequences=stop)
-
-
-def _answer_text(result: Any) -> str:
-    content = getattr(result, "content", None)
-    if isinstance(content, list):  # CreateMessageResultWithTools carries a list of blocks
-        content = next((c for c in content if isinstance(c, TextContent)), None)
-    if isinstance(content, TextContent):
-        return content.text
-    raise RuntimeError(f"the client answered the sampling request with {type(result).__name__}, not text "
-                       "(it may have declined)")
-
-
-class _InputRequiredSampler:
-    """Sampling on 2026-07-28 connections, which have no back-channel for a mid-call request.
-
-    This is the protocol's input-required flow (what the SDK's ``Resolve``/``Sample`` use), driven by the
-    tool body because the agent composes its prompts from retrieval results inside the call, so no
-    resolver could render them up front. Each sampling request gets a key derived from its content. An
-    unanswered one raises :class:`SamplingDeferred` carrying an ``InputRequiredResult``; the client asks its
-    LLM and retries the call with the answer, and the call runs again from the start, replaying every
-    answer it already has (the agent's prompts are deterministic given the same answers). Earlier answers
-    ride ``request_state``, which the SDK seals, so a client cannot forge them.
-    """
-
-    def __init__(self, ctx: Context[Any, Any]):
-        self.answers: dict[str, str] = {}
-        self.errors: dict[str, str] = {}
-        state = ctx.request_state
-        if state:
-            try:
-                data = json.loads(state)
-            except ValueError:
-                data = None
-            if isinstance(data, dict) and data.get("v") == _STATE_VERSION and isinstance(data.get("answers"), dict):
-                self.answers = {str(k): str(v) for k, v in data["answers"].items()}
-        for key, response in (ctx.input_responses or {}).items():
-            try:
-                self.answers[key] = _answer_text(response)
-            except RuntimeError as exc:
-                self.errors[key] = str(exc)
-
-    async def sample(self, messages: list[ChatMessage], temperature: float, max_tokens: int,
-                     stop: list[str] | None) -> str:
-        params = _sampling_params(messages, temperature, max_tokens, stop)
-        wire = json.dumps(params.model_dump(by_alias=True, mode="json", exclude_none=True), sort_keys=True)
-        key = "sample-" + hashlib.sha256(wire.encode()).hexdigest()[:24]
-        if key in self.answers:
-            return self.answers[key]
-        if key in self.errors:
-            raise RuntimeError(self.errors[key])
-        state = json.dumps({"v": _STATE_VERSION, "answers": self.answers}) if self.answers else None
-        raise SamplingDeferred(InputRequiredResult(input_requests={key: CreateMessageRequest(params=params)},
-                                                   request_state=state))
-
-
-def _client_declared_sampling(ctx: Context[Any, Any]) -> bool:
-    try:
-        return bool(ctx.session.check_client_capability(ClientCapabilities(sampling=SamplingCapability())))
-    except Exception:  # noqa: BLE001 - capability probing must never fail the tool call
-        return False
-
-
-def sampling_provider(ctx: Context[Any, Any], timeout: float) -> CallbackProvider:
-    """The client's own LLM, in both protocol eras.
-
-    2026-07-28 connections reach it through input-required rounds (:class:`_InputRequiredSampler`); legacy
-    (2025-11-25) stateful connections through a ``sampling/createMessage`` request mid-call. Either way the
-    client must have declared the sampling capability.
-    """
-    declared = _client_declared_sampling(ctx)
-    version = ctx.protocol_version or ""
-    if declared and is_version_at_least(version, _MODERN_PROTOCOL):
-        sampler = _InputRequiredSampler(ctx)
-        return CallbackProvider(sampler.sample, available=True, timeout=timeout,
-                                reason=f"the MCP client offers sampling ({version}: answered in input-required rounds)")
-    session = ctx.session
-    capable = declared and bool(getattr(session, "can_send_request", False))
-
-    async def sample(messages: list[ChatMessage], temperature: float, max_tokens: int, stop: list[str] | None) -> str:
-        params = _sampling_params(messages, temperature, max_tokens, stop)
-        with warnings.catch_warnings():
-            # Deprecated in the 2026-07-28 protocol, but the way to reach the client's LLM on older ones.
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            result = await session.create_message(params.messages, max_tokens=max_tokens,
-                                                  system_prompt=params.system_prompt, temperature=temperature,
-                                                  stop_sequences=stop)
-        return _answer_text(result)
-
-    if capable:
-        reason = "the MCP client offers sampling"
-    elif declared:
-        reason = ("the MCP client declared sampling, but this connection has no way to ask it (a legacy session "
-                  "over stateless or JSON-response HTTP); reconnect over stdio or stateful HTTP")
-    else:
-        reason = "the MCP client did not declare the sampling capability"
-    return CallbackProvider(sample, available=capable, reason=reason, timeout=timeout)
 
 
 def progress_reporter(ctx: Context[Any, Any]):  # noqa: ANN201

@@ -1,20 +1,28 @@
-"""generate_template: a new template from a plain-words request, grounded, validated and verified."""
+"""generate_template: a new template from a plain-words request, grounded, validated and verified.
 
-from __future__ import annotations
+No ``from __future__ import annotations``: the sampling resolvers are closures (see _sampling.py).
+"""
 
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer, Resolve
+from mcp.types import CallToolResult, CreateMessageResult, ToolAnnotations
 from pydantic import Field
 
 from ..server.engine import Engine
-from ..server.llm.chat import SamplingDeferred
-from ._agent_common import TemplateResult, progress_reporter, sampling_provider, to_model, to_text
+from ._agent_common import TemplateResult, progress_reporter, to_model, to_text
 from ._common import MAX_NAME_CHARS, MAX_TEXT_CHARS, agent_call, result
+from ._sampling import ClientPlan, client_plan, plan_resolvers, sampling_gate, sampling_provider
 
 
 def register(mcp: MCPServer, engine: Engine) -> None:
+    async def plan(request: str, os: str | None, dist: str | None, arch: str | None, image_type: str | None,
+                   ctx: Context[Any, Any]) -> ClientPlan | None:
+        constraints = {"os": os, "dist": dist, "arch": arch, "imageType": image_type}
+        return client_plan(await engine.agent.client_plan(request, constraints, sampling_gate(ctx, engine.settings.openai.timeout)))
+
+    plan_question, plan_retry = plan_resolvers(plan)
+
     @mcp.tool(
         name="generate_template",
         title="Generate an image template",
@@ -24,6 +32,9 @@ def register(mcp: MCPServer, engine: Engine) -> None:
     async def generate_template(
         request: Annotated[str, Field(max_length=MAX_TEXT_CHARS, description="what the image is for, in plain words")],
         ctx: Context[Any, Any],
+        ready: Annotated[ClientPlan | None, Resolve(plan)],
+        first: Annotated[CreateMessageResult | None, Resolve(plan_question)],
+        retry: Annotated[CreateMessageResult | None, Resolve(plan_retry)],
         conversation_id: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="your own id for the conversation")] = None,
         os: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="target OS, e.g. ubuntu, azure-linux")] = None,
         dist: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="target distribution, e.g. ubuntu24, azl3")] = None,
@@ -36,12 +47,9 @@ def register(mcp: MCPServer, engine: Engine) -> None:
         docker for arm64"). Retrieves the closest real templates, generates (LLM or the offline composer),
         validates, fixes, and verifies packages. Returns the YAML, the validator's verdict, package results and
         a conversation_id for refine_template."""
-        try:
-            outcome = await agent_call(engine, "generate_template", engine.agent.generate(
-                request, conversation_id=conversation_id, os=os, dist=dist, arch=arch, image_type=image_type,
-                save_as=save_as, overwrite=overwrite, sampling=sampling_provider(ctx, engine.settings.openai.timeout),
-                progress=progress_reporter(ctx)))
-        except SamplingDeferred as pending:  # 2026-07-28: the client's LLM answers on the next round
-            return pending.payload
+        outcome = await agent_call(engine, "generate_template", engine.agent.generate(
+            request, conversation_id=conversation_id, os=os, dist=dist, arch=arch, image_type=image_type,
+            save_as=save_as, overwrite=overwrite, sampling=sampling_provider(ctx, engine.settings.openai.timeout, ready, first, retry),
+            progress=progress_reporter(ctx)))
         model = to_model(outcome)
         return result(model, to_text(model))

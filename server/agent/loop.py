@@ -21,13 +21,13 @@ from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
 from ..knowledge.loader import load_capabilities
-from ..llm.chat import CallbackProvider, ChatMessage, ChatProvider, LLMError, select_provider
+from ..llm.chat import CallbackProvider, ChatProvider, LLMError, select_provider
 from ..validation.validator import validate_text
 from . import prompts
 from .llm_draft import enforce, llm_loop, no_yaml_report, request_hints
 from .refine import Refiner
 from .results import AgentError, AgentResult, Draft, Progress, issues, report_progress, verdict
-from .spec_plan import merge_specs, parse_planned, spec_schema
+from .spec_plan import PlanAsk, merge_specs, parse_planned, plan_ask
 
 if TYPE_CHECKING:
     from .services import AgentServices
@@ -72,13 +72,49 @@ class Agent:
         ollama, openai = self.engine.chat_providers()
         return await select_provider(self.settings.provider, ollama=ollama, openai=openai, sampling=sampling)
 
+    def plans_with(self, provider: ChatProvider) -> bool:
+        """Plan mode: the model answers one structured question and the composer executes it."""
+        return (provider.name != "offline" and self.settings.agent.llm_mode == "plan"
+                and callable(getattr(provider, "complete_json", None)))
+
+    async def asks_client(self, sampling: CallbackProvider | None) -> bool:
+        """This call would put its plan question to the MCP client's LLM (``sampling``)."""
+        if sampling is None:
+            return False
+        try:
+            provider, _skipped = await self.provider(sampling)
+        except LLMError:
+            return False
+        return provider is sampling and self.plans_with(provider)
+
+    def _clean_request(self, request: str) -> str:
+        return self.clean_text(request, "request", "describe the image, e.g. 'minimal ubuntu 24.04 edge image "
+                               "with docker'")
+
+    async def client_plan(self, request: str, constraints: dict[str, str | None],
+                          sampling: CallbackProvider | None) -> PlanAsk | None:
+        """The plan question :meth:`generate` would put to the MCP client's LLM, or None when it would not ask
+        it. Pure (nothing is recorded or saved): the MCP layer asks the question before the call, and the
+        same understanding and grounding make the call ask exactly this."""
+        try:
+            request = self._clean_request(request)
+        except AgentError:
+            return None
+        if not await self.asks_client(sampling):
+            return None
+        try:
+            spec = await anyio.to_thread.run_sync(self.understand, request, constraints)
+            grounding = await anyio.to_thread.run_sync(self.ground, request, spec)
+        except AgentError:
+            return None  # the call reports it
+        return plan_ask(request, grounding, "request_spec")
+
     # ---- generation ----------------------------------------------------------
     async def generate(self, request: str, *, conversation_id: str | None = None, os: str | None = None,
                        dist: str | None = None, arch: str | None = None, image_type: str | None = None,
                        save_as: str | None = None, overwrite: bool = False,
                        sampling: CallbackProvider | None = None, progress: Progress | None = None) -> AgentResult:
-        request = self.clean_text(request, "request", "describe the image, e.g. 'minimal ubuntu 24.04 edge "
-                                   "image with docker'")
+        request = self._clean_request(request)
         if save_as:
             self.engine.check_save_name(save_as, overwrite)
         await report_progress(progress, 0, "understanding the request and retrieving grounding templates")
@@ -90,7 +126,7 @@ class Agent:
         offline_draft = await anyio.to_thread.run_sync(self._compose, request, grounding, spec)
         if provider.name == "offline":
             draft = offline_draft
-        elif self.settings.agent.llm_mode == "plan" and callable(getattr(provider, "complete_json", None)):
+        elif self.plans_with(provider):
             draft = await self._planned(provider, request, spec, grounding, offline_draft)
         else:
             try:
@@ -195,10 +231,10 @@ class Agent:
                        grounding: list[tuple[str, str, dict]], offline: Draft) -> Draft:
         """The LLM plans (a RequestSpec as schema-constrained JSON), the rules' facts win, the composer executes.
         Whatever goes wrong on the model's side, the offline draft stands."""
+        ask = plan_ask(request, grounding, "request_spec")
         try:
             answer = await provider.complete_json(  # type: ignore[attr-defined]
-                [ChatMessage(r, c) for r, c in prompts.spec_messages(request, spec_schema(), grounding)],
-                spec_schema(), name="request_spec")
+                ask.messages, ask.schema, name=ask.name)
         except (LLMError, ValueError, TypeError) as exc:
             offline.notes.append(f"{provider.name} could not plan ({exc}); used the offline understanding")
             offline.provider = f"{provider.name}+offline"
@@ -333,3 +369,8 @@ class Agent:
         go back to an earlier revision."""
         return await self._refiner.refine(conversation_id, instruction, save_as=save_as, overwrite=overwrite,
                                           sampling=sampling, progress=progress)
+
+    async def client_edit_plan(self, conversation_id: str, instruction: str,
+                               sampling: CallbackProvider | None) -> PlanAsk | None:
+        """The edit-plan question :meth:`refine` would put to the MCP client's LLM, or None (pure)."""
+        return await self._refiner.client_plan(conversation_id, instruction, sampling)

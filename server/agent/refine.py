@@ -27,13 +27,13 @@ from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
 from ..knowledge.loader import load_capabilities
-from ..llm.chat import CallbackProvider, ChatMessage, ChatProvider, LLMError
+from ..llm.chat import CallbackProvider, ChatProvider, LLMError
 from ..validation.validator import validate_text
 from . import prompts
 from .conversations import ConcurrentModification, Conversation
 from .llm_draft import llm_loop
 from .results import AgentError, AgentResult, Draft, Progress, issues, report_progress, verdict
-from .spec_plan import merge_specs, spec_schema
+from .spec_plan import PlanAsk, merge_specs, plan_ask
 
 if TYPE_CHECKING:
     from ..core.config import AISettings
@@ -67,6 +67,15 @@ def undo_target(conv: Conversation) -> int | None:
     return target if target >= 1 and (target in notes or not notes) else None
 
 
+def _current_data(yaml_text: str | None) -> Any:
+    return load_mapping(yaml_text).data if yaml_text else None
+
+
+def _is_question(instruction: str, data: Any) -> bool:
+    """An explanation question about the current template: answered from it, never sent to an LLM."""
+    return isinstance(data, dict) and composer.is_explanation_question(instruction)
+
+
 def unified_diff(old: str, new: str, old_rev: int, new_rev: int) -> str:
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                         fromfile=f"revision {old_rev}", tofile=f"revision {new_rev}"))
@@ -81,6 +90,10 @@ class Drafter(Protocol):
     def clean_text(self, text: str | None, what: str, advice: str) -> str: ...
 
     async def provider(self, sampling: CallbackProvider | None) -> tuple[ChatProvider, list[str]]: ...
+
+    def plans_with(self, provider: ChatProvider) -> bool: ...
+
+    async def asks_client(self, sampling: CallbackProvider | None) -> bool: ...
 
     def known_packages(self) -> set[str]: ...
 
@@ -144,8 +157,7 @@ class Refiner:
     async def _refine_once(self, conversation_id: str, instruction: str, *, save_as: str | None = None,
                            overwrite: bool = False, sampling: CallbackProvider | None = None,
                            progress: Progress | None = None) -> AgentResult:
-        instruction = self.agent.clean_text(instruction, "instruction", "say what to change, e.g. 'add docker' or "
-                                       "'set the disk to 8GiB'")
+        instruction = self._clean_instruction(instruction)
         if save_as:
             self.engine.check_save_name(save_as, overwrite)
         conv = await anyio.to_thread.run_sync(self.engine.conversations.get, conversation_id)
@@ -160,8 +172,8 @@ class Refiner:
         revert = _REVERT.match(instruction)
         if revert:
             return await self._revert(conv, revert, grounded_on)
-        data = load_mapping(current.yaml).data if current.yaml else None
-        if isinstance(data, dict) and composer.is_explanation_question(instruction):
+        data = _current_data(current.yaml)
+        if _is_question(instruction, data):
             answer = summarize(data, instruction)
             await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", answer)
             report = await anyio.to_thread.run_sync(validate_text, current.yaml)
@@ -209,6 +221,35 @@ class Refiner:
                            changes=changes, diff=diff, saved_to=saved, trace=draft.trace, notes=list(draft.notes),
                            unsupported=list(spec.unsupported))
 
+    def _clean_instruction(self, instruction: str) -> str:
+        return self.agent.clean_text(instruction, "instruction", "say what to change, e.g. 'add docker' or 'set the "
+                                     "disk to 8GiB'")
+
+    async def client_plan(self, conversation_id: str, instruction: str,
+                          sampling: CallbackProvider | None) -> PlanAsk | None:
+        """The edit-plan question :meth:`refine` would put to the MCP client's LLM, or None when it would not ask
+        (undo/revert, a question, an edit the offline composer fully understood, no such conversation, another
+        provider). Pure: nothing is recorded, saved or reverted."""
+        try:
+            instruction = self._clean_instruction(instruction)
+            conv = await anyio.to_thread.run_sync(self.engine.conversations.get, conversation_id)
+        except (AgentError, LookupError):
+            return None
+        current = conv.current
+        if current is None or _REVERT.match(instruction):
+            return None
+        try:
+            data = _current_data(current.yaml)
+        except ValueError:
+            return None  # the call reports the broken template
+        if not isinstance(data, dict) or _is_question(instruction, data):
+            return None
+        spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
+        _offline, done = await self._offline_edit(instruction, data, spec)
+        if done or not await self.agent.asks_client(sampling):
+            return None
+        return plan_ask(instruction, [], "edit_plan")
+
     def _understand_instruction(self, instruction: str, data: dict | None) -> RequestSpec:
         """The one parse of an edit instruction (packages of the current template and the library known)."""
         self.engine.ready()
@@ -222,23 +263,16 @@ class Refiner:
     async def _refine_draft(self, instruction: str, current_yaml: str, data: dict | None, conv: Conversation,
                             sampling: CallbackProvider | None, progress: Progress | None,
                             spec: RequestSpec) -> Draft:
-        offline: Draft | None = None
-        if isinstance(data, dict):
-            result = await anyio.to_thread.run_sync(
-                lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(spec)))
-            report = await anyio.to_thread.run_sync(validate_text, result.yaml)
-            offline = Draft(result.yaml, report, "offline", 1, [f"not understood: {u}" for u in result.unhandled],
-                             result.changes)
-            # The composer's edits are exact; use them whenever it understood the whole instruction.
-            if result.changes and not result.unhandled and report.valid:
-                return offline
+        offline, done = await self._offline_edit(instruction, data, spec)
+        if done:
+            assert offline is not None
+            return offline
         provider, _skipped = await self.agent.provider(sampling)
         if provider.name == "offline":
             if offline is None:
                 raise AgentError("the current template does not parse, and no LLM is available to repair it")
             return offline
-        if (offline is not None and isinstance(data, dict) and self.settings.agent.llm_mode == "plan"
-                and callable(getattr(provider, "complete_json", None))):
+        if offline is not None and isinstance(data, dict) and self.agent.plans_with(provider):
             return await self._planned_edit(provider, instruction, data, spec, offline)
         history = [(m.role, m.content) for m in conv.messages]
         messages = prompts.refinement_messages(current_yaml, instruction, history, self.settings.agent.prompt_style,
@@ -263,14 +297,26 @@ class Refiner:
             draft.notes.append("the model's answer left the template unchanged; the instruction was not applied")
         return draft
 
+    async def _offline_edit(self, instruction: str, data: dict | None, spec: RequestSpec) -> tuple[Draft | None, bool]:
+        """The offline composer's edit (None when the template does not parse), and whether it is the answer:
+        the composer's edits are exact, so they stand whenever it understood the whole instruction."""
+        if not isinstance(data, dict):
+            return None, False
+        result = await anyio.to_thread.run_sync(
+            lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(spec)))
+        report = await anyio.to_thread.run_sync(validate_text, result.yaml)
+        offline = Draft(result.yaml, report, "offline", 1, [f"not understood: {u}" for u in result.unhandled],
+                        result.changes)
+        return offline, bool(result.changes and not result.unhandled and report.valid)
+
     async def _planned_edit(self, provider: ChatProvider, instruction: str, data: dict, spec: RequestSpec,
                             offline: Draft) -> Draft:
         """The edit plan from the model (schema-constrained), merged under the rules' reading, applied by the
         composer; the offline draft stands whenever the plan adds nothing or fails."""
+        ask = plan_ask(instruction, [], "edit_plan")
         try:
             answer = await provider.complete_json(  # type: ignore[attr-defined]
-                [ChatMessage(r, c) for r, c in prompts.spec_messages(instruction, spec_schema(), [])],
-                spec_schema(), name="edit_plan")
+                ask.messages, ask.schema, name=ask.name)
         except (LLMError, ValueError, TypeError) as exc:
             offline.notes.append(f"{provider.name} could not plan the edit ({exc}); used the offline understanding")
             return offline

@@ -18,17 +18,22 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..composer.request_spec import RequestSpec
 from ..knowledge.loader import Capabilities
+from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
+from ..llm.chat import ChatMessage
+from ..validation.system_rules import is_hostname
+from . import prompts
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9+_.-]*$")
-_HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", re.I)
+_NAME = re.compile(r"[a-z0-9][a-z0-9+_.-]*")
+_KERNEL_PARAM = re.compile(r"[A-Za-z0-9_.-]+(?:=\S+)?")
 
 
 class PlannedSpec(BaseModel):
@@ -73,28 +78,51 @@ def spec_from_plan(plan: PlannedSpec, caps: Capabilities) -> RequestSpec:
     """The model's plan on its own, as the composer reads a spec: names put in their canonical form and
     malformed values (a hostname with spaces, a size under 1 GiB, a package name with blanks) dropped, but
     nothing checked against known packages and the architecture taken as the model said. The merge below
-    takes from this what the rules left open; the LLM bench composes it alone to judge the model's spec."""
-    dist = caps.dist_of(plan.dist)
+    takes from this what the rules left open; the LLM bench composes it alone to judge the model's spec.
+
+    Every free-text value must have the shape of what it names (a package name, an RFC 1123 host name, a
+    kernel parameter, a size); a placeholder for "not given" ("null", "none", "n/a"...) is no value."""
+    dist = caps.dist_of(_given(plan.dist))
     size = None
-    if plan.disk_size:
-        m = re.fullmatch(CASUAL_SIZE, plan.disk_size.strip(), re.I)
+    disk_size = _given(plan.disk_size)
+    if disk_size:
+        m = re.fullmatch(CASUAL_SIZE, disk_size, re.I)
         mib = casual_mib(m.group(1), m.group(2)) if m else None
         size = fmt_size(mib) if mib and mib >= 1024 else None
     return RequestSpec(
-        os=caps.family_of(dist) if dist else caps.family_of(plan.os), dist=dist, arch=caps.arch_of(plan.arch),
+        os=caps.family_of(dist) if dist else caps.family_of(_given(plan.os)), dist=dist,
+        arch=caps.arch_of(_given(plan.arch)),
         image_type=plan.image_type if plan.image_type in ("raw", "iso", "img") else None,
         add_packages=_names(plan.add_packages), remove_packages=_names(plan.remove_packages), disk_size=size,
-        hostname=plan.hostname if plan.hostname and _HOST.match(plan.hostname) else None,
-        kernel_cmdline_append=[p.strip() for p in plan.kernel_cmdline_append if p.strip()], minimal=plan.minimal)
+        hostname=_shaped(plan.hostname, is_hostname),
+        kernel_cmdline_append=_unique(_shaped(p, _KERNEL_PARAM.fullmatch)
+                                      for entry in plan.kernel_cmdline_append for p in entry.split()),
+        minimal=plan.minimal)
+
+
+def _given(value: str | None) -> str | None:
+    """The value, trimmed, or None when it is empty or a placeholder for "not given"."""
+    text = (value or "").strip().strip("\"'`").strip()
+    if not text or text.lower() in load_request_words().placeholders:
+        return None
+    return text
+
+
+def _shaped(value: str | None, shape: Callable[[str], object]) -> str | None:
+    text = _given(value)
+    return text if text is not None and shape(text) else None
+
+
+def _unique(values: Iterable[str | None]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        if value is not None and value not in out:
+            out.append(value)
+    return out
 
 
 def _names(values: list[str]) -> list[str]:
-    out: list[str] = []
-    for value in values:
-        low = value.strip().lower()
-        if _NAME.match(low) and low not in out:
-            out.append(low)
-    return out
+    return _unique(_shaped(v.lower() if v else v, _NAME.fullmatch) for v in values)
 
 
 def merge_specs(rules: RequestSpec, answer: Any, known: Iterable[str],
@@ -140,3 +168,18 @@ def merge_specs(rules: RequestSpec, answer: Any, known: Iterable[str],
 
 
 __all__ = ["PlannedSpec", "merge_specs", "parse_planned", "spec_from_plan", "spec_schema"]
+
+
+@dataclass(frozen=True)
+class PlanAsk:
+    """The one structured question plan mode puts to a model: the plan of a request or of an edit."""
+
+    messages: list[ChatMessage]
+    schema: dict[str, Any]
+    name: str  # request_spec | edit_plan
+
+
+def plan_ask(text: str, grounding: list[tuple[str, str, dict]], name: str) -> PlanAsk:
+    """The plan question for ``text``, grounded on the templates it will be composed from (none for an edit)."""
+    schema = spec_schema()
+    return PlanAsk([ChatMessage(r, c) for r, c in prompts.spec_messages(text, schema, grounding)], schema, name)

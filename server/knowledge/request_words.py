@@ -1,5 +1,6 @@
 """The domain words of requests (resources/request_words.yaml): image types, disk formats, compressions,
-filesystems, mount words, bootloaders, package-name suffixes, kernel package shapes and image-name slugs.
+filesystems, mount words, bootloaders, package-name suffixes, kernel package shapes, image-name slugs and the
+placeholders a model writes for "not given".
 
 The request parser and the composer read them here, so a new word is a data change, never a code change.
 """
@@ -30,6 +31,7 @@ class RequestWords:
     kernel_package: re.Pattern[str]
     realtime_kernel: re.Pattern[str]
     name_slugs: Mapping[str, Mapping[str, str]]  # group -> family or "default" -> slug
+    placeholders: frozenset[str] = frozenset()  # lower case: what a model writes for "not given"
 
     def name_slug(self, group: str, family: str | None) -> str | None:
         """The word an image name uses for ``group`` on ``family``."""
@@ -60,4 +62,5 @@ def load_request_words() -> RequestWords:
         kernel_package=re.compile(str(raw.get("kernel_package_pattern") or r"^$")),
         realtime_kernel=re.compile(str(raw.get("realtime_kernel_pattern") or r"^$")),
         name_slugs={str(k): _slugs(v) for k, v in (raw.get("name_slugs") or {}).items()},
+        placeholders=frozenset(w.lower() for w in _words(raw.get("placeholders"))),
     )

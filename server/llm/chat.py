@@ -75,11 +75,15 @@ __all__ = [
     "OfflineProvider",
     "OllamaProvider",
     "OpenAIProvider",
-    "SamplingDeferred",
+    "JSON_MAX_TOKENS",
+    "JSON_TEMPERATURE",
     "SamplingFn",
     "checked_json",
     "extract_yaml",
+    "json_messages",
+    "json_retry",
     "normalize_base_url",
+    "sampled_text",
     "select_provider",
     "strict_json_schema",
 ]
@@ -87,19 +91,42 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class SamplingDeferred(Exception):  # a control-flow signal, not an error
-    """The client's answer to a sampling request arrives on a later round (MCP 2026-07-28).
+# What CallbackProvider.complete_json sends unless told otherwise; the MCP layer asks the plan question up front
+# (the SDK's Resolve/Sample flow) and must render it exactly as the provider would.
+JSON_TEMPERATURE = 0.0
+JSON_MAX_TOKENS = 1024
 
-    On 2026-07-28 connections the server cannot call the client mid-tool; it returns an
-    input-required result and the client retries the tool call with the answer. The MCP layer
-    raises this from the sampling callback; it passes through the provider and the agent unchanged
-    (it is not an :class:`LLMError`, so no fallback catches it) and the tool turns ``payload`` into
-    the protocol's input-required result.
-    """
 
-    def __init__(self, payload: Any):
-        super().__init__("sampling answer pending: the MCP client answers on the next round")
-        self.payload = payload
+def sampled_text(text: object) -> str:
+    """The client's answer as text, or the LLMError saying it brought none."""
+    if not isinstance(text, str) or not text.strip():
+        raise LLMError(
+            f"sampling: the MCP client returned no text (got {type(text).__name__}). "
+            "The client's model may not return text content; use another provider.",
+            provider=CallbackProvider.name,
+        )
+    return text
+
+
+def json_messages(messages: list[ChatMessage], schema: dict[str, Any], name: str) -> list[ChatMessage]:
+    """A structured request for a model without a schema parameter: the schema goes into the prompt."""
+    return [*messages, ChatMessage("system", schema_instructions(schema, name))]
+
+
+def json_retry(asked: list[ChatMessage], text: str, schema: dict[str, Any], name: str) -> list[ChatMessage] | None:
+    """None when ``text`` answers ``asked`` with JSON that follows ``schema``; else the one retry, which shows
+    the model its answer and what was wrong with it."""
+    try:
+        checked_json(text, schema, provider=CallbackProvider.name, name=name)
+        return None
+    except LLMError as first:
+        problem = str(first).removeprefix(f"{CallbackProvider.name}: ")
+    log.info("llm sampling: structured answer for %s rejected, retrying once: %s", name, problem)
+    return [
+        *asked,
+        ChatMessage("assistant", text),
+        ChatMessage("user", f"That answer was rejected: {problem} Answer again with only the corrected JSON object."),
+    ]
 
 
 SamplingFn = Callable[[list[ChatMessage], float, int, "list[str] | None"], Awaitable[str]]
@@ -148,7 +175,7 @@ class CallbackProvider:
                 "Retry, or use provider 'ollama', 'openai' or 'offline'.",
                 provider=self.name,
             ) from None
-        except (LLMError, SamplingDeferred):
+        except LLMError:
             raise
         except Exception as exc:
             raise LLMError(
@@ -156,12 +183,7 @@ class CallbackProvider:
                 "The client may have declined; use provider 'ollama', 'openai' or 'offline'.",
                 provider=self.name,
             ) from exc
-        if not isinstance(text, str) or not text.strip():
-            raise LLMError(
-                f"sampling: the MCP client returned no text (got {type(text).__name__}). "
-                "The client's model may not return text content; use another provider.",
-                provider=self.name,
-            )
+        text = sampled_text(text)
         latency = time.perf_counter() - started
         log.info("llm chat provider=sampling model=%s latency_s=%.2f", self.model, latency)
         return ChatReply(text=text, provider=self.name, model=self.model, latency_s=latency)
@@ -172,24 +194,16 @@ class CallbackProvider:
         schema: dict[str, Any],
         *,
         name: str,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
+        temperature: float = JSON_TEMPERATURE,
+        max_tokens: int = JSON_MAX_TOKENS,
     ) -> dict[str, Any]:
         """Sampling has no schema parameter: the schema goes into the prompt, the answer is validated,
         and one retry shows the model what was wrong with its first answer."""
-        asked = [*messages, ChatMessage("system", schema_instructions(schema, name))]
+        asked = json_messages(messages, schema, name)
         text = (await self.chat(asked, temperature=temperature, max_tokens=max_tokens)).text
-        try:
-            return checked_json(text, schema, provider=self.name, name=name)
-        except LLMError as first:
-            problem = str(first).removeprefix(f"{self.name}: ")
-        log.info("llm sampling: structured answer for %s rejected, retrying once: %s", name, problem)
-        retry = [
-            *asked,
-            ChatMessage("assistant", text),
-            ChatMessage("user", f"That answer was rejected: {problem} Answer again with only the corrected JSON object."),
-        ]
-        text = (await self.chat(retry, temperature=temperature, max_tokens=max_tokens)).text
+        retry = json_retry(asked, text, schema, name)
+        if retry is not None:
+            text = (await self.chat(retry, temperature=temperature, max_tokens=max_tokens)).text
         return checked_json(text, schema, provider=self.name, name=name)
 
     async def available(self) -> tuple[bool, str]:

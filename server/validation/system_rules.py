@@ -230,6 +230,11 @@ _HOSTNAME_RE = re.compile(
 )
 
 
+def is_hostname(text: str) -> bool:
+    """An RFC 1123 host name: dot-separated labels of letters, digits and inner '-', 63 each, 253 in all."""
+    return bool(_HOSTNAME_RE.fullmatch(text))
+
+
 def check_system(ctx: Context) -> None:
     system = ctx.get("systemConfig")
     if isinstance(system, dict) and system and not system.get("name"):
@@ -242,7 +247,7 @@ def check_system(ctx: Context) -> None:
             hint="Add name: e.g. my-image (any non-empty text).",
         )
     hostname = ctx.get("systemConfig", "hostname")
-    if isinstance(hostname, str) and hostname and not _HOSTNAME_RE.match(hostname):
+    if isinstance(hostname, str) and hostname and not is_hostname(hostname):
         ctx.warn(
             ("systemConfig", "hostname"),
             f"hostname {show(hostname)} is not a valid host name",

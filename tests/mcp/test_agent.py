@@ -176,8 +176,8 @@ async def test_auto_falls_through_to_offline_and_says_why(library_cache):
     assert any(s.startswith("openai:") for s in data["skipped_providers"])
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])  # auto lands on 2026-07-28: input-required rounds
-async def test_sampling_uses_the_clients_own_llm(library_cache, mode):
+async def test_sampling_uses_the_clients_own_llm(library_cache):
+    """Free-form YAML mode asks the client mid-call: a legacy connection can (plan mode, both eras: test_sampling)."""
     asked: list[Any] = []
 
     async def sampling(_ctx, params) -> CreateMessageResult:
@@ -186,10 +186,29 @@ async def test_sampling_uses_the_clients_own_llm(library_cache, mode):
                                    content=TextContent(type="text", text=f"```yaml\n{GOOD}```"))
 
     app = make_app(library_cache, provider="sampling")
-    async with Client(app, mode=mode, sampling_callback=sampling) as c:
+    async with Client(app, mode="legacy", sampling_callback=sampling) as c:
         data = await _generate(c, "ubuntu edge gateway with docker")
     assert data["provider"] == "sampling" and data["valid"]
     assert asked and asked[0].system_prompt and "YAML" in asked[0].system_prompt
+
+
+async def test_free_form_sampling_on_the_2026_protocol_says_only_the_plan_is_asked(library_cache):
+    asked: list[Any] = []
+
+    async def sampling(_ctx, params) -> CreateMessageResult:
+        asked.append(params)
+        raise AssertionError("free-form YAML mode never asks the client on 2026-07-28")
+
+    app = make_app(library_cache, provider="sampling")
+    async with Client(app, sampling_callback=sampling) as c:
+        r = await c.call_tool("generate_template", {"request": "ubuntu edge gateway with docker"})
+    assert r.is_error and "asked once, for the plan, before the call" in r.content[0].text
+    assert asked == []
+    app = make_app(library_cache, provider="auto")  # auto: the offline composer, and the answer says why
+    async with Client(app, sampling_callback=sampling) as c:
+        data = await _generate(c, "ubuntu edge gateway with docker")
+    assert data["provider"] == "sampling+offline" and data["valid"] and asked == []
+    assert any("asked once, for the plan, before the call" in n for n in data["notes"])
 
 
 async def test_sampling_unavailable_on_the_2026_protocol_is_explained(library_cache):

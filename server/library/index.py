@@ -30,12 +30,12 @@ from . import vector_mirror
 from .candidates import Candidate, mirrored_candidates, start_text_leg, table_candidates, text_only_candidates
 from .index_sync import IndexStats, IndexSync, ScanEntry
 from .lance_table import (
-    LIST_FIELDS,
     TABLE,
     IndexError_,
     WriterLease,
     bulk_objects,
     import_lancedb,
+    python_values,
     table_schema,
 )
 from .templates import TEXT_VERSION, Fingerprint, LoadProblem, TemplateRecord
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from .embedder import Embedder
 
 log = logging.getLogger(__name__)
+
+CATALOG_BATCH_ROWS = 10_000
 
 
 class TemplateIndex(IndexSync):
@@ -200,19 +202,19 @@ class TemplateIndex(IndexSync):
 
     def _load_catalog_columns(self) -> None:
         # Column-wise and without the vectors: fewer temporary objects than one dict per row.
+        # The searchable text stays in the table (the full-text leg reads it there; only a sync embeds it, from
+        # freshly parsed records): in memory it would be ~1.3 kB per template that no reader uses.
         names = [f.name for f in dataclasses.fields(TemplateRecord)]
         rows = self._table.count_rows()
         catalog: dict[str, TemplateRecord] = {}
         if rows:
-            data = self._table.search().select(["uid", *names]).limit(rows).to_arrow()
-            columns = []
-            for name in names:
-                values = data.column(name).to_pylist()
-                if name in LIST_FIELDS:
-                    values = [v or [] for v in values]
-                columns.append(values)
-            for uid, values in zip(data.column("uid").to_pylist(), zip(*columns, strict=True), strict=True):
-                catalog[uid] = TemplateRecord(*values)
+            query = self._table.search().select(["uid", *(n for n in names if n != "text")]).limit(rows)
+            # In batches, so the Arrow copy of the catalog is never held whole beside the Python one.
+            for batch in query.to_batches(CATALOG_BATCH_ROWS):
+                columns = [[""] * batch.num_rows if name == "text" else python_values(batch.column(name))
+                           for name in names]
+                for uid, values in zip(batch.column("uid").to_pylist(), zip(*columns, strict=True), strict=True):
+                    catalog[uid] = TemplateRecord(*values)
         self.catalog = catalog
         self._reindex_names()
         self.generation += 1

@@ -454,6 +454,7 @@ class IndexSync:
         catalog = dict(self.catalog)  # swapped, never mutated in place: readers may be iterating it
         for rec in records:
             uid = f"{rec.root}::{rec.id}"
+            rec.text = ""  # written and embedded: the table keeps it, as for a catalog loaded from the table
             catalog[uid] = rec
             self._fingerprint_overrides.pop(uid, None)
         self.catalog = catalog

@@ -130,6 +130,36 @@ def table_schema(dims: int) -> Any:
     return pa.schema(fields)
 
 
+def python_values(column: Any) -> list[Any]:
+    """A string or list-of-strings column as Python values, with one str object per distinct value.
+
+    Why: templates share most of their words, package names and keywords, and ``to_pylist`` makes a new str
+    for every occurrence. At 100,000 templates the catalog took 1.6 GB that way and 0.8 GB deduplicated
+    (through Arrow's dictionary encoding), and builds in half the time.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        offsets = lists.offsets.to_numpy()
+        items = _distinct_objects(pc.dictionary_encode(lists.values, null_encoding="encode"), np)
+        return [items[start:stop].tolist() for start, stop in zip(offsets[:-1], offsets[1:], strict=True)]
+    if pa.types.is_string(kind):
+        whole = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        return _distinct_objects(pc.dictionary_encode(whole, null_encoding="encode"), np).tolist()
+    values: list[Any] = column.to_pylist()
+    return values
+
+
+def _distinct_objects(encoded: Any, np: Any) -> Any:
+    """An object array of the encoded values in row order, every row pointing at its value's one str."""
+    distinct = np.array(encoded.dictionary.to_pylist(), dtype=object)
+    return distinct[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
 @contextlib.contextmanager
 def bulk_objects() -> Iterator[None]:
     """Create many long-lived objects without the cyclic GC re-walking them (100,000 records: 9 s -> 4 s).

@@ -152,7 +152,8 @@ class SearchEngine:
         self.embedder = embedder
         self.settings = settings
         self._df: Counter[str] = Counter()
-        self._seen: dict[str, tuple[str, tuple[str, ...]]] = {}  # uid -> (content hash, its terms)
+        # uid -> the record whose terms are counted in _df (kept, not copied: the catalog may replace it)
+        self._seen: dict[str, TemplateRecord] = {}
         self._doc_sets: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self._package_sets: dict[str, frozenset[str]] = {}
         self._n_docs = 1
@@ -186,16 +187,16 @@ class SearchEngine:
         df = self._df
         seen = self._seen
         for uid in [u for u in seen if u not in catalog]:
-            df.subtract(seen.pop(uid)[1])
+            gone = seen.pop(uid)
+            df.subtract((*gone.terms_strong, *gone.terms_weak))
         for uid, rec in catalog.items():
             old = seen.get(uid)
-            if old is not None and old[0] == rec.content_hash:
+            if old is not None and old.content_hash == rec.content_hash:
                 continue
             if old is not None:
-                df.subtract(old[1])
-            terms = (*rec.terms_strong, *rec.terms_weak)
-            df.update(terms)
-            seen[uid] = (rec.content_hash, terms)
+                df.subtract((*old.terms_strong, *old.terms_weak))
+            df.update((*rec.terms_strong, *rec.terms_weak))
+            seen[uid] = rec
         self._n_docs = max(len(seen), 1)
         self._default_idf = math.log(1 + self._n_docs)
         self._doc_sets.clear()

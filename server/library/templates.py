@@ -41,7 +41,7 @@ class Fingerprint:
     mtime_ns: int
 
 
-@dataclass
+@dataclass(slots=True)
 class TemplateRecord:
     """One template as the index and the tools see it."""
 

@@ -137,9 +137,11 @@ def test_vectors_are_stored_as_given(tmp_path: Path):
     emb = HashEmbedder()
     index = TemplateIndex(tmp_path / "cache", [root], emb)
     index.sync()
-    row = index._table.search().where("name = 'alpha'").select(["vector", "model_id", "dims"]).to_list()[0]
+    row = index._table.search().where("name = 'alpha'").select(["vector", "model_id", "dims", "text"]).to_list()[0]
     assert row["model_id"].startswith("test:hash|text-v") and row["dims"] == 32
-    expected = emb.embed([index.by_name("alpha").text])[0]
+    assert "alpha" in row["text"].lower()
+    assert index.by_name("alpha").text == ""  # the table keeps the searchable text, the catalog does not
+    expected = emb.embed([row["text"]])[0]
     assert np.allclose(row["vector"], expected)
 
 
@@ -154,3 +156,16 @@ def test_deferred_namespace_client_still_loads_on_demand():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ApiClient"
+
+
+def test_catalog_columns_share_one_str_per_distinct_value():
+    import pyarrow as pa
+    from image_composer_mcp.server.library.lance_table import python_values
+
+    lists = pa.chunked_array([pa.array([["docker", "vim"], None, []]), pa.array([["docker"]])])
+    values = python_values(lists)
+    assert values == [["docker", "vim"], [], [], ["docker"]]
+    assert values[0][0] is values[3][0]
+    names = python_values(pa.chunked_array([pa.array(["ubuntu", None, "ubuntu"])]))
+    assert names == ["ubuntu", None, "ubuntu"] and names[0] is names[2]
+    assert python_values(pa.chunked_array([pa.array([1, 2])])) == [1, 2]

@@ -162,7 +162,7 @@ class SearchEngine:
         self._cache: OrderedDict[tuple, tuple[float, SearchOutcome]] = OrderedDict()
         self._lock = threading.Lock()
         self.analyzer = QueryAnalyzer(settings, set(), set())
-        self._embed_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
+        self._embed_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="label-embed")
         self._labels_warm = False
 
     def close(self) -> None:
@@ -385,9 +385,6 @@ class SearchEngine:
             return SearchOutcome(**{**outcome.__dict__, "cached": True,
                                     "latency_ms": (time.perf_counter() - started) * 1000})
         keyword_only = getattr(self.embedder, "keyword_only", False)
-        # The query's own vector needs no analysis: it is computed on another core while the query is analysed
-        # and the full-text leg runs (onnxruntime and numpy release the GIL).
-        query_vector = None if keyword_only else self._embed_pool.submit(self.embedder.embed_query, query)
         analysis = self.analyzer.analyze(query)
         weights = self.weights_for(analysis)
         if keyword_only:  # no model: the semantic share goes to the other signals, in proportion
@@ -400,9 +397,11 @@ class SearchEngine:
         limit = max(top_k * 4, 50)
         embedder = self.embedder
 
-        def embed() -> np.ndarray:  # called by the index while its full-text leg runs
-            assert query_vector is not None
-            return combined_vector(query, query_vector.result(), analysis.embedding_labels(), embedder)
+        def embed() -> np.ndarray:
+            # Called by the index once its full-text leg is under way, on this thread: measured against
+            # embedding on a worker from the start, that is ~1 ms faster, because the worker, LanceDB's loop
+            # thread and this one then queue for the GIL.
+            return combined_vector(query, embedder.embed_query(query), analysis.embedding_labels(), embedder)
 
         candidates = self.index.candidates(None if keyword_only else embed, fts_query, build_where(filters), limit,
                                            filters=filters)

@@ -4,14 +4,16 @@ import os
 import subprocess
 import sys
 
-# Heavy modules only generation, validation or the LLM clients use (jsonschema alone is ~35 ms).
+# Heavy modules only generation, validation, the LLM clients or a remote embedder use (jsonschema alone is ~35 ms).
 NOT_AT_START = ("jsonschema", "image_composer_mcp.server.agent.spec_plan", "image_composer_mcp.server.composer",
-                "image_composer_mcp.server.validation.upstream", "openai", "ollama")
+                "image_composer_mcp.server.validation.upstream", "image_composer_mcp.server.library.embed_remote",
+                "openai", "ollama")
 
 
 def test_creating_the_app_leaves_generation_and_validation_unloaded(tmp_path):
     code = ("import sys; from image_composer_mcp.server.core.config import load_settings; "
-            "from image_composer_mcp.server.transport.app import create_app; create_app(load_settings(None)); "
+            "from image_composer_mcp.server.transport.app import create_app; settings = load_settings(None); "
+            "create_app(settings).engine.embedder; "
             f"print(sorted(m for m in sys.modules if m.startswith({NOT_AT_START!r})))")
     env = {**os.environ, "OIC_AI_PROVIDER": "offline", "OIC_AI_TEMPLATES_DIR": str(tmp_path),
            "OIC_AI_CACHE_DIR": str(tmp_path / "cache")}

@@ -28,7 +28,7 @@ from bench import reference_checkout
 
 if TYPE_CHECKING:
     from image_composer_mcp.server.agent.loop import Agent
-    from image_composer_mcp.server.agent.spec_plan import PlannedSpec
+    from image_composer_mcp.server.agent.planned_spec import PlannedSpec
 
 DATA = PACKAGE_ROOT / "tests" / "data"
 EVAL = PACKAGE_ROOT / "bench" / "eval" / "generation.yaml"
@@ -135,7 +135,7 @@ def judge_spec(agent: Agent, request: str, plan: PlannedSpec, want: dict[str, An
 async def eval_split(client: Any, split: str, judge: SpecJudge | None = None) -> dict[str, Any]:
     """One half of the evaluation set over MCP: fully-right rates and whether every miss was reported. With
     ``judge``, each request the model planned (plan mode) also gets the model's spec judged on its own."""
-    from image_composer_mcp.server.agent.spec_plan import PlannedSpec
+    from image_composer_mcp.server.agent.planned_spec import PlannedSpec
 
     rows = load_eval(split)
     figures: dict[str, Any] = {}

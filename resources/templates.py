@@ -10,7 +10,6 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.types import Completion, ResourceTemplateReference
 
 from ..server.engine import Engine
-from ..server.validation import upstream as upstream_compat
 
 MAX_COMPLETIONS = 100
 
@@ -49,6 +48,9 @@ def register(mcp: MCPServer, engine: Engine) -> None:
                   description="os-image-composer's own JSON Schema (draft 2020-12), unchanged; user templates "
                               "are checked against its $defs/UserTemplate")
     def template_schema() -> str:
+        # Imported here: it loads jsonschema (~35 ms), which nothing on the way to the first search needs.
+        from ..server.validation import upstream as upstream_compat
+
         try:
             return upstream_compat.schema_text()
         except OSError as exc:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
-from ..server.agent.spec_plan import PlannedSpec
+from ..server.agent.planned_spec import PlannedSpec
 from ..server.core.logs import redact, redact_known
 from ..server.validation.report import Issue
 

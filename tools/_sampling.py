@@ -28,7 +28,7 @@ import json
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp import MCPDeprecationWarning
 from mcp.server.mcpserver import Context, Resolve, Sample
@@ -42,7 +42,6 @@ from mcp.types import (
 )
 from mcp_types.version import is_version_at_least
 
-from ..server.agent.spec_plan import PlanAsk
 from ..server.llm.chat import (
     JSON_MAX_TOKENS,
     JSON_TEMPERATURE,
@@ -54,6 +53,9 @@ from ..server.llm.chat import (
     sampled_text,
 )
 
+if TYPE_CHECKING:  # spec_plan loads the composer and the validation rules: only generation needs them
+    from ..server.agent.spec_plan import PlanAsk
+
 _MODERN_PROTOCOL = "2026-07-28"  # first revision without server-to-client requests mid-call
 
 
@@ -61,7 +63,7 @@ _MODERN_PROTOCOL = "2026-07-28"  # first revision without server-to-client reque
 class ClientPlan:
     """This call's plan question for the client's LLM, rendered as the agent's sampling provider sends it."""
 
-    ask: PlanAsk
+    ask: "PlanAsk"
     asked: list[ChatMessage]  # the question with the schema instructions, as complete_json sends it
     params: CreateMessageRequestParams
 
@@ -100,7 +102,7 @@ def _answer_text(result: Any) -> str:
                        "(it may have declined)")
 
 
-def client_plan(ask: PlanAsk | None) -> ClientPlan | None:
+def client_plan(ask: "PlanAsk | None") -> ClientPlan | None:
     if ask is None:
         return None
     asked = json_messages(ask.messages, ask.schema, ask.name)

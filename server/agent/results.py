@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..validation.report import ValidationReport
-from .spec_plan import PlannedSpec
+from .planned_spec import PlannedSpec
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from ..composer.request_spec import RequestSpec
 from ..knowledge.loader import Capabilities
@@ -31,26 +31,10 @@ from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
 from ..llm.chat import ChatMessage
 from ..validation.system_rules import is_hostname
 from . import prompts
+from .planned_spec import PlannedSpec
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9+_.-]*")
 _KERNEL_PARAM = re.compile(r"[A-Za-z0-9_.-]+(?:=\S+)?")
-
-
-class PlannedSpec(BaseModel):
-    """What the model is asked for. Optional facts are ``null`` when the request does not say."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    os: str | None = Field(description="target OS id, e.g. ubuntu, debian, azure-linux")
-    dist: str | None = Field(description="distribution id: ubuntu24, ubuntu26, debian13, el10, azl3, emt3, elxr12")
-    arch: str | None = Field(description="x86_64 or aarch64; null when the request names none")
-    image_type: str | None = Field(description="raw, iso or img")
-    add_packages: list[str] = Field(description="package names to install")
-    remove_packages: list[str] = Field(description="package names to remove")
-    disk_size: str | None = Field(description="whole disk size such as 8GiB")
-    hostname: str | None
-    kernel_cmdline_append: list[str] = Field(description="kernel parameters such as isolcpus=2-3")
-    minimal: bool = Field(description="the request asks for a minimal image")
 
 
 def spec_schema() -> dict[str, Any]:
@@ -167,7 +151,7 @@ def merge_specs(rules: RequestSpec, answer: Any, known: Iterable[str],
     return merged, taken
 
 
-__all__ = ["PlannedSpec", "merge_specs", "parse_planned", "spec_from_plan", "spec_schema"]
+__all__ = ["merge_specs", "parse_planned", "spec_from_plan", "spec_schema"]
 
 
 @dataclass(frozen=True)

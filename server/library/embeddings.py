@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .embed_local import LocalEmbedder
-from .embed_remote import OllamaEmbedder, OpenAIEmbedder
 from .embedder import Embedder, EmbeddingError
 
 PROVIDERS = ("local", "ollama", "openai")
@@ -21,9 +20,14 @@ def create_embedder(provider: str, *, ollama_base_url: str, ollama_model: str, o
     name = (provider or "local").strip().lower()
     if name == "local":
         return LocalEmbedder(local_model_dir, runtime=local_runtime, graph_dir=local_graph_dir)
+    # The remote embedders load httpx (~20-120 ms, depending on what is already imported): only when chosen.
     if name == "ollama":
+        from .embed_remote import OllamaEmbedder
+
         return OllamaEmbedder(ollama_base_url, ollama_model, timeout)
     if name == "openai":
+        from .embed_remote import OpenAIEmbedder
+
         return OpenAIEmbedder(openai_model, openai_api_key, openai_base_url, timeout)
     raise EmbeddingError(f"unknown embedding provider {provider!r}: use one of {', '.join(PROVIDERS)} "
                          "(OIC_AI_EMBEDDING_PROVIDER)")

@@ -12,8 +12,6 @@ import json
 import re
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel
 
 from .base import LLMError, snippet
@@ -108,6 +106,10 @@ def _make_nullable(prop: dict[str, Any]) -> None:
 
 def schema_problems(data: Any, schema: dict[str, Any]) -> list[str]:
     """Where ``data`` breaks ``schema``, one line per problem (path: message), at most a handful."""
+    # Imported here: jsonschema takes ~35 ms to import, and the MCP tools import this module at start-up.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         validator = Draft202012Validator(schema)
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))

@@ -380,3 +380,15 @@ def test_create_embedder_builds_each_provider_lazily() -> None:
     assert create_embedder("local", local_model_dir="/nowhere", **common)._model_dir == Path("/nowhere")
     with pytest.raises(EmbeddingError, match="unknown embedding provider 'bert'"):
         create_embedder("bert", **common)
+
+
+def test_weights_hash_matches_hashlib_at_chunk_edges(tmp_path):
+    import hashlib
+
+    from image_composer_mcp.server.library import embed_local
+
+    for size in (0, 1, embed_local._HASH_CHUNK, embed_local._HASH_CHUNK + 7):
+        path = tmp_path / f"w{size}"
+        path.write_bytes(bytes(i % 251 for i in range(size)) if size < 4096 else b"\x01" * size)
+        with path.open("rb") as fh:
+            assert embed_local._file_sha256(path) == hashlib.file_digest(fh, "sha256").hexdigest()

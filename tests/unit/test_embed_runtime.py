@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import time
@@ -165,3 +166,19 @@ def test_query_embedding_cost_stays_below_a_fixed_numpy_workload(onnx_embedder: 
     one_query()
     ratio = _cpu_seconds(one_query, 15) / _cpu_seconds(workload, 15)
     assert ratio <= 1.8, f"query embedding costs {ratio:.2f}x the reference workload"
+
+
+def test_the_weights_digest_is_kept_across_starts_and_redone_for_a_changed_file(tmp_path: Path, monkeypatch) -> None:
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"first weights")
+    cache = tmp_path / "cache"
+    first = embed_local._sha256_of(weights, cache)
+    assert first == hashlib.sha256(b"first weights").hexdigest()
+    assert (cache / embed_local.DIGESTS_FILE).is_file()
+    embed_local._verified_hashes.clear()  # a new process
+    monkeypatch.setattr(embed_local, "_file_sha256", lambda _path: pytest.fail("hashed again"))
+    assert embed_local._sha256_of(weights, cache) == first
+    monkeypatch.undo()
+    embed_local._verified_hashes.clear()
+    weights.write_bytes(b"other weights, same name")
+    assert embed_local._sha256_of(weights, cache) == hashlib.sha256(b"other weights, same name").hexdigest()

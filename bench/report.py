@@ -475,7 +475,7 @@ def write_report(results: dict[str, Any], path: Path, plots: Path) -> None:
               f"{_get(results, 'config', 'queries_per_size')} distinct queries per size (the labelled queries and "
               "variants), one at a time, top 5; every query is embedded (no result or vector cache hit). "
               "stdio: `mcp.Client` → `search_templates` on a real server process with a warm cache; "
-              "in-process: `Engine.search`.", ""]
+              "in-process: `Engine.search` in a process of its own, as the baseline runs in its own.", ""]
     if "latency.png" in made:
         lines += [f"![latency vs corpus size]({rel / 'latency.png'})", ""]
     lines += _speed_tables(results)

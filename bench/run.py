@@ -25,7 +25,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 from bench import corpus as corpus_mod  # noqa: E402
 from bench.embedcache import EmbeddingCache  # noqa: E402
-from bench.inproc import baseline_process, engine_run, full_sync  # noqa: E402
+from bench.inproc import baseline_process, engine_process, full_sync  # noqa: E402
 from bench.measure import machine  # noqa: E402
 from bench.queries import FIRST_QUERY, latency_queries  # noqa: E402
 from bench.stdio import run_session  # noqa: E402
@@ -148,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     for label, roots, cache_dir, edit_file, docs in plan:
         entry: dict[str, Any] = {"templates": int(label)}
         entry["stdio"] = phases.run(f"stdio at {label}", run_session, roots, cache_dir, FIRST_QUERY, queries)
-        entry["inproc"] = phases.run(f"in-process at {label}", engine_run, roots, cache_dir, FIRST_QUERY, queries,
-                                     edit_file)
+        entry["inproc"] = phases.run(f"in-process at {label}", engine_process, roots, cache_dir, FIRST_QUERY,
+                                     queries, edit_file)
         entry["baseline"] = phases.run(f"baseline process at {label}", baseline_process, docs, FIRST_QUERY, queries)
         speed[label] = entry
         gc.collect()

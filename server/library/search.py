@@ -166,15 +166,16 @@ class SearchEngine:
         self._label_vectors = self._embed_labels()
 
     def _embed_labels(self) -> dict[str, np.ndarray]:
-        """The glossary's concept labels, embedded in one batch while the engine starts (~35 ms locally), so no
+        """The glossary's concept labels, embedded in one batch while the engine starts (~35 ms), so no
         query waits for a label's vector; measured, a warm-up after the first search slowed the next ~20
         searches by ~2 ms each, competing for the cores. Spelling corrections are embedded on first use."""
-        if getattr(self.embedder, "keyword_only", False):
-            return {}
+        local = str(getattr(self.embedder, "model_id", "")).startswith("local:")
+        if getattr(self.embedder, "keyword_only", False) or not local:
+            return {}  # a remote embedder is not asked at start-up, where a slow one would hold every tool back
         labels = list(dict.fromkeys(c.label for c in self.analyzer.glossary.concepts.values()))
         try:
             vectors = np.asarray(self.embedder.embed(labels), dtype=np.float32)
-        except Exception as exc:  # noqa: BLE001 - a remote embedder may be down now; queries report it themselves
+        except Exception as exc:  # noqa: BLE001 - a model that cannot load: the first query reports it
             log.debug("concept labels not pre-embedded: %s", exc)
             return {}
         return dict(zip(labels, vectors, strict=True)) if len(vectors) == len(labels) else {}

@@ -155,3 +155,38 @@ def test_a_template_without_docker_wins_a_negated_docker_query(library_engine):
     top = outcome.results[0]
     assert not top.penalties
     assert not any("docker" in p or "moby" in p for p in top.record.packages)
+
+
+class _CountingEmbedder:
+    dimensions = 8
+
+    def __init__(self, model_id: str):
+        self.model_id = model_id
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts: list[str]):
+        import numpy as np
+
+        self.batches.append(list(texts))
+        return np.ones((len(texts), self.dimensions), dtype=np.float32) / np.sqrt(self.dimensions)
+
+    def embed_query(self, text: str):
+        return self.embed([text])[0]
+
+
+def test_glossary_labels_are_embedded_once_at_start_for_the_local_model_only():
+    from image_composer_mcp.server.core.config import load_settings
+    from image_composer_mcp.server.library.search import SearchEngine
+
+    settings = load_settings(env={})
+    local = _CountingEmbedder("local:all-MiniLM-L6-v2")
+    engine = SearchEngine(None, local, settings)  # type: ignore[arg-type] - labels need no index
+    assert len(local.batches) == 1 and len(local.batches[0]) > 10
+    label = local.batches[0][0]
+    engine._label_vector(label)
+    assert len(local.batches) == 1  # answered from the batch
+    remote = _CountingEmbedder("ollama:nomic-embed-text")
+    engine = SearchEngine(None, remote, settings)  # type: ignore[arg-type]
+    assert remote.batches == []  # a slow remote embedder must not hold the start back
+    engine._label_vector(label)
+    assert remote.batches == [[label]]

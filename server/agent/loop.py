@@ -78,8 +78,13 @@ class Agent:
                 and callable(getattr(provider, "complete_json", None)))
 
     async def asks_client(self, sampling: CallbackProvider | None) -> bool:
-        """This call would put its plan question to the MCP client's LLM (``sampling``)."""
-        if sampling is None:
+        """This call would put its plan question to the MCP client's LLM (``sampling``).
+
+        Asked before every generate and refine call (the MCP layer's resolver), so it decides without probing
+        Ollama or OpenAI whenever the answer is known without them: the client cannot be asked, plan mode is
+        off, or another provider is configured by name."""
+        if (sampling is None or self.settings.agent.llm_mode != "plan"
+                or self.settings.provider not in ("auto", "sampling") or not (await sampling.available())[0]):
             return False
         try:
             provider, _skipped = await self.provider(sampling)

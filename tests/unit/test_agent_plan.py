@@ -200,3 +200,34 @@ async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache
     doc = load_mapping(r.yaml).data
     assert "valkey" in installed(doc)  # in no template or capability, but in the ubuntu24 index
     assert "frobnitz" not in installed(doc) and "not understood: frobnitz" in r.explanation.lower()
+
+
+
+async def test_deciding_whether_to_ask_the_client_probes_no_llm_when_the_answer_is_known():
+    """The MCP layer asks this before every generate and refine call: it must not probe Ollama or OpenAI when
+    the client cannot be asked or another provider is named."""
+    from image_composer_mcp.server.agent.loop import Agent
+    from image_composer_mcp.server.llm.chat import CallbackProvider
+
+    class Unprobed:
+        name = "ollama"
+
+        async def available(self) -> tuple[bool, str]:
+            raise AssertionError("Ollama was probed")
+
+    class Services:
+        def __init__(self, provider: str):
+            self.settings = load_settings(env={"OIC_AI_PROVIDER": provider})
+
+        def chat_providers(self) -> tuple[Unprobed, None]:
+            return Unprobed(), None
+
+    async def never(*_args: Any) -> str:
+        raise AssertionError("the client was asked")
+
+    undeclared = CallbackProvider(never, available=False, reason="not declared")
+    declared = CallbackProvider(never, available=True, reason="declared")
+    assert not await Agent(Services("auto")).asks_client(undeclared)  # type: ignore[arg-type]
+    assert not await Agent(Services("auto")).asks_client(None)  # type: ignore[arg-type]
+    assert not await Agent(Services("ollama")).asks_client(declared)  # type: ignore[arg-type]
+    assert await Agent(Services("sampling")).asks_client(declared)  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ vectors are the reference ones. numpy stays the fallback when onnxruntime or onn
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -97,8 +98,6 @@ def word_table(weights_path: Path) -> np.ndarray:
     own ~20 rows, so mapped pages cost almost no memory where a graph initializer is resident in full.
     Falls back to a copy in memory when the tensor is not little-endian float32.
     """
-    import json
-
     with open(weights_path, "rb") as f:
         header_len = int.from_bytes(f.read(8), "little")
         header = json.loads(f.read(header_len))

@@ -230,6 +230,8 @@ class Refiner:
         """The edit-plan question :meth:`refine` would put to the MCP client's LLM, or None when it would not ask
         (undo/revert, a question, an edit the offline composer fully understood, no such conversation, another
         provider). Pure: nothing is recorded, saved or reverted."""
+        if not await self.agent.asks_client(sampling):
+            return None  # first: the rest (the offline edit and its validation) would run twice on every call
         try:
             instruction = self._clean_instruction(instruction)
             conv = await anyio.to_thread.run_sync(self.engine.conversations.get, conversation_id)
@@ -246,7 +248,7 @@ class Refiner:
             return None
         spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
         _offline, done = await self._offline_edit(instruction, data, spec)
-        if done or not await self.agent.asks_client(sampling):
+        if done:
             return None
         return plan_ask(instruction, [], "edit_plan")
 

@@ -155,3 +155,20 @@ async def test_a_client_without_sampling_gets_the_offline_result_not_an_error(li
     async with Client(_app(library_cache, provider="sampling"), mode=mode) as c:
         r = await c.call_tool("generate_template", {"request": "ubuntu 24.04 x86_64 raw image"})
     assert r.is_error and "did not declare the sampling capability" in r.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_call_that_cannot_ask_the_client_edits_the_template_once(library_cache, monkeypatch):
+    from image_composer_mcp.server.agent.refine import Refiner
+
+    edits: list[str] = []
+    offline_edit = Refiner._offline_edit
+
+    async def counted(self: Refiner, instruction: str, *args: Any) -> Any:
+        edits.append(instruction)
+        return await offline_edit(self, instruction, *args)
+
+    monkeypatch.setattr(Refiner, "_offline_edit", counted)
+    async with Client(_app(library_cache)) as c:
+        data = await _call(c, "generate_template", request="ubuntu 24.04 x86_64 raw image with docker")
+        await _call(c, "refine_template", conversation_id=data["conversation_id"], instruction="add vim")
+    assert edits == ["add vim"]  # by the call only: the plan resolver decides without editing

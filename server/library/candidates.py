@@ -25,6 +25,7 @@ class Candidate:
 
 def _fts_rows(table: Any, fts_query: str, where: str | None, limit: int, columns: list[str]) -> list[dict[str, Any]]:
     """The full-text leg: the best ``limit`` rows for ``fts_query`` among those matching ``where``, with ``_score``."""
+    columns = _scored(columns)
     native = _native(table)
     if native is None:
         tq = table.search(fts_query, query_type="fts", fts_columns="text")
@@ -33,6 +34,12 @@ def _fts_rows(table: Any, fts_query: str, where: str | None, limit: int, columns
         rows: list[dict[str, Any]] = tq.limit(limit).select(columns).to_list()
         return rows
     return _submit_native(native, fts_query, where, limit, columns).result()
+
+
+def _scored(columns: list[str]) -> list[str]:
+    """``columns`` plus ``_score``, which the legs read: Lance 0.40 still adds it unasked but has deprecated that
+    (a warning per query, silenced by LANCEDB_LOG=error), and a later release will leave it out."""
+    return columns if "_score" in columns else [*columns, "_score"]
 
 
 def _native(table: Any) -> Any:
@@ -59,7 +66,7 @@ def _submit_native(native: Any, fts_query: str, where: str | None, limit: int,
         query = native.query().nearest_to_text(fts_query, columns="text")
         if where:
             query = query.where(where)  # a prefilter, as with the sync builder's prefilter=True
-        return _rows(await query.select(columns).limit(limit).to_arrow())
+        return _rows(await query.select(_scored(columns)).limit(limit).to_arrow())
 
     return asyncio.run_coroutine_threadsafe(run(), LOOP.loop)
 

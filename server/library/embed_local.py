@@ -3,7 +3,6 @@ embedder that runs it (on onnxruntime or the numpy encoder); the keyword-only st
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import importlib.util
 import json
@@ -38,7 +37,6 @@ LOCAL_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 LOCAL_SUB_BATCH = 16  # bounds the attention tensors: one 50-text batch grew memory past 1 GB
 ONNX_SUB_BATCH = 2  # measured: 2-4 gave the best texts/s and the lowest peak (16: -20 % and +130 MB)
 LOCAL_RUNTIMES = ("auto", "onnx", "numpy")
-ONNX_BATCH_WORKERS = min(2, os.cpu_count() or 1)  # threads for batches (index builds), never for one query
 
 
 _verified_hashes: dict[tuple[str, int, int], str] = {}
@@ -289,16 +287,9 @@ class LocalEmbedder:
                 mask[row, :lengths[i]] = 1
             out[chunk] = model.encode(ids, mask)
 
-        chunks = list(self._chunks(lengths))
-        if self.runtime == "onnxruntime" and len(chunks) > 1 and ONNX_BATCH_WORKERS > 1:
-            # Each onnxruntime call uses one thread and releases the GIL, so index builds spread sub-batches
-            # over the cores while a single query still runs on the calling thread alone.
-            with concurrent.futures.ThreadPoolExecutor(ONNX_BATCH_WORKERS, thread_name_prefix="embed") as pool:
-                list(pool.map(run, chunks))
-        else:
-            with single_thread_blas():
-                for chunk in chunks:
-                    run(chunk)
+        with single_thread_blas():  # onnxruntime has its own threads (embed_onnx.THREADS); numpy gets one
+            for chunk in self._chunks(lengths):
+                run(chunk)
         return normalise(out)
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -21,10 +21,11 @@ log = logging.getLogger(__name__)
 GRAPH_VERSION = 2  # bump when _build_graph changes: cached graph files carry it in their name
 OPSET = 17  # LayerNormalization is an ONNX operator from opset 17
 LAYER_NORM_EPS = 1e-12
-# Two threads per call: a query is bound by streaming the 42 MB of layer weights, which two cores do faster
-# (18 tokens: 5.8 -> 3.3 ms; search at 48 templates p50 8.5 -> 7.1 ms, with the full-text leg beside it), and
-# batches run one sub-batch after another at the rate two one-thread calls side by side had (~29 texts/s).
-# More threads were not measured; they would take cores from concurrent requests.
+# Two threads per call, which do not spin between calls. A query is bound by streaming the 42 MB of layer
+# weights, which two cores do faster; measured in separate processes, 3 runs each, 48 templates: search p50
+# 4.7-5.6 ms / p95 6.7-8.3 against 5.4-5.7 / 7.9-8.3 on one thread. onnxruntime's default spin-wait was worse at
+# p95 (9.6-10.7 ms): its idle threads keep the cores from LanceDB's legs and from BLAS. Batches run one
+# sub-batch after another at ~28 texts/s, the rate two one-thread calls side by side had.
 THREADS = min(2, os.cpu_count() or 1)
 
 
@@ -43,6 +44,7 @@ class OnnxMiniLM:
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see THREADS
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3

@@ -37,8 +37,8 @@ def _fts_rows(table: Any, fts_query: str, where: str | None, limit: int, columns
 
 
 def _scored(columns: list[str]) -> list[str]:
-    """``columns`` plus ``_score``, which the legs read: Lance 0.40 still adds it unasked but has deprecated that
-    (a warning per query, silenced by LANCEDB_LOG=error), and a later release will leave it out."""
+    """``columns`` plus ``_score``, which the legs read: Lance 0.40 still adds it (and ``_distance``) unasked but
+    has deprecated that (a warning per query, silenced by LANCEDB_LOG=error); a later release will leave it out."""
     return columns if "_score" in columns else [*columns, "_score"]
 
 
@@ -99,7 +99,7 @@ def _vector_rows(table: Any, qvec: np.ndarray, where: str | None, limit: int,
             vq = vq.nprobes(VECTOR_INDEX_NPROBES).refine_factor(VECTOR_INDEX_REFINE)
         if where:
             vq = vq.where(where, prefilter=True)
-        found: list[dict[str, Any]] = vq.limit(limit).select(["uid"]).to_list()
+        found: list[dict[str, Any]] = vq.limit(limit).select(["uid", "_distance"]).to_list()
         return found
     import asyncio
 
@@ -111,7 +111,7 @@ def _vector_rows(table: Any, qvec: np.ndarray, where: str | None, limit: int,
             query = query.nprobes(VECTOR_INDEX_NPROBES).refine_factor(VECTOR_INDEX_REFINE)
         if where:
             query = query.where(where)  # a prefilter by default on the async builder
-        return _rows(await query.select(["uid"]).limit(limit).to_arrow())
+        return _rows(await query.select(["uid", "_distance"]).limit(limit).to_arrow())
 
     return asyncio.run_coroutine_threadsafe(run(), LOOP.loop).result()
 

@@ -21,12 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 from bench import corpus as corpus_mod  # noqa: E402
 from bench.embedcache import EmbeddingCache  # noqa: E402
 from bench.inproc import baseline_process, engine_process, full_sync  # noqa: E402
-from bench.measure import machine  # noqa: E402
+from bench.measure import machine, summary  # noqa: E402
 from bench.queries import FIRST_QUERY, latency_queries  # noqa: E402
 from bench.stdio import run_session  # noqa: E402
 
@@ -129,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     # ---- indexing throughput --------------------------------------------------------------------------------
     indexing: dict[str, Any] = {}
     indexing["embedding"] = phases.run("embedding throughput", _embedding_rate, synth, embedder)
+    indexing["query_embedding"] = phases.run("query embedding", _query_embedding, embedder, queries)
     s1 = synth.shard("s1")
     by_text = {r.text: v for r, v in zip(s1.records, s1.vectors, strict=True)}
     indexing["sync_without_embedding_1000"] = phases.run(
@@ -229,6 +232,38 @@ def _embedding_rate(synth: corpus_mod.SyntheticCorpora, embedder: Any) -> dict[s
     seconds = time.perf_counter() - t
     return {"texts": len(texts), "seconds": round(seconds, 2), "texts_per_s": round(len(texts) / seconds, 2),
             "mean_chars": round(sum(map(len, texts)) / len(texts))}
+
+
+EMBEDDING_REFERENCE = REPO.parent / "shared" / "notes" / "embeddings-reference.json"
+
+
+def _query_embedding(embedder: Any, queries: list[str]) -> dict[str, Any]:
+    """One query at a time, uncached (``embed``, not ``embed_query``), on the runtime in use and on the numpy
+    encoder (the fallback); the runtime's vectors against sentence-transformers' reference vectors when present."""
+    from image_composer_mcp.server.library.embed_local import LocalEmbedder
+
+    def timed(model: Any) -> list[float]:
+        model.embed([queries[0]])
+        out = []
+        for query in queries:
+            t = time.perf_counter()
+            model.embed([query])
+            out.append((time.perf_counter() - t) * 1000)
+        return out
+
+    result: dict[str, Any] = {"queries": len(queries), "runtime": getattr(embedder, "runtime", None),
+                              "latency": summary(timed(embedder)),
+                              "numpy_latency": summary(timed(LocalEmbedder(runtime="numpy")))}
+    if EMBEDDING_REFERENCE.is_file():
+        items = json.loads(EMBEDDING_REFERENCE.read_text())["items"]
+        ours = embedder.embed([item["text"] for item in items])
+        cosines = []
+        for vector, item in zip(ours, items, strict=True):
+            ref = np.asarray(item["vector"], dtype=np.float32)
+            cosines.append(float(vector @ ref / (np.linalg.norm(vector) * np.linalg.norm(ref))))
+        result["reference_min_cosine"] = round(min(cosines), 6)
+        result["reference_texts"] = len(items)
+    return result
 
 
 def _small_reindex(embed_cache: EmbeddingCache, embedder: Any, first_query: str, queries: list[str]) -> dict[str, Any]:

@@ -76,6 +76,7 @@ BM25_SHARE = 0.15
 WEAK_CREDIT = 0.5  # a word we inferred, or a synonym, counts for less than one the author wrote
 RESULT_CACHE_TTL = 30.0
 RESULT_CACHE_SIZE = 256
+LABEL_VECTORS_MAX = 20_000  # glossary labels and spelling corrections: ~30 MB of vectors at most
 
 QUERY_TYPES = ("semantic", "package-explicit", "keyword-heavy", "negation")
 
@@ -184,9 +185,23 @@ class SearchEngine:
             return {}
         return dict(zip(labels, vectors, strict=True)) if len(vectors) == len(labels) else {}
 
-    def _label_vector(self, label: str) -> np.ndarray:
-        vector = self._label_vectors.get(label)
-        return vector if vector is not None else np.asarray(self.embedder.embed_query(label))
+    def _vectors(self, query: str, labels: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The query's own vector and its labels', any label not embedded yet (a spelling correction) in the
+        same call as the query.
+
+        Why one call: a short text's cost is streaming the model's weights, which a batch of two streams once;
+        a correction embedded on its own was a second full query embedding for about one query in ten. New
+        vectors are kept beside the glossary's (one word from a finite vocabulary each, up to LABEL_VECTORS_MAX).
+        """
+        known = {label: self._label_vectors[label] for label in labels if label in self._label_vectors}
+        missing = [label for label in dict.fromkeys(labels) if label not in known]
+        if not missing:
+            return np.asarray(self.embedder.embed_query(query)), known
+        vectors = np.asarray(self.embedder.embed([query, *missing]), dtype=np.float32)
+        fresh = dict(zip(missing, vectors[1:], strict=True))
+        if len(self._label_vectors) + len(fresh) <= LABEL_VECTORS_MAX:
+            self._label_vectors.update(fresh)
+        return vectors[0], {**known, **fresh}
 
     # ---- per-catalog precomputation ------------------------------------------
     def _refresh_terms(self) -> None:
@@ -405,13 +420,14 @@ class SearchEngine:
         fts_terms += [t for t in analysis.expansion_terms() if t not in fts_terms]
         fts_query = " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
         limit = max(top_k * 4, 50)
-        embedder = self.embedder
 
         def embed() -> np.ndarray:
             # Called by the index once its full-text leg is under way, on this thread: measured against
             # embedding on a worker from the start, that is ~1 ms faster, because the worker, LanceDB's loop
             # thread and this one then queue for the GIL.
-            return combined_vector(query, embedder.embed_query(query), analysis.embedding_labels(), self._label_vector)
+            labels = analysis.embedding_labels()
+            query_vector, label_vectors = self._vectors(query, labels)
+            return combined_vector(query, query_vector, labels, label_vectors.__getitem__)
 
         candidates = self.index.candidates(None if keyword_only else embed, fts_query, build_where(filters), limit,
                                            filters=filters)

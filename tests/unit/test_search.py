@@ -183,10 +183,30 @@ def test_glossary_labels_are_embedded_once_at_start_for_the_local_model_only():
     engine = SearchEngine(None, local, settings)  # type: ignore[arg-type] - labels need no index
     assert len(local.batches) == 1 and len(local.batches[0]) > 10
     label = local.batches[0][0]
-    engine._label_vector(label)
-    assert len(local.batches) == 1  # answered from the batch
+    engine._vectors("some query", [label])
+    assert local.batches[1:] == [["some query"]]  # the label answered from the start-up batch
     remote = _CountingEmbedder("ollama:nomic-embed-text")
     engine = SearchEngine(None, remote, settings)  # type: ignore[arg-type]
     assert remote.batches == []  # a slow remote embedder must not hold the start back
-    engine._label_vector(label)
-    assert remote.batches == [[label]]
+    _, vectors = engine._vectors("some query", [label])
+    assert remote.batches == [["some query", label]] and set(vectors) == {label}
+
+
+def test_a_spelling_correction_is_embedded_in_the_query_s_call_once():
+    from image_composer_mcp.server.core.config import load_settings
+    from image_composer_mcp.server.library.search import SearchEngine
+
+    embedder = _CountingEmbedder("local:all-MiniLM-L6-v2")
+    engine = SearchEngine(None, embedder, load_settings(env={}))  # type: ignore[arg-type]
+    start = len(embedder.batches)
+    engine._vectors("raspbery gateway", ["raspberry"])
+    engine._vectors("raspbery kiosk", ["raspberry"])
+    assert embedder.batches[start:] == [["raspbery gateway", "raspberry"], ["raspbery kiosk"]]
+
+
+def test_spelling_corrections_embed_the_same_query_vector_as_before(reference_engine):
+    """Batched with its correction, a query's vector is the one it has alone (the padding is masked)."""
+    embedder = reference_engine.searcher.embedder
+    alone = embedder.embed(["ubuntu robotcs image"])[0]
+    batched = embedder.embed(["ubuntu robotcs image", "robotics"])[0]
+    assert float(alone @ batched) > 0.99999

@@ -3,13 +3,16 @@ retried commits and SQL filters.
 
 Scale (measured by ``make bench``, see BENCHMARKS.md): vector search is exact (a flat scan) while the
 table is small. Once a sync or bulk load leaves ``VECTOR_INDEX_MIN_ROWS`` (20,000) rows or more, the
-index builds an IVF_SQ vector index itself (cosine, sqrt(rows) partitions) and queries it with
-``VECTOR_INDEX_NPROBES`` probes and a refine factor of ``VECTOR_INDEX_REFINE`` (exact re-ranking of
-twice the requested rows). Why these: on this 2-core machine the flat leg costs ~1.5 ms per 1,000 rows
-(about 40 ms p95 at 20,000 rows, 80-120 ms at 50,000, several hundred ms at 100,000), so past ~20,000
-rows flat search alone would eat the 100 ms p95 budget; IVF_SQ with 20 probes and refine 2 kept recall@10
-against flat search at 1.00 on real MiniLM query vectors at 100,000 rows (without refine: 0.95), built in
-~4-12 s, and answers in ~10-15 ms. IVF_PQ (recall 0.4) and IVF_HNSW_SQ (recall 0.8, 60 s build) lost.
+index builds an IVF_SQ vector index itself (cosine, LanceDB's default partitioning of about 8,000 rows per
+partition: 12 at 100,000 rows) and queries it with ``VECTOR_INDEX_NPROBES`` probes and a refine factor of
+``VECTOR_INDEX_REFINE`` (exact re-ranking of twice the requested rows). Up to ~160,000 rows the probes
+cover every partition, so the leg is a scan of the 8-bit codes plus that re-ranking. Why these: on this
+2-core machine the flat leg costs ~1.5 ms per 1,000 rows (about 40 ms p95 at 20,000 rows, 80-120 ms at
+50,000, several hundred ms at 100,000), so past ~20,000 rows flat search alone would eat the 100 ms p95
+budget; IVF_SQ with 20 probes and refine 2 kept recall@10 against flat search at 1.00 on real MiniLM query
+vectors at 100,000 rows (without refine: 0.94) and answers in ~6-9 ms alone. sqrt(rows) partitions (316 at
+100,000) were no faster (p50 5.2-6.4 ms against 5.8-7.2: LanceDB's fixed cost per query dominates) and
+lost recall (0.995 at 20 probes). IVF_PQ (recall 0.4) and IVF_HNSW_SQ (recall 0.8, 60 s build) lost.
 The index is named after the row count it was trained on and retrained once the table has grown four-fold;
 ``optimize()`` after every write folds new rows into the FTS and vector indexes (rows written since are
 still searched, by a flat scan, until then).

@@ -91,7 +91,12 @@ def test_graph_file_is_cached_and_a_corrupt_one_is_rebuilt(tmp_path: Path) -> No
     graph.write_bytes(b"not an onnx graph")
     third = LocalEmbedder(runtime="onnx", graph_dir=tmp_path)
     assert np.allclose(third.embed(["secure boot image"]), vector, atol=1e-6)
-    assert graph.stat().st_size > 10_000_000
+    assert graph.stat().st_size > 10_000 and graph.with_suffix(".data").stat().st_size > 40_000_000
+    graph.with_suffix(".data").unlink()  # weights lost: rebuilt, not loaded half
+    fourth = LocalEmbedder(runtime="onnx", graph_dir=tmp_path)
+    assert np.allclose(fourth.embed(["secure boot image"]), vector, atol=1e-6)
+    assert graph.with_suffix(".data").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".graph-")) == []  # no staging left
 
 
 def test_a_new_graph_replaces_graphs_of_other_versions(tmp_path: Path) -> None:
@@ -99,9 +104,12 @@ def test_a_new_graph_replaces_graphs_of_other_versions(tmp_path: Path) -> None:
     _need_onnx()
     stale = tmp_path / "minilm-0000000000000000-v1.onnx"
     stale.write_bytes(b"an old graph")
+    stale.with_suffix(".data").write_bytes(b"its old weights")
     LocalEmbedder(runtime="onnx", graph_dir=tmp_path).embed(["secure boot image"])
     (graph,) = tmp_path.glob("minilm-*.onnx")
+    (data,) = tmp_path.glob("minilm-*.data")
     assert graph != stale and graph.name.endswith(f"-v{embed_onnx.GRAPH_VERSION}.onnx")
+    assert data == graph.with_suffix(".data")
 
 
 def test_the_word_table_is_mapped_from_the_weights_file_not_copied() -> None:

@@ -264,6 +264,8 @@ class AISettings(_Section):
     templates_follow_external_symlinks: bool = False
     local_model_dir: str | None = None
     local_runtime: Literal["auto", "onnx", "numpy"] = "auto"  # auto: onnxruntime when installed
+    # onnxruntime threads per embedding call; 0: two, or one on a one-core machine (embed_onnx.THREADS).
+    local_threads: int = Field(default=0, ge=0, le=64)
     # Where save_as writes, indexed beside templates_dir. Never the bundled library unless set to it.
     save_dir: str = Field(default_factory=lambda: str(paths.user_templates_dir()))
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)

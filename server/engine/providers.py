@@ -84,6 +84,7 @@ def embedder_from_settings(s: AISettings) -> tuple[Embedder, str | None]:
         timeout=min(s.ollama.timeout, 60.0) if s.embedding_provider == "ollama" else s.openai.timeout,
         local_model_dir=s.local_model_dir,
         local_runtime=s.local_runtime,
+        local_threads=s.local_threads,
         # The ONNX graph depends only on the weights: one per user, so every cache dir (and every
         # warm start of a new one) reuses it instead of building it again (~1 s).
         local_graph_dir=paths.user_cache_dir() / "models",

@@ -171,7 +171,7 @@ class LocalEmbedder:
     model_id = f"local:{LOCAL_MODEL_NAME}"
 
     def __init__(self, model_dir: str | Path | None = None, *, sub_batch: int | None = None,
-                 runtime: str = "auto", graph_dir: Path | None = None) -> None:
+                 runtime: str = "auto", graph_dir: Path | None = None, threads: int = 0) -> None:
         if runtime not in LOCAL_RUNTIMES:
             raise EmbeddingError(f"unknown local embedding runtime {runtime!r}: use one of "
                                  f"{', '.join(LOCAL_RUNTIMES)} (OIC_AI_LOCAL_RUNTIME)")
@@ -180,6 +180,7 @@ class LocalEmbedder:
         self._sub_batch = max(1, sub_batch or LOCAL_SUB_BATCH)
         self._runtime = runtime
         self._graph_dir = graph_dir
+        self._threads = threads  # onnxruntime's per call; 0: its default (embed_onnx.THREADS)
         self.runtime: str | None = None  # the one in use once loaded: "onnxruntime" or "numpy"
         self._lock = threading.Lock()
         self._model: MiniLM | OnnxMiniLM | None = None
@@ -257,7 +258,8 @@ class LocalEmbedder:
                                      "`pip install onnxruntime onnx`, or use the numpy runtime")
             return None
         try:
-            model = embed_onnx.OnnxMiniLM.load(weights_path, digest, self._graph_dir)
+            model = embed_onnx.OnnxMiniLM.load(weights_path, digest, self._graph_dir,
+                                               threads=self._threads or embed_onnx.THREADS)
         except Exception as exc:  # an onnxruntime build that refuses the graph: numpy gives the same vectors
             if self._runtime == "onnx":
                 raise EmbeddingError(f"onnxruntime cannot run the embedding model: {exc}") from exc

@@ -25,7 +25,9 @@ LAYER_NORM_EPS = 1e-12
 # weights, which two cores do faster; measured in separate processes, 3 runs each, 48 templates: search p50
 # 4.7-5.6 ms / p95 6.7-8.3 against 5.4-5.7 / 7.9-8.3 on one thread. onnxruntime's default spin-wait was worse at
 # p95 (9.6-10.7 ms): its idle threads keep the cores from LanceDB's legs and from BLAS. Batches run one
-# sub-batch after another at ~28 texts/s, the rate two one-thread calls side by side had.
+# sub-batch after another at ~28 texts/s, the rate two one-thread calls side by side had. The second thread costs
+# CPU (futex waits: ~1.7 CPU-seconds per second of a query), so a server answering many searches at once on few
+# cores may do better with one: ``ai.local_threads`` (OIC_AI_LOCAL_THREADS) overrides this.
 THREADS = min(2, os.cpu_count() or 1)
 
 
@@ -60,7 +62,8 @@ class OnnxMiniLM:
         return np.asarray(pooled, dtype=np.float32)
 
     @classmethod
-    def load(cls, weights_path: Path, digest: str, cache_dir: Path | None, heads: int = 12) -> OnnxMiniLM:
+    def load(cls, weights_path: Path, digest: str, cache_dir: Path | None, heads: int = 12,
+             threads: int = THREADS) -> OnnxMiniLM:
         """The graph is built once per weights digest into ``cache_dir`` and loaded from there later.
 
         Building consumes the weights tensor by tensor, so the load never holds two full copies in Python.
@@ -70,22 +73,22 @@ class OnnxMiniLM:
         target = cache_dir / f"minilm-{digest[:16]}-v{GRAPH_VERSION}.onnx" if cache_dir else None
         if target is not None and target.is_file() and target.with_suffix(".data").is_file():
             try:
-                return cls(str(target), words)
+                return cls(str(target), words, threads)
             except Exception as exc:  # a truncated or foreign file: rebuild it
                 log.warning("rebuilding the ONNX embedding graph %s (%s)", target, exc)
         from safetensors.numpy import load_file
 
         model = _build_graph(load_file(str(weights_path)), heads)
         if target is None:
-            return cls(model.SerializeToString(), words)
+            return cls(model.SerializeToString(), words, threads)
         try:
             _save_graph(model, target)
         except OSError as exc:
             log.warning("cannot cache the ONNX embedding graph in %s (%s); built in memory", cache_dir, exc)
             # Saving moved the tensors out of the model object: build it again, in memory this time.
-            return cls(_build_graph(load_file(str(weights_path)), heads).SerializeToString(), words)
+            return cls(_build_graph(load_file(str(weights_path)), heads).SerializeToString(), words, threads)
         del model
-        return cls(str(target), words)
+        return cls(str(target), words, threads)
 
 
 def _save_graph(model: Any, target: Path) -> None:

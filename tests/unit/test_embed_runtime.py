@@ -192,3 +192,21 @@ def test_the_weights_digest_is_kept_across_starts_and_redone_for_a_changed_file(
     embed_local._verified_hashes.clear()
     weights.write_bytes(b"other weights, same name")
     assert embed_local._sha256_of(weights, cache) == hashlib.sha256(b"other weights, same name").hexdigest()
+
+
+def test_the_thread_setting_reaches_onnxruntime_and_keeps_the_vectors(onnx_embedder: LocalEmbedder) -> None:
+    _need_model()
+    _need_onnx()
+    from image_composer_mcp.server.core.config import load_settings
+    from image_composer_mcp.server.engine.providers import embedder_from_settings
+
+    settings = load_settings(env={"OIC_AI_LOCAL_THREADS": "1"})
+    embedder, _ = embedder_from_settings(settings)
+    assert isinstance(embedder, LocalEmbedder)
+    texts = ["ubuntu edge gateway with docker", "x " * 300]
+    vectors = embedder.embed(texts)
+    assert embedder._model._session.get_session_options().intra_op_num_threads == 1  # type: ignore[union-attr]
+    assert onnx_embedder._model._session.get_session_options().intra_op_num_threads == embed_onnx.THREADS  # type: ignore[union-attr]
+    assert (vectors * onnx_embedder.embed(texts)).sum(axis=1).min() >= 0.9999
+    with pytest.raises(ValueError, match="local_threads"):
+        load_settings(env={"OIC_AI_LOCAL_THREADS": "-1"})

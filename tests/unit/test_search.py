@@ -204,9 +204,9 @@ def test_a_spelling_correction_is_embedded_in_the_query_s_call_once():
     assert embedder.batches[start:] == [["raspbery gateway", "raspberry"], ["raspbery kiosk"]]
 
 
-def test_spelling_corrections_embed_the_same_query_vector_as_before(reference_engine):
+def test_spelling_corrections_embed_the_same_query_vector_as_before(library_engine):
     """Batched with its correction, a query's vector is the one it has alone (the padding is masked)."""
-    embedder = reference_engine.searcher.embedder
+    embedder = library_engine.searcher.embedder
     alone = embedder.embed(["ubuntu robotcs image"])[0]
     batched = embedder.embed(["ubuntu robotcs image", "robotics"])[0]
     assert float(alone @ batched) > 0.99999

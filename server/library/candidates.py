@@ -164,9 +164,10 @@ def table_candidates(table: Any, qvec: np.ndarray, text_rows: TextRows | None, w
     return list(found.values())
 
 
-def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text_rows: TextRows | None,
+def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text: TextRows | str | None,
                         filters: dict[str, str | None], limit: int) -> list[Candidate]:
-    """The vector leg from the mirror (prefiltered by ``filters``), the full-text leg from LanceDB."""
+    """The vector leg from the mirror (prefiltered by ``filters``); the full-text leg from the mirror's postings
+    when ``text`` is the full-text query, or LanceDB's rows when it is their future."""
     with single_thread_blas():
         # One thread: OpenBLAS splits this matrix-vector product over the cores and the rendezvous costs more
         # than it saves (10,000 x 384 on 2 busy cores: 5.5 ms threaded, 1.2 ms on one), with identical sums.
@@ -177,14 +178,26 @@ def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text_rows: TextR
     k = min(limit, int(np.isfinite(sims).sum()))
     top = np.argpartition(-sims, k - 1)[:k] if 0 < k < len(sims) else np.flatnonzero(np.isfinite(sims))
     found = {mirror.uids[i]: Candidate(mirror.uids[i], float(sims[i]), in_vector_leg=True) for i in top}
-    if text_rows is not None:
-        for row in text_rows.result():
-            cand = found.get(row["uid"])
-            if cand is None:
-                pos = mirror.position.get(row["uid"])
-                if pos is None:  # written after the mirror was taken: it is rebuilt on the next query
-                    continue
-                cand = found[row["uid"]] = Candidate(row["uid"], float(mirror.matrix[pos] @ qvec))
-            cand.bm25 = float(row["_score"])
-            cand.in_text_leg = True
+    for pos, bm25 in _text_hits(mirror, text, keep, limit):
+        uid = mirror.uids[pos]
+        cand = found.get(uid)
+        if cand is None:
+            cand = found[uid] = Candidate(uid, float(sims[pos]))
+        cand.bm25 = bm25
+        cand.in_text_leg = True
     return list(found.values())
+
+
+def _text_hits(mirror: VectorMirror, text: TextRows | str | None, keep: np.ndarray | None,
+               limit: int) -> list[tuple[int, float]]:
+    """(mirror row, BM25 score) of the full-text leg's rows."""
+    if text is None:
+        return []
+    if isinstance(text, str):
+        return mirror.text.search(text, keep, limit) if mirror.text is not None and text.strip() else []
+    hits = []
+    for row in text.result():
+        pos = mirror.position.get(row["uid"])
+        if pos is not None:  # None: written after the mirror was taken; it is rebuilt on the next query
+            hits.append((pos, float(row["_score"])))
+    return hits

@@ -30,6 +30,7 @@ from . import vector_mirror
 from .candidates import Candidate, mirrored_candidates, start_text_leg, table_candidates, text_only_candidates
 from .index_sync import IndexStats, IndexSync, ScanEntry
 from .lance_table import (
+    FTS_OPTIONS,
     TABLE,
     IndexError_,
     WriterLease,
@@ -39,7 +40,7 @@ from .lance_table import (
     table_schema,
 )
 from .templates import TEXT_VERSION, Fingerprint, LoadProblem, TemplateRecord
-from .vector_mirror import VectorMirror, load_mirror
+from .vector_mirror import VectorMirror, attach_text, load_mirror
 
 if TYPE_CHECKING:
     from ..storage.object_store import ObjectRoot
@@ -186,11 +187,7 @@ class TemplateIndex(IndexSync):
                 table = self._db.open_table(TABLE)
         if not any("text" in getattr(ix, "columns", []) for ix in table.list_indices()):
             try:
-                table.create_index(
-                    "text",
-                    config=FTS(with_position=False, base_tokenizer="simple", stem=True, remove_stop_words=True,
-                               lower_case=True, ascii_folding=True),
-                )
+                table.create_index("text", config=FTS(**FTS_OPTIONS))
             except (RuntimeError, ValueError) as exc:  # created concurrently by another process
                 log.info("FTS index not created here: %s", exc)
         return table
@@ -248,10 +245,11 @@ class TemplateIndex(IndexSync):
             return [c for c in found if c.uid in self.catalog]
         mirror = self._vector_mirror() if filters is not None or not where else None
         columns = ["uid"] if mirror is not None else ["uid", "vector"]
-        text_rows = start_text_leg(self._leg_pool(), table, fts_query, where, limit, columns)
+        in_memory = mirror is not None and mirror.text is not None
+        text_rows = None if in_memory else start_text_leg(self._leg_pool(), table, fts_query, where, limit, columns)
         vector = qvec() if callable(qvec) else qvec
         if mirror is not None:
-            found = mirrored_candidates(mirror, vector, text_rows, filters or {}, limit)
+            found = mirrored_candidates(mirror, vector, fts_query if in_memory else text_rows, filters or {}, limit)
         else:
             found = table_candidates(table, vector, text_rows, where, limit, vector_index_rows=self.vector_index_rows)
         return [c for c in found if c.uid in self.catalog]
@@ -270,7 +268,18 @@ class TemplateIndex(IndexSync):
             if self._mirror is not None and self._mirror.catalog is self.catalog:
                 return self._mirror
             self._mirror = load_mirror(self._table, self.catalog, self.embedder.dimensions)
+            if self._mirror is not None:
+                threading.Thread(target=self._attach_text, args=(self._mirror, self._table), name="text-mirror",
+                                 daemon=True).start()
             return self._mirror
+
+    @staticmethod
+    def _attach_text(mirror: VectorMirror, table: Any) -> None:
+        """The mirror's full-text leg, built off the search path; on any failure LanceDB keeps answering it."""
+        try:
+            attach_text(mirror, table)
+        except Exception as exc:  # noqa: BLE001 - a closed or unreadable table: the LanceDB leg still works
+            log.info("full-text leg stays in LanceDB: %s", exc)
 
     def _leg_pool(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:

@@ -45,6 +45,9 @@ VECTOR_INDEX_NPROBES = 20
 VECTOR_INDEX_REFINE = 2
 VECTOR_INDEX_PREFIX = "vector_ivfsq_"
 VECTOR_INDEX_REGROW = 4  # retrain when the table has grown this many times past the training size
+# The full-text index's analyzer; text_mirror reproduces exactly this one (its tests compare the scores).
+FTS_OPTIONS: dict[str, Any] = {"with_position": False, "base_tokenizer": "simple", "language": "English", "max_token_length": 40,
+                               "lower_case": True, "stem": True, "remove_stop_words": True, "ascii_folding": True}
 LIST_FIELDS = ("use_cases", "keywords", "explicit_keywords", "capabilities", "recommended_for", "packages",
                "terms_strong", "terms_weak")
 STR_FIELDS = ("id", "root", "name", "image_name", "content_hash", "os", "dist", "arch", "image_type",

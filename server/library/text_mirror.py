@@ -1,0 +1,155 @@
+"""The full-text leg in memory while search is flat: BM25 scores exactly as LanceDB's FTS index gives them.
+
+Why: LanceDB's full-text query costs ~2 ms of wall time and ~1.7 ms of CPU per query even at 48 rows
+(planning and its runtime's threads, not the 0.4 ms of scoring). On two cores it ran beside the query's
+embedding and slowed it by ~1 ms, so a search cost the embedding plus ~2 ms where the upstream baseline
+costs the embedding plus ~0.3 ms. Postings in memory answer the same query in ~0.1 ms on the calling thread.
+
+Exact, not similar: the analyzer reproduces the one our index creates (``lance_table.FTS_OPTIONS``): split
+on every character that is not a letter or a digit, drop tokens of 40 bytes or more, lower-case, Snowball
+English stemming, then English stop words (NLTK's list, matched after stemming, as LanceDB does: "does"
+stems to "doe" and is kept), then ASCII folding. Scores are LanceDB's BM25: k1 1.2, b 0.75,
+idf = ln(1 + (N - n + 0.5) / (n + 0.5)), float32 arithmetic, N counting only documents with at least one
+token, a query token counted as often as it occurs. Tests compare the scores with LanceDB's on every
+labelled query. Two differences remain, both in LanceDB's index, not in the scoring:
+- its statistics lag edits: a replaced row still counts in N and the document frequencies until the index
+  is rebuilt (on the bench's edited 1,000-template index, scores ~0.05 % apart); here they are the table's
+  rows now;
+- its order among rows tied at the cut-off is not defined; here the later row goes first, as it mostly
+  does there.
+
+Built from one snapshot of the table: each distinct word is analysed once, and the postings are grouped
+with numpy (10,000 templates, 11 MB of text: ~0.6 s, most of it splitting words).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from .lance_table import FTS_OPTIONS
+
+K1 = np.float32(1.2)
+B = np.float32(0.75)
+MAX_TOKEN_BYTES = int(FTS_OPTIONS["max_token_length"])
+# A word is a run of letters and digits: everything else separates (tantivy's SimpleTokenizer: !is_alphanumeric).
+WORD = re.compile(r"[^\W_]+")
+STOP_WORDS = frozenset("""
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself it
+its itself they them their theirs themselves what which who whom this that these those am is are was were be been
+being have has had having do does did doing a an the and but if or because as until while of at by for with about
+against between into through during before after above below to from up down in out on off over under again further
+then once here there when where why how all any both each few more most other some such no nor not only own same so
+than too very s t can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma
+mightn mustn needn shan shouldn wasn weren won wouldn""".split())  # noqa: SIM905 - a list to read
+# Letters NFKD does not decompose that ASCII folding still maps (the common ones in names and descriptions).
+_FOLD = str.maketrans({"ß": "ss", "æ": "ae", "ø": "o", "œ": "oe", "đ": "d", "ł": "l", "þ": "th", "ð": "d"})
+
+
+def reproduces(options: dict[str, Any]) -> bool:
+    """Whether this module's analyzer is the one ``options`` configure (otherwise LanceDB answers the leg)."""
+    return (options.get("base_tokenizer") == "simple" and options.get("language") == "English"
+            and all(options.get(flag) for flag in ("lower_case", "stem", "remove_stop_words", "ascii_folding")))
+
+
+@functools.cache
+def _stemmer() -> Any:
+    """Snowball's English stemmer (PyStemmer, the C build of the algorithm LanceDB's rust-stemmers implements)."""
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def _fold(token: str) -> str:
+    if token.isascii():
+        return token
+    decomposed = unicodedata.normalize("NFKD", token.translate(_FOLD))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def analyze_word(word: str) -> str | None:
+    """The index token for one lower-cased word, or None when LanceDB's analyzer drops it."""
+    if not word or len(word.encode()) >= MAX_TOKEN_BYTES:
+        return None
+    stem = _stemmer().stemWord(word)
+    return None if stem in STOP_WORDS else _fold(stem)
+
+
+class _Tokens(dict[str, int]):
+    """Lower-cased word -> token id (-1: dropped), filled on first sight: each distinct word is analysed once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: dict[str, int] = {}
+
+    def __missing__(self, word: str) -> int:
+        token = analyze_word(word)
+        found = -1 if token is None else self.ids.setdefault(token, len(self.ids))
+        self[word] = found
+        return found
+
+
+class TextMirror:
+    """Postings of one snapshot's texts, row ``i`` being the mirror's row ``i``."""
+
+    def __init__(self, texts: Iterable[str | None]) -> None:
+        """``texts``: one per row, None for a row without text."""
+        self._tokens = _Tokens()
+        per_row = [list(map(self._tokens.__getitem__, WORD.findall(text.lower()))) if text else [] for text in texts]
+        n_rows = self.rows = len(per_row)
+        lengths = np.fromiter(map(len, per_row), dtype=np.int64, count=n_rows)
+        tokens = np.fromiter(itertools.chain.from_iterable(per_row), dtype=np.int64, count=int(lengths.sum()))
+        rows = np.repeat(np.arange(n_rows, dtype=np.int64), lengths)
+        kept = tokens >= 0
+        tokens, rows = tokens[kept], rows[kept]
+        doc_len = np.bincount(rows, minlength=n_rows).astype(np.float32)
+        documents = int(np.count_nonzero(doc_len))  # LanceDB leaves rows without a token out of N
+        avg_len = np.float32(doc_len.sum()) / np.float32(max(documents, 1))
+        width = max(n_rows, 1)
+        pairs, freq = np.unique(tokens * width + rows, return_counts=True)
+        term = pairs // width
+        self._doc = (pairs % width).astype(np.int32)
+        self._start = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._tokens.ids)))))
+        tf = freq.astype(np.float32)
+        norm = K1 * (np.float32(1.0) - B + B * doc_len[self._doc] / avg_len)
+        self._weight = ((K1 + np.float32(1.0)) * tf / (tf + norm)).astype(np.float32)
+        n = np.diff(self._start).astype(np.float32)
+        big_n = np.float32(documents)
+        self._idf = np.log((big_n - n + np.float32(0.5)) / (n + np.float32(0.5)) + np.float32(1.0)).astype(np.float32)
+
+    def query_tokens(self, query: str) -> list[int]:
+        """The query's token ids, repeated as often as they occur; tokens no row has are left out (they add 0)."""
+        ids = self._tokens.ids
+        found = []
+        for word in WORD.findall(query.lower()):
+            token = self._tokens.get(word)
+            if token is None:  # a word no row has: analysed, not remembered (queries are unbounded)
+                analysed = analyze_word(word)
+                token = ids.get(analysed, -1) if analysed is not None else -1
+            if token >= 0:
+                found.append(token)
+        return found
+
+    def search(self, query: str, keep: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
+        """The best ``limit`` (row, BM25 score) pairs among the rows ``keep`` allows, best first; ties by row."""
+        scores = np.zeros(self.rows, dtype=np.float32)
+        matched = np.zeros(self.rows, dtype=bool)
+        for token in self.query_tokens(query):
+            lo, hi = self._start[token], self._start[token + 1]
+            docs = self._doc[lo:hi]
+            scores[docs] += self._idf[token] * self._weight[lo:hi]
+            matched[docs] = True
+        if keep is not None:
+            matched &= keep
+        hits = np.flatnonzero(matched)
+        if len(hits) > limit:  # every row tied with the last one kept stays in the running, for the tie-break
+            kth = np.partition(scores[hits], len(hits) - limit)[len(hits) - limit]
+            hits = hits[scores[hits] >= kth]
+        order = sorted(hits.tolist(), key=lambda i: (-scores[i], -i))[:limit]
+        return [(i, float(scores[i])) for i in order]

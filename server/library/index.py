@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CATALOG_BATCH_ROWS = 10_000
+TEXT_BUILD_PAUSE_S = 1e-4  # the in-memory full-text leg's builder yields the GIL this long between batches
 
 
 class TemplateIndex(IndexSync):
@@ -277,7 +278,7 @@ class TemplateIndex(IndexSync):
     def _attach_text(mirror: VectorMirror, table: Any) -> None:
         """The mirror's full-text leg, built off the search path; on any failure LanceDB keeps answering it."""
         try:
-            attach_text(mirror, table)
+            attach_text(mirror, table, pause=lambda: time.sleep(TEXT_BUILD_PAUSE_S))
         except Exception as exc:  # noqa: BLE001 - a closed or unreadable table: the LanceDB leg still works
             log.info("full-text leg stays in LanceDB: %s", exc)
 

@@ -146,10 +146,10 @@ def test_search_uses_memory_once_built_and_lancedb_before(tmp_path: Path, monkey
     gate = []
     real = vector_mirror.attach_text
 
-    def held(mirror, table) -> None:  # noqa: ANN001
+    def held(mirror, table, pause=None) -> None:  # noqa: ANN001
         while not gate:
             time.sleep(0.005)
-        real(mirror, table)
+        real(mirror, table, pause)
 
     monkeypatch.setattr("image_composer_mcp.server.library.index.attach_text", held)
     lancedb_calls = []
@@ -173,7 +173,7 @@ def test_a_failed_build_leaves_lancedb_answering(tmp_path: Path, monkeypatch) ->
     index = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
     index.sync()
 
-    def broken(mirror, table) -> None:  # noqa: ANN001
+    def broken(mirror, table, pause=None) -> None:  # noqa: ANN001
         raise OSError("disk gone")
 
     monkeypatch.setattr("image_composer_mcp.server.library.index.attach_text", broken)

@@ -84,12 +84,13 @@ MAX_STEM_PACKAGES = 12
 MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
 CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
 STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
-DOC_SETS_MAX = 4096  # per-template word sets kept between queries (a few KB each): bounded for 100,000 templates
+DOC_SETS_MAX = 4096  # per-template package sets kept between queries: bounded for 100,000 templates
 _NAME_PARTS = re.compile(r"[-_.+]")
 _T = TypeVar("_T")
 _WordForms = tuple[set[str], set[str]]  # a query word with its stem, and its synonyms
 _ConceptPlan = tuple[str, list[tuple[_WordForms, float]], float, set[str]]  # id, (forms, idf) per word, weight, terms
 _TermPlan = tuple[str, float, set[str], set[str]]  # word, idf, word and stem, synonyms
+_KeywordPlan = tuple[list[_ConceptPlan], list[_TermPlan], frozenset[str]]  # ..., every form the plan looks for
 
 
 @dataclass
@@ -160,7 +161,6 @@ class SearchEngine:
         self._df: Counter[str] = Counter()
         # uid -> the record whose terms are counted in _df (kept, not copied: the catalog may replace it)
         self._seen: dict[str, TemplateRecord] = {}
-        self._doc_sets: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self._package_sets: dict[str, frozenset[str]] = {}
         self._n_docs = 1
         self._catalog_version: tuple[int, int] = (-1, -1)
@@ -224,7 +224,6 @@ class SearchEngine:
             seen[uid] = rec
         self._n_docs = max(len(seen), 1)
         self._default_idf = math.log(1 + self._n_docs)
-        self._doc_sets.clear()
         self._package_sets.clear()
         technical = set(vocab.TECHNICAL_TERMS) | {w for words in vocab.ARCH_WORDS.values() for w in words}
         technical.discard("intel")
@@ -261,15 +260,6 @@ class SearchEngine:
         count = self._df.get(term) or self._df.get(vocab.stem(term))
         return math.log(1 + self._n_docs / count) if count and count > 0 else self._default_idf
 
-    def _term_sets(self, uid: str) -> tuple[frozenset[str], frozenset[str]]:
-        """Sets only for the candidates a query scores (at most a few hundred), built on demand."""
-        sets = self._doc_sets.get(uid)
-        if sets is None:
-            rec = self.index.catalog.get(uid)
-            sets = (frozenset(rec.terms_strong), frozenset(rec.terms_weak)) if rec else (frozenset(), frozenset())
-            _remember(self._doc_sets, uid, sets)
-        return sets
-
     def _packages_lower(self, uid: str) -> frozenset[str]:
         """A template's packages, lower-cased: built once per candidate instead of once per query and candidate."""
         have = self._package_sets.get(uid)
@@ -294,7 +284,8 @@ class SearchEngine:
         return w
 
     @staticmethod
-    def _credit(words: set[str], synonyms: set[str], strong: frozenset[str], weak: frozenset[str]) -> float:
+    def _credit(words: set[str], synonyms: set[str], strong: frozenset[str] | set[str],
+                weak: frozenset[str] | set[str]) -> float:
         # isdisjoint, not `&`: the same answer without building a set per template and query word.
         if not strong.isdisjoint(words):
             return 1.0
@@ -304,9 +295,9 @@ class SearchEngine:
             return WEAK_CREDIT * WEAK_CREDIT
         return 0.0
 
-    def _keyword_plan(self, analysis: QueryAnalysis) -> tuple[list[_ConceptPlan], list[_TermPlan]]:
+    def _keyword_plan(self, analysis: QueryAnalysis) -> _KeywordPlan:
         """What the keyword score needs from the query alone (weights, stems, synonyms), worked out once per
-        query instead of once per candidate."""
+        query instead of once per candidate; with the union of every form it looks for."""
         concepts: list[_ConceptPlan] = []
         covered: set[str] = set()
         # A concept named in plain words ("fetch at power-on through the LAN") is matched by the words the
@@ -322,13 +313,24 @@ class SearchEngine:
             concepts.append((concept.id, list(zip(forms, weights, strict=True)), sum(weights), terms))
         plain = [(q, self._idf(q), {q, vocab.stem(q)}, set(vocab.SYNONYMS.get(q, [])))
                  for q in dict.fromkeys(analysis.content_terms) if q not in covered]
-        return concepts, plain
+        wanted: set[str] = set()
+        for _id, forms, _weight, terms in concepts:
+            wanted |= terms
+            for (words, synonyms), _idf in forms:
+                wanted |= words | synonyms
+        for _q, _idf, words, synonyms in plain:
+            wanted |= words | synonyms
+        return concepts, plain, frozenset(wanted)
 
-    def _keyword_score(self, plan: tuple[list[_ConceptPlan], list[_TermPlan]], uid: str) -> tuple[float, list[str]]:
-        strong, weak = self._term_sets(uid)
+    def _keyword_score(self, plan: _KeywordPlan, rec: TemplateRecord) -> tuple[float, list[str]]:
+        concepts, plain, wanted = plan
+        # Only the template's terms the query looks for matter: intersecting once (one pass over its terms, in
+        # C) leaves two small sets that every credit check below reads, the same answers as its full sets.
+        strong, weak = wanted.intersection(rec.terms_strong), wanted.intersection(rec.terms_weak)
+        if not strong and not weak:
+            return 0.0, []  # none of the query's words: most candidates of most queries
         total = matched = 0.0
         hits: list[str] = []
-        concepts, plain = plan
         for concept_id, forms, weight, terms in concepts:
             own = sum(wt * self._credit(words, synonyms, strong, weak) for (words, synonyms), wt in forms) / weight
             credit = max(own, self._credit(terms, set(), strong, weak) * CONCEPT_CREDIT)
@@ -437,7 +439,7 @@ class SearchEngine:
         for cand in candidates:
             rec = self.index.catalog[cand.uid]
             semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
-            coverage, hits = self._keyword_score(keyword_plan, cand.uid)
+            coverage, hits = self._keyword_score(keyword_plan, rec)
             keyword = (1 - BM25_SHARE) * coverage + BM25_SHARE * (cand.bm25 / max_bm25)
             have = self._packages_lower(cand.uid) if analysis.packages or analysis.excluded else frozenset()
             package, matched = self._package_score(analysis, have)

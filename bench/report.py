@@ -303,6 +303,14 @@ def _beside_baseline(results: dict[str, Any]) -> list[str]:
                         _ratio(ours, base, True), goal, met))
     out += ["", "The baseline embeds its queries with our local embedder (`bench/baseline.py`), so every gain in "
             "the embedder is its gain too: at small sizes its search is the embedding plus a ~0.3 ms brute force.", ""]
+    during = [(label, _get(speed, label, "inproc")) for label in labels]
+    notes = [f"{int(label):,} templates: {e['background_s']:.2f} s, {e['searches_during_background']} searches "
+             f"meanwhile, p95 {_f(_get(e, 'latency_during_background', 'p95_ms'), 1, ' ms')}"
+             for label, e in during if e and e.get("searches_during_background")]
+    if notes:
+        out += ["In-process searches are timed after the work the first search leaves in the background (below "
+                "20,000 templates, building the in-memory full-text leg; LanceDB answers that leg meanwhile). "
+                "Searches during it are slower: " + "; ".join(notes) + ".", ""]
     return out
 
 

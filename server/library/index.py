@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CATALOG_BATCH_ROWS = 10_000
-TEXT_BUILD_PAUSE_S = 1e-4  # the in-memory full-text leg's builder yields the GIL this long between batches
 
 
 class TemplateIndex(IndexSync):
@@ -96,6 +95,7 @@ class TemplateIndex(IndexSync):
         self._loaded_version: int | None = None  # table version our catalog reflects; another writer moves it
         self._mirror: VectorMirror | None = None
         self._mirror_lock = threading.Lock()
+        self._text_builder: threading.Thread | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.vector_index_rows = 0  # rows the vector index was trained on; 0 = flat search
         self._scanner: threading.Thread | None = None
@@ -270,15 +270,27 @@ class TemplateIndex(IndexSync):
                 return self._mirror
             self._mirror = load_mirror(self._table, self.catalog, self.embedder.dimensions)
             if self._mirror is not None:
-                threading.Thread(target=self._attach_text, args=(self._mirror, self._table), name="text-mirror",
-                                 daemon=True).start()
+                self._text_builder = threading.Thread(target=self._attach_text, args=(self._mirror, self._table),
+                                                      name="text-mirror", daemon=True)
+                self._text_builder.start()
             return self._mirror
+
+    def background_busy(self) -> bool:
+        """Whether a search has left work running in the background (the in-memory full-text leg's build)."""
+        builder = self._text_builder
+        return builder is not None and builder.is_alive()
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait for that background work (benchmarks time searches after it)."""
+        builder = self._text_builder
+        if builder is not None:
+            builder.join(timeout)
 
     @staticmethod
     def _attach_text(mirror: VectorMirror, table: Any) -> None:
         """The mirror's full-text leg, built off the search path; on any failure LanceDB keeps answering it."""
         try:
-            attach_text(mirror, table, pause=lambda: time.sleep(TEXT_BUILD_PAUSE_S))
+            attach_text(mirror, table)
         except Exception as exc:  # noqa: BLE001 - a closed or unreadable table: the LanceDB leg still works
             log.info("full-text leg stays in LanceDB: %s", exc)
 

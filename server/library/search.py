@@ -314,12 +314,12 @@ class SearchEngine:
         plain = [(q, self._idf(q), {q, vocab.stem(q)}, set(vocab.SYNONYMS.get(q, [])))
                  for q in dict.fromkeys(analysis.content_terms) if q not in covered]
         wanted: set[str] = set()
-        for _id, forms, _weight, terms in concepts:
-            wanted |= terms
-            for (words, synonyms), _idf in forms:
-                wanted |= words | synonyms
-        for _q, _idf, words, synonyms in plain:
-            wanted |= words | synonyms
+        for concept_plan in concepts:
+            wanted |= concept_plan[3]
+            for (word_forms, word_synonyms), _weight in concept_plan[1]:
+                wanted |= word_forms | word_synonyms
+        for term_plan in plain:
+            wanted |= term_plan[2] | term_plan[3]
         return concepts, plain, frozenset(wanted)
 
     def _keyword_score(self, plan: _KeywordPlan, rec: TemplateRecord) -> tuple[float, list[str]]:

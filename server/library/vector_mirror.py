@@ -10,7 +10,6 @@ The vectors are read on the first search; the full-text postings are built after
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -66,13 +65,17 @@ def load_mirror(table: Any, catalog: dict[str, TemplateRecord], dims: int) -> Ve
     return VectorMirror(catalog, [uids[i] for i in keep], np.ascontiguousarray(matrix[keep]))
 
 
-def attach_text(mirror: VectorMirror, table: Any, pause: Callable[[], None] | None = None) -> None:
+def attach_text(mirror: VectorMirror, table: Any) -> None:
     """Build ``mirror``'s full-text leg from the table's ``text`` column (rows outside the mirror are left out,
-    as they are of its vector leg); nothing when the index's analyzer is not the one text_mirror reproduces.
-    ``pause``: see :class:`TextMirror`."""
+    as they are of its vector leg); nothing when the index's analyzer is not the one text_mirror reproduces."""
+    import pyarrow.compute as pc
+
     if not reproduces(FTS_OPTIONS):
         return
     rows = table.count_rows()
     data = table.search().select(["uid", "text"]).limit(max(rows, 1)).to_arrow()
-    by_uid = dict(zip(data.column("uid").to_pylist(), data.column("text").to_pylist(), strict=True))
-    mirror.text = TextMirror([by_uid.get(uid) for uid in mirror.uids], pause=pause)
+    where = {uid: i for i, uid in enumerate(data.column("uid").to_pylist())}
+    order = [where.get(uid, -1) for uid in mirror.uids]
+    texts = data.column("text").combine_chunks()
+    taken = pc.take(texts, [i if i >= 0 else None for i in order])  # None: a row the table no longer has
+    mirror.text = TextMirror(taken)

@@ -146,10 +146,10 @@ def test_search_uses_memory_once_built_and_lancedb_before(tmp_path: Path, monkey
     gate = []
     real = vector_mirror.attach_text
 
-    def held(mirror, table, pause=None) -> None:  # noqa: ANN001
+    def held(mirror, table) -> None:  # noqa: ANN001
         while not gate:
             time.sleep(0.005)
-        real(mirror, table, pause)
+        real(mirror, table)
 
     monkeypatch.setattr("image_composer_mcp.server.library.index.attach_text", held)
     lancedb_calls = []
@@ -173,7 +173,7 @@ def test_a_failed_build_leaves_lancedb_answering(tmp_path: Path, monkeypatch) ->
     index = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
     index.sync()
 
-    def broken(mirror, table, pause=None) -> None:  # noqa: ANN001
+    def broken(mirror, table) -> None:  # noqa: ANN001
         raise OSError("disk gone")
 
     monkeypatch.setattr("image_composer_mcp.server.library.index.attach_text", broken)
@@ -182,3 +182,19 @@ def test_a_failed_build_leaves_lancedb_answering(tmp_path: Path, monkeypatch) ->
     assert index._mirror is not None and index._mirror.text is None
     again = index.candidates(emb.embed_query("docker"), "docker", None, 10, filters={})
     assert {c.uid for c in first} == {c.uid for c in again} and any(c.in_text_leg for c in again)
+
+
+def test_the_two_word_rules_agree_on_every_assigned_character() -> None:
+    """Rows are split by Arrow's RE2 and queries by Python's re: the same words either way."""
+    import unicodedata
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from image_composer_mcp.server.library.text_mirror import SEPARATORS, WORD
+
+    chars = [chr(c) for c in range(0x110000)
+             if not 0xD800 <= c < 0xE000 and unicodedata.category(chr(c)) != "Cn"]
+    in_word_re2 = pc.invert(pc.match_substring_regex(pa.array(chars), "^" + SEPARATORS + "$")).to_pylist()
+    in_word_py = [WORD.fullmatch(c) is not None for c in chars]
+    differ = [hex(ord(c)) for c, a, b in zip(chars, in_word_re2, in_word_py, strict=True) if a != b]
+    assert not differ, differ[:20]

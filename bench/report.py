@@ -346,7 +346,8 @@ def _scale_section(results: dict[str, Any]) -> list[str]:
         out.append("")
     if server:
         out.append(f"Switch points in `server/library/lance_table.py`: below {server['vector_index_min_rows']:,} rows vector search "
-                   f"is flat (exact). From {server['vector_index_min_rows']:,} rows a sync or bulk load builds an IVF_SQ "
+                   f"is flat (exact), and both legs are answered from an in-memory mirror of the table (the vectors, "
+                   f"and postings that reproduce LanceDB's BM25 scores). From {server['vector_index_min_rows']:,} rows a sync or bulk load builds an IVF_SQ "
                    f"index (cosine, LanceDB's default partitioning, ~8,000 rows per partition) queried with "
                    f"nprobes={server['nprobes']} and refine_factor={server['refine_factor']}; it is retrained when the table has grown "
                    f"{server['regrow']}× past its training size. `optimize()` after every write folds new rows into "

@@ -161,7 +161,7 @@ class TextMirror:
         return found
 
     def search(self, query: str, keep: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
-        """The best ``limit`` (row, BM25 score) pairs among the rows ``keep`` allows, best first; ties by row."""
+        """The best ``limit`` (row, BM25 score) pairs among the rows ``keep`` allows, best first (ties: later row first)."""
         scores = np.zeros(self.rows, dtype=np.float32)
         matched = np.zeros(self.rows, dtype=bool)
         for token in self.query_tokens(query):

@@ -307,3 +307,50 @@ def test_plan_table_names_the_rows_where_plan_mode_did_worse():
     assert "| dev | requests | 2/2 | 1/2 **worse** | 2/2 | 2/2 | 1/2 (50 %) | 1/2 (50 %) | 1/1 |" in text
     assert "| test | refinements | 2/2 | 2/2 | 2/2 | - | - | - | 0/0 |" in text
     assert "- dev requests, plan mode missed where offline did not: debian 13 with curl: package curl missing" in text
+
+
+def test_beside_baseline_reports_ratios_and_the_searches_during_background_work():
+    from bench.report import _beside_baseline
+
+    def size(ours: float, base: float, during: int) -> dict:
+        inproc = {"latency": {"p95_ms": ours}, "background_s": 0.5, "searches_during_background": during}
+        if during:
+            inproc["latency_during_background"] = {"p95_ms": 17.0}
+        return {"inproc": inproc, "baseline": {"latency": {"p95_ms": base}}}
+
+    results = {"speed": {"48": size(5.0, 5.0, 0), "10000": size(9.0, 6.0, 40)}}
+    text = "\n".join(_beside_baseline(results))
+    assert "| in-process search p95, 48 templates | 5.0 ms | 5.0 ms | 1.00× (same) | ≤ 1.0× | yes |" in text
+    assert "| in-process search p95, 10,000 templates | 9.0 ms | 6.0 ms | 1.50× (worse) | ≤ 1.0× | **no** |" in text
+    assert "10,000 templates: 0.50 s, 40 searches meanwhile, p95 17.0 ms" in text
+    assert "48 templates: 0.50 s" not in text  # nothing ran meanwhile: not reported
+
+
+def test_searches_during_background_work_are_timed_apart_and_waited_for():
+    from bench.inproc import _during_background
+
+    class Index:
+        def __init__(self) -> None:
+            self.left = 3
+            self.settled = False
+
+        def background_busy(self) -> bool:
+            return self.left > 0
+
+        def settle(self) -> None:
+            self.settled = True
+
+    class Engine:
+        def __init__(self) -> None:
+            self.index = Index()
+            self.asked: list[str] = []
+
+        def search(self, query: str) -> None:
+            self.asked.append(query)
+            self.index.left -= 1
+
+    engine = Engine()
+    out = _during_background(engine, ["a", "b", "c", "d", "e"])
+    assert out["searches_during_background"] == 3 and engine.index.settled
+    assert engine.asked == ["a please", "b please", "c please"]  # not the timed set's own texts
+    assert out["latency_during_background"]["p95_ms"] >= 0

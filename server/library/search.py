@@ -92,9 +92,6 @@ _WordForms = tuple[set[str], set[str]]  # a query word with its stem, and its sy
 _ConceptPlan = tuple[str, list[tuple[_WordForms, float]], float, set[str]]  # id, (forms, idf) per word, weight, terms
 _TermPlan = tuple[str, float, set[str], set[str]]  # word, idf, word and stem, synonyms
 _KeywordPlan = tuple[list[_ConceptPlan], list[_TermPlan], frozenset[str]]  # ..., every form the plan looks for
-# A scored candidate: score, name, semantic, keyword, package, candidate position, matched packages, penalties,
-# record, matched terms (the fields of ScoredResult, which only the rows shown become).
-_Row = tuple[float, str, float, float, float, int, list[str], list[str], TemplateRecord, list[str]]
 
 
 @dataclass
@@ -375,26 +372,25 @@ class SearchEngine:
         return hits
 
     @staticmethod
-    def _strong(analysis: QueryAnalysis, semantic: float, keyword: float, package: float,
-                matched_terms: list[str]) -> bool:
+    def _strong(analysis: QueryAnalysis, r: ScoredResult) -> bool:
         """Exact evidence: most named packages installed, or most of the query's words (or concepts) present."""
-        if analysis.packages and package >= STRONG_EVIDENCE and semantic > 0:
+        if analysis.packages and r.package >= STRONG_EVIDENCE and r.semantic > 0:
             # Some package names are English words ("file", "less"): a match counts only when the query's
             # meaning is not wholly unrelated to the template (cosine above the floor).
             return True
-        return len(matched_terms) >= 1 and keyword >= STRONG_EVIDENCE + BM25_SHARE
+        return len(r.matched_terms) >= 1 and r.keyword >= STRONG_EVIDENCE + BM25_SHARE
 
     def _score_all(self, candidates: list[Candidate], analysis: QueryAnalysis, weights: dict[str, float],
-                   filters: dict[str, str | None], max_bm25: float) -> list[_Row]:
-        """Every candidate's score, best first (ties by name), as light rows; see :meth:`_result`."""
+                   filters: dict[str, str | None], max_bm25: float) -> list[ScoredResult]:
+        """Every candidate's score, best first (ties by name)."""
         keyword_plan = self._keyword_plan(analysis)
         catalog = self.index.catalog
         w_semantic, w_keyword, w_package = weights["semantic"], weights["keyword"], weights["package"]
         wants = [(attr, wanted) for attr, wanted in analysis.wants.items() if not filters.get(attr)]
         need_packages = bool(analysis.packages or analysis.excluded)
         factor = self.settings.classification.negation_penalty
-        rows: list[_Row] = []
-        for position, cand in enumerate(candidates):
+        scored: list[ScoredResult] = []
+        for cand in candidates:
             rec = catalog[cand.uid]
             semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             coverage, hits = self._keyword_score(keyword_plan, rec)
@@ -412,17 +408,10 @@ class SearchEngine:
                 if value and value != wanted:
                     score *= MISMATCH_PENALTY
                     penalties.append(f"{attr} is {value}, query asks for {wanted} (x{MISMATCH_PENALTY})")
-            rows.append((round(score, 4), rec.name, round(semantic, 4), round(keyword, 4), round(package, 4),
-                         position, matched, penalties, rec, hits))
-        rows.sort(key=lambda r: (-r[0], r[1]))
-        return rows
-
-    @staticmethod
-    def _result(row: _Row, candidates: list[Candidate]) -> ScoredResult:
-        score, _name, semantic, keyword, package, position, matched, penalties, rec, hits = row
-        cand = candidates[position]
-        return ScoredResult(rec, score, semantic, keyword, package, round(cand.cosine, 4), round(cand.bm25, 4),
-                            penalties, matched, hits)
+            scored.append(ScoredResult(rec, round(score, 4), round(semantic, 4), round(keyword, 4), round(package, 4),
+                                       round(cand.cosine, 4), round(cand.bm25, 4), penalties, matched, hits))
+        scored.sort(key=lambda r: (-r.score, r.record.name))
+        return scored
 
     # ---- the search ----------------------------------------------------------
     def validate_args(self, query: str, top_k: int, filters: dict[str, str | None]) -> str:
@@ -481,16 +470,10 @@ class SearchEngine:
         max_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
         scored = self._score_all(candidates, analysis, weights, filters, max_bm25)
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
-        # A weak semantic score never empties a query whose packages or words a template clearly has; only the
-        # rows shown become ScoredResults (most of the ~50-100 candidates never are).
-        kept: list[ScoredResult] = []
-        below = 0
-        for row in scored:
-            if len(kept) < top_k and (row[0] >= threshold or (not row[7] and self._strong(analysis, *row[2:5], row[9]))):
-                kept.append(self._result(row, candidates))
-            elif row[0] < threshold and (row[7] or not self._strong(analysis, *row[2:5], row[9])):
-                below += 1
-        results = kept
+        # A weak semantic score never empties a query whose packages or words a template clearly has.
+        kept = [r for r in scored if r.score >= threshold or (not r.penalties and self._strong(analysis, r))]
+        below = len(scored) - len(kept)
+        results = kept[:top_k]
         if results:
             message = f"{len(results)} template(s) for a {analysis.query_type} query"
             if analysis.corrections:
@@ -500,8 +483,8 @@ class SearchEngine:
                 message += (f"; {len(rescued)} scored under the {threshold:.2f} relevance threshold and are shown "
                             "because they have the named packages or words")
         elif scored:
-            message = (f"no relevant templates found: the best candidate ({scored[0][1]}) scored "
-                       f"{scored[0][0]:.2f}, under the {threshold:.2f} relevance threshold. Rephrase with the "
+            message = (f"no relevant templates found: the best candidate ({scored[0].record.name}) scored "
+                       f"{scored[0].score:.2f}, under the {threshold:.2f} relevance threshold. Rephrase with the "
                        "distribution, use case or packages you need, or drop filters.")
         else:
             message = "no relevant templates found" + (" matching the filters" if any(filters.values()) else "")

@@ -7,22 +7,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from image_composer_mcp.server.library import vector_mirror
 from image_composer_mcp.server.library.candidates import _fts_rows
 from image_composer_mcp.server.library.index import TemplateIndex
 from image_composer_mcp.server.library.lance_table import FTS_OPTIONS, build_where, import_lancedb
 from image_composer_mcp.server.library.text_mirror import TextMirror, analyze_word, reproduces
 
+from bench.evaluation import load_queries
 from tests.conftest import LIBRARY, REFERENCE_TEMPLATES, REPO, HashEmbedder, needs_reference
 
 EVAL = REPO / "bench" / "eval"
 
 
 def _labelled_queries(name: str) -> list[str]:
-    data = yaml.safe_load((EVAL / name).read_text())
-    items = data["queries"] if isinstance(data, dict) else data
-    return [item["query"] for item in items]
+    return [q.query for q in load_queries(EVAL / name)]
 
 
 def _wait_for_text(index: TemplateIndex, timeout: float = 30.0) -> TextMirror:

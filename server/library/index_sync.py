@@ -1,6 +1,6 @@
 """Keeping the index in line with the template files: scanning the roots, syncing changed files into the
-table (embedding only what changed), following another writer's commits, and the optimize/vector-index
-upkeep after writes. :class:`IndexSync` is the half of :class:`TemplateIndex` that writes.
+table (embedding only what changed), following another writer's commits; the optimize/vector-index upkeep
+after writes is in index_upkeep.py. :class:`IndexSync` is the half of :class:`TemplateIndex` that writes.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +23,12 @@ except ImportError:  # Windows
 import numpy as np
 
 from ..core.diskfull import DiskFullError, is_disk_full
+from .index_upkeep import IndexUpkeep
 from .lance_table import (
     BULK_CHUNK,
     EMBED_BATCH,
     LIST_FIELDS,
     STR_FIELDS,
-    VECTOR_INDEX_MIN_ROWS,
-    VECTOR_INDEX_PREFIX,
-    VECTOR_INDEX_REGROW,
     WRITE_RETRIES,
     WRITER_LOCK,
     WriterLease,
@@ -85,7 +82,7 @@ class IndexStats:
     syncs: int = 0
 
 
-class IndexSync:
+class IndexSync(IndexUpkeep):
     """Scanning, syncing and table upkeep; the state lives in :class:`TemplateIndex`, which sets it up."""
 
     roots: list[Path]
@@ -94,24 +91,18 @@ class IndexSync:
     lease: WriterLease | None
     location: Path | None
     uri: str
-    catalog: dict[str, TemplateRecord]
     problems: list[LoadProblem]
     follow_external_symlinks: bool
     stats: IndexStats
     generation: int
-    vector_index_rows: int
-    _lock: threading.RLock
-    _table: Any
     _fingerprint_overrides: dict[str, Fingerprint]
     _broken: dict[str, tuple[int, int, LoadProblem]]
     _scan_skipped: list[LoadProblem]
     _last_scan: float
-    _pending_optimize: int
-    _loaded_version: int | None
     _scanner: threading.Thread | None
-    _optimizer: threading.Thread | None
     _pending_scan: list[ScanEntry] | None
     _scan_seconds: float
+    from_snapshot: bool
 
     if TYPE_CHECKING:
         @property
@@ -119,12 +110,6 @@ class IndexSync:
         def open(self) -> None: ...
         def _load_catalog(self) -> None: ...
         def _reindex_names(self) -> None: ...
-
-    def _table_version(self) -> int | None:
-        try:
-            return int(self._table.version)
-        except Exception:  # noqa: BLE001 - a version is an optimisation hint, never a reason to fail
-            return None
 
     def _upsert(self, table: Any) -> None:
         retry_on_conflict(
@@ -399,6 +384,10 @@ class IndexSync:
             self.generation += 1
         report.embedded = len(changed)
         report.removed = len(removed)
+        return self._account(report, problems, started)
+
+    def _account(self, report: SyncReport, problems: list[LoadProblem], started: float) -> SyncReport:
+        """Finish ``report`` (a sync's, or a start from the mirror on disk) and count it in the stats."""
         report.problems = problems
         report.seconds = time.perf_counter() - started
         self.problems = problems
@@ -486,73 +475,6 @@ class IndexSync:
             self._reindex_names()
             self.generation += 1
 
-    def _optimize_soon(self) -> None:
-        """Optimize now for small libraries; for large ones (~1 s at 100,000 rows) in a background thread.
-
-        Rows written but not yet folded into the indexes are found by flat scans meanwhile, so a sync
-        returns as soon as its rows are committed. Called with the lock held.
-        """
-        if len(self.catalog) < BACKGROUND_SCAN_MIN:
-            self._optimize()
-        elif self._optimizer is None:
-            self._optimizer = threading.Thread(target=self._optimizer_loop, name="index-optimize", daemon=True)
-            self._optimizer.start()
-
-    def _optimizer_loop(self) -> None:
-        while True:
-            with self._lock:
-                # Checked under the lock: a sync that writes meanwhile sees this thread alive and relies on it.
-                if not self._pending_optimize or self._table is None:
-                    self._optimizer = None
-                    return
-                self._optimize()
-
-    def _optimize(self) -> None:
-        # Folds new rows into the FTS and vector indexes; concurrent optimizers from other processes may conflict.
-        self._pending_optimize = 0  # a failed attempt is retried after the next write, not in a loop
-        try:
-            retry_on_conflict(lambda: self._table.optimize(cleanup_older_than=timedelta(hours=1)), 3, "optimize")
-        except RuntimeError as exc:
-            log.warning("index optimize skipped: %s", exc)
-        self._ensure_vector_index()
-        self._loaded_version = self._table_version()
-
-    def _read_vector_index(self) -> None:
-        self.vector_index_rows = 0
-        for idx in self._table.list_indices():
-            if idx.name.startswith(VECTOR_INDEX_PREFIX) and list(idx.columns) == ["vector"]:
-                try:
-                    self.vector_index_rows = int(idx.name[len(VECTOR_INDEX_PREFIX):])
-                except ValueError:
-                    self.vector_index_rows = 1
-
-    def _vector_index_names(self) -> list[str]:
-        return [idx.name for idx in self._table.list_indices() if list(idx.columns) == ["vector"]]
-
-    def _ensure_vector_index(self) -> None:
-        """Switch to (or retrain) the IVF_SQ index when the row count calls for it; see lance_table's docstring."""
-        from lancedb.index import IvfSq
-
-        self._read_vector_index()  # another process sharing the table may have built it
-        rows = self._table.count_rows()
-        trained = self.vector_index_rows
-        if rows < VECTOR_INDEX_MIN_ROWS or (trained and rows < trained * VECTOR_INDEX_REGROW):
-            return
-        started = time.perf_counter()
-        try:
-            for name in self._vector_index_names():
-                self._table.drop_index(name)
-            self._table.create_index("vector", config=IvfSq(distance_type="cosine"),
-                                     name=f"{VECTOR_INDEX_PREFIX}{rows}")
-        except (RuntimeError, ValueError, OSError) as exc:
-            # Flat search still answers correctly, only slower: never fail a sync over the index.
-            log.warning("vector index not built (flat search continues): %s", exc)
-            self._read_vector_index()
-            return
-        self.vector_index_rows = rows
-        log.info("vector index IVF_SQ built over %d rows in %.1fs (flat search until now)", rows,
-                 time.perf_counter() - started)
-
     def refresh_if_stale(self, interval: float) -> SyncReport | None:
         """Fingerprint scan at most every ``interval`` seconds, so edits on disk show up.
 
@@ -563,7 +485,7 @@ class IndexSync:
         ~30 s at 100,000 (``reindex`` picks them up at once). When that scan finds a difference, the next
         call syncs with it (only the changed files are read and embedded).
         """
-        if self._table is None:
+        if self._table is None and not self.from_snapshot:
             return self.sync()
         pending = self._pending_scan
         if pending is not None:
@@ -573,6 +495,10 @@ class IndexSync:
         if elapsed < interval:
             return None
         if len(self.catalog) < BACKGROUND_SCAN_MIN:
+            if self._table is None:  # searching from the mirror on disk: the table is opened for a change only
+                entries = self.scan()
+                self._last_scan = time.monotonic()
+                return self.sync(entries=entries, wait=False) if self._differs(entries) else None
             return self.sync(wait=False)
         if elapsed < SCAN_DUTY * self._scan_seconds:
             return None

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import image_composer_mcp.server.library.index_sync as index_sync
+import image_composer_mcp.server.library.index_upkeep as index_upkeep
 import numpy as np
 import pytest
 from image_composer_mcp.server.core.yamlsafe import load_mapping
@@ -218,7 +219,7 @@ def test_bulk_load_rejects_mismatched_vectors(tmp_path: Path):
 
 
 def test_vector_index_is_built_past_the_switch_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(index_sync, "VECTOR_INDEX_MIN_ROWS", 256)
+    monkeypatch.setattr(index_upkeep, "VECTOR_INDEX_MIN_ROWS", 256)
     root, records = _bulk_corpus(tmp_path, 300)
     emb = HashEmbedder()
     index = TemplateIndex(tmp_path / "cache", [root], emb)

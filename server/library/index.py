@@ -4,8 +4,9 @@ catalog of records.
 One row per template. A row is reused (no re-embedding) while the file's
 fingerprint (size + mtime) or, failing that, its content hash still matches,
 and the embedding model id is the same. The display fields live in the table
-too, so a warm start needs no YAML parsing at all. The table's layout and scale choices are in
-lance_table.py, syncing in index_sync.py, the two search legs in candidates.py.
+too, so a warm start needs no YAML parsing at all; below the IVF switch point it does not even open the
+table (snapshot.py). The table's layout and scale choices are in lance_table.py, syncing in index_sync.py,
+upkeep in index_upkeep.py, the two search legs in candidates.py.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import vector_mirror
+from . import snapshot, vector_mirror
 from .candidates import Candidate, mirrored_candidates, start_text_leg, table_candidates, text_only_candidates
-from .index_sync import IndexStats, IndexSync, ScanEntry
+from .index_sync import IndexStats, IndexSync, ProgressFn, ScanEntry, SyncReport
 from .lance_table import (
     FTS_OPTIONS,
     TABLE,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CATALOG_BATCH_ROWS = 10_000
+INDEX_DIR = "index.lance"  # the LanceDB database directory inside the cache dir
 
 
 class TemplateIndex(IndexSync):
@@ -74,7 +76,7 @@ class TemplateIndex(IndexSync):
             if cache_dir is None:
                 self._temp_dir = tempfile.mkdtemp(prefix="oic-ai-index-")
                 cache_dir = Path(self._temp_dir)
-            self.location = cache_dir / "index.lance"
+            self.location = cache_dir / INDEX_DIR
             self.uri = str(self.location)
         self._lock = threading.RLock()
         self._db: Any = None
@@ -102,6 +104,51 @@ class TemplateIndex(IndexSync):
         self._optimizer: threading.Thread | None = None
         self._pending_scan: list[ScanEntry] | None = None
         self._scan_seconds = 0.0
+        # The mirror on disk (snapshot.py): for a local index that only this process's kind of writer updates.
+        self.snapshot_path = (self.location / snapshot.FILE
+                              if self.location is not None and lease is None and not self.object_roots else None)
+        self.from_snapshot = False  # searching from the mirror on disk; the table is not open (yet)
+
+    # ---- starting ------------------------------------------------------------
+    def start(self, progress: ProgressFn | None = None) -> SyncReport | None:
+        """Ready the index for searching: from the mirror on disk while it still describes the template files
+        (LanceDB is not even imported), else by opening the table and syncing it with the files."""
+        report = self._start_from_snapshot()
+        if report is not None:
+            return report
+        self.open()
+        return self.sync(progress=progress)
+
+    def _start_from_snapshot(self) -> SyncReport | None:
+        path = self.snapshot_path
+        if path is None or not path.is_file():
+            return None
+        started = time.perf_counter()
+        try:
+            with bulk_objects():  # as for a catalog read from the table: later collections skip the records
+                snap = snapshot.load(path, model_key=self.model_key, dims=self.embedder.dimensions)
+        except Exception as exc:  # noqa: BLE001 - any unreadable or foreign file: the table answers instead
+            log.info("the index mirror %s is not used (%s): opening the index", path, exc)
+            return None
+        if not vector_mirror.fits(len(snap.catalog)):
+            return None
+        entries = self.scan()
+        with self._lock:
+            if self._table is not None:
+                return None
+            self.catalog, self._fingerprint_overrides, self._broken = snap.catalog, snap.overrides, snap.broken
+            if self._differs(entries):
+                self.catalog, self._fingerprint_overrides, self._broken = {}, {}, {}
+                log.info("templates changed since the index mirror was written: opening the index")
+                return None
+            self._reindex_names()
+            self._mirror = snap.mirror
+            self._loaded_version = snap.table_version
+            self.from_snapshot = True
+            self.generation += 1
+            known = (self._known_broken(f"{root}::{rel}", size, mtime) for root, rel, size, mtime in entries)
+            problems = [*self._scan_skipped, *(p for p in known if p is not None)]
+            return self._account(SyncReport(scanned=len(entries), hits=len(self.catalog)), problems, started)
 
     # ---- opening -----------------------------------------------------------
     def open(self) -> None:
@@ -129,6 +176,7 @@ class TemplateIndex(IndexSync):
                 else:
                     table = self._create_table()
                 self._table = table
+                self.from_snapshot = False
                 self._loaded_version = self._table_version()
                 self._read_vector_index()
             except OSError as exc:
@@ -240,13 +288,13 @@ class TemplateIndex(IndexSync):
         function that embeds the query: it is called while the full-text leg runs. ``filters`` (column ->
         value) is ``where`` in structured form; with it, flat-search-sized tables answer the vector leg from
         the in-memory mirror."""
-        table = self._table  # no lock: a background optimize holds it for a second at 100,000 rows
         if qvec is None:
-            found = text_only_candidates(table, fts_query, where, limit)
+            found = text_only_candidates(self._opened_table(), fts_query, where, limit)
             return [c for c in found if c.uid in self.catalog]
         mirror = self._vector_mirror() if filters is not None or not where else None
         columns = ["uid"] if mirror is not None else ["uid", "vector"]
         in_memory = mirror is not None and mirror.text is not None
+        table = None if in_memory else self._opened_table()
         text_rows = None if in_memory else start_text_leg(self._leg_pool(), table, fts_query, where, limit, columns)
         vector = qvec() if callable(qvec) else qvec
         if mirror is not None:
@@ -254,6 +302,15 @@ class TemplateIndex(IndexSync):
         else:
             found = table_candidates(table, vector, text_rows, where, limit, vector_index_rows=self.vector_index_rows)
         return [c for c in found if c.uid in self.catalog]
+
+    def _opened_table(self) -> Any:
+        """The table, opened now if the index started from the mirror on disk. No lock once open: a background
+        optimize holds it for a second at 100,000 rows."""
+        table = self._table
+        if table is None:
+            self.open()
+            table = self._table
+        return table
 
     def _vector_mirror(self) -> VectorMirror | None:
         """The in-memory copy of the vectors while search is flat (below the IVF switch point), following
@@ -286,13 +343,25 @@ class TemplateIndex(IndexSync):
         if builder is not None:
             builder.join(timeout)
 
-    @staticmethod
-    def _attach_text(mirror: VectorMirror, table: Any) -> None:
-        """The mirror's full-text leg, built off the search path; on any failure LanceDB keeps answering it."""
+    def _attach_text(self, mirror: VectorMirror, table: Any) -> None:
+        """The mirror's full-text leg, built off the search path (on any failure LanceDB keeps answering it);
+        then the whole mirror is written to disk for the next start."""
         try:
             attach_text(mirror, table)
         except Exception as exc:  # noqa: BLE001 - a closed or unreadable table: the LanceDB leg still works
             log.info("full-text leg stays in LanceDB: %s", exc)
+            return
+        self._save_snapshot(mirror)
+
+    def _save_snapshot(self, mirror: VectorMirror) -> None:
+        path = self.snapshot_path
+        if path is None or mirror.text is None or mirror.catalog is not self.catalog:
+            return  # the catalog moved on meanwhile: the next mirror is written instead
+        try:
+            snapshot.save(path, mirror, model_key=self.model_key, table_version=self._loaded_version,
+                          overrides=dict(self._fingerprint_overrides), broken=dict(self._broken))
+        except Exception as exc:  # noqa: BLE001 - only the next start is slower (it opens the table)
+            log.info("the index mirror was not written to %s: %s", path, exc)
 
     def _leg_pool(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:
@@ -333,6 +402,9 @@ class TemplateIndex(IndexSync):
         with self._lock:
             self.open()
             self._db.drop_table(TABLE)
+            if self.snapshot_path is not None:
+                self.snapshot_path.unlink(missing_ok=True)
+            self._mirror = None
             self._table = self._create_table()
             self.vector_index_rows = 0
             self.catalog = {}
@@ -341,9 +413,9 @@ class TemplateIndex(IndexSync):
             self.generation += 1
 
     def close(self) -> None:
-        optimizer = self._optimizer
-        if optimizer is not None:
-            optimizer.join(60)
+        for worker in (self._optimizer, self._text_builder):  # the builder ends by writing the mirror to disk
+            if worker is not None:
+                worker.join(60)
         with self._lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)

@@ -147,6 +147,36 @@ class TextMirror:
         big_n = np.float32(documents)
         self._idf = np.log((big_n - n + np.float32(0.5)) / (n + np.float32(0.5)) + np.float32(1.0)).astype(np.float32)
 
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What :meth:`restore` needs: the vocabulary (JSON-able) and the postings (arrays)."""
+        words = dict(self._tokens)
+        vocabulary = {"rows": self.rows, "tokens": list(self._tokens.ids), "words": list(words),
+                      "word_ids": list(words.values())}
+        return vocabulary, {"doc": self._doc, "start": self._start, "weight": self._weight, "idf": self._idf}
+
+    @classmethod
+    def restore(cls, vocabulary: dict[str, Any], arrays: dict[str, np.ndarray]) -> TextMirror:
+        """The mirror :meth:`state` described; ValueError when the parts do not fit together."""
+        tokens, words, word_ids = vocabulary["tokens"], vocabulary["words"], vocabulary["word_ids"]
+        rows = int(vocabulary["rows"])
+        doc, start, weight, idf = (np.asarray(arrays[k]) for k in ("doc", "start", "weight", "idf"))
+        if not (isinstance(tokens, list) and isinstance(words, list) and isinstance(word_ids, list)
+                and all(isinstance(t, str) for t in tokens) and all(isinstance(w, str) for w in words)
+                and all(isinstance(i, int) and -1 <= i < len(tokens) for i in word_ids) and len(words) == len(word_ids)):
+            raise ValueError("the vocabulary is not lists of words and token ids")
+        if (doc.dtype != np.int32 or weight.dtype != np.float32 or idf.dtype != np.float32
+                or start.dtype != np.int64 or len(start) != len(tokens) + 1 or len(idf) != len(tokens)
+                or len(weight) != len(doc) or (len(start) and (start[0] != 0 or start[-1] != len(doc)))
+                or np.any(np.diff(start) < 0) or (len(doc) and (doc.min() < 0 or doc.max() >= rows))):
+            raise ValueError("the postings do not fit the vocabulary")
+        mirror = cls.__new__(cls)
+        mirror.rows = rows
+        mirror._tokens = _Tokens()
+        mirror._tokens.ids.update((t, i) for i, t in enumerate(tokens))
+        mirror._tokens.update(zip(words, word_ids, strict=True))
+        mirror._doc, mirror._start, mirror._weight, mirror._idf = doc, start, weight, idf
+        return mirror
+
     def query_tokens(self, query: str) -> list[int]:
         """The query's token ids, repeated as often as they occur; tokens no row has are left out (they add 0)."""
         ids = self._tokens.ids

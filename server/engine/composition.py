@@ -133,20 +133,21 @@ class Engine:
             return self.cache_dir
 
     def _load(self, progress: ProgressFn | None) -> None:
-        # A warm start over stdio (48 templates, 2 cores, ~1.7 s to the first result): Python and the settings
-        # 0.2 s, the MCP SDK 0.45 s and the tools' registration 0.08 s (the handshake, ~0.8 s); then here the
-        # embedder and scorer modules 0.15 s, LanceDB's import 0.45-0.55 s beside the model load (0.13 s alone),
-        # table and catalog 0.03 s (0.2 s at 10,000), the first query 0.02 s (0.12 s at 10,000: the scorer's
-        # term counts); the client's tools/list and output-schema check add ~0.1 s. Nearly all of it holds the
-        # GIL, so starting this thread before the SDK import was measured slower: the handshake 0.6 s later
-        # and the first result no sooner.
+        # A warm start over stdio (48 templates, 2 cores, ~1.15 s to the first result on a quiet machine): Python
+        # and the settings 0.2 s, the MCP SDK 0.45 s and the tools' registration 0.08 s (the handshake, ~0.75 s);
+        # then here the embedder and index modules ~0.12 s beside the model load ~0.11 s (onnxruntime's session
+        # 60-80 ms, the tokenizer 20-30 ms), the mirror on disk ~4 ms (snapshot.py: LanceDB's import alone took
+        # 0.45-0.55 s), the concept labels from their cache (label_cache.py: 75 ms to embed), the first query
+        # ~20 ms. Nearly all of it holds the GIL: starting this thread before the SDK import was measured twice
+        # (with LanceDB's import in it, and after snapshot.py) and the first result came no sooner.
         preload = None
         if hasattr(self.embedder, "load"):
-            # Reading the model (numpy, I/O, hashing) overlaps with importing LanceDB, the other slow start step.
+            # Reading the model (I/O, onnxruntime's session) overlaps with the index and the scorer's start.
             preload = threading.Thread(target=self._preload_model, name="model-load", daemon=True)
             preload.start()
         try:
             cache_dir = self._resolve_cache_dir()
+            from ..library import label_cache
             from ..library.index import TemplateIndex
             from ..library.search import SearchEngine
 
@@ -157,12 +158,12 @@ class Engine:
                 roots.append(self.save_dir)
             index = TemplateIndex(cache_dir, roots, self.embedder, **self._shared_index_options())
             index.follow_external_symlinks = self.settings.templates_follow_external_symlinks
-            index.open()
-            self.first_sync = index.sync(progress=progress)
+            self.first_sync = index.start(progress=progress)
             self.index = index
             if not index.catalog:  # the CLI and every tool call say so; the server's log says it once
                 log.info("%s", self.library_empty_message())
-            self.searcher = SearchEngine(index, self.embedder, self.settings)
+            labels = cache_dir / label_cache.FILE if cache_dir is not None else None
+            self.searcher = SearchEngine(index, self.embedder, self.settings, label_cache=labels)
             if self.shared_index:
                 self._follower = threading.Thread(target=self._follow_shared_index, name="index-follow",
                                                   daemon=True)

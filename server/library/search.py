@@ -51,6 +51,7 @@ import numpy as np
 
 from ..core.config import AISettings
 from ..knowledge.loader import load_glossary
+from . import label_cache
 from . import vocabulary as vocab
 from .candidates import Candidate
 from .index import TemplateIndex
@@ -66,6 +67,8 @@ from .query_analysis import (
 from .templates import TemplateRecord
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .embedder import Embedder
 
 log = logging.getLogger(__name__)
@@ -155,8 +158,10 @@ def combined_vector(query: str, query_vector: np.ndarray, labels: list[str],
 
 
 class SearchEngine:
-    def __init__(self, index: TemplateIndex, embedder: Embedder, settings: AISettings):
+    def __init__(self, index: TemplateIndex, embedder: Embedder, settings: AISettings,
+                 label_cache: Path | None = None):
         self.index = index
+        self._label_cache = label_cache  # where the concept labels' vectors are kept between starts
         self.embedder = embedder
         self.settings = settings
         self._df: Counter[str] = Counter()
@@ -172,18 +177,24 @@ class SearchEngine:
         self._label_vectors = self._embed_labels()
 
     def _embed_labels(self) -> dict[str, np.ndarray]:
-        """The glossary's concept labels, embedded in one batch while the engine starts (~35 ms), so no
-        query waits for a label's vector; measured, a warm-up after the first search slowed the next ~20
-        searches by ~2 ms each, competing for the cores. Spelling corrections are embedded on first use."""
+        """The glossary's concept labels, embedded in one batch while the engine starts (~75 ms; read from
+        the label cache after the first start), so no query waits for a label's vector; measured, a warm-up
+        after the first search slowed the next ~20 searches by ~2 ms each, competing for the cores. Spelling
+        corrections are embedded on first use."""
         local = str(getattr(self.embedder, "model_id", "")).startswith("local:")
         if getattr(self.embedder, "keyword_only", False) or not local:
             return {}  # a remote embedder is not asked at start-up, where a slow one would hold every tool back
         labels = list(dict.fromkeys(c.label for c in self.analyzer.glossary.concepts.values()))
-        try:
-            vectors = np.asarray(self.embedder.embed(labels), dtype=np.float32)
-        except Exception as exc:  # noqa: BLE001 - a model that cannot load: the first query reports it
-            log.debug("concept labels not pre-embedded: %s", exc)
-            return {}
+        model_id = str(self.embedder.model_id)
+        vectors = label_cache.load(self._label_cache, model_id, labels) if self._label_cache else None
+        if vectors is None:
+            try:
+                vectors = np.asarray(self.embedder.embed(labels), dtype=np.float32)
+            except Exception as exc:  # noqa: BLE001 - a model that cannot load: the first query reports it
+                log.debug("concept labels not pre-embedded: %s", exc)
+                return {}
+            if self._label_cache is not None and len(vectors) == len(labels):
+                label_cache.save(self._label_cache, model_id, labels, vectors)
         return dict(zip(labels, vectors, strict=True)) if len(vectors) == len(labels) else {}
 
     def _vectors(self, query: str, labels: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -192,6 +192,29 @@ def test_glossary_labels_are_embedded_once_at_start_for_the_local_model_only():
     assert remote.batches == [["some query", label]] and set(vectors) == {label}
 
 
+def test_glossary_label_vectors_are_kept_per_model_between_starts(tmp_path):
+    from image_composer_mcp.server.core.config import load_settings
+    from image_composer_mcp.server.library.search import SearchEngine
+
+    settings = load_settings(env={})
+    cache = tmp_path / "concept-labels.npz"
+    first = _CountingEmbedder("local:all-MiniLM-L6-v2")
+    started = SearchEngine(None, first, settings, label_cache=cache)  # type: ignore[arg-type]
+    assert len(first.batches) == 1 and cache.is_file()
+    again = _CountingEmbedder("local:all-MiniLM-L6-v2")
+    restarted = SearchEngine(None, again, settings, label_cache=cache)  # type: ignore[arg-type]
+    assert again.batches == []  # read from the file
+    assert restarted._label_vectors.keys() == started._label_vectors.keys()
+    assert all((restarted._label_vectors[k] == v).all() for k, v in started._label_vectors.items())
+    other = _CountingEmbedder("local:another-model")
+    SearchEngine(None, other, settings, label_cache=cache)  # type: ignore[arg-type]
+    assert len(other.batches) == 1  # another model's vectors are not reused
+    cache.write_bytes(b"not a zip file")
+    broken = _CountingEmbedder("local:all-MiniLM-L6-v2")
+    SearchEngine(None, broken, settings, label_cache=cache)  # type: ignore[arg-type]
+    assert len(broken.batches) == 1  # an unreadable file is re-made, never an error
+
+
 def test_a_spelling_correction_is_embedded_in_the_query_s_call_once():
     from image_composer_mcp.server.core.config import load_settings
     from image_composer_mcp.server.library.search import SearchEngine

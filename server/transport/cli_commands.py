@@ -326,7 +326,11 @@ def _cache_clear(settings: AISettings, args: argparse.Namespace) -> int:
     # The index goes as a folder, not through LanceDB: a corrupt index cannot be opened to be dropped.
     targets = []
     if everything or args.index:
-        targets.append(("index", root / "index.lance"))
+        from ..library import label_cache
+        from ..library.index import INDEX_DIR
+
+        targets.append(("index", root / INDEX_DIR))
+        targets.append(("concept label vectors", root / label_cache.FILE))
     if everything or args.packages:
         targets.append(("packages", root / "packages"))
     removed: list[dict[str, Any]] = []
@@ -335,7 +339,10 @@ def _cache_clear(settings: AISettings, args: argparse.Namespace) -> int:
             continue
         size = _tree_size(path)
         try:
-            shutil.rmtree(path)
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
         except OSError as exc:
             error(f"cannot delete {path}: {exc.strerror or exc}")
             return EXIT_USAGE

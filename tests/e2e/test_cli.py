@@ -148,6 +148,8 @@ def test_cache_stats_and_clear(workspace):
     removed = json.loads(out.stdout)["removed"]
     assert [r["what"] for r in removed][:1] == ["index"] and removed[0]["bytes"] > 0
     assert not (workspace["cache"] / "index.lance").exists()
+    assert "concept label vectors" in [r["what"] for r in removed]  # written by the engine's first start
+    assert not (workspace["cache"] / "concept-labels.npz").exists()
     assert "nothing to clear" in run(workspace, "cache", "clear", "--index").stdout
 
     again = json.loads(run(workspace, "cache", "stats", "--json").stdout)

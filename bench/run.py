@@ -27,10 +27,10 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 from bench import corpus as corpus_mod  # noqa: E402
 from bench.embedcache import EmbeddingCache  # noqa: E402
-from bench.inproc import baseline_process, engine_process, full_sync  # noqa: E402
+from bench.inproc import baseline_process, engine_process, full_sync, leave_mirror  # noqa: E402
 from bench.measure import machine, summary  # noqa: E402
 from bench.queries import FIRST_QUERY, latency_queries  # noqa: E402
-from bench.stdio import run_session  # noqa: E402
+from bench.stdio import run_session, run_session_without_mirror  # noqa: E402
 
 log = logging.getLogger("bench")
 REPO = corpus_mod.REPO
@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     results["indexing"] = indexing
 
     # ---- speed per size -----------------------------------------------------------------------------------
+    from image_composer_mcp.server.library import vector_mirror
+
     speed: dict[str, Any] = {}
     small_label = str(len(list(small.root.glob("*.yml"))))
     plan: list[tuple[str, list[Path], Path, Path | None, Path]] = [
@@ -150,6 +152,15 @@ def main(argv: list[str] | None = None) -> int:
                      synth.index_dir(size) / "baseline"))
     for label, roots, cache_dir, edit_file, docs in plan:
         entry: dict[str, Any] = {"templates": int(label)}
+        if vector_mirror.fits(int(label)):
+            if label in (small_label, "10000"):
+                entry["stdio_without_mirror"] = phases.run(f"stdio at {label}, no mirror on disk",
+                                                           run_session_without_mirror, roots, cache_dir,
+                                                           FIRST_QUERY, queries[:20])
+            # Warm means a server ran on this cache before: the in-process run below edits a template, and
+            # bulk-loaded indexes never had a server, so the mirror it would have left is made here.
+            entry["mirror"] = phases.run(f"the mirror a server leaves at {label}", leave_mirror, roots, cache_dir,
+                                         FIRST_QUERY)
         entry["stdio"] = phases.run(f"stdio at {label}", run_session, roots, cache_dir, FIRST_QUERY, queries)
         entry["inproc"] = phases.run(f"in-process at {label}", engine_process, roots, cache_dir, FIRST_QUERY,
                                      queries, edit_file)

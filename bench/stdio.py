@@ -64,3 +64,14 @@ async def _session(roots: list[Path], cache_dir: Path, first_query: str, queries
 def run_session(roots: list[Path], cache_dir: Path, first_query: str, queries: list[str]) -> dict[str, Any]:
     """Start a server process, time start -> first result, then ``queries`` one by one; read its peak RSS."""
     return anyio.run(_session, roots, cache_dir, first_query, queries)
+
+
+def run_session_without_mirror(roots: list[Path], cache_dir: Path, first_query: str,
+                               queries: list[str]) -> dict[str, Any]:
+    """:func:`run_session` with no mirror on disk (the first start after an import or an upgrade): the table
+    answers the start, as before server/library/snapshot.py. The session leaves a new mirror behind."""
+    from image_composer_mcp.server.library import snapshot
+    from image_composer_mcp.server.library.index import INDEX_DIR
+
+    (cache_dir / INDEX_DIR / snapshot.FILE).unlink(missing_ok=True)
+    return run_session(roots, cache_dir, first_query, queries)

@@ -13,7 +13,10 @@ before. The first change on disk (or a save, or ``cache clear``) opens the table
 search's mirror is then written again.
 
 One ``.npz`` (numpy's zip of arrays, read with ``allow_pickle=False``): the vectors, the full-text
-postings, and a JSON document with the catalog (column-wise), the vocabulary and the bookkeeping.
+postings, the catalog column by column, and a small JSON document with the vocabulary and the bookkeeping.
+A text column is its distinct values (JSON) and one int32 code per value, so reading it makes one Python
+string per distinct value, shared by every record that has it, as the table's dictionary-encoded read does
+(10,000 templates: the whole catalog as JSON took 0.25 s to parse and 25 MB on disk).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +38,12 @@ from .templates import Fingerprint, LoadProblem, TemplateRecord
 from .text_mirror import TextMirror
 from .vector_mirror import VectorMirror
 
-FORMAT = 1
+FORMAT = 2
 FILE = "mirror.npz"  # inside the LanceDB database directory, beside the table (LanceDB lists *.lance only)
-_FIELDS = [f for f in dataclasses.fields(TemplateRecord) if f.name != "text"]  # the catalog holds no text
+_KINDS = {"str": "str", "int": "int", "bool": "bool", "list[str]": "list"}
+# The catalog holds no text. A field of another type fails here, at import, rather than in a later start.
+_FIELDS = [(f.name, _KINDS[str(f.type)]) for f in dataclasses.fields(TemplateRecord) if f.name != "text"]
+_COLUMNS = [("uid", "str"), *_FIELDS]
 _POSTINGS = ("doc", "start", "weight", "idf")
 
 
@@ -56,10 +63,10 @@ def save(path: Path, mirror: VectorMirror, *, model_key: str, table_version: int
         raise ValueError("the mirror's full-text leg is not built yet")
     records = [mirror.catalog[uid] for uid in mirror.uids]
     vocabulary, postings = mirror.text.state()
+    distinct, arrays = _encode_catalog(mirror.uids, records)
     meta = {
         "format": FORMAT, "model_key": model_key, "analyzer": FTS_OPTIONS, "table_version": table_version,
-        "uids": mirror.uids,
-        "records": {f.name: [getattr(r, f.name) for r in records] for f in _FIELDS},
+        "rows": len(records), "distinct": distinct,
         "overrides": {uid: [fp.size, fp.mtime_ns] for uid, fp in overrides.items()},
         "broken": [[uid, size, mtime, p.path, p.message] for uid, (size, mtime, p) in broken.items()],
         "vocabulary": vocabulary,
@@ -69,12 +76,61 @@ def save(path: Path, mirror: VectorMirror, *, model_key: str, table_version: int
     fd, temp = tempfile.mkstemp(prefix=".mirror-", suffix=".npz", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, meta=blob, vectors=mirror.matrix, doc=postings["doc"], start=postings["start"],
-                     weight=postings["weight"], idf=postings["idf"])
+            np.savez(handle, **{"meta": blob, "vectors": mirror.matrix, **postings, **arrays})
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def _encode_strings(values: list[str]) -> tuple[list[str], np.ndarray]:
+    code: dict[str, int] = {}
+    codes = np.fromiter((code.setdefault(v, len(code)) for v in values), dtype=np.int32, count=len(values))
+    return list(code), codes
+
+
+def _encode_catalog(uids: list[str], records: list[TemplateRecord]) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """Per column: ints and flags as arrays; text as distinct values and codes; lists also as their lengths."""
+    distinct: dict[str, list[str]] = {}
+    arrays: dict[str, Any] = {}
+    for name, kind in _COLUMNS:
+        values = uids if name == "uid" else [getattr(r, name) for r in records]
+        if kind == "int" or kind == "bool":
+            arrays[f"col.{name}"] = np.array(values, dtype=np.int64 if kind == "int" else np.bool_)
+        elif kind == "str":
+            distinct[name], arrays[f"col.{name}"] = _encode_strings(values)
+        else:
+            arrays[f"len.{name}"] = np.fromiter(map(len, values), dtype=np.int32, count=len(values))
+            distinct[name], arrays[f"col.{name}"] = _encode_strings([item for v in values for item in v])
+    return distinct, arrays
+
+
+def _decode_catalog(distinct: dict[str, Any], data: Any, rows: int) -> list[list[Any]]:
+    """The columns of :func:`_encode_catalog`, uid first; ValueError when one does not fit."""
+    columns: list[list[Any]] = []
+    for name, kind in _COLUMNS:
+        codes = data[f"col.{name}"]
+        if kind == "int" or kind == "bool":
+            if codes.dtype != (np.int64 if kind == "int" else np.bool_) or codes.shape != (rows,):
+                raise ValueError(f"column {name} does not fit the records")
+            columns.append(codes.tolist())
+            continue
+        words = distinct[name]
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words) or codes.dtype != np.int32 \
+                or codes.ndim != 1 or (len(codes) and (codes.min() < 0 or codes.max() >= len(words))):
+            raise ValueError(f"column {name} does not fit its values")
+        flat = np.array(words, dtype=object)[codes].tolist() if len(codes) else []
+        if kind == "str":
+            if len(flat) != rows:
+                raise ValueError(f"column {name} does not fit the records")
+            columns.append(flat)
+            continue
+        counts = data[f"len.{name}"]
+        if counts.shape != (rows,) or (rows and counts.min() < 0) or int(counts.sum()) != len(flat):
+            raise ValueError(f"column {name} does not fit the records")
+        ends = np.cumsum(counts).tolist()
+        columns.append([flat[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)])
+    return columns
 
 
 def _remove_abandoned(directory: Path, age_s: float = 3600.0) -> None:
@@ -98,14 +154,13 @@ def load(path: Path, *, model_key: str, dims: int) -> Snapshot:
             raise ValueError("made with other full-text analyzer options")
         vectors = np.ascontiguousarray(data["vectors"])
         postings = {name: data[name] for name in _POSTINGS}
-    uids = meta["uids"]
-    if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape != (len(uids), dims):
-        raise ValueError(f"vectors of shape {vectors.shape}, expected ({len(uids)}, {dims}) float32")
-    columns = meta["records"]
-    if set(columns) != {f.name for f in _FIELDS} or any(len(v) != len(uids) for v in columns.values()):
-        raise ValueError("the catalog's columns do not match the records")
-    catalog = {uid: TemplateRecord(**dict(zip(columns, values, strict=True)))
-               for uid, values in zip(uids, zip(*columns.values(), strict=True), strict=True)}
+        rows = int(meta["rows"])
+        uids, *columns = _decode_catalog(meta["distinct"], data, rows)
+    if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape != (rows, dims):
+        raise ValueError(f"vectors of shape {vectors.shape}, expected ({rows}, {dims}) float32")
+    by_name = dict(zip((name for name, _ in _FIELDS), columns, strict=True))
+    ordered = [by_name[f.name] if f.name in by_name else [""] * rows for f in dataclasses.fields(TemplateRecord)]
+    catalog = {uid: TemplateRecord(*values) for uid, values in zip(uids, zip(*ordered, strict=True), strict=True)}
     if len(catalog) != len(uids):
         raise ValueError("a template appears twice")
     mirror = VectorMirror(catalog, list(uids), vectors)

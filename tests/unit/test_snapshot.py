@@ -119,6 +119,13 @@ def _corrupt_postings(path: Path) -> None:
     np.savez(path, **arrays)
 
 
+def _corrupt_codes(path: Path) -> None:
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["col.packages"] = arrays["col.packages"] + 1_000_000  # values the column does not have
+    np.savez(path, **arrays)
+
+
 def _rewrite_meta(path: Path, change) -> None:
     with np.load(path) as data:
         arrays = {k: data[k] for k in data.files}
@@ -128,7 +135,8 @@ def _rewrite_meta(path: Path, change) -> None:
 
 
 @pytest.mark.parametrize("corrupt", [_corrupt_truncated, _corrupt_garbage, _corrupt_format, _corrupt_postings,
-                                     lambda p: _rewrite_meta(p, lambda m: {**m, "records": {}})])
+                                     _corrupt_codes, lambda p: _rewrite_meta(p, lambda m: {**m, "distinct": {}}),
+                                     lambda p: _rewrite_meta(p, lambda m: {**m, "rows": m["rows"] + 1})])
 def test_an_unusable_file_is_passed_over_for_the_table(tmp_path: Path, corrupt) -> None:
     emb = HashEmbedder()
     first = _first_start(tmp_path / "cache", [LIBRARY], emb)

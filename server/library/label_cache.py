@@ -8,13 +8,12 @@ are embedded again.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from . import npz_file
 
 log = logging.getLogger(__name__)
 
@@ -24,32 +23,23 @@ FILE = "concept-labels.npz"
 def load(path: Path, model_id: str, labels: list[str]) -> np.ndarray | None:
     """The vectors of ``labels`` stored at ``path`` by ``model_id``, or None."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(bytes(data["meta"]).decode())
-            vectors = np.asarray(data["vectors"])
+        meta, arrays = npz_file.read(path)
     except FileNotFoundError:
         return None
     except Exception as exc:  # noqa: BLE001 - an unreadable cache file is re-made, never an error
         log.info("concept label vectors at %s not used: %s", path, exc)
         return None
-    if meta != {"model_id": model_id, "labels": labels} or vectors.dtype != np.float32 \
+    vectors = arrays.get("vectors")
+    if meta != {"model_id": model_id, "labels": labels} or vectors is None or vectors.dtype != np.float32 \
             or vectors.ndim != 2 or len(vectors) != len(labels):
         return None
     return vectors
 
 
 def save(path: Path, model_id: str, labels: list[str], vectors: np.ndarray) -> None:
-    """Write atomically (several servers may share the cache dir); a failure only costs the next start."""
-    blob = np.frombuffer(json.dumps({"model_id": model_id, "labels": labels}).encode(), dtype=np.uint8)
+    """Keep the vectors for the next start; a failure only costs that start ~75 ms."""
     try:
-        fd, temp = tempfile.mkstemp(prefix=".labels-", suffix=".npz", dir=path.parent)
+        npz_file.write(path, {"model_id": model_id, "labels": labels},
+                       {"vectors": np.asarray(vectors, dtype=np.float32)}, prefix=".labels-")
     except OSError as exc:
-        log.info("concept label vectors not kept: %s", exc)
-        return
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, meta=blob, vectors=np.asarray(vectors, dtype=np.float32))
-        os.replace(temp, path)
-    except OSError as exc:
-        Path(temp).unlink(missing_ok=True)
         log.info("concept label vectors not kept: %s", exc)

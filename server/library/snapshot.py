@@ -21,18 +21,14 @@ string per distinct value, shared by every record that has it, as the table's di
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
-import os
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import npz_file
 from .lance_table import FTS_OPTIONS
 from .templates import Fingerprint, LoadProblem, TemplateRecord
 from .text_mirror import TextMirror
@@ -58,7 +54,7 @@ class Snapshot:
 
 def save(path: Path, mirror: VectorMirror, *, model_key: str, table_version: int | None,
          overrides: dict[str, Fingerprint], broken: dict[str, tuple[int, int, LoadProblem]]) -> None:
-    """Write ``mirror`` (which must have its full-text leg) atomically: readers see the old file or the new one."""
+    """Write ``mirror`` (which must have its full-text leg) for the next start."""
     if mirror.text is None:
         raise ValueError("the mirror's full-text leg is not built yet")
     records = [mirror.catalog[uid] for uid in mirror.uids]
@@ -71,16 +67,7 @@ def save(path: Path, mirror: VectorMirror, *, model_key: str, table_version: int
         "broken": [[uid, size, mtime, p.path, p.message] for uid, (size, mtime, p) in broken.items()],
         "vocabulary": vocabulary,
     }
-    blob = np.frombuffer(json.dumps(meta, separators=(",", ":")).encode(), dtype=np.uint8)
-    _remove_abandoned(path.parent)
-    fd, temp = tempfile.mkstemp(prefix=".mirror-", suffix=".npz", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **{"meta": blob, "vectors": mirror.matrix, **postings, **arrays})
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    npz_file.write(path, meta, {"vectors": mirror.matrix, **postings, **arrays}, prefix=".mirror-")
 
 
 def _encode_strings(values: list[str]) -> tuple[list[str], np.ndarray]:
@@ -133,29 +120,19 @@ def _decode_catalog(distinct: dict[str, Any], data: Any, rows: int) -> list[list
     return columns
 
 
-def _remove_abandoned(directory: Path, age_s: float = 3600.0) -> None:
-    """Temporary files of writers that were killed mid-write (a finished write renames its file)."""
-    now = time.time()
-    for temp in directory.glob(".mirror-*.npz"):
-        with contextlib.suppress(OSError):
-            if now - temp.stat().st_mtime > age_s:
-                temp.unlink()
-
-
 def load(path: Path, *, model_key: str, dims: int) -> Snapshot:
     """The snapshot at ``path``; ValueError (or OSError) says why it cannot be used."""
-    with np.load(path, allow_pickle=False) as data:
-        meta = json.loads(bytes(data["meta"]).decode())
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ValueError("written by another version of the server")
-        if meta.get("model_key") != model_key:
-            raise ValueError(f"made with another embedding model or text version ({meta.get('model_key')})")
-        if meta.get("analyzer") != FTS_OPTIONS:
-            raise ValueError("made with other full-text analyzer options")
-        vectors = np.ascontiguousarray(data["vectors"])
-        postings = {name: data[name] for name in _POSTINGS}
-        rows = int(meta["rows"])
-        uids, *columns = _decode_catalog(meta["distinct"], data, rows)
+    meta, data = npz_file.read(path)
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError("written by another version of the server")
+    if meta.get("model_key") != model_key:
+        raise ValueError(f"made with another embedding model or text version ({meta.get('model_key')})")
+    if meta.get("analyzer") != FTS_OPTIONS:
+        raise ValueError("made with other full-text analyzer options")
+    vectors = np.ascontiguousarray(data["vectors"])
+    postings = {name: data[name] for name in _POSTINGS}
+    rows = int(meta["rows"])
+    uids, *columns = _decode_catalog(meta["distinct"], data, rows)
     if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape != (rows, dims):
         raise ValueError(f"vectors of shape {vectors.shape}, expected ({rows}, {dims}) float32")
     by_name = dict(zip((name for name, _ in _FIELDS), columns, strict=True))

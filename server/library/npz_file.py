@@ -1,0 +1,45 @@
+"""Cache files of arrays plus a small JSON document, in numpy's ``.npz`` (read with ``allow_pickle=False``),
+written atomically: several servers may share a cache dir, and a reader sees the old file or the new one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> None:
+    """Write ``meta`` (JSON) and ``arrays`` to ``path`` through a temporary file named ``prefix``-something."""
+    abandoned(path.parent, prefix)
+    blob = np.frombuffer(json.dumps(meta, separators=(",", ":")).encode(), dtype=np.uint8)
+    fd, temp = tempfile.mkstemp(prefix=prefix, suffix=".npz", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            members: dict[str, Any] = {"meta": blob, **arrays}
+            np.savez(handle, **members)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: Path) -> tuple[Any, dict[str, np.ndarray]]:
+    """The JSON document and every array; OSError, ValueError or zipfile's BadZipFile when it cannot be read."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    return json.loads(bytes(arrays.pop("meta")).decode()), arrays
+
+
+def abandoned(directory: Path, prefix: str, age_s: float = 3600.0) -> None:
+    """Remove temporary files of writers killed mid-write (a finished write renames its file)."""
+    now = time.time()
+    for temp in directory.glob(f"{prefix}*.npz"):
+        with contextlib.suppress(OSError):
+            if now - temp.stat().st_mtime > age_s:
+                temp.unlink()

@@ -103,6 +103,8 @@ class IndexSync(IndexUpkeep):
     _pending_scan: list[ScanEntry] | None
     _scan_seconds: float
     from_snapshot: bool
+    _embedded_ahead: dict[str, np.ndarray]
+    _table_writer: threading.Thread | None
 
     if TYPE_CHECKING:
         @property
@@ -110,6 +112,7 @@ class IndexSync(IndexUpkeep):
         def open(self) -> None: ...
         def _load_catalog(self) -> None: ...
         def _reindex_names(self) -> None: ...
+        def _bookkeeping_changed(self) -> None: ...
 
     def _upsert(self, table: Any) -> None:
         retry_on_conflict(
@@ -186,6 +189,32 @@ class IndexSync(IndexUpkeep):
             raise ValueError("not an image template (none of image, target, disk, systemConfig at top level)")
         return record_from_data(parsed.data, rel_id=rel, root=root_s, raw=raw,
                                 fingerprint=Fingerprint(size, mtime_ns))
+
+    def _read_file(self, uid: str, root_s: str, rel: str, size: int, mtime_ns: int,
+                   problems: list[LoadProblem]) -> bytes | None:
+        """A template file's bytes, or None with the reason noted in ``problems`` (and remembered as broken)."""
+        try:
+            return self._read_source(root_s, rel)
+        except (OSError, ValueError) as exc:
+            reason = f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+            problem = LoadProblem(f"{root_s}/{rel}", reason)
+            problems.append(problem)
+            self._broken[uid] = (size, mtime_ns, problem)
+            return None
+
+    def _parse_file(self, uid: str, root_s: str, rel: str, raw: bytes, size: int, mtime_ns: int,
+                    problems: list[LoadProblem]) -> TemplateRecord | None:
+        """The record of a template file's bytes, or None with the reason noted as :meth:`_read_file` does."""
+        try:
+            rec = self._load_source(root_s, rel, raw, size, mtime_ns)
+        except (YamlError, ValueError) as exc:
+            problem = LoadProblem(f"{root_s}/{rel}", str(exc))
+            problems.append(problem)
+            self._broken[uid] = (size, mtime_ns, problem)
+            log.warning("skipping template %s/%s: %s", root_s, rel, exc)
+            return None
+        self._broken.pop(uid, None)
+        return rec
 
     def read_text(self, rec: TemplateRecord) -> str:
         """A template's current text, from its directory (read as safely as at index time) or its bucket;
@@ -312,6 +341,7 @@ class IndexSync(IndexUpkeep):
         report.scanned = len(scan)
         catalog = self.catalog
         overrides = self._fingerprint_overrides
+        bookkeeping = (dict(overrides), {u: b[:2] for u, b in broken.items()})  # see below
         hits = 0
         # Locals and no per-file objects: this loop runs over every file at every sync.
         for root_s, rel, size, mtime_ns in scan:
@@ -328,30 +358,16 @@ class IndexSync(IndexUpkeep):
                 if known_problem is not None:
                     problems.append(known_problem)
                     continue
-            fp = Fingerprint(size, mtime_ns)
-            path = f"{root_s}/{rel}"
-            try:
-                raw = self._read_source(root_s, rel)
-            except (OSError, ValueError) as exc:
-                reason = f"cannot read: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
-                problem = LoadProblem(path, reason)
-                problems.append(problem)
-                broken[uid] = (size, mtime_ns, problem)
+            raw = self._read_file(uid, root_s, rel, size, mtime_ns, problems)
+            if raw is None:
                 continue
             if not force and existing is not None and existing.content_hash == content_hash(raw):
-                overrides[uid] = fp
+                overrides[uid] = Fingerprint(size, mtime_ns)
                 hits += 1
                 continue
-            try:
-                rec = self._load_source(root_s, rel, raw, size, mtime_ns)
-            except (YamlError, ValueError) as exc:
-                problem = LoadProblem(str(path), str(exc))
-                problems.append(problem)
-                broken[uid] = (size, mtime_ns, problem)
-                log.warning("skipping template %s: %s", path, exc)
-                continue
-            broken.pop(uid, None)
-            changed.append(rec)
+            rec = self._parse_file(uid, root_s, rel, raw, size, mtime_ns, problems)
+            if rec is not None:
+                changed.append(rec)
         for uid in [u for u in broken if u not in seen]:
             del broken[uid]
         report.hits = hits
@@ -382,6 +398,8 @@ class IndexSync(IndexUpkeep):
             if not names_stable:
                 self._reindex_names()
             self.generation += 1
+        elif bookkeeping != (overrides, {u: b[:2] for u, b in self._broken.items()}):
+            self._bookkeeping_changed()  # a touched or broken file: the mirror on disk must say so too
         report.embedded = len(changed)
         report.removed = len(removed)
         return self._account(report, problems, started)
@@ -403,17 +421,25 @@ class IndexSync(IndexUpkeep):
                      report.scanned, report.embedded, report.hits, report.removed, len(problems), report.seconds)
         return report
 
-    def _write(self, records: list[TemplateRecord], progress: ProgressFn | None) -> None:
+    def _embed_records(self, records: list[TemplateRecord], progress: ProgressFn | None) -> dict[str, np.ndarray]:
+        """text -> vector for ``records``, embedded in batches."""
+        vectors: dict[str, np.ndarray] = {}
         total = len(records)
-        vectors: list[np.ndarray] = []
-        done = 0
         for start in range(0, total, EMBED_BATCH):
             batch = records[start:start + EMBED_BATCH]
-            vectors.append(np.asarray(self.embedder.embed([r.text for r in batch]), dtype=np.float32))
-            done += len(batch)
+            found = np.asarray(self.embedder.embed([r.text for r in batch]), dtype=np.float32)
+            if found.ndim != 2 or len(found) != len(batch):
+                raise ValueError(f"the embedder returned {found.shape} for {len(batch)} texts")
+            vectors.update(zip((r.text for r in batch), found, strict=True))
             if progress:
-                progress(done, total, batch[-1].id)
-        table = self._arrow_rows(records, np.concatenate(vectors))
+                progress(min(start + EMBED_BATCH, total), total, batch[-1].id)
+        return vectors
+
+    def _write(self, records: list[TemplateRecord], progress: ProgressFn | None) -> None:
+        # Vectors a new index embedded before its table existed (TemplateIndex._start_new) are taken by text.
+        ahead, self._embedded_ahead = self._embedded_ahead, {}
+        vectors = {**ahead, **self._embed_records([r for r in records if r.text not in ahead], progress)}
+        table = self._arrow_rows(records, np.stack([vectors[r.text] for r in records]))
         self._upsert(table)
         self._remember(records)
         self._pending_optimize += 1
@@ -485,7 +511,7 @@ class IndexSync(IndexUpkeep):
         ~30 s at 100,000 (``reindex`` picks them up at once). When that scan finds a difference, the next
         call syncs with it (only the changed files are read and embedded).
         """
-        if self._table is None and not self.from_snapshot:
+        if self._table is None and not self.from_snapshot and self._table_writer is None:
             return self.sync()
         pending = self._pending_scan
         if pending is not None:

@@ -5,7 +5,8 @@ Why: on a warm start over stdio at 48 templates, importing LanceDB (with Arrow) 
 are answered from the mirror (vector_mirror, text_mirror) and the table is only read to build it.
 
 The file is a cache of the table, never a second store. It is written after the mirror's full-text leg is
-built (a background thread, after the first search) and it is used only while it still describes the files:
+built (a background thread, after the first search), after a new index's table is written, and again when a
+sync notes a touched or broken file; it is used only while it still describes the files:
 the start-up scan compares every template's size and mtime with the snapshot's catalog, as a sync compares
 them with the table's. The embedding model and text version (``model_key``), the analyzer options and this
 format are part of it; any difference, or a file that cannot be read whole, and the table is opened as

@@ -242,3 +242,62 @@ def test_a_killed_writer_s_temporary_file_is_removed_by_a_later_write(tmp_path: 
     assert index._mirror is not None
     index._save_snapshot(index._mirror)
     assert not abandoned.exists() and in_progress.exists()  # another writer's file of a moment ago stays
+
+
+def test_a_new_index_searches_from_memory_while_its_table_is_written(tmp_path: Path) -> None:
+    emb = HashEmbedder(dimensions=64)
+    index = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    report = index.start()
+    assert report is not None and report.embedded == len(index.catalog) > 0 and report.hits == 0
+    assert not index.from_snapshot and index._mirror is not None and index._mirror.text is not None
+    early = _candidates(index, emb)  # answered from memory, whether or not the table is written yet
+    index.settle()
+    assert index._table is not None and index._table.count_rows() == len(index.catalog)
+    assert len(set(index._table.search().select(["uid"]).limit(10_000).to_arrow().column("uid").to_pylist())) == \
+        len(index.catalog)
+    assert all(not r.text for r in index.catalog.values())  # the text lives in the table now
+    assert _candidates(index, emb) == early
+    from_table = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    from_table.open()
+    assert _candidates(from_table, emb) == early  # the table LanceDB holds gives the same candidates
+    later = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    again = later.start()
+    assert later.from_snapshot and again is not None and again.embedded == 0  # the writer left the mirror
+
+
+def test_a_new_index_whose_table_cannot_be_written_is_written_by_the_next_sync(tmp_path: Path,
+                                                                            monkeypatch) -> None:
+    emb = HashEmbedder()
+    index = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    failing = {"left": 1}
+    real_write = index._write
+
+    def write_once_failing(records, progress):
+        if failing["left"]:
+            failing["left"] -= 1
+            raise OSError(28, "No space left on device")
+        return real_write(records, progress)
+
+    monkeypatch.setattr(index, "_write", write_once_failing)
+    index.start()
+    index.settle()
+    assert index._table is None and index.catalog  # still searchable from memory
+    assert index.candidates(emb.embed_query("docker"), "docker", None, 5, filters={})
+    report = index.refresh_if_stale(0)
+    assert report is not None and index._table is not None
+    assert index._table.count_rows() == len(index.catalog) == report.embedded + report.hits
+
+
+def test_a_new_empty_library_starts_and_later_finds_its_first_template(tmp_path: Path) -> None:
+    root = tmp_path / "templates"
+    root.mkdir()
+    emb = HashEmbedder()
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    report = index.start()
+    assert report is not None and report.scanned == 0 and index.catalog == {}
+    assert index.candidates(emb.embed_query("docker"), "docker", None, 5, filters={}) == []
+    index.settle()
+    write_template(root, "alpha", "edge gateway with docker", "edge, docker", "docker.io")
+    assert index.refresh_if_stale(0).embedded == 1  # type: ignore[union-attr]
+    found = index.candidates(emb.embed_query("docker"), "docker", None, 5, filters={})
+    assert [index.catalog[c.uid].name for c in found] == ["alpha"]

@@ -131,12 +131,37 @@ class TemplateIndex(IndexSync):
         imported was measured no faster on two cores (the import took a core from onnxruntime).
         """
         path = self.snapshot_path  # a local index that only this process's kind of writer updates
-        if path is None or (path.parent / f"{TABLE}.lance").exists() or not reproduces(FTS_OPTIONS):
+        table_dir = path.parent / f"{TABLE}.lance" if path is not None else None
+        if table_dir is None or table_dir.exists() or not reproduces(FTS_OPTIONS):
             return None
         started = time.perf_counter()
         entries = self.scan()
         if not vector_mirror.fits(len(entries)):
             return None
+        table_dir.parent.mkdir(parents=True, exist_ok=True)
+        # The writer lock is held from here until the table is written, as a sync holds it while it embeds:
+        # servers starting together on one empty cache dir then embed once, the others wait and take the rows.
+        held = contextlib.ExitStack()
+        handed_over = False
+        try:
+            if not held.enter_context(self._writer_lock(False)) or table_dir.exists():
+                return None
+            report, mirror = self._read_and_embed(entries, progress, started)
+            with self._lock:
+                if self._table is not None:
+                    return None
+                self._table_writer = threading.Thread(target=self._write_new_table, args=(mirror, held),
+                                                      name="index-write", daemon=True)
+                self._table_writer.start()
+                handed_over = True
+            return report
+        finally:
+            if not handed_over:
+                held.close()
+
+    def _read_and_embed(self, entries: list[ScanEntry], progress: ProgressFn | None,
+                        started: float) -> tuple[SyncReport, VectorMirror]:
+        """Every template of a new index read and embedded, and the mirror built from them, made current."""
         problems = list(self._scan_skipped)
         records = []
         for root_s, rel, size, mtime_ns in entries:
@@ -152,28 +177,23 @@ class TemplateIndex(IndexSync):
         mirror = VectorMirror(catalog, list(catalog), matrix)
         mirror.text = TextMirror([r.text for r in records])
         with self._lock:
-            if self._table is not None:
-                return None
             self.catalog, self._mirror, self._embedded_ahead = catalog, mirror, vectors
             self._reindex_names()
             self.generation += 1
-            self._table_writer = threading.Thread(target=self._write_new_table, args=(mirror,), name="index-write",
-                                                  daemon=True)
-            self._table_writer.start()
-        return self._account(SyncReport(scanned=len(entries), embedded=len(records)), problems, started)
+        return self._account(SyncReport(scanned=len(entries), embedded=len(records)), problems, started), mirror
 
-    def _write_new_table(self, mirror: VectorMirror) -> None:
-        """The table of :meth:`_start_new`'s records, with their vectors; then the mirror on disk."""
+    def _write_new_table(self, mirror: VectorMirror, held: contextlib.ExitStack) -> None:
+        """The table of :meth:`_start_new`'s records, with their vectors, then the writer lock ``held`` is
+        released and the mirror written to disk."""
         try:
-            with self._lock:
-                self._connect()  # creates the directory the writer lock lives in
-                with self._writer_lock(True):
-                    records = list(self.catalog.values())
-                    if records:
-                        self._write(records, None)  # by text from _embedded_ahead: nothing is embedded again
-                        self._optimize()
-                    mirror.catalog = self.catalog  # the same templates, their text now in the table
-                    self._loaded_version = self._table_version()
+            with held, self._lock:
+                self._connect()
+                records = list(self.catalog.values())
+                if records:
+                    self._write(records, None)  # by text from _embedded_ahead: nothing is embedded again
+                    self._optimize()
+                mirror.catalog = self.catalog  # the same templates, their text now in the table
+                self._loaded_version = self._table_version()
         except Exception as exc:  # noqa: BLE001 - searches go on from memory; the next sync writes the table
             log.error("the new index could not be written to %s: %s", self.uri, exc)
             self._table = None

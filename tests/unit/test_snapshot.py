@@ -301,3 +301,28 @@ def test_a_new_empty_library_starts_and_later_finds_its_first_template(tmp_path:
     assert index.refresh_if_stale(0).embedded == 1  # type: ignore[union-attr]
     found = index.candidates(emb.embed_query("docker"), "docker", None, 5, filters={})
     assert [index.catalog[c.uid].name for c in found] == ["alpha"]
+
+
+def test_a_new_index_waits_for_a_process_already_writing_it(tmp_path: Path) -> None:
+    """Servers starting together on one empty cache dir: the one holding the writer lock embeds, the
+    others wait for it (as they wait for a sync) instead of embedding every template again beside it."""
+    fcntl = pytest.importorskip("fcntl")
+    import threading
+
+    from image_composer_mcp.server.library.lance_table import WRITER_LOCK
+
+    emb = HashEmbedder()
+    cache = tmp_path / "cache"
+    (cache / "index.lance").mkdir(parents=True)
+    other_process = open(cache / "index.lance" / WRITER_LOCK, "a+b")  # noqa: SIM115 - held across the test
+    fcntl.flock(other_process, fcntl.LOCK_EX)
+    index = TemplateIndex(cache, [LIBRARY], emb)
+    reports = []
+    starting = threading.Thread(target=lambda: reports.append(index.start()))
+    starting.start()
+    starting.join(0.5)
+    assert starting.is_alive() and emb.calls == []  # waiting for the lock, nothing embedded meanwhile
+    fcntl.flock(other_process, fcntl.LOCK_UN)
+    other_process.close()
+    starting.join(30)
+    assert reports and reports[0].embedded == len(index.catalog) > 0 and index._table is not None

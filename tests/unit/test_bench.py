@@ -355,3 +355,16 @@ def test_searches_during_background_work_are_timed_apart_and_waited_for():
     assert out["searches_during_background"] == 3 and engine.index.settled
     assert engine.asked == ["a please", "b please", "c please"]  # not the timed set's own texts
     assert out["latency_during_background"]["p95_ms"] >= 0
+
+
+def test_start_up_figures_are_the_median_of_several_starts():
+    from bench.report import _runs
+    from bench.run import _median_start
+
+    runs = [{"first_result_s": 3.1, "peak_rss_mb": 1}, {"first_result_s": 2.7, "peak_rss_mb": 2},
+            {"first_result_s": 2.9, "peak_rss_mb": 3}]
+    median = _median_start(runs)
+    assert median["first_result_s"] == 2.9 and median["peak_rss_mb"] == 3  # the median run, whole
+    assert median["first_result_runs_s"] == [3.1, 2.7, 2.9]
+    assert _runs(median) == " (median of 3 starts: 2.70 / 2.90 / 3.10 s)"
+    assert _runs({"first_result_s": 1.0}) == ""

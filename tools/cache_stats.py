@@ -31,6 +31,8 @@ class CacheStats(BaseModel):
     dimensions: int
     index_location: str
     index_size_bytes: int | None = Field(description="None when the index is in object storage")
+    index_source: str = Field("", description="where searches are answered from: the table, its in-memory "
+                                              "mirror, the mirror on disk, or a new index whose table is being written")
     last_sync: float | None = Field(description="unix time of the last index sync")
     last_sync_seconds: float | None
     syncs: int
@@ -52,7 +54,7 @@ def to_text(s: CacheStats) -> str:
         f"{s.embedded_this_run} embedded this run",
         f"index at {s.index_location} "
         f"({f'{s.index_size_bytes / 1024:.0f} KiB' if s.index_size_bytes is not None else 'object storage'}), "
-        f"{s.syncs} syncs",
+        f"{s.syncs} syncs" + (f"; searching {s.index_source}" if s.index_source else ""),
     ]
     for qtype, q in sorted(s.queries.items()):
         lines.append(f"queries {qtype}: {q['count']:.0f}, p50 {q['p50_ms']} ms, p95 {q['p95_ms']} ms")

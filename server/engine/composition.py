@@ -437,6 +437,7 @@ class Engine:
         self.ready()
         assert self.index is not None
         index = self.index
+        index.wait_for_table()  # a new index's table is being written: its size and state in a moment
         s = index.stats
         lookups = s.cache_hits + s.cache_misses
         return {
@@ -453,6 +454,7 @@ class Engine:
             "dimensions": self.embedder.dimensions,
             "index_location": index.uri,
             "index_size_bytes": index.size_bytes(),
+            "index_source": index.source,
             "last_sync": s.last_sync,
             "last_sync_seconds": s.last_sync_seconds,
             "syncs": s.syncs,

@@ -422,6 +422,23 @@ class TemplateIndex(IndexSync):
                 self._text_builder.start()
             return self._mirror
 
+    @property
+    def source(self) -> str:
+        """Where searches are answered from (cache_stats says so)."""
+        if self._table_writer is not None:
+            return "memory: a new index, its table being written"
+        if self._table is None and self.from_snapshot:
+            return "the mirror on disk; the table opens at the first change"
+        mirror = self._mirror
+        return "the table, through its in-memory mirror" if mirror is not None and mirror.catalog is self.catalog \
+            else "the table"
+
+    def wait_for_table(self, timeout: float = 30.0) -> None:
+        """Until a new index's table is written (about a second at 48 templates; see :meth:`_start_new`)."""
+        writer = self._table_writer
+        if writer is not None:
+            writer.join(timeout)
+
     def background_busy(self) -> bool:
         """Whether work runs in the background: the in-memory full-text leg's build, a new index's table."""
         return any(w is not None and w.is_alive() for w in (self._table_writer, self._text_builder))

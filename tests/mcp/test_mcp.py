@@ -77,6 +77,7 @@ async def test_cache_stats(client):
     assert s["index_size_bytes"] > 0 and s["last_sync"]
     assert any(v["count"] >= 1 for v in s["queries"].values())
     assert "templates indexed" in r.content[0].text
+    assert s["index_source"] and f"searching {s['index_source']}" in r.content[0].text
 
 
 async def test_template_resources_listing_schema_and_completion(client):

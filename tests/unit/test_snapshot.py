@@ -55,6 +55,7 @@ def test_a_second_start_searches_from_the_mirror_on_disk_with_the_table_s_candid
     second = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
     report = second.start()
     assert second.from_snapshot and second._table is None
+    assert second.source == "the mirror on disk; the table opens at the first change"
     assert report is not None and report.embedded == 0 and report.hits == len(first.catalog) == report.scanned
     assert second.names() == first.names()
     assert [dataclass_values(r) for r in second.records()] == [dataclass_values(r) for r in first.records()]
@@ -250,8 +251,10 @@ def test_a_new_index_searches_from_memory_while_its_table_is_written(tmp_path: P
     report = index.start()
     assert report is not None and report.embedded == len(index.catalog) > 0 and report.hits == 0
     assert not index.from_snapshot and index._mirror is not None and index._mirror.text is not None
+    assert index.source in ("memory: a new index, its table being written", "the table, through its in-memory mirror")
     early = _candidates(index, emb)  # answered from memory, whether or not the table is written yet
     index.settle()
+    assert index.source == "the table, through its in-memory mirror"  # the same mirror, now the table's
     assert index._table is not None and index._table.count_rows() == len(index.catalog)
     assert len(set(index._table.search().select(["uid"]).limit(10_000).to_arrow().column("uid").to_pylist())) == \
         len(index.catalog)

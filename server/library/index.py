@@ -5,8 +5,9 @@ One row per template. A row is reused (no re-embedding) while the file's
 fingerprint (size + mtime) or, failing that, its content hash still matches,
 and the embedding model id is the same. The display fields live in the table
 too, so a warm start needs no YAML parsing at all; below the IVF switch point it does not even open the
-table (snapshot.py), and a new index answers from memory while its table is written (TemplateIndex._start_new). The table's layout and scale choices are in lance_table.py, syncing in index_sync.py,
-upkeep in index_upkeep.py, the two search legs in candidates.py.
+table (snapshot.py), and a new index answers from memory while its table is written
+(TemplateIndex._start_new). The table's layout and scale choices are in lance_table.py, syncing in
+index_sync.py, upkeep in index_upkeep.py, the two search legs in candidates.py.
 """
 
 from __future__ import annotations
@@ -148,8 +149,6 @@ class TemplateIndex(IndexSync):
                 return None
             report, mirror = self._read_and_embed(entries, progress, started)
             with self._lock:
-                if self._table is not None:
-                    return None
                 self._table_writer = threading.Thread(target=self._write_new_table, args=(mirror, held),
                                                       name="index-write", daemon=True)
                 self._table_writer.start()

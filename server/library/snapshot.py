@@ -41,7 +41,6 @@ _KINDS = {"str": "str", "int": "int", "bool": "bool", "list[str]": "list"}
 # The catalog holds no text. A field of another type fails here, at import, rather than in a later start.
 _FIELDS = [(f.name, _KINDS[str(f.type)]) for f in dataclasses.fields(TemplateRecord) if f.name != "text"]
 _COLUMNS = [("uid", "str"), *_FIELDS]
-_POSTINGS = ("doc", "start", "weight", "idf")
 
 
 @dataclass
@@ -131,7 +130,6 @@ def load(path: Path, *, model_key: str, dims: int) -> Snapshot:
     if meta.get("analyzer") != FTS_OPTIONS:
         raise ValueError("made with other full-text analyzer options")
     vectors = np.ascontiguousarray(data["vectors"])
-    postings = {name: data[name] for name in _POSTINGS}
     rows = int(meta["rows"])
     uids, *columns = _decode_catalog(meta["distinct"], data, rows)
     if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape != (rows, dims):
@@ -142,7 +140,7 @@ def load(path: Path, *, model_key: str, dims: int) -> Snapshot:
     if len(catalog) != len(uids):
         raise ValueError("a template appears twice")
     mirror = VectorMirror(catalog, list(uids), vectors)
-    text = TextMirror.restore(meta["vocabulary"], postings)
+    text = TextMirror.restore(meta["vocabulary"], data)  # it reads the arrays TextMirror.state() named
     if text.rows != len(uids):
         raise ValueError("the full-text postings do not cover the same rows as the vectors")
     mirror.text = text

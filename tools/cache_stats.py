@@ -32,7 +32,8 @@ class CacheStats(BaseModel):
     index_location: str
     index_size_bytes: int | None = Field(description="None when the index is in object storage")
     index_source: str = Field("", description="where searches are answered from: the table, its in-memory "
-                                              "mirror, the mirror on disk, or a new index whose table is being written")
+                                              "mirror, the mirror on disk, a new index whose table is being "
+                                              "written, or the table with its vector leg's 8-bit codes in memory")
     last_sync: float | None = Field(description="unix time of the last index sync")
     last_sync_seconds: float | None
     syncs: int

@@ -1,5 +1,6 @@
 """Candidate retrieval: the vector leg and the full-text (BM25) leg of a search, from the LanceDB table
-or, for flat-search-sized tables, with the vector leg answered by the in-memory mirror."""
+or from the in-memory mirrors: both legs for flat-search-sized tables (vector_mirror), the vector leg as
+8-bit codes above that (quantized_mirror)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from .embed_numpy import single_thread_blas
 from .lance_table import VECTOR_INDEX_NPROBES, VECTOR_INDEX_REFINE
+from .quantized_mirror import QuantizedMirror
 from .vector_mirror import VectorMirror
 
 
@@ -147,12 +149,19 @@ def start_text_leg(pool: concurrent.futures.ThreadPoolExecutor, table: Any, fts_
 
 
 def table_candidates(table: Any, qvec: np.ndarray, text_rows: TextRows | None, where: str | None, limit: int, *,
-                     vector_index_rows: int) -> list[Candidate]:
-    """Both legs from LanceDB (an IVF index, or a table too large for the mirror); ``text_rows`` must have
-    selected uid and vector."""
+                     vector_index_rows: int, quantized: QuantizedMirror | None = None,
+                     filters: dict[str, str | None] | None = None) -> list[Candidate]:
+    """The full-text leg from LanceDB (``text_rows`` must have selected uid and vector); the vector leg from
+    ``quantized`` (prefiltered by ``filters``, ``where`` in structured form) when given, else from LanceDB
+    too (an IVF index, or a table too large for the mirror)."""
     found: dict[str, Candidate] = {}
-    for row in _vector_rows(table, qvec, where, limit, vector_index_rows):
-        found[row["uid"]] = Candidate(row["uid"], 1.0 - float(row["_distance"]), in_vector_leg=True)
+    if quantized is not None:
+        for position, cosine in quantized.nearest(qvec, quantized.mask(filters or {}), limit):
+            uid = quantized.uids[position]
+            found[uid] = Candidate(uid, cosine, in_vector_leg=True)
+    else:
+        for hit in _vector_rows(table, qvec, where, limit, vector_index_rows):
+            found[hit["uid"]] = Candidate(hit["uid"], 1.0 - float(hit["_distance"]), in_vector_leg=True)
     if text_rows is not None:
         for row in text_rows.result():
             cand = found.get(row["uid"])

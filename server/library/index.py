@@ -41,6 +41,7 @@ from .lance_table import (
     python_values,
     table_schema,
 )
+from .quantized_mirror import QuantizedKeeper
 from .templates import TEXT_VERSION, Fingerprint, LoadProblem, TemplateRecord
 from .text_mirror import TextMirror, reproduces
 from .vector_mirror import VectorMirror, attach_text, load_mirror
@@ -100,6 +101,9 @@ class TemplateIndex(IndexSync):
         self._mirror: VectorMirror | None = None
         self._mirror_lock = threading.Lock()
         self._text_builder: threading.Thread | None = None
+        # Above the mirror's size, the vector leg as 8-bit codes (quantized_mirror); the floats' file goes beside
+        # the table when it is local.
+        self._quantized = QuantizedKeeper(self.location)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.vector_index_rows = 0  # rows the vector index was trained on; 0 = flat search
         self._scanner: threading.Thread | None = None
@@ -121,7 +125,10 @@ class TemplateIndex(IndexSync):
         if report is not None:
             return report
         self.open()
-        return self.sync(progress=progress)
+        report = self.sync(progress=progress)
+        if self._table is not None:  # above the mirror's size, the vector leg's codes are built from now on
+            self._quantized.current(self._table, self.catalog, self.embedder.dimensions, wait=0)
+        return report
 
     def _start_new(self, progress: ProgressFn | None) -> SyncReport | None:
         """A new index (no table yet) below the mirror's size: every template is read and embedded, the mirror
@@ -389,7 +396,10 @@ class TemplateIndex(IndexSync):
         if mirror is not None:
             found = mirrored_candidates(mirror, vector, fts_query if in_memory else text_rows, filters or {}, limit)
         else:
-            found = table_candidates(table, vector, text_rows, where, limit, vector_index_rows=self.vector_index_rows)
+            quantized = self._quantized.current(table, self.catalog, self.embedder.dimensions) \
+                if filters is not None or not where else None
+            found = table_candidates(table, vector, text_rows, where, limit, vector_index_rows=self.vector_index_rows,
+                                     quantized=quantized, filters=filters)
         return [c for c in found if c.uid in self.catalog]
 
     def _opened_table(self) -> Any:
@@ -429,8 +439,11 @@ class TemplateIndex(IndexSync):
         if self._table is None and self.from_snapshot:
             return "the mirror on disk; the table opens at the first change"
         mirror = self._mirror
-        return "the table, through its in-memory mirror" if mirror is not None and mirror.catalog is self.catalog \
-            else "the table"
+        if mirror is not None and mirror.catalog is self.catalog:
+            return "the table, through its in-memory mirror"
+        if self._quantized.ready_for(self.catalog):
+            return "the table, with its vector leg's 8-bit codes in memory"
+        return "the table"
 
     def wait_for_table(self, timeout: float = 30.0) -> None:
         """Until a new index's table is written (about a second at 48 templates; see :meth:`_start_new`)."""
@@ -439,14 +452,17 @@ class TemplateIndex(IndexSync):
             writer.join(timeout)
 
     def background_busy(self) -> bool:
-        """Whether work runs in the background: the in-memory full-text leg's build, a new index's table."""
-        return any(w is not None and w.is_alive() for w in (self._table_writer, self._text_builder))
+        """Whether work runs in the background: the in-memory full-text leg's build, a new index's table, the
+        quantized vector leg's build."""
+        return any(w is not None and w.is_alive() for w in (self._table_writer, self._text_builder)) \
+            or self._quantized.busy()
 
     def settle(self, timeout: float = 60.0) -> None:
         """Wait for that background work (benchmarks time searches after it)."""
         for worker in (self._table_writer, self._text_builder):
             if worker is not None:
                 worker.join(timeout)
+        self._quantized.join(timeout)
 
     def _attach_text(self, mirror: VectorMirror, table: Any) -> None:
         """The mirror's full-text leg, built off the search path (on any failure LanceDB keeps answering it);
@@ -529,6 +545,7 @@ class TemplateIndex(IndexSync):
         for worker in (self._table_writer, self._optimizer, self._text_builder):
             if worker is not None:
                 worker.join(60)
+        self._quantized.close()
         with self._lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)

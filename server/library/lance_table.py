@@ -15,7 +15,9 @@ vectors at 100,000 rows (without refine: 0.94) and answers in ~6-9 ms alone. sqr
 lost recall (0.995 at 20 probes). IVF_PQ (recall 0.4) and IVF_HNSW_SQ (recall 0.8, 60 s build) lost.
 The index is named after the row count it was trained on and retrained once the table has grown four-fold;
 ``optimize()`` after every write folds new rows into the FTS and vector indexes (rows written since are
-still searched, by a flat scan, until then).
+still searched, by a flat scan, until then). The IVF index answers only when the in-memory codes
+(quantized_mirror) cannot: without onnxruntime, while they are rebuilt for longer than a search waits, or
+past their row limit.
 """
 
 from __future__ import annotations

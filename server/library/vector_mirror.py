@@ -21,16 +21,14 @@ from .text_mirror import TextMirror, reproduces
 MIRROR_MAX_ROWS = VECTOR_INDEX_MIN_ROWS  # the mirror serves flat search only
 
 
-class VectorMirror:
-    """Vectors of one catalog snapshot, with the filter columns for prefiltering like LanceDB's ``where``."""
+class FilterColumns:
+    """Rows of one catalog snapshot and their filter columns, for prefiltering like LanceDB's ``where``."""
 
-    def __init__(self, catalog: dict[str, TemplateRecord], uids: list[str], matrix: np.ndarray) -> None:
+    def __init__(self, catalog: dict[str, TemplateRecord], uids: list[str]) -> None:
         self.catalog = catalog
         self.uids = uids
-        self.matrix = matrix
         self.position = {u: i for i, u in enumerate(uids)}
         self._columns: dict[str, np.ndarray] = {}
-        self.text: TextMirror | None = None  # the full-text leg, once attach_text has built it
 
     def mask(self, filters: dict[str, str | None]) -> np.ndarray | None:
         keep: np.ndarray | None = None
@@ -44,6 +42,15 @@ class VectorMirror:
             hit = values == value
             keep = hit if keep is None else keep & hit
         return keep
+
+
+class VectorMirror(FilterColumns):
+    """Vectors of one catalog snapshot."""
+
+    def __init__(self, catalog: dict[str, TemplateRecord], uids: list[str], matrix: np.ndarray) -> None:
+        super().__init__(catalog, uids)
+        self.matrix = matrix
+        self.text: TextMirror | None = None  # the full-text leg, once attach_text has built it
 
 
 def fits(rows: int) -> bool:

@@ -1,0 +1,269 @@
+"""The vector leg in memory above the mirror's size: 8-bit codes scanned by onnxruntime, re-ranked exactly.
+
+Why: from ``VECTOR_INDEX_MIN_ROWS`` rows LanceDB answers the vector leg from its IVF_SQ index, and at 100,000
+rows that leg took ~9-12 ms a query, most of it LanceDB's fixed cost (its 12 partitions are all probed, so it
+scans every 8-bit code anyway). The same scan as one onnxruntime ``MatMulInteger`` over codes it has packed
+once takes ~1.3 ms on two threads, and picking the shortlist ~0.5 ms. The baseline it replaces holds every
+float32 vector (1,536 bytes a row); this holds onnxruntime's copy of the codes (384 bytes a row, ~40 MB at
+100,000 rows with its packing). The codes are handed over from memory as an external initializer, which
+onnxruntime copies while loading: its C API (AddExternalInitializers) lets the caller's buffer go after that.
+
+Exact, as LanceDB's refine is: the ``REFINE`` x ``limit`` best rows by code are re-scored with their float32
+vectors, read with ``pread`` from an unnamed file this builds beside the index (the page cache holds it, not
+the process; it disappears with the file handle). The codes are per-dimension symmetric (scale = the
+dimension's largest magnitude / 127), the query is quantised to unsigned 8 bits per query; the shortlist's
+recall against exact search is measured in ``make bench`` and tested.
+
+Built in the background from one snapshot of the table when the index starts, and rebuilt when the catalog
+moves on (a search waits for that, up to ``BUILD_WAIT``); without onnxruntime, after a failed build or past
+``MAX_ROWS`` LanceDB answers the leg as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .lance_table import VECTOR_INDEX_REFINE
+from .templates import TemplateRecord
+from .vector_mirror import FilterColumns
+
+log = logging.getLogger(__name__)
+
+MAX_ROWS = 500_000  # 384 MB of codes at 384 dimensions: past this LanceDB's index answers alone
+REFINE = VECTOR_INDEX_REFINE
+READ_BATCH = 8_192  # rows per Arrow batch while building: the build holds ~13 MB of floats, not the whole table
+QUERY_ZERO_POINT = 128
+BUILD_WAIT = 10.0  # seconds a search waits for the codes of a new catalog (a build: ~1 s at 100,000 rows)
+
+
+class QuantizedMirror(FilterColumns):
+    """The codes of one catalog snapshot's vectors, and their float32 rows on disk."""
+
+    def __init__(self, catalog: dict[str, TemplateRecord], uids: list[str], codes: np.ndarray, scale: np.ndarray,
+                 rows_file: IO[bytes], threads: int) -> None:
+        super().__init__(catalog, uids)
+        self.scale = scale
+        self.dims = int(codes.shape[0])
+        self._rows_file = rows_file
+        self._fd = rows_file.fileno()
+        self._session = _session(codes, threads)  # the caller drops ``codes``: onnxruntime has its own copy
+        self._closed = False
+
+    def close(self) -> None:
+        self._closed = True
+        self._rows_file.close()
+
+    def code_scores(self, qvec: np.ndarray) -> np.ndarray:
+        """Every row's approximate dot product with ``qvec``, in arbitrary units (int32): for ranking only."""
+        weighted = np.asarray(qvec, dtype=np.float32) * self.scale
+        top = float(np.abs(weighted).max()) if len(weighted) else 0.0
+        if top == 0.0:
+            return np.zeros(len(self.uids), dtype=np.int32)
+        query = (np.rint(weighted * (127.0 / top)) + QUERY_ZERO_POINT).astype(np.uint8)[None, :]
+        (scores,) = self._session.run(None, {"query": query})
+        return np.asarray(scores[0])
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The float32 vectors of ``rows`` (mirror row numbers), read from the file."""
+        width = self.dims * 4
+        out = np.empty((len(rows), self.dims), dtype=np.float32)
+        for i, row in enumerate(rows.tolist()):
+            out[i] = np.frombuffer(os.pread(self._fd, width, row * width), dtype=np.float32)
+        return out
+
+    def nearest(self, qvec: np.ndarray, keep: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
+        """(row, exact cosine) of the best ``limit`` rows ``keep`` allows, best first: the ``REFINE`` x ``limit``
+        best by code, re-scored with their float32 vectors."""
+        scores = self.code_scores(qvec)
+        candidates = np.flatnonzero(keep) if keep is not None else None
+        pool = scores[candidates] if candidates is not None else scores
+        short = min(len(pool), max(limit, 1) * REFINE)
+        if short == 0:
+            return []
+        best = np.argpartition(pool, len(pool) - short)[len(pool) - short:]
+        rows = np.sort(candidates[best] if candidates is not None else best)
+        exact = self.vectors(rows) @ np.asarray(qvec, dtype=np.float32)
+        order = np.argsort(-exact, kind="stable")[:limit]
+        return [(int(rows[i]), float(exact[i])) for i in order]
+
+
+def _session(codes: np.ndarray, threads: int) -> Any:
+    """One ``MatMulInteger``: query (1 x dims, uint8, zero point 128) times the codes (dims x rows, int8),
+    the codes given from memory (no copy into a model proto) and packed by onnxruntime once."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    dims, rows = (int(n) for n in codes.shape)
+    codes_init = TensorProto()
+    codes_init.name, codes_init.data_type = "codes", TensorProto.INT8
+    codes_init.dims.extend([dims, rows])
+    codes_init.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "codes"), ("offset", "0"), ("length", str(dims * rows))):
+        entry = codes_init.external_data.add()
+        entry.key, entry.value = key, value
+    zero = numpy_helper.from_array(np.array(QUERY_ZERO_POINT, dtype=np.uint8), "zero")
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["query", "codes", "zero"], ["scores"])], "quantized-vectors",
+        [helper.make_tensor_value_info("query", TensorProto.UINT8, [1, dims])],
+        [helper.make_tensor_value_info("scores", TensorProto.INT32, [1, rows])], initializer=[codes_init, zero])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # as the embedder's (embed_onnx)
+    options.add_external_initializers(["codes"], [ort.OrtValue.ortvalue_from_numpy(codes)])
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def available() -> bool:
+    from . import embed_onnx
+
+    return embed_onnx.available()
+
+
+def fits(rows: int) -> bool:
+    from .vector_mirror import MIRROR_MAX_ROWS
+
+    return MIRROR_MAX_ROWS < rows <= MAX_ROWS
+
+
+def build(table: Any, catalog: dict[str, TemplateRecord], dims: int, directory: Path | None,
+          threads: int) -> QuantizedMirror | None:
+    """The mirror of ``catalog``'s rows in ``table``: floats to an unnamed file batch by batch (with each
+    dimension's largest magnitude), then codes from that file batch by batch."""
+    started = time.perf_counter()
+    rows = table.count_rows()
+    if not fits(rows):
+        return None
+    # Owned by the mirror from here (closed by it, or below on failure): no context manager.
+    rows_file = tempfile.TemporaryFile(dir=str(directory) if directory is not None else None)  # noqa: SIM115
+    try:
+        uids: list[str] = []
+        peak = np.zeros(dims, dtype=np.float32)
+        reader = table.search().select(["uid", "vector"]).limit(max(rows, 1)).to_batches(READ_BATCH)
+        for batch in reader:
+            batch_uids = batch.column("uid").to_pylist()
+            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
+            matrix = np.asarray(flat, dtype=np.float32).reshape(len(batch_uids), dims)
+            keep = [i for i, uid in enumerate(batch_uids) if uid in catalog]
+            matrix = np.ascontiguousarray(matrix[keep])
+            np.maximum(peak, np.abs(matrix).max(axis=0, initial=0.0), out=peak)
+            rows_file.write(matrix.tobytes())
+            uids.extend(batch_uids[i] for i in keep)
+        rows_file.flush()
+        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+        codes = np.empty((dims, len(uids)), dtype=np.int8)
+        width = dims * 4
+        for start in range(0, len(uids), READ_BATCH):
+            count = min(READ_BATCH, len(uids) - start)
+            chunk = np.frombuffer(os.pread(rows_file.fileno(), count * width, start * width), dtype=np.float32)
+            codes[:, start:start + count] = np.clip(np.rint(chunk.reshape(count, dims) / scale), -127, 127).T
+        mirror = QuantizedMirror(catalog, uids, codes, scale, rows_file, threads)
+        del codes
+    except BaseException:
+        rows_file.close()
+        raise
+    log.info("vector leg in memory: %d rows as 8-bit codes in %.1fs", len(uids), time.perf_counter() - started)
+    return mirror
+
+
+class QuantizedKeeper:
+    """The current quantized mirror, rebuilt in a background thread whenever the catalog moves on."""
+
+    def __init__(self, directory: Path | None, threads: int = 0) -> None:
+        """``threads``: onnxruntime's per scan; 0: the embedder's default (embed_onnx.THREADS)."""
+        self._directory = directory
+        self._threads = threads
+        self._enabled: bool | None = None  # whether onnxruntime is installed, asked at the first large catalog
+        self._mirror: QuantizedMirror | None = None
+        self._builder: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._failed_for: object | None = None  # the catalog a build failed for: not retried until it changes
+        self._closed = False
+
+    def current(self, table: Any, catalog: dict[str, TemplateRecord], dims: int,
+                wait: float = BUILD_WAIT) -> QuantizedMirror | None:
+        """The mirror of ``catalog``, built first when it is not: in a background thread, which this waits for
+        up to ``wait`` seconds (LanceDB answers the leg if it takes longer). None outside the codes' size
+        range, without onnxruntime, or when a build failed for this catalog.
+
+        Why wait: after a change the alternative is LanceDB's vector index, which a search then loads for good
+        (~70 MB at 100,000 rows, the margin under the baseline's peak memory), for the second the build takes.
+        """
+        mirror = self._mirror
+        if mirror is not None and mirror.catalog is catalog:
+            return mirror
+        if not fits(len(catalog)):
+            return None
+        if self._enabled is None:
+            self._enabled = available()
+        if not self._enabled:
+            return None
+        deadline = time.monotonic() + wait
+        while True:
+            with self._lock:
+                mirror = self._mirror
+                if mirror is not None and mirror.catalog is catalog:
+                    return mirror
+                if self._closed or self._failed_for is catalog:
+                    return None
+                builder = self._builder
+                if builder is None or not builder.is_alive():
+                    # Stale: dropped, not closed, since a search on another thread may still be reading it.
+                    self._mirror = None
+                    builder = self._builder = threading.Thread(target=self._build, args=(table, catalog, dims),
+                                                               daemon=True, name="quantized-vectors")
+                    builder.start()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            builder.join(remaining)
+            if builder.is_alive():
+                return None
+
+    def _build(self, table: Any, catalog: dict[str, TemplateRecord], dims: int) -> None:
+        from . import embed_onnx
+
+        try:
+            mirror = build(table, catalog, dims, self._directory, self._threads or embed_onnx.THREADS)
+        except Exception as exc:  # noqa: BLE001 - LanceDB's index keeps answering the leg
+            log.warning("vector leg stays in LanceDB's index: %s", exc)
+            with self._lock:
+                self._failed_for = catalog
+            return
+        with self._lock:
+            if mirror is None:  # the table outgrew the codes meanwhile
+                self._failed_for = catalog
+            elif self._closed:
+                mirror.close()
+            else:
+                self._mirror = mirror
+
+    def ready_for(self, catalog: dict[str, TemplateRecord]) -> bool:
+        mirror = self._mirror
+        return mirror is not None and mirror.catalog is catalog
+
+    def busy(self) -> bool:
+        builder = self._builder
+        return builder is not None and builder.is_alive()
+
+    def join(self, timeout: float) -> None:
+        builder = self._builder
+        if builder is not None:
+            builder.join(timeout)
+
+    def close(self) -> None:
+        self.join(60)
+        with self._lock:
+            self._closed = True
+            if self._mirror is not None:
+                self._mirror.close()
+                self._mirror = None

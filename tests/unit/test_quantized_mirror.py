@@ -1,0 +1,170 @@
+"""The vector leg as 8-bit codes (above the in-memory mirror's size) finds what exact search finds, with exact
+cosines, follows the catalog, and leaves the leg to LanceDB while it is built or when it cannot be."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from image_composer_mcp.server.library import quantized_mirror, vector_mirror
+from image_composer_mcp.server.library.index import TemplateIndex
+from image_composer_mcp.server.library.lance_table import import_lancedb
+from image_composer_mcp.server.library.quantized_mirror import QuantizedKeeper, build
+
+from tests.conftest import LIBRARY, HashEmbedder
+from tests.unit.test_vector_mirror import FILTERS, QUERIES, _legs, _same
+
+pytestmark = pytest.mark.skipif(not quantized_mirror.available(), reason="onnxruntime is not installed")
+DIMS = 384
+
+
+def _clustered(rows: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """Rows near a few hundred parents, as the bench's corpora are (cosine ~0.94 to the parent): close
+    neighbours, which is where 8-bit codes could misorder rows."""
+    rng = np.random.default_rng(seed)
+    parents = rng.standard_normal((300, DIMS)).astype(np.float32)
+    parents /= np.linalg.norm(parents, axis=1, keepdims=True)
+    vectors = parents[rng.integers(0, len(parents), rows)] + 0.36 * rng.standard_normal((rows, DIMS)) / np.sqrt(DIMS)
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    return vectors, parents
+
+
+def _table(tmp_path: Path, vectors: np.ndarray) -> object:
+    lancedb = import_lancedb()
+    uids = [f"u{i:05d}" for i in range(len(vectors))]
+    data = pa.table({"uid": uids, "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIMS)})
+    return lancedb.connect(str(tmp_path / "db")).create_table("t", data=data)
+
+
+def _catalog(uids: list[str], arch_every: int = 3) -> dict[str, SimpleNamespace]:
+    return {u: SimpleNamespace(arch="aarch64" if i % arch_every == 0 else "x86_64") for i, u in enumerate(uids)}
+
+
+@pytest.fixture
+def clustered(tmp_path: Path, monkeypatch) -> tuple[object, np.ndarray, dict]:
+    monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 100)
+    vectors, _ = _clustered(6000)
+    table = _table(tmp_path, vectors)
+    return table, vectors, _catalog([f"u{i:05d}" for i in range(len(vectors))])
+
+
+def test_shortlist_finds_the_exact_neighbours_with_exact_cosines(clustered, tmp_path: Path) -> None:
+    table, vectors, catalog = clustered
+    mirror = build(table, catalog, DIMS, tmp_path, threads=1)
+    assert mirror is not None and len(mirror.uids) == len(vectors)
+    rng = np.random.default_rng(1)
+    recall10, recall50 = [], []
+    for i in rng.integers(0, len(vectors), 40):
+        query = vectors[i] + 0.5 * rng.standard_normal(DIMS).astype(np.float32) / np.sqrt(DIMS)
+        query /= np.linalg.norm(query)
+        found = mirror.nearest(query, None, 50)
+        exact = vectors @ query
+        truth = np.argsort(-exact, kind="stable")[:50]
+        rows = [mirror.position[f"u{r:05d}"] for r in truth]
+        recall10.append(len({r for r, _ in found[:10]} & set(rows[:10])) / 10)
+        recall50.append(len({r for r, _ in found} & set(rows)) / 50)
+        got = np.array([c for _, c in found])
+        assert np.all(np.diff(got) <= 0), "best first"
+        assert np.allclose(got, [exact[int(mirror.uids[r][1:])] for r, _ in found], atol=1e-6)
+    assert np.mean(recall10) == 1.0 and np.mean(recall50) >= 0.99, (np.mean(recall10), np.mean(recall50))
+    mirror.close()
+
+
+def test_filters_and_catalog_limit_the_rows(clustered, tmp_path: Path) -> None:
+    table, vectors, catalog = clustered
+    partial = {u: r for i, (u, r) in enumerate(catalog.items()) if i % 2 == 0}  # rows the catalog no longer has
+    mirror = build(table, partial, DIMS, tmp_path, threads=1)
+    assert mirror is not None and set(mirror.uids) == set(partial)
+    keep = mirror.mask({"arch": "aarch64"})
+    found = mirror.nearest(vectors[0], keep, 20)
+    assert len(found) == 20 and all(partial[mirror.uids[r]].arch == "aarch64" for r, _ in found)
+    assert mirror.nearest(vectors[0], np.zeros(len(mirror.uids), dtype=bool), 20) == []
+    assert mirror.uids[found[0][0]] == "u00000"  # the query is that row's own vector
+    mirror.close()
+
+
+def test_keeper_builds_in_the_background_and_follows_the_catalog(clustered, tmp_path: Path) -> None:
+    table, _vectors, catalog = clustered
+    keeper = QuantizedKeeper(tmp_path, threads=1)
+    assert keeper.current(table, catalog, DIMS, wait=0) is None and keeper.busy()  # started, not waited for
+    first = keeper.current(table, catalog, DIMS)  # a search waits for the build
+    assert first is not None and first.catalog is catalog and not keeper.busy()
+    moved_on = dict(catalog)
+    second = keeper.current(table, moved_on, DIMS)
+    assert second is not None and second is not first and second.catalog is moved_on
+    assert not first._rows_file.closed  # a search on another thread may still read the stale one
+    assert first.nearest(_vectors[0], None, 5)[0][0] == first.position["u00000"]
+    keeper.close()
+    assert second._rows_file.closed and keeper.current(table, {**moved_on}, DIMS) is None
+
+
+def test_a_search_waits_only_so_long(clustered, tmp_path: Path, monkeypatch) -> None:
+    table, _vectors, catalog = clustered
+    release = threading.Event()
+    real = quantized_mirror.build
+
+    def slow(*args, **kwargs):
+        release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(quantized_mirror, "build", slow)
+    keeper = QuantizedKeeper(tmp_path, threads=1)
+    started = time.monotonic()
+    assert keeper.current(table, catalog, DIMS, wait=0.2) is None  # LanceDB answers this search
+    assert 0.2 <= time.monotonic() - started < 5 and keeper.busy()
+    release.set()
+    assert keeper.current(table, catalog, DIMS) is not None
+    keeper.close()
+
+
+def test_keeper_stays_out_of_small_catalogs_and_without_onnxruntime(clustered, tmp_path: Path, monkeypatch) -> None:
+    table, _vectors, catalog = clustered
+    keeper = QuantizedKeeper(tmp_path, threads=1)
+    small = dict(list(catalog.items())[:50])  # the in-memory mirror's size
+    assert keeper.current(table, small, DIMS) is None and not keeper.busy()
+    monkeypatch.setattr(quantized_mirror, "available", lambda: False)
+    without = QuantizedKeeper(tmp_path)
+    assert without.current(table, catalog, DIMS) is None and not without.busy()
+
+
+def test_a_failed_build_leaves_the_leg_to_lancedb_until_the_catalog_changes(clustered, tmp_path: Path,
+                                                                            caplog) -> None:
+    _table_, _vectors, catalog = clustered
+
+    class Broken:
+        reads = 0
+
+        def count_rows(self) -> int:
+            Broken.reads += 1
+            raise OSError("disk gone")
+
+    keeper = QuantizedKeeper(tmp_path, threads=1)
+    assert keeper.current(Broken(), catalog, DIMS) is None
+    assert keeper.current(Broken(), catalog, DIMS) is None
+    assert Broken.reads == 1 and "stays in LanceDB" in caplog.text
+    assert keeper.current(Broken(), dict(catalog), DIMS) is None
+    assert Broken.reads == 2
+    keeper.close()
+
+
+@pytest.mark.parametrize("filters", FILTERS)
+def test_index_answers_from_the_codes_as_lancedb_does(tmp_path: Path, filters: dict, monkeypatch) -> None:
+    """The library above a (lowered) mirror size: the same candidates, cosines and BM25 scores as LanceDB's
+    own legs, once the codes are built."""
+    monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 0)
+    emb = HashEmbedder(dimensions=64)
+    index = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    index.sync()
+    assert index.source == "the table"
+    assert index._quantized.current(index._table, index.catalog, 64) is not None
+    assert index.source == "the table, with its vector leg's 8-bit codes in memory"  # cache_stats says so
+    quantized = {q: _legs(index, emb, q, filters) for q in QUERIES}
+    monkeypatch.setattr(index._quantized, "current", lambda *_: None)
+    direct = {q: _legs(index, emb, q, filters) for q in QUERIES}
+    assert all(_same(quantized[q], direct[q]) for q in QUERIES), (quantized, direct)
+    index.close()

@@ -151,17 +151,19 @@ def start_text_leg(pool: concurrent.futures.ThreadPoolExecutor, table: Any, fts_
 def table_candidates(table: Any, qvec: np.ndarray, text_rows: TextRows | None, where: str | None, limit: int, *,
                      vector_index_rows: int, quantized: QuantizedMirror | None = None,
                      filters: dict[str, str | None] | None = None) -> list[Candidate]:
-    """The full-text leg from LanceDB (``text_rows`` must have selected uid and vector); the vector leg from
-    ``quantized`` (prefiltered by ``filters``, ``where`` in structured form) when given, else from LanceDB
-    too (an IVF index, or a table too large for the mirror)."""
+    """The full-text leg from LanceDB; the vector leg from ``quantized`` (prefiltered by ``filters``, ``where``
+    in structured form) when given, else from LanceDB too (an IVF index, or a table too large for the
+    mirror). ``text_rows`` must have selected uid, and vector unless ``quantized`` is given (it has them)."""
     found: dict[str, Candidate] = {}
     if quantized is not None:
         for position, cosine in quantized.nearest(qvec, quantized.mask(filters or {}), limit):
             uid = quantized.uids[position]
             found[uid] = Candidate(uid, cosine, in_vector_leg=True)
-    else:
-        for hit in _vector_rows(table, qvec, where, limit, vector_index_rows):
-            found[hit["uid"]] = Candidate(hit["uid"], 1.0 - float(hit["_distance"]), in_vector_leg=True)
+        if text_rows is not None:
+            _add_text_hits(found, quantized, qvec, text_rows.result())
+        return list(found.values())
+    for hit in _vector_rows(table, qvec, where, limit, vector_index_rows):
+        found[hit["uid"]] = Candidate(hit["uid"], 1.0 - float(hit["_distance"]), in_vector_leg=True)
     if text_rows is not None:
         for row in text_rows.result():
             cand = found.get(row["uid"])
@@ -210,3 +212,22 @@ def _text_hits(mirror: VectorMirror, text: TextRows | str | None, keep: np.ndarr
         if pos is not None:  # None: written after the mirror was taken; it is rebuilt on the next query
             hits.append((pos, float(row["_score"])))
     return hits
+
+
+def _add_text_hits(found: dict[str, Candidate], quantized: QuantizedMirror, qvec: np.ndarray,
+                   rows: list[dict[str, Any]]) -> None:
+    """The full-text leg's rows into ``found``, a new candidate's exact cosine from the mirror's float32 rows.
+    A row the mirror lacks is not in its catalog (the index drops such candidates anyway)."""
+    fresh = [(row["uid"], quantized.position[row["uid"]]) for row in rows
+             if row["uid"] not in found and row["uid"] in quantized.position]
+    if fresh:
+        order = np.argsort([pos for _, pos in fresh], kind="stable")  # ascending offsets: a forward read
+        positions = np.array([fresh[i][1] for i in order], dtype=np.int64)
+        cosines = quantized.vectors(positions) @ np.asarray(qvec, dtype=np.float32)
+        for i, cosine in zip(order.tolist(), cosines.tolist(), strict=True):
+            found[fresh[i][0]] = Candidate(fresh[i][0], float(cosine))
+    for row in rows:
+        cand = found.get(row["uid"])
+        if cand is not None:
+            cand.bm25 = float(row["_score"])
+            cand.in_text_leg = True

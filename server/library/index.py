@@ -387,17 +387,20 @@ class TemplateIndex(IndexSync):
         if qvec is None:
             found = text_only_candidates(self._opened_table(), fts_query, where, limit)
             return [c for c in found if c.uid in self.catalog]
-        mirror = self._vector_mirror() if filters is not None or not where else None
-        columns = ["uid"] if mirror is not None else ["uid", "vector"]
+        structured = filters is not None or not where
+        mirror = self._vector_mirror() if structured else None
         in_memory = mirror is not None and mirror.text is not None
         table = None if in_memory else self._opened_table()
+        quantized = self._quantized.current(table, self.catalog, self.embedder.dimensions) \
+            if mirror is None and structured else None
+        # A text hit's cosine needs its vector: from the table only when no mirror holds it (~1.7 ms of a
+        # 4-6 ms full-text leg at 100,000 templates).
+        columns = ["uid"] if mirror is not None or quantized is not None else ["uid", "vector"]
         text_rows = None if in_memory else start_text_leg(self._leg_pool(), table, fts_query, where, limit, columns)
         vector = qvec() if callable(qvec) else qvec
         if mirror is not None:
             found = mirrored_candidates(mirror, vector, fts_query if in_memory else text_rows, filters or {}, limit)
         else:
-            quantized = self._quantized.current(table, self.catalog, self.embedder.dimensions) \
-                if filters is not None or not where else None
             found = table_candidates(table, vector, text_rows, where, limit, vector_index_rows=self.vector_index_rows,
                                      quantized=quantized, filters=filters)
         return [c for c in found if c.uid in self.catalog]

@@ -3,7 +3,7 @@
 Why: from ``VECTOR_INDEX_MIN_ROWS`` rows LanceDB answers the vector leg from its IVF_SQ index, and at 100,000
 rows that leg took ~9-12 ms a query, most of it LanceDB's fixed cost (its 12 partitions are all probed, so it
 scans every 8-bit code anyway). The same scan as one onnxruntime ``MatMulInteger`` over codes it has packed
-once takes ~1.3 ms on two threads, and picking the shortlist ~0.5 ms. The baseline it replaces holds every
+once takes ~1.3 ms on two threads, and picking the shortlist in the same run (TopK) a few tenths more. The baseline it replaces holds every
 float32 vector (1,536 bytes a row); this holds onnxruntime's copy of the codes (384 bytes a row, ~40 MB at
 100,000 rows with its packing). The codes are handed over from memory as an external initializer, which
 onnxruntime copies while loading: its C API (AddExternalInitializers) lets the caller's buffer go after that.
@@ -41,6 +41,8 @@ MAX_ROWS = 500_000  # 384 MB of codes at 384 dimensions: past this LanceDB's ind
 REFINE = VECTOR_INDEX_REFINE
 READ_BATCH = 8_192  # rows per Arrow batch while building: the build holds ~13 MB of floats, not the whole table
 QUERY_ZERO_POINT = 128
+# Added to a filtered-out row's score: below any real one (|score| <= dims x 127 x 128 < 2^23), no overflow.
+EXCLUDED = -(2**30)
 BUILD_WAIT = 10.0  # seconds a search waits for the codes of a new catalog (a build: ~1 s at 100,000 rows)
 
 
@@ -55,21 +57,28 @@ class QuantizedMirror(FilterColumns):
         self._rows_file = rows_file
         self._fd = rows_file.fileno()
         self._session = _session(codes, threads)  # the caller drops ``codes``: onnxruntime has its own copy
+        self._no_bias = np.zeros((1, len(uids)), dtype=np.int32)
         self._closed = False
 
     def close(self) -> None:
         self._closed = True
         self._rows_file.close()
 
-    def code_scores(self, qvec: np.ndarray) -> np.ndarray:
-        """Every row's approximate dot product with ``qvec``, in arbitrary units (int32): for ranking only."""
+    def shortlist(self, qvec: np.ndarray, keep: np.ndarray | None, count: int) -> np.ndarray:
+        """Rows (ascending) of the ``count`` best approximate dot products with ``qvec`` among those ``keep``
+        allows; fewer when fewer are allowed. The ranking is onnxruntime's too (TopK): numpy's argpartition
+        over 100,000 scores took ~0.5 ms more."""
+        allowed = len(self.uids) if keep is None else int(np.count_nonzero(keep))
+        count = min(count, allowed)
         weighted = np.asarray(qvec, dtype=np.float32) * self.scale
         top = float(np.abs(weighted).max()) if len(weighted) else 0.0
-        if top == 0.0:
-            return np.zeros(len(self.uids), dtype=np.int32)
+        if count <= 0 or top == 0.0:
+            return np.flatnonzero(keep)[:count] if keep is not None else np.arange(count)
         query = (np.rint(weighted * (127.0 / top)) + QUERY_ZERO_POINT).astype(np.uint8)[None, :]
-        (scores,) = self._session.run(None, {"query": query})
-        return np.asarray(scores[0])
+        bias = self._no_bias if keep is None else np.where(keep, 0, EXCLUDED).astype(np.int32)[None, :]
+        _values, (rows,) = self._session.run(None, {"query": query, "bias": bias,
+                                                    "count": np.array([count], dtype=np.int64)})
+        return np.sort(rows)
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
         """The float32 vectors of ``rows`` (mirror row numbers), read from the file."""
@@ -82,22 +91,18 @@ class QuantizedMirror(FilterColumns):
     def nearest(self, qvec: np.ndarray, keep: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
         """(row, exact cosine) of the best ``limit`` rows ``keep`` allows, best first: the ``REFINE`` x ``limit``
         best by code, re-scored with their float32 vectors."""
-        scores = self.code_scores(qvec)
-        candidates = np.flatnonzero(keep) if keep is not None else None
-        pool = scores[candidates] if candidates is not None else scores
-        short = min(len(pool), max(limit, 1) * REFINE)
-        if short == 0:
+        rows = self.shortlist(qvec, keep, max(limit, 1) * REFINE)
+        if not len(rows):
             return []
-        best = np.argpartition(pool, len(pool) - short)[len(pool) - short:]
-        rows = np.sort(candidates[best] if candidates is not None else best)
         exact = self.vectors(rows) @ np.asarray(qvec, dtype=np.float32)
         order = np.argsort(-exact, kind="stable")[:limit]
         return [(int(rows[i]), float(exact[i])) for i in order]
 
 
 def _session(codes: np.ndarray, threads: int) -> Any:
-    """One ``MatMulInteger``: query (1 x dims, uint8, zero point 128) times the codes (dims x rows, int8),
-    the codes given from memory (no copy into a model proto) and packed by onnxruntime once."""
+    """``MatMulInteger``: query (1 x dims, uint8, zero point 128) times the codes (dims x rows, int8), the codes
+    given from memory (no copy into a model proto) and packed by onnxruntime once; plus the filter's bias
+    (0, or ``EXCLUDED``), then the ``count`` best rows (TopK, unsorted)."""
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
@@ -111,9 +116,15 @@ def _session(codes: np.ndarray, threads: int) -> Any:
         entry.key, entry.value = key, value
     zero = numpy_helper.from_array(np.array(QUERY_ZERO_POINT, dtype=np.uint8), "zero")
     graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["query", "codes", "zero"], ["scores"])], "quantized-vectors",
-        [helper.make_tensor_value_info("query", TensorProto.UINT8, [1, dims])],
-        [helper.make_tensor_value_info("scores", TensorProto.INT32, [1, rows])], initializer=[codes_init, zero])
+        [helper.make_node("MatMulInteger", ["query", "codes", "zero"], ["scores"]),
+         helper.make_node("Add", ["scores", "bias"], ["allowed"]),
+         helper.make_node("TopK", ["allowed", "count"], ["best", "rows"], axis=-1, largest=1, sorted=0)],
+        "quantized-vectors",
+        [helper.make_tensor_value_info("query", TensorProto.UINT8, [1, dims]),
+         helper.make_tensor_value_info("bias", TensorProto.INT32, [1, rows]),
+         helper.make_tensor_value_info("count", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("best", TensorProto.INT32, [1, None]),
+         helper.make_tensor_value_info("rows", TensorProto.INT64, [1, None])], initializer=[codes_init, zero])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads

@@ -84,6 +84,9 @@ def test_filters_and_catalog_limit_the_rows(clustered, tmp_path: Path) -> None:
     found = mirror.nearest(vectors[0], keep, 20)
     assert len(found) == 20 and all(partial[mirror.uids[r]].arch == "aarch64" for r, _ in found)
     assert mirror.nearest(vectors[0], np.zeros(len(mirror.uids), dtype=bool), 20) == []
+    few = np.zeros(len(mirror.uids), dtype=bool)
+    few[[5, 900, 2999]] = True  # fewer allowed rows than asked for: those, never a filtered-out one
+    assert sorted(r for r, _ in mirror.nearest(vectors[0], few, 20)) == [5, 900, 2999]
     assert mirror.uids[found[0][0]] == "u00000"  # the query is that row's own vector
     mirror.close()
 

@@ -58,10 +58,8 @@ class QuantizedMirror(FilterColumns):
         self._fd = rows_file.fileno()
         self._session = _session(codes, threads)  # the caller drops ``codes``: onnxruntime has its own copy
         self._no_bias = np.zeros((1, len(uids)), dtype=np.int32)
-        self._closed = False
 
     def close(self) -> None:
-        self._closed = True
         self._rows_file.close()
 
     def shortlist(self, qvec: np.ndarray, keep: np.ndarray | None, count: int) -> np.ndarray:
@@ -272,9 +270,9 @@ class QuantizedKeeper:
             builder.join(timeout)
 
     def close(self) -> None:
+        """No new builds, the current mirror let go. Not closed here: a search still running on another thread
+        would read a closed (or, worse, reused) descriptor; its file goes with the last reference."""
         self.join(60)
         with self._lock:
             self._closed = True
-            if self._mirror is not None:
-                self._mirror.close()
-                self._mirror = None
+            self._mirror = None

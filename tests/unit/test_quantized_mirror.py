@@ -103,7 +103,8 @@ def test_keeper_builds_in_the_background_and_follows_the_catalog(clustered, tmp_
     assert not first._rows_file.closed  # a search on another thread may still read the stale one
     assert first.nearest(_vectors[0], None, 5)[0][0] == first.position["u00000"]
     keeper.close()
-    assert second._rows_file.closed and keeper.current(table, {**moved_on}, DIMS) is None
+    assert keeper.current(table, moved_on, DIMS) is None and keeper.current(table, {**moved_on}, DIMS) is None
+    assert second.nearest(_vectors[0], None, 5)  # a search that was under way finishes with it
 
 
 def test_a_search_waits_only_so_long(clustered, tmp_path: Path, monkeypatch) -> None:

@@ -163,6 +163,9 @@ def test_broken_and_touched_files_are_remembered_across_starts(tmp_path: Path) -
     emb = HashEmbedder()
     index = TemplateIndex(tmp_path / "cache", [root], emb)
     first_report = index.start()
+    # A new index writes its table in the background, and a search-path sync does not wait for that writer's
+    # lock (it returns None: the next one catches up), so the touch is noticed once the table is written.
+    index.wait_for_table()
     os.utime(alpha, ns=(alpha.stat().st_atime_ns, alpha.stat().st_mtime_ns + 10**9))  # touched, same text
     assert index.refresh_if_stale(0) is not None  # the sync reads it, finds the same hash, notes the new mtime
     index.candidates(emb.embed_query("docker"), "docker", None, 5, filters={})

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import snapshot, vector_mirror
+from . import quantized_mirror, snapshot, vector_mirror
 from .candidates import Candidate, mirrored_candidates, start_text_leg, table_candidates, text_only_candidates
 from .index_sync import IndexStats, IndexSync, ProgressFn, ScanEntry, SyncReport
 from .lance_table import (
@@ -101,9 +101,6 @@ class TemplateIndex(IndexSync):
         self._mirror: VectorMirror | None = None
         self._mirror_lock = threading.Lock()
         self._text_builder: threading.Thread | None = None
-        # Above the mirror's size, the vector leg as 8-bit codes (quantized_mirror); the floats' file goes beside
-        # the table when it is local.
-        self._quantized = QuantizedKeeper(self.location)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.vector_index_rows = 0  # rows the vector index was trained on; 0 = flat search
         self._scanner: threading.Thread | None = None
@@ -114,6 +111,10 @@ class TemplateIndex(IndexSync):
         self.snapshot_path = (self.location / snapshot.FILE
                               if self.location is not None and lease is None and not self.object_roots else None)
         self.from_snapshot = False  # searching from the mirror on disk; the table is not open (yet)
+        # Above the mirror's size, the vector leg as 8-bit codes (quantized_mirror): kept beside the table for the
+        # next start under the same conditions as the mirror on disk.
+        self._quantized = QuantizedKeeper(self.location, model_key=(lambda: self.model_key)
+                                          if self.snapshot_path is not None else None)
         self._embedded_ahead: dict[str, np.ndarray] = {}  # text -> vector, embedded before the table existed
         self._table_writer: threading.Thread | None = None  # writes a new index's table after it went live
 
@@ -535,6 +536,7 @@ class TemplateIndex(IndexSync):
             self._db.drop_table(TABLE)
             if self.snapshot_path is not None:
                 self.snapshot_path.unlink(missing_ok=True)
+                quantized_mirror.remove(self.snapshot_path.parent)
             self._mirror = None
             self._table = self._create_table()
             self.vector_index_rows = 0

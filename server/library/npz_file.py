@@ -36,10 +36,10 @@ def read(path: Path) -> tuple[Any, dict[str, np.ndarray]]:
     return json.loads(bytes(arrays.pop("meta")).decode()), arrays
 
 
-def abandoned(directory: Path, prefix: str, age_s: float = 3600.0) -> None:
+def abandoned(directory: Path, prefix: str, age_s: float = 3600.0, suffix: str = ".npz") -> None:
     """Remove temporary files of writers killed mid-write (a finished write renames its file)."""
     now = time.time()
-    for temp in directory.glob(f"{prefix}*.npz"):
+    for temp in directory.glob(f"{prefix}*{suffix}"):
         with contextlib.suppress(OSError):
             if now - temp.stat().st_mtime > age_s:
                 temp.unlink()

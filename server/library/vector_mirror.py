@@ -37,8 +37,9 @@ class FilterColumns:
                 continue
             values = self._columns.get(column)
             if values is None:
-                values = self._columns[column] = np.array([getattr(self.catalog[u], column) for u in self.uids],
-                                                          dtype=object)
+                # A uid the catalog lacks (a patched quantized mirror's left-out row) matches no value.
+                values = self._columns[column] = np.array(
+                    [getattr(self.catalog.get(u), column, None) for u in self.uids], dtype=object)
             hit = values == value
             keep = hit if keep is None else keep & hit
         return keep

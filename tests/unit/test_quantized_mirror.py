@@ -16,7 +16,7 @@ from image_composer_mcp.server.library.index import TemplateIndex
 from image_composer_mcp.server.library.lance_table import import_lancedb
 from image_composer_mcp.server.library.quantized_mirror import QuantizedKeeper, build
 
-from tests.conftest import LIBRARY, HashEmbedder
+from tests.conftest import LIBRARY, HashEmbedder, write_template
 from tests.unit.test_vector_mirror import FILTERS, QUERIES, _legs, _same
 
 pytestmark = pytest.mark.skipif(not quantized_mirror.available(), reason="onnxruntime is not installed")
@@ -100,7 +100,7 @@ def test_keeper_builds_in_the_background_and_follows_the_catalog(clustered, tmp_
     moved_on = dict(catalog)
     second = keeper.current(table, moved_on, DIMS)
     assert second is not None and second is not first and second.catalog is moved_on
-    assert not first._rows_file.closed  # a search on another thread may still read the stale one
+    assert not first.codes.file.closed  # a search on another thread may still read the stale one
     assert first.nearest(_vectors[0], None, 5)[0][0] == first.position["u00000"]
     keeper.close()
     assert keeper.current(table, moved_on, DIMS) is None and keeper.current(table, {**moved_on}, DIMS) is None
@@ -172,3 +172,145 @@ def test_index_answers_from_the_codes_as_lancedb_does(tmp_path: Path, filters: d
     direct = {q: _legs(index, emb, q, filters) for q in QUERIES}
     assert all(_same(quantized[q], direct[q]) for q in QUERIES), (quantized, direct)
     index.close()
+
+
+def _replace_rows(table, rows: dict[str, np.ndarray]) -> None:
+    table.delete("uid IN (" + ", ".join(f"'{u}'" for u in rows) + ")")
+    flat = np.stack(list(rows.values())).astype(np.float32).ravel()
+    table.add(pa.table({"uid": list(rows), "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat), DIMS)}))
+
+
+def test_a_few_changed_rows_are_patched_in_and_searched_exactly(clustered, tmp_path: Path, monkeypatch) -> None:
+    table, vectors, catalog = clustered
+    keeper = QuantizedKeeper(tmp_path, threads=1)
+    base = keeper.current(table, catalog, DIMS)
+    assert base is not None
+    rng = np.random.default_rng(3)
+    fresh = rng.standard_normal((2, DIMS)).astype(np.float32)
+    fresh /= np.linalg.norm(fresh, axis=1, keepdims=True)
+    _replace_rows(table, {"u00007": fresh[0], "u09999": fresh[1]})  # one edited, one new
+    moved_on = {u: r for u, r in catalog.items() if u != "u00011"}  # one removed
+    moved_on["u00007"] = SimpleNamespace(arch="x86_64")  # a sync swaps in a new record for an edited template
+    moved_on["u09999"] = SimpleNamespace(arch="aarch64")
+    reads = []
+    real = quantized_mirror._table_vectors
+    monkeypatch.setattr(quantized_mirror, "_table_vectors", lambda *a: reads.append(a[1]) or real(*a))
+    patched = keeper.current(table, moved_on, DIMS, wait=0)  # no build to wait for
+    assert patched is not None and patched.codes is base.codes and not keeper.busy()
+    assert sorted(reads[0]) == ["u00007", "u09999"]
+    top = patched.nearest(fresh[0], None, 5)
+    assert patched.uids[top[0][0]] == "u00007" and abs(top[0][1] - 1.0) < 1e-5  # its new vector, exactly
+    assert patched.uids[patched.nearest(fresh[1], patched.mask({"arch": "aarch64"}), 3)[0][0]] == "u09999"
+    old_vector_hits = [patched.uids[r] for r, _ in patched.nearest(vectors[7], None, 50)]
+    assert old_vector_hits.count("u00007") <= 1 and "u00011" not in old_vector_hits
+    assert all(c <= 0.999 for r, c in patched.nearest(vectors[7], None, 50) if patched.uids[r] == "u00007")
+    assert "u00011" not in [patched.uids[r] for r, _ in patched.nearest(vectors[11], None, 50)]
+    # The next change keeps the vectors it already has and reads only the new row.
+    again = dict(moved_on)
+    again["u00020"] = SimpleNamespace(arch="x86_64")
+    _replace_rows(table, {"u00020": fresh[1]})
+    assert keeper.current(table, again, DIMS, wait=0) is not None and reads[1] == ["u00020"]
+    keeper.close()
+
+
+def test_many_changed_rows_build_the_codes_again(clustered, tmp_path: Path, monkeypatch) -> None:
+    table, _vectors, catalog = clustered
+    monkeypatch.setattr(quantized_mirror, "PATCH_MAX", 3)
+    keeper = QuantizedKeeper(tmp_path, threads=1)
+    base = keeper.current(table, catalog, DIMS)
+    assert base is not None
+    moved_on = dict(catalog)
+    for uid in ("u00001", "u00002", "u00003", "u00004"):
+        moved_on[uid] = SimpleNamespace(arch="x86_64")
+    rebuilt = keeper.current(table, moved_on, DIMS)
+    assert rebuilt is not None and rebuilt.codes is not base.codes and rebuilt.stale is None and not len(rebuilt.delta)
+    keeper.close()
+
+
+def test_index_finds_a_template_added_above_the_mirror_size(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 0)
+    root = tmp_path / "templates"
+    root.mkdir()
+    write_template(root, "alpha", "edge gateway with docker", "edge, docker", "docker.io")
+    write_template(root, "beta", "kiosk browser", "kiosk", "chromium")
+    emb = HashEmbedder(dimensions=64)
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    index.start()
+    first = index._quantized.current(index._table, index.catalog, 64)
+    assert first is not None
+    write_template(root, "gamma", "cloud vm image", "cloud", "cloud-init")
+    (root / "alpha.yml").unlink()
+    index.sync()
+    names = {index.catalog[c.uid].name for c in index.candidates(emb.embed_query("cloud vm"), "", None, 10,
+                                                                 filters={})}
+    assert names == {"beta", "gamma"}
+    now = index._quantized.current(index._table, index.catalog, 64)
+    assert now is not None and now.codes is first.codes and len(now.delta) == 1
+    index.close()
+
+
+def test_codes_are_kept_for_the_next_start_while_they_describe_the_table(clustered, tmp_path: Path,
+                                                                        monkeypatch) -> None:
+    table, vectors, catalog = clustered
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    built = build(table, catalog, DIMS, kept, threads=1, model_key="m1")
+    assert built is not None and (kept / quantized_mirror.CODES_FILE).is_file()
+    assert not list(kept.glob(f"{quantized_mirror.ROWS_TEMP}*"))  # the rows' file went under its name
+    loaded = quantized_mirror.load(table, catalog, DIMS, kept, 1, "m1")
+    assert loaded is not None and loaded.uids == built.uids
+    for i in (0, 123, 4567):
+        assert loaded.nearest(vectors[i], None, 10) == built.nearest(vectors[i], None, 10)
+    # A keeper starting over the same directory loads them instead of building.
+    monkeypatch.setattr(quantized_mirror, "build", lambda *a, **k: pytest.fail("built again"))
+    keeper = QuantizedKeeper(kept, threads=1, model_key=lambda: "m1")
+    assert keeper.current(table, catalog, DIMS) is not None
+    keeper.close()
+    # What no longer describes the table is passed over.
+    assert quantized_mirror.load(table, catalog, DIMS, kept, 1, "another-model") is None
+    assert quantized_mirror.load(table, dict(list(catalog.items())[:-1]), DIMS, kept, 1, "m1") is None
+    _replace_rows(table, {"u00003": vectors[3]})  # a new table version
+    assert quantized_mirror.load(table, catalog, DIMS, kept, 1, "m1") is None
+
+
+@pytest.mark.parametrize("damage", ["truncated codes", "garbage codes", "other rows file", "no rows file"])
+def test_damaged_kept_codes_are_passed_over(clustered, tmp_path: Path, damage: str) -> None:
+    table, _vectors, catalog = clustered
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert build(table, catalog, DIMS, kept, threads=1, model_key="m1") is not None
+    codes, rows = kept / quantized_mirror.CODES_FILE, kept / quantized_mirror.ROWS_FILE
+    if damage == "truncated codes":
+        codes.write_bytes(codes.read_bytes()[: codes.stat().st_size // 2])
+    elif damage == "garbage codes":
+        codes.write_bytes(b"not a zip file at all")
+    elif damage == "other rows file":
+        data = rows.read_bytes()
+        rows.unlink()
+        rows.write_bytes(data)  # same size, another inode: not the file the codes were written with
+    else:
+        rows.unlink()
+    assert quantized_mirror.load(table, catalog, DIMS, kept, 1, "m1") is None
+    keeper = QuantizedKeeper(kept, threads=1, model_key=lambda: "m1")
+    assert keeper.current(table, catalog, DIMS) is not None  # built again
+    keeper.close()
+    assert quantized_mirror.load(table, catalog, DIMS, kept, 1, "m1") is not None
+
+
+def test_a_second_start_of_the_index_uses_the_kept_codes(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 0)
+    emb = HashEmbedder(dimensions=64)
+    first = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    first.start()
+    first.settle()
+    assert first._quantized.ready_for(first.catalog)
+    first.close()
+    builds = []
+    real = quantized_mirror.build
+    monkeypatch.setattr(quantized_mirror, "build", lambda *a, **k: builds.append(1) or real(*a, **k))
+    second = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    second.start()
+    assert second._quantized.current(second._table, second.catalog, 64) is not None and builds == []
+    second.clear()
+    assert not (second.location / quantized_mirror.CODES_FILE).exists()  # type: ignore[operator]
+    second.close()

@@ -314,3 +314,45 @@ def test_a_second_start_of_the_index_uses_the_kept_codes(tmp_path: Path, monkeyp
     second.clear()
     assert not (second.location / quantized_mirror.CODES_FILE).exists()  # type: ignore[operator]
     second.close()
+
+
+def test_searches_go_on_while_templates_change(tmp_path: Path, monkeypatch) -> None:
+    """Searches on four threads while templates are added, edited and removed above the (lowered) mirror size:
+    no search fails, and once the changes stop the codes answer for exactly the templates on disk."""
+    monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 0)
+    monkeypatch.setattr(quantized_mirror, "PATCH_MAX", 2)  # some changes patch, some build again
+    root = tmp_path / "templates"
+    root.mkdir()
+    for i in range(6):
+        write_template(root, f"t{i}", f"template number {i} with docker", "edge, docker", "docker.io")
+    emb = HashEmbedder(dimensions=64)
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    index.start()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                index.candidates(emb.embed_query("docker template"), "docker", None, 5, filters={})
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+                return
+
+    workers = [threading.Thread(target=search) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for step in range(8):
+        write_template(root, f"n{step}", f"new kiosk template {step}", "kiosk", "chromium")
+        if step % 3 == 0:
+            (root / f"t{step % 6}.yml").unlink(missing_ok=True)
+        index.sync()
+    stop.set()
+    for w in workers:
+        w.join(30)
+    assert not errors, errors
+    on_disk = {p.stem for p in root.glob("*.yml")}
+    found = index.candidates(emb.embed_query("kiosk"), "", None, 100, filters={})
+    assert {index.catalog[c.uid].name for c in found} == on_disk
+    assert index._quantized.ready_for(index.catalog)
+    index.close()

@@ -60,6 +60,10 @@ def engine_run(roots: list[Path], cache_dir: Path, first_query: str, queries: li
         index = engine.index
         assert index is not None
         out["vector_index_rows"] = index.vector_index_rows
+        quantized = index._quantized.current(index._opened_table(), index.catalog, engine.searcher.embedder.dimensions,
+                                             wait=0)
+        if quantized is not None:
+            out["quantized"] = quantized_recall(quantized, engine.searcher.embedder, queries[:100])
         t = time.perf_counter()
         scan = index.scan()
         out["scan_s"] = round(time.perf_counter() - t, 3)
@@ -95,6 +99,23 @@ def engine_run(roots: list[Path], cache_dir: Path, first_query: str, queries: li
         del engine
         gc.collect()
     return out
+
+
+def quantized_recall(mirror: Any, embedder: Any, queries: list[str], k: int = 50) -> dict[str, Any]:
+    """The 8-bit codes' leg (server/library/quantized_mirror.py) against exact search over the same float32
+    vectors, with real query embeddings: recall at 10 and 50, and the leg's own latency."""
+    exact_matrix = mirror.vectors(np.arange(len(mirror.uids)))
+    recall10, recall50, latency = [], [], []
+    for query in queries:
+        vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
+        t = time.perf_counter()
+        found = [row for row, _ in mirror.nearest(vector, None, k)]
+        latency.append((time.perf_counter() - t) * 1000)
+        truth = np.argsort(-(exact_matrix @ vector), kind="stable")[:k].tolist()
+        recall10.append(len(set(found[:10]) & set(truth[:10])) / 10)
+        recall50.append(len(set(found) & set(truth)) / k)
+    return {"rows": len(mirror.uids), "queries": len(queries), "recall@10": round(float(np.mean(recall10)), 4),
+            "recall@50": round(float(np.mean(recall50)), 4), "latency": summary(latency)}
 
 
 def _during_background(engine: Any, queries: list[str]) -> dict[str, Any]:

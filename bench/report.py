@@ -368,12 +368,30 @@ def _scale_section(results: dict[str, Any]) -> list[str]:
                    f"and postings that reproduce LanceDB's BM25 scores). From {server['vector_index_min_rows']:,} rows a sync or bulk load builds an IVF_SQ "
                    f"index (cosine, LanceDB's default partitioning, ~8,000 rows per partition) queried with "
                    f"nprobes={server['nprobes']} and refine_factor={server['refine_factor']}; it is retrained when the table has grown "
-                   f"{server['regrow']}× past its training size. `optimize()` after every write folds new rows into "
+                   f"{server['regrow']}× past its training size. From the same size the server answers the vector "
+                   "leg from 8-bit codes in memory (`server/library/quantized_mirror.py`: one onnxruntime scan, then "
+                   "twice the rows asked for re-scored exactly), and this index only without onnxruntime or while "
+                   "the codes are built; the table above measures LanceDB's own legs"
+                   f"{_quantized_line(results.get('speed', {}))}. "
+                   f"`optimize()` after every write folds new rows into "
                    f"the FTS and vector indexes. From {server['background_scan_min']:,} templates the periodic "
                    "fingerprint scan runs in a background thread (off the search path) and the post-write "
                    "optimize runs in the background too; rows written meanwhile are found by flat scans.")
         out.append("")
     return out
+
+
+def _quantized_line(speed: dict[str, Any]) -> str:
+    """The codes' leg as the in-process runs measured it (bench/inproc.py quantized_recall)."""
+    parts = []
+    for label in speed:
+        q = _get(speed, label, "inproc", "quantized")
+        if q:
+            lat = q.get("latency") or {}
+            parts.append(f"{q['rows']:,} rows: recall@10 {q['recall@10']:.3f} and recall@50 {q['recall@50']:.3f} "
+                         f"against exact search over {q['queries']} labelled queries' real embeddings, the leg alone "
+                         f"p50 / p95 {_f(lat.get('p50_ms'), 2)} / {_f(lat.get('p95_ms'), 2)} ms")
+    return " (measured here, " + "; ".join(parts) + ")" if parts else ""
 
 
 def write_plots(results: dict[str, Any], plots: Path) -> list[str]:

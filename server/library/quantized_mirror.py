@@ -3,16 +3,18 @@
 Why: from ``VECTOR_INDEX_MIN_ROWS`` rows LanceDB answers the vector leg from its IVF_SQ index, and at 100,000
 rows that leg took ~9-12 ms a query, most of it LanceDB's fixed cost (its 12 partitions are all probed, so it
 scans every 8-bit code anyway). The same scan as one onnxruntime ``MatMulInteger`` over codes it has packed
-once takes ~1.3 ms on two threads, and picking the shortlist in the same run (TopK) a few tenths more. The baseline it replaces holds every
-float32 vector (1,536 bytes a row); this holds onnxruntime's copy of the codes (384 bytes a row, ~40 MB at
-100,000 rows with its packing). The codes are handed over from memory as an external initializer, which
-onnxruntime copies while loading: its C API (AddExternalInitializers) lets the caller's buffer go after that.
+once takes ~1.3 ms on two threads, and picking the shortlist in the same run (TopK) a few tenths more. The
+baseline it replaces holds every float32 vector (1,536 bytes a row); this holds onnxruntime's copy of the
+codes (384 bytes a row, ~40 MB at 100,000 rows with its packing). The codes are handed over from memory as
+an external initializer, which onnxruntime copies while loading: its C API (AddExternalInitializers) lets
+the caller's buffer go after that.
 
 Exact, as LanceDB's refine is: the ``REFINE`` x ``limit`` best rows by code are re-scored with their float32
-vectors, read with ``pread`` from an unnamed file this builds beside the index (the page cache holds it, not
-the process; it disappears with the file handle). The codes are per-dimension symmetric (scale = the
-dimension's largest magnitude / 127), the query is quantised to unsigned 8 bits per query; the shortlist's
-recall against exact search is measured in ``make bench`` and tested.
+vectors, read with ``pread`` from a file beside the index (the page cache holds it, not the process). The
+codes are per-dimension symmetric (scale = the dimension's largest magnitude / 127), the query is quantised
+to unsigned 8 bits per query; the shortlist's recall against exact search is measured in ``make bench``
+and tested. A local index keeps the codes and that file for the next start (:func:`load`); otherwise the
+file has no name and goes with its handle.
 
 Built in the background from one snapshot of the table when the index starts. When the catalog moves on,
 the rows that changed are searched exactly beside the codes (their float32 vectors read from the table),
@@ -42,7 +44,7 @@ from .vector_mirror import FilterColumns
 
 log = logging.getLogger(__name__)
 
-MAX_ROWS = 500_000  # 384 MB of codes at 384 dimensions: past this LanceDB's index answers alone
+MAX_ROWS = 500_000  # ~200 MB of packed codes at 384 dimensions: past this LanceDB's index answers alone
 REFINE = VECTOR_INDEX_REFINE
 READ_BATCH = 8_192  # rows per Arrow batch while building: the build holds ~13 MB of floats, not the whole table
 QUERY_ZERO_POINT = 128

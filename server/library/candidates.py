@@ -175,10 +175,11 @@ def table_candidates(table: Any, qvec: np.ndarray, text_rows: TextRows | None, w
     return list(found.values())
 
 
-def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text: TextRows | str | None,
+def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text: TextRows | str | list[tuple[int, float]] | None,
                         filters: dict[str, str | None], limit: int) -> list[Candidate]:
     """The vector leg from the mirror (prefiltered by ``filters``); the full-text leg from the mirror's postings
-    when ``text`` is the full-text query, or LanceDB's rows when it is their future."""
+    when ``text`` is the full-text query, their hits when it is a list (:func:`text_hits`), or LanceDB's rows
+    when it is their future."""
     with single_thread_blas():
         # One thread: OpenBLAS splits this matrix-vector product over the cores and the rendezvous costs more
         # than it saves (10,000 x 384 on 2 busy cores: 5.5 ms threaded, 1.2 ms on one), with identical sums.
@@ -199,13 +200,20 @@ def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text: TextRows |
     return list(found.values())
 
 
-def _text_hits(mirror: VectorMirror, text: TextRows | str | None, keep: np.ndarray | None,
+def text_hits(mirror: VectorMirror, fts_query: str, keep: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
+    """(mirror row, BM25 score) of the in-memory full-text leg's best ``limit`` rows among those ``keep`` allows."""
+    return mirror.text.search(fts_query, keep, limit) if mirror.text is not None and fts_query.strip() else []
+
+
+def _text_hits(mirror: VectorMirror, text: TextRows | str | list[tuple[int, float]] | None, keep: np.ndarray | None,
                limit: int) -> list[tuple[int, float]]:
     """(mirror row, BM25 score) of the full-text leg's rows."""
     if text is None:
         return []
+    if isinstance(text, list):
+        return text
     if isinstance(text, str):
-        return mirror.text.search(text, keep, limit) if mirror.text is not None and text.strip() else []
+        return text_hits(mirror, text, keep, limit)
     hits = []
     for row in text.result():
         pos = mirror.position.get(row["uid"])

@@ -17,7 +17,7 @@ import numpy as np
 
 from .embed_cache import QueryCache
 from .embed_numpy import MiniLM, single_thread_blas
-from .embedder import EmbeddingError, normalise
+from .embedder import EmbeddingError, inference_starts, normalise
 
 if TYPE_CHECKING:
     from .embed_onnx import OnnxMiniLM
@@ -289,6 +289,7 @@ class LocalEmbedder:
                 mask[row, :lengths[i]] = 1
             out[chunk] = model.encode(ids, mask)
 
+        inference_starts()
         with single_thread_blas():  # onnxruntime has its own threads (embed_onnx.THREADS); numpy gets one
             for chunk in self._chunks(lengths):
                 run(chunk)

@@ -6,9 +6,14 @@ Every embedder returns L2-normalised float32 arrays of shape (n, dimensions) and
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import numpy as np
+
+_inference = threading.local()
 
 
 class EmbeddingError(RuntimeError):
@@ -33,3 +38,27 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     # Same clamp as torch's F.normalize: an all-zero vector stays zero instead of becoming NaN.
     return vectors / np.maximum(norms, 1e-12)
+
+
+@contextlib.contextmanager
+def on_inference(callback: Callable[[], None]) -> Iterator[None]:
+    """Call ``callback`` on this thread when an embedder called inside the block starts its model run, the
+    point from which it holds no GIL (at the latest when the block ends: a cached vector, or an embedder that
+    does not say). Search uses it to start its other work on a second core only then: started earlier, that
+    work held the GIL the query's tokenising needed and the two ran one after the other."""
+    _inference.callback = callback
+    try:
+        yield
+    finally:
+        pending = getattr(_inference, "callback", None)
+        _inference.callback = None
+        if pending is not None:
+            pending()
+
+
+def inference_starts() -> None:
+    """Called by an embedder right before its model run releases the GIL (see :func:`on_inference`)."""
+    callback = getattr(_inference, "callback", None)
+    if callback is not None:
+        _inference.callback = None
+        callback()

@@ -406,6 +406,16 @@ class TemplateIndex(IndexSync):
                                      quantized=quantized, filters=filters)
         return [c for c in found if c.uid in self.catalog]
 
+    def memory_mirror(self) -> VectorMirror | None:
+        """The mirror when it answers both legs (vectors and full-text postings in memory), else None."""
+        mirror = self._vector_mirror()
+        return mirror if mirror is not None and mirror.text is not None else None
+
+    def mirror_candidates(self, mirror: VectorMirror, qvec: np.ndarray, hits: list[tuple[int, float]],
+                          filters: dict[str, str | None], limit: int) -> list[Candidate]:
+        """:meth:`candidates` from ``mirror`` (:meth:`memory_mirror`), its full-text ``hits`` already found."""
+        return [c for c in mirrored_candidates(mirror, qvec, hits, filters, limit) if c.uid in self.catalog]
+
     def _opened_table(self) -> Any:
         """The table, opened now if the index started from the mirror on disk. No lock once open: a background
         optimize holds it for a second at 100,000 rows."""

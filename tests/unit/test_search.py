@@ -233,3 +233,46 @@ def test_spelling_corrections_embed_the_same_query_vector_as_before(library_engi
     alone = embedder.embed(["ubuntu robotcs image"])[0]
     batched = embedder.embed(["ubuntu robotcs image", "robotics"])[0]
     assert float(alone @ batched) > 0.99999
+
+
+def _outcome(engine, query: str, **filters) -> tuple:
+    engine.searcher._cache.clear()
+    o = engine.searcher.search(query, top_k=5, use_threshold=False, **filters)
+    return o.message, o.below_threshold, [(r.record.name, r.score, r.semantic, r.keyword, r.package, r.cosine, r.bm25,
+                                           r.penalties, r.matched_packages, r.matched_terms) for r in o.results]
+
+
+def test_the_second_core_s_work_changes_no_result(library_engine, monkeypatch):
+    """With both legs in memory, the full-text leg and the static score parts run beside the query's embedding
+    (search.py ``_prepare``); the answers are the ones of the one-thread path, to the last digit."""
+    engine = library_engine
+    engine.search("warm up")
+    engine.index.settle()
+    assert engine.index.memory_mirror() is not None
+    queries = [q.query for q in load_queries(REPO / "bench" / "eval" / "search-library.yaml")][:40]
+    queries += ["without docker minimal", "ubuntu arm64 raw with nginx", "kernel-rt for x86_64 not ubuntu", "zzqx"]
+    cases = [(q, {}) for q in queries] + [("edge image", {"arch": "x86_64"}), ("docker", {"os": "ubuntu"})]
+    calls = []
+    real = engine.searcher._prepare
+    monkeypatch.setattr(engine.searcher, "_prepare", lambda *a: calls.append(1) or real(*a))
+    overlapped = [_outcome(engine, q, **f) for q, f in cases]
+    assert len(calls) == len(cases)
+    monkeypatch.setattr(engine.index, "memory_mirror", lambda: None)
+    one_thread = [_outcome(engine, q, **f) for q, f in cases]
+    assert overlapped == one_thread
+
+
+def test_on_inference_calls_back_once_at_the_model_run_or_at_the_end():
+    from image_composer_mcp.server.library.embedder import inference_starts, on_inference
+
+    calls = []
+    with on_inference(lambda: calls.append("run")):
+        inference_starts()
+        inference_starts()  # a second sub-batch: already called
+        assert calls == ["run"]
+    assert calls == ["run"]
+    with on_inference(lambda: calls.append("end")):
+        pass  # a cached vector: no model run
+    assert calls == ["run", "end"]
+    inference_starts()  # outside a block: nothing to call
+    assert calls == ["run", "end"]

@@ -24,10 +24,12 @@ MIRROR_MAX_ROWS = VECTOR_INDEX_MIN_ROWS  # the mirror serves flat search only
 class FilterColumns:
     """Rows of one catalog snapshot and their filter columns, for prefiltering like LanceDB's ``where``."""
 
-    def __init__(self, catalog: dict[str, TemplateRecord], uids: list[str]) -> None:
+    def __init__(self, catalog: dict[str, TemplateRecord], uids: list[str],
+                 position: dict[str, int] | None = None) -> None:
+        """``position``: uid -> row, when the caller has it already (built from ``uids`` otherwise)."""
         self.catalog = catalog
         self.uids = uids
-        self.position = {u: i for i, u in enumerate(uids)}
+        self.position = position if position is not None else {u: i for i, u in enumerate(uids)}
         self._columns: dict[str, np.ndarray] = {}
 
     def mask(self, filters: dict[str, str | None]) -> np.ndarray | None:

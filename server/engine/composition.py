@@ -271,6 +271,8 @@ class Engine:
             self._ready.wait(30)
         if self._follower is not None:
             self._follower.join(30)
+        if self.searcher is not None:
+            self.searcher.close()
         if self.index is not None:
             self.index.close()
             if self.index.lease is not None:

@@ -468,6 +468,13 @@ class SearchEngine:
                   for uid in known if uid in catalog}
         return hits, plan, static
 
+    def close(self) -> None:
+        """Let :meth:`_prepare`'s threads go (a search still running finishes first)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
     def _helper(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:
             with self._lock:

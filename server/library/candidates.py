@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .embed_numpy import single_thread_blas
-from .lance_table import VECTOR_INDEX_NPROBES, VECTOR_INDEX_REFINE
+from .lance_table import VECTOR_INDEX_NPROBES, VECTOR_INDEX_REFINE, vector_matrix
 from .quantized_mirror import QuantizedMirror
 from .vector_mirror import VectorMirror
 
@@ -79,9 +79,7 @@ def _rows(result: Any) -> list[dict[str, Any]]:
     names = [n for n in result.column_names if n != "vector"]
     rows: list[dict[str, Any]] = result.select(names).to_pylist()
     if "vector" in result.column_names and rows:
-        flat = result.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix = np.asarray(flat, dtype=np.float32).reshape(len(rows), -1)
-        for row, vector in zip(rows, matrix, strict=True):
+        for row, vector in zip(rows, vector_matrix(result.column("vector")), strict=True):
             row["vector"] = vector
     return rows
 

@@ -187,6 +187,15 @@ def bulk_objects() -> Iterator[None]:
             gc.enable()
 
 
+def vector_matrix(column: Any) -> np.ndarray:
+    """The table's ``vector`` column (an Arrow fixed-size list array, or a chunked one) as a float32
+    (rows, dims) matrix, read through Arrow, never as Python floats."""
+    if hasattr(column, "combine_chunks"):
+        column = column.combine_chunks()
+    flat = column.flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(flat, dtype=np.float32).reshape(len(column), column.type.list_size)
+
+
 def sql_quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 

@@ -38,7 +38,7 @@ from typing import IO, Any
 import numpy as np
 
 from . import npz_file
-from .lance_table import VECTOR_INDEX_REFINE, sql_quote
+from .lance_table import VECTOR_INDEX_REFINE, sql_quote, vector_matrix
 from .templates import TemplateRecord
 from .vector_mirror import FilterColumns
 
@@ -156,18 +156,16 @@ class QuantizedMirror(FilterColumns):
                 if self.catalog.get(uid) is catalog[uid] and self.position.get(uid, -1) >= coded}
         fetch = [uid for uid in differ if uid not in have]
         if fetch:
-            have.update(_table_vectors(table, fetch, codes.dims))
+            have.update(_table_vectors(table, fetch))
         delta_uids = [uid for uid in differ if uid in have]  # a row not in the table yet is left out, as a build would
         delta = np.stack([have[uid] for uid in delta_uids]) if delta_uids else None
         return QuantizedMirror(catalog, codes, stale if stale.any() else None, delta_uids, delta)
 
 
-def _table_vectors(table: Any, uids: list[str], dims: int) -> dict[str, np.ndarray]:
+def _table_vectors(table: Any, uids: list[str]) -> dict[str, np.ndarray]:
     where = "uid IN (" + ", ".join(sql_quote(u) for u in uids) + ")"
     data = table.search().where(where).select(["uid", "vector"]).limit(len(uids)).to_arrow()
-    flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    matrix = np.asarray(flat, dtype=np.float32).reshape(data.num_rows, dims)
-    return dict(zip(data.column("uid").to_pylist(), matrix, strict=True))
+    return dict(zip(data.column("uid").to_pylist(), vector_matrix(data.column("vector")), strict=True))
 
 
 def _session(codes: np.ndarray, threads: int) -> Any:
@@ -239,8 +237,7 @@ def build(table: Any, catalog: dict[str, TemplateRecord], dims: int, directory: 
         reader = table.search().select(["uid", "vector"]).limit(max(rows, 1)).to_batches(READ_BATCH)
         for batch in reader:
             batch_uids = batch.column("uid").to_pylist()
-            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
-            matrix = np.asarray(flat, dtype=np.float32).reshape(len(batch_uids), dims)
+            matrix = vector_matrix(batch.column("vector"))
             keep = [i for i, uid in enumerate(batch_uids) if uid in catalog]
             matrix = np.ascontiguousarray(matrix[keep])
             np.maximum(peak, np.abs(matrix).max(axis=0, initial=0.0), out=peak)

@@ -400,11 +400,11 @@ class SearchEngine:
         return len(r.matched_terms) >= 1 and r.keyword >= STRONG_EVIDENCE + BM25_SHARE
 
     def _static_parts(self, plan: _KeywordPlan, analysis: QueryAnalysis, rec: TemplateRecord, uid: str,
-                      wants: list[tuple[str, str]], need_packages: bool) -> _Static:
+                      wants: list[tuple[str, str]]) -> _Static:
         """What a candidate's score takes from the query and the template alone (not from the legs): word
         coverage, packages, and the penalties' factor and reasons."""
         coverage, hits = self._keyword_score(plan, rec)
-        have = self._packages_lower(uid) if need_packages else frozenset()
+        have = self._packages_lower(uid) if analysis.packages or analysis.excluded else frozenset()
         package, matched = self._package_score(analysis, have)
         factors: list[float] = []  # applied one by one, in this order, as the score always was
         penalties: list[str] = []
@@ -433,13 +433,12 @@ class SearchEngine:
         catalog = self.index.catalog
         w_semantic, w_keyword, w_package = weights["semantic"], weights["keyword"], weights["package"]
         wants = self._wants(analysis, filters)
-        need_packages = bool(analysis.packages or analysis.excluded)
         scored: list[ScoredResult] = []
         for cand in candidates:
             rec = catalog[cand.uid]
             parts = static.get(cand.uid)
             if parts is None:
-                parts = self._static_parts(keyword_plan, analysis, rec, cand.uid, wants, need_packages)
+                parts = self._static_parts(keyword_plan, analysis, rec, cand.uid, wants)
             coverage, hits, package, matched, factors, penalties = parts
             semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             keyword = (1 - BM25_SHARE) * coverage + BM25_SHARE * (cand.bm25 / max_bm25)
@@ -463,9 +462,7 @@ class SearchEngine:
         known = mirror.uids if len(mirror.uids) <= limit else [mirror.uids[pos] for pos, _ in hits]
         catalog = mirror.catalog
         wants = self._wants(analysis, filters)
-        need_packages = bool(analysis.packages or analysis.excluded)
-        static = {uid: self._static_parts(plan, analysis, catalog[uid], uid, wants, need_packages)
-                  for uid in known if uid in catalog}
+        static = {uid: self._static_parts(plan, analysis, catalog[uid], uid, wants) for uid in known if uid in catalog}
         return hits, plan, static
 
     def close(self) -> None:

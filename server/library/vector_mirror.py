@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .lance_table import FTS_OPTIONS, VECTOR_INDEX_MIN_ROWS
+from .lance_table import FTS_OPTIONS, VECTOR_INDEX_MIN_ROWS, vector_matrix
 from .templates import TemplateRecord
 from .text_mirror import TextMirror, reproduces
 
@@ -68,9 +68,7 @@ def load_mirror(table: Any, catalog: dict[str, TemplateRecord], dims: int) -> Ve
         return None
     data = table.search().select(["uid", "vector"]).limit(max(rows, 1)).to_arrow()
     uids = [u for u in data.column("uid").to_pylist()]
-    flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    matrix = np.asarray(flat, dtype=np.float32).reshape(len(uids), -1) if uids else \
-        np.zeros((0, dims), dtype=np.float32)
+    matrix = vector_matrix(data.column("vector")) if uids else np.zeros((0, dims), dtype=np.float32)
     keep = [i for i, u in enumerate(uids) if u in catalog]
     return VectorMirror(catalog, [uids[i] for i in keep], np.ascontiguousarray(matrix[keep]))
 

@@ -38,18 +38,27 @@ def available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
+def session_options(threads: int) -> Any:
+    """Every session's options here: ``threads`` per call, which sleep between calls (see THREADS), one
+    inter-op thread (the graphs are chains)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see THREADS
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return options
+
+
 class OnnxMiniLM:
     """BERT encoder with mean pooling: (ids, mask) -> (batch, hidden), not normalised, like ``embed_numpy.MiniLM.encode``."""
 
     def __init__(self, model: str | bytes, words: np.ndarray, threads: int = THREADS) -> None:
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see THREADS
-        options.inter_op_num_threads = 1
+        options = session_options(threads)
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
         # The arena, memory patterns and pre-packed GEMM weights stay on (onnxruntime's defaults): measured
         # here, turning them off to save memory doubled query time and *raised* the peak during batches.
         self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

@@ -195,10 +195,9 @@ def _session(codes: np.ndarray, threads: int) -> Any:
         [helper.make_tensor_value_info("best", TensorProto.INT32, [1, None]),
          helper.make_tensor_value_info("rows", TensorProto.INT64, [1, None])], initializer=[codes_init, zero])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # as the embedder's (embed_onnx)
+    from .embed_onnx import session_options
+
+    options = session_options(threads)
     options.add_external_initializers(["codes"], [ort.OrtValue.ortvalue_from_numpy(codes)])
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 

@@ -129,7 +129,7 @@ def load(path: Path, *, model_key: str, dims: int) -> Snapshot:
         raise ValueError(f"made with another embedding model or text version ({meta.get('model_key')})")
     if meta.get("analyzer") != FTS_OPTIONS:
         raise ValueError("made with other full-text analyzer options")
-    vectors = np.ascontiguousarray(data["vectors"])
+    vectors = data["vectors"]  # as written, dims x rows in memory (VectorMirror.columns): kept without a copy
     rows = int(meta["rows"])
     uids, *columns = _decode_catalog(meta["distinct"], data, rows)
     if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape != (rows, dims):

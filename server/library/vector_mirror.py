@@ -10,15 +10,20 @@ The vectors are read on the first search; the full-text postings are built after
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 
+from .embed_numpy import single_thread_blas
 from .lance_table import FTS_OPTIONS, VECTOR_INDEX_MIN_ROWS, vector_matrix
 from .templates import TemplateRecord
 from .text_mirror import TextMirror, reproduces
 
 MIRROR_MAX_ROWS = VECTOR_INDEX_MIN_ROWS  # the mirror serves flat search only
+# From this many rows the scan is onnxruntime's: one call costs ~30 us more than numpy's product, which at
+# 1,000 rows is all the product takes (measured: 0.03-0.04 ms either way).
+SCAN_MIN_ROWS = 2_000
 
 
 class FilterColumns:
@@ -51,9 +56,89 @@ class VectorMirror(FilterColumns):
     """Vectors of one catalog snapshot."""
 
     def __init__(self, catalog: dict[str, TemplateRecord], uids: list[str], matrix: np.ndarray) -> None:
+        """``matrix``: rows x dims. Kept as dims x rows (``columns``): onnxruntime's MatMul of the query by that
+        layout scans 10,000 rows in ~0.2 ms and 20,000 in ~0.56, where numpy's product over rows x dims took
+        0.54 and 1.9 ms on one thread, and onnxruntime's over rows x dims 1.1 ms at 20,000."""
         super().__init__(catalog, uids)
-        self.matrix = matrix
+        self.columns = np.ascontiguousarray(np.asarray(matrix, dtype=np.float32).T)
         self.text: TextMirror | None = None  # the full-text leg, once attach_text has built it
+        self._no_bias: np.ndarray | None = None
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """rows x dims (a view of ``columns``)."""
+        return self.columns.T
+
+    def cosines(self, rows: np.ndarray | list[int], qvec: np.ndarray) -> np.ndarray:
+        """The dot products of ``rows`` with ``qvec``."""
+        return np.asarray(qvec, dtype=np.float32) @ self.columns[:, rows]
+
+    def nearest(self, qvec: np.ndarray, keep: np.ndarray | None, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, dot products) of the ``limit`` best rows among those ``keep`` allows, in no order: exact,
+        by onnxruntime from ``SCAN_MIN_ROWS`` rows (numpy without it)."""
+        query = np.asarray(qvec, dtype=np.float32)
+        total = self.columns.shape[1]
+        allowed = total if keep is None else int(np.count_nonzero(keep))
+        count = min(limit, allowed)
+        if count <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        session = _scan_session() if total >= SCAN_MIN_ROWS else None
+        if session is not None:
+            if keep is None:
+                if self._no_bias is None or self._no_bias.shape[1] != total:
+                    self._no_bias = np.zeros((1, total), dtype=np.float32)
+                bias = self._no_bias
+            else:
+                bias = np.where(keep, np.float32(0), np.float32(-np.inf)).astype(np.float32)[None, :]
+            values, rows = session.run(None, {"query": query[None, :], "columns": self.columns, "bias": bias,
+                                              "count": np.array([count], dtype=np.int64)})
+            return rows[0], values[0]
+        with single_thread_blas():
+            # One thread: OpenBLAS splits this product over the cores and the rendezvous costs more than it
+            # saves (10,000 x 384 on 2 busy cores: 5.5 ms threaded, 1.2 ms on one), with identical sums.
+            sims = query @ self.columns
+        if keep is not None:
+            sims = np.where(keep, sims, -np.inf)
+        top = np.argpartition(-sims, count - 1)[:count] if count < total else np.flatnonzero(np.isfinite(sims))
+        return top, sims[top]
+
+
+_scan: list[Any] = []  # the process's scan session once made; [None] without onnxruntime
+_scan_lock = threading.Lock()
+
+
+def _scan_session() -> Any:
+    """One onnxruntime session for every mirror: the query (1 x dims) times the columns (dims x rows, an input,
+    so onnxruntime keeps no copy), plus the filter's bias (0 or -inf), then the ``count`` best (TopK)."""
+    if not _scan:
+        with _scan_lock:
+            if not _scan:
+                _scan.append(_make_scan_session())
+    return _scan[0]
+
+
+def _make_scan_session() -> Any:
+    from . import embed_onnx
+
+    if not embed_onnx.available():
+        return None
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["query", "columns"], ["scores"]),
+         helper.make_node("Add", ["scores", "bias"], ["allowed"]),
+         helper.make_node("TopK", ["allowed", "count"], ["best", "rows"], axis=-1, largest=1, sorted=0)],
+        "mirror-scan",
+        [helper.make_tensor_value_info("query", TensorProto.FLOAT, [1, "dims"]),
+         helper.make_tensor_value_info("columns", TensorProto.FLOAT, ["dims", "rows"]),
+         helper.make_tensor_value_info("bias", TensorProto.FLOAT, [1, "rows"]),
+         helper.make_tensor_value_info("count", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("best", TensorProto.FLOAT, [1, None]),
+         helper.make_tensor_value_info("rows", TensorProto.INT64, [1, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", embed_onnx.OPSET)])
+    return ort.InferenceSession(model.SerializeToString(), embed_onnx.session_options(embed_onnx.THREADS),
+                                providers=["CPUExecutionProvider"])
 
 
 def fits(rows: int) -> bool:
@@ -70,7 +155,7 @@ def load_mirror(table: Any, catalog: dict[str, TemplateRecord], dims: int) -> Ve
     uids = [u for u in data.column("uid").to_pylist()]
     matrix = vector_matrix(data.column("vector")) if uids else np.zeros((0, dims), dtype=np.float32)
     keep = [i for i, u in enumerate(uids) if u in catalog]
-    return VectorMirror(catalog, [uids[i] for i in keep], np.ascontiguousarray(matrix[keep]))
+    return VectorMirror(catalog, [uids[i] for i in keep], matrix[keep])
 
 
 def attach_text(mirror: VectorMirror, table: Any) -> None:

@@ -41,9 +41,12 @@ def library_index(tmp_path: Path) -> tuple[TemplateIndex, HashEmbedder]:
     return index, emb
 
 
+@pytest.mark.parametrize("scan_min_rows", [0, vector_mirror.SCAN_MIN_ROWS], ids=["onnxruntime-scan", "numpy-scan"])
 @pytest.mark.parametrize("filters", FILTERS)
-def test_mirror_and_lancedb_give_the_same_candidates(library_index, filters: dict, monkeypatch) -> None:
+def test_mirror_and_lancedb_give_the_same_candidates(library_index, filters: dict, scan_min_rows: int,
+                                                      monkeypatch) -> None:
     index, emb = library_index
+    monkeypatch.setattr(vector_mirror, "SCAN_MIN_ROWS", scan_min_rows)
     mirrored = {q: _legs(index, emb, q, filters) for q in QUERIES}
     assert index._mirror is not None
     monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 0)  # force LanceDB's own flat search
@@ -77,3 +80,32 @@ def test_no_mirror_once_the_vector_index_serves(library_index) -> None:
     index._mirror = None
     index.candidates(emb.embed_query("docker"), "docker", None, 10, filters={})
     assert index._mirror is None
+
+
+@pytest.mark.skipif(vector_mirror._scan_session() is None, reason="onnxruntime is not installed")
+def test_onnxruntime_scan_finds_what_numpy_finds(monkeypatch) -> None:
+    """The same rows and dot products from both scans, unfiltered and filtered, also when fewer rows are
+    allowed than asked for, or none."""
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((40, 48)).astype(np.float32)
+    matrix = centres[rng.integers(0, 40, 3000)] + 0.3 * rng.standard_normal((3000, 48)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    uids = [f"u{i}" for i in range(len(matrix))]
+    mirror = vector_mirror.VectorMirror({}, uids, matrix)
+    assert mirror.matrix.shape == (3000, 48) and np.array_equal(mirror.matrix, matrix)
+    keeps = [None, rng.random(3000) < 0.2, np.arange(3000) < 7, np.zeros(3000, dtype=bool)]
+    for q in range(20):
+        query = matrix[q * 97] + 0.2 * rng.standard_normal(48).astype(np.float32)
+        for keep in keeps:
+            found = {}
+            for scan_min_rows in (0, 10**9):
+                monkeypatch.setattr(vector_mirror, "SCAN_MIN_ROWS", scan_min_rows)
+                rows, cosines = mirror.nearest(query, keep, 50)
+                found[scan_min_rows] = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
+            onnx, numpy_ = found[0], found[10**9]
+            allowed = 3000 if keep is None else int(keep.sum())
+            assert len(onnx) == len(numpy_) == min(50, allowed)
+            assert onnx.keys() == numpy_.keys()
+            assert all(abs(onnx[r] - numpy_[r]) < 1e-5 for r in onnx)
+            assert all(abs(onnx[r] - float(matrix[r] @ query)) < 1e-5 for r in onnx)
+            assert keep is None or all(keep[r] for r in onnx)

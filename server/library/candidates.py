@@ -178,14 +178,13 @@ def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text: TextRows |
     when ``text`` is the full-text query, their hits when it is a list (:func:`text_hits`), or LanceDB's rows
     when it is their future."""
     keep = mirror.mask(filters)
-    rows, cosines = mirror.nearest(qvec, keep, limit)
+    rows, cosines, scores = mirror.nearest(qvec, keep, limit)
     found = {mirror.uids[i]: Candidate(mirror.uids[i], cosine, in_vector_leg=True)
              for i, cosine in zip(rows.tolist(), cosines.tolist(), strict=True)}
     hits = _text_hits(mirror, text, keep, limit)
-    fresh = [pos for pos, _ in hits if mirror.uids[pos] not in found]
-    if fresh:
-        for pos, cosine in zip(fresh, mirror.cosines(fresh, qvec).tolist(), strict=True):
-            found[mirror.uids[pos]] = Candidate(mirror.uids[pos], cosine)
+    for pos, _ in hits:
+        if mirror.uids[pos] not in found:
+            found[mirror.uids[pos]] = Candidate(mirror.uids[pos], float(scores[pos]))
     for pos, bm25 in hits:
         cand = found[mirror.uids[pos]]
         cand.bm25 = bm25

@@ -467,16 +467,19 @@ class TemplateIndex(IndexSync):
 
     def background_busy(self) -> bool:
         """Whether work runs in the background: the in-memory full-text leg's build, a new index's table, the
-        quantized vector leg's build."""
-        return any(w is not None and w.is_alive() for w in (self._table_writer, self._text_builder)) \
-            or self._quantized.busy()
+        mirror's term postings, the quantized vector leg's build."""
+        return any(w is not None and w.is_alive() for w in self._background_threads()) or self._quantized.busy()
 
     def settle(self, timeout: float = 60.0) -> None:
         """Wait for that background work (benchmarks time searches after it)."""
-        for worker in (self._table_writer, self._text_builder):
+        for worker in self._background_threads():
             if worker is not None:
                 worker.join(timeout)
         self._quantized.join(timeout)
+
+    def _background_threads(self) -> list[threading.Thread | None]:
+        mirror = self._mirror
+        return [self._table_writer, self._text_builder, mirror.terms_builder() if mirror is not None else None]
 
     def _attach_text(self, mirror: VectorMirror, table: Any) -> None:
         """The mirror's full-text leg, built off the search path (on any failure LanceDB keeps answering it);

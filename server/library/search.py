@@ -67,6 +67,7 @@ from .query_analysis import (
     package_stem_keys,
 )
 from .templates import TemplateRecord
+from .term_postings import TermPostings
 from .vector_mirror import VectorMirror
 
 if TYPE_CHECKING:
@@ -101,7 +102,13 @@ _KeywordPlan = tuple[list[_ConceptPlan], list[_TermPlan], frozenset[str]]  # ...
 # A candidate's score parts from the query and the template alone: keyword coverage and the words it matched,
 # package share and the packages matched, the penalties' factors and reasons.
 _Static = tuple[float, list[str], float, list[str], tuple[float, ...], list[str]]
-_Prepared = tuple[list[tuple[int, float]], _KeywordPlan, dict[str, _Static]]  # text hits, plan, static parts
+# Every mirror row's keyword coverage, whether each of the query's words (or concepts) credited it (words x
+# rows), and those words, in the order a candidate's matched words are listed.
+_Coverage = tuple[np.ndarray, np.ndarray, list[str]]
+_Prepared = tuple[list[tuple[int, float]], _KeywordPlan, dict[str, _Static], _Coverage | None]
+# A scored candidate before it becomes a ScoredResult (most never do): score rounded, name, record, semantic,
+# keyword and package shares unrounded, the candidate, its static parts.
+_Entry = tuple[float, str, TemplateRecord, float, float, float, Candidate, _Static]
 
 
 @dataclass
@@ -352,7 +359,10 @@ class SearchEngine:
         total = matched = 0.0
         hits: list[str] = []
         for concept_id, forms, weight, terms in concepts:
-            own = sum(wt * self._credit(words, synonyms, strong, weak) for (words, synonyms), wt in forms) / weight
+            own = 0.0
+            for (words, synonyms), wt in forms:  # added in order, not sum(): as _coverage adds them, bit for bit
+                own += wt * self._credit(words, synonyms, strong, weak)
+            own /= weight
             credit = max(own, self._credit(terms, set(), strong, weak) * CONCEPT_CREDIT)
             total += weight
             if credit:
@@ -365,6 +375,55 @@ class SearchEngine:
                 matched += credit * idf
                 hits.append(q)
         return (matched / total if total else 0.0), hits
+
+    @staticmethod
+    def _credits(postings: TermPostings, words: set[str], synonyms: set[str] | tuple[()]) -> np.ndarray:
+        """:meth:`_credit` for every row at once: the weaker credits assigned first, so a row keeps its best."""
+        credit = np.zeros(postings.rows)
+        for value, rows_of, forms in ((WEAK_CREDIT * WEAK_CREDIT, postings.weak, synonyms),
+                                      (WEAK_CREDIT, postings.strong, synonyms), (WEAK_CREDIT, postings.weak, words),
+                                      (1.0, postings.strong, words)):
+            for form in forms:
+                rows = rows_of(form)
+                if len(rows):
+                    credit[rows] = value
+        return credit
+
+    def _coverage(self, plan: _KeywordPlan, postings: TermPostings) -> _Coverage:
+        """:meth:`_keyword_score` for every mirror row at once, with the same float operations in the same
+        order (so the same values, bit for bit)."""
+        concepts, plain, _wanted = plan
+        total = 0.0
+        matched = np.zeros(postings.rows)
+        credited: list[np.ndarray] = []
+        names: list[str] = []
+        for concept_id, forms, weight, terms in concepts:
+            own = np.zeros(postings.rows)
+            for (words, synonyms), wt in forms:
+                own += wt * self._credits(postings, words, synonyms)
+            own /= weight
+            credit = np.maximum(own, self._credits(postings, terms, ()) * CONCEPT_CREDIT)
+            total += weight
+            matched += credit * weight
+            credited.append(credit > 0)
+            names.append(concept_id)
+        for q, idf, words, synonyms in plain:
+            total += idf
+            credit = self._credits(postings, words, synonyms)
+            matched += credit * idf
+            credited.append(credit > 0)
+            names.append(q)
+        coverage = matched / total if total else np.zeros(postings.rows)
+        return coverage, np.array(credited, dtype=bool).reshape(len(names), postings.rows), names
+
+    @staticmethod
+    def _keywords_at(cover: _Coverage, rows: list[int]) -> list[tuple[float, list[str]]]:
+        """Rows' (coverage, matched words) from :meth:`_coverage`, read in two numpy calls for all of them."""
+        coverage, credited, names = cover
+        values = coverage[rows].tolist()
+        flags = credited[:, rows].T.tolist()
+        return [(value, [name for name, flag in zip(names, row_flags, strict=True) if flag]) if value else (0.0, [])
+                for value, row_flags in zip(values, flags, strict=True)]
 
     @staticmethod
     def _package_score(analysis: QueryAnalysis, have: frozenset[str]) -> tuple[float, list[str]]:
@@ -391,19 +450,29 @@ class SearchEngine:
         return hits
 
     @staticmethod
-    def _strong(analysis: QueryAnalysis, r: ScoredResult) -> bool:
-        """Exact evidence: most named packages installed, or most of the query's words (or concepts) present."""
-        if analysis.packages and r.package >= STRONG_EVIDENCE and r.semantic > 0:
+    def _strong(analysis: QueryAnalysis, entry: _Entry) -> bool:
+        """Exact evidence: most named packages installed, or most of the query's words (or concepts) present.
+        On the shares as results show them (rounded)."""
+        _score, _name, _rec, semantic, keyword, package, _cand, parts = entry
+        if analysis.packages and round(package, 4) >= STRONG_EVIDENCE and round(semantic, 4) > 0:
             # Some package names are English words ("file", "less"): a match counts only when the query's
             # meaning is not wholly unrelated to the template (cosine above the floor).
             return True
-        return len(r.matched_terms) >= 1 and r.keyword >= STRONG_EVIDENCE + BM25_SHARE
+        return len(parts[1]) >= 1 and round(keyword, 4) >= STRONG_EVIDENCE + BM25_SHARE
+
+    @staticmethod
+    def _result(entry: _Entry) -> ScoredResult:
+        score, _name, rec, semantic, keyword, package, cand, parts = entry
+        _coverage, hits, _package, matched, _factors, penalties = parts
+        return ScoredResult(rec, score, round(semantic, 4), round(keyword, 4), round(package, 4), round(cand.cosine, 4),
+                            round(cand.bm25, 4), list(penalties), matched, hits)
 
     def _static_parts(self, plan: _KeywordPlan, analysis: QueryAnalysis, rec: TemplateRecord, uid: str,
-                      wants: list[tuple[str, str]]) -> _Static:
+                      wants: list[tuple[str, str]], keyword: tuple[float, list[str]] | None = None) -> _Static:
         """What a candidate's score takes from the query and the template alone (not from the legs): word
-        coverage, packages, and the penalties' factor and reasons."""
-        coverage, hits = self._keyword_score(plan, rec)
+        coverage, packages, and the penalties' factor and reasons. ``keyword``: its coverage and matched words
+        when :meth:`_coverage` has them."""
+        coverage, hits = keyword if keyword is not None else self._keyword_score(plan, rec)
         have = self._packages_lower(uid) if analysis.packages or analysis.excluded else frozenset()
         package, matched = self._package_score(analysis, have)
         factors: list[float] = []  # applied one by one, in this order, as the score always was
@@ -425,29 +494,36 @@ class SearchEngine:
 
     def _score_all(self, candidates: list[Candidate], analysis: QueryAnalysis, weights: dict[str, float],
                    filters: dict[str, str | None], max_bm25: float,
-                   static: dict[str, _Static] | None = None, plan: _KeywordPlan | None = None) -> list[ScoredResult]:
-        """Every candidate's score, best first (ties by name). ``static``: parts already worked out for some
-        candidates (:meth:`_prepare`), with the ``plan`` they used."""
+                   static: dict[str, _Static] | None = None, plan: _KeywordPlan | None = None,
+                   cover: tuple[_Coverage, dict[str, int]] | None = None) -> list[_Entry]:
+        """Every candidate's score, best first (ties by name); :meth:`_result` makes the few shown into results.
+        ``static``: parts already worked out for some candidates (:meth:`_prepare`), with the ``plan`` they used;
+        ``cover``: every mirror row's keyword coverage for that plan, with the rows by uid."""
         keyword_plan = plan if plan is not None else self._keyword_plan(analysis)
         static = static or {}
         catalog = self.index.catalog
         w_semantic, w_keyword, w_package = weights["semantic"], weights["keyword"], weights["package"]
         wants = self._wants(analysis, filters)
-        scored: list[ScoredResult] = []
+        missing = [c.uid for c in candidates if c.uid not in static]
+        if missing:
+            static = dict(static)
+            known = [(uid, cover[1][uid]) for uid in missing if uid in cover[1]] if cover is not None else []
+            words = dict(zip([uid for uid, _ in known], self._keywords_at(cover[0], [row for _, row in known]),
+                             strict=True)) if cover is not None and known else {}
+            for uid in missing:
+                static[uid] = self._static_parts(keyword_plan, analysis, catalog[uid], uid, wants, words.get(uid))
+        scored: list[_Entry] = []
         for cand in candidates:
             rec = catalog[cand.uid]
-            parts = static.get(cand.uid)
-            if parts is None:
-                parts = self._static_parts(keyword_plan, analysis, rec, cand.uid, wants)
-            coverage, hits, package, matched, factors, penalties = parts
+            parts = static[cand.uid]
+            coverage, _hits, package, _matched, factors, _penalties = parts
             semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             keyword = (1 - BM25_SHARE) * coverage + BM25_SHARE * (cand.bm25 / max_bm25)
             score = w_semantic * semantic + w_keyword * keyword + w_package * package
             for factor in factors:
                 score *= factor
-            scored.append(ScoredResult(rec, round(score, 4), round(semantic, 4), round(keyword, 4), round(package, 4),
-                                       round(cand.cosine, 4), round(cand.bm25, 4), list(penalties), matched, hits))
-        scored.sort(key=lambda r: (-r.score, r.record.name))
+            scored.append((round(score, 4), rec.name, rec, semantic, keyword, package, cand, parts))
+        scored.sort(key=lambda r: (-r[0], r[1]))
         return scored
 
     def _prepare(self, started: threading.Event, mirror: VectorMirror, analysis: QueryAnalysis, fts_query: str,
@@ -459,11 +535,18 @@ class SearchEngine:
         keep = mirror.mask(filters)
         hits = text_hits(mirror, fts_query, keep, limit)
         plan = self._keyword_plan(analysis)
-        known = mirror.uids if len(mirror.uids) <= limit else [mirror.uids[pos] for pos, _ in hits]
+        postings = mirror.term_postings()
+        cover = self._coverage(plan, postings) if postings is not None else None
+        rows = list(range(len(mirror.uids))) if len(mirror.uids) <= limit else [pos for pos, _ in hits]
         catalog = mirror.catalog
         wants = self._wants(analysis, filters)
-        static = {uid: self._static_parts(plan, analysis, catalog[uid], uid, wants) for uid in known if uid in catalog}
-        return hits, plan, static
+        rows = [row for row in rows if mirror.uids[row] in catalog]
+        keywords = self._keywords_at(cover, rows) if cover is not None else [None] * len(rows)
+        static = {}
+        for row, keyword in zip(rows, keywords, strict=True):
+            uid = mirror.uids[row]
+            static[uid] = self._static_parts(plan, analysis, catalog[uid], uid, wants, keyword)
+        return hits, plan, static, cover
 
     def close(self) -> None:
         """Let :meth:`_prepare`'s threads go (a search still running finishes first)."""
@@ -534,6 +617,7 @@ class SearchEngine:
         mirror = None if keyword_only else self.index.memory_mirror()
         static: dict[str, _Static] | None = None
         plan: _KeywordPlan | None = None
+        cover: tuple[_Coverage, dict[str, int]] | None = None
         if mirror is not None:
             # Both legs in memory: the full-text leg and what scoring can do before the vector leg run on a
             # second core while onnxruntime embeds the query (measured: p50 ~0.5 ms less at 48 to 10,000
@@ -545,18 +629,19 @@ class SearchEngine:
                     vector = embed()
             finally:
                 inference.set()
-            hits, plan, static = prepared.result()
+            hits, plan, static, coverage = prepared.result()
+            cover = (coverage, mirror.position) if coverage is not None else None
             candidates = self.index.mirror_candidates(mirror, vector, hits, filters, limit)
         else:
             candidates = self.index.candidates(None if keyword_only else embed, fts_query, build_where(filters),
                                                limit, filters=filters)
         max_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
-        scored = self._score_all(candidates, analysis, weights, filters, max_bm25, static, plan)
+        scored = self._score_all(candidates, analysis, weights, filters, max_bm25, static, plan, cover)
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
         # A weak semantic score never empties a query whose packages or words a template clearly has.
-        kept = [r for r in scored if r.score >= threshold or (not r.penalties and self._strong(analysis, r))]
+        kept = [r for r in scored if r[0] >= threshold or (not r[7][5] and self._strong(analysis, r))]
         below = len(scored) - len(kept)
-        results = kept[:top_k]
+        results = [self._result(r) for r in kept[:top_k]]
         if results:
             message = f"{len(results)} template(s) for a {analysis.query_type} query"
             if analysis.corrections:
@@ -566,8 +651,8 @@ class SearchEngine:
                 message += (f"; {len(rescued)} scored under the {threshold:.2f} relevance threshold and are shown "
                             "because they have the named packages or words")
         elif scored:
-            message = (f"no relevant templates found: the best candidate ({scored[0].record.name}) scored "
-                       f"{scored[0].score:.2f}, under the {threshold:.2f} relevance threshold. Rephrase with the "
+            message = (f"no relevant templates found: the best candidate ({scored[0][1]}) scored "
+                       f"{scored[0][0]:.2f}, under the {threshold:.2f} relevance threshold. Rephrase with the "
                        "distribution, use case or packages you need, or drop filters.")
         else:
             message = "no relevant templates found" + (" matching the filters" if any(filters.values()) else "")

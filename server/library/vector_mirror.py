@@ -10,6 +10,7 @@ The vectors are read on the first search; the full-text postings are built after
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -18,7 +19,10 @@ import numpy as np
 from .embed_numpy import single_thread_blas
 from .lance_table import FTS_OPTIONS, VECTOR_INDEX_MIN_ROWS, vector_matrix
 from .templates import TemplateRecord
+from .term_postings import TermPostings
 from .text_mirror import TextMirror, reproduces
+
+log = logging.getLogger(__name__)
 
 MIRROR_MAX_ROWS = VECTOR_INDEX_MIN_ROWS  # the mirror serves flat search only
 # From this many rows the scan is onnxruntime's: one call costs ~30 us more than numpy's product, which at
@@ -63,25 +67,47 @@ class VectorMirror(FilterColumns):
         self.columns = np.ascontiguousarray(np.asarray(matrix, dtype=np.float32).T)
         self.text: TextMirror | None = None  # the full-text leg, once attach_text has built it
         self._no_bias: np.ndarray | None = None
+        self._terms: TermPostings | None = None
+        self._terms_builder: threading.Thread | None = None
+
+    def term_postings(self) -> TermPostings | None:
+        """The rows' terms inverted (term_postings), None until built: the first call starts the build on a
+        thread of its own, so no search waits for it."""
+        if self._terms is None and self._terms_builder is None:
+            with _lazy_lock:
+                if self._terms_builder is None:
+                    self._terms_builder = threading.Thread(target=self._build_terms, name="term-postings",
+                                                           daemon=True)
+                    self._terms_builder.start()
+        return self._terms
+
+    def terms_builder(self) -> threading.Thread | None:
+        """The build of :meth:`term_postings` while it runs."""
+        builder = self._terms_builder
+        return builder if builder is not None and builder.is_alive() else None
+
+    def _build_terms(self) -> None:
+        try:
+            self._terms = TermPostings(self.catalog, self.uids)
+        except Exception as exc:  # noqa: BLE001 - candidates are then scored one by one, as before
+            log.warning("the mirror's term postings were not built: %s", exc)
 
     @property
     def matrix(self) -> np.ndarray:
         """rows x dims (a view of ``columns``)."""
         return self.columns.T
 
-    def cosines(self, rows: np.ndarray | list[int], qvec: np.ndarray) -> np.ndarray:
-        """The dot products of ``rows`` with ``qvec``."""
-        return np.asarray(qvec, dtype=np.float32) @ self.columns[:, rows]
-
-    def nearest(self, qvec: np.ndarray, keep: np.ndarray | None, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, dot products) of the ``limit`` best rows among those ``keep`` allows, in no order: exact,
-        by onnxruntime from ``SCAN_MIN_ROWS`` rows (numpy without it)."""
+    def nearest(self, qvec: np.ndarray, keep: np.ndarray | None,
+                limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, dot products) of the ``limit`` best rows among those ``keep`` allows, in no order, and every
+        row's dot product (a row's vector is strided in ``columns``: reading a few rows again cost more than
+        keeping the scan's); exact, by onnxruntime from ``SCAN_MIN_ROWS`` rows (numpy without it)."""
         query = np.asarray(qvec, dtype=np.float32)
         total = self.columns.shape[1]
         allowed = total if keep is None else int(np.count_nonzero(keep))
         count = min(limit, allowed)
         if count <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), query @ self.columns
         session = _scan_session() if total >= SCAN_MIN_ROWS else None
         if session is not None:
             if keep is None:
@@ -90,28 +116,27 @@ class VectorMirror(FilterColumns):
                 bias = self._no_bias
             else:
                 bias = np.where(keep, np.float32(0), np.float32(-np.inf)).astype(np.float32)[None, :]
-            values, rows = session.run(None, {"query": query[None, :], "columns": self.columns, "bias": bias,
-                                              "count": np.array([count], dtype=np.int64)})
-            return rows[0], values[0]
+            values, rows, scores = session.run(None, {"query": query[None, :], "columns": self.columns,
+                                                      "bias": bias, "count": np.array([count], dtype=np.int64)})
+            return rows[0], values[0], scores[0]
         with single_thread_blas():
             # One thread: OpenBLAS splits this product over the cores and the rendezvous costs more than it
             # saves (10,000 x 384 on 2 busy cores: 5.5 ms threaded, 1.2 ms on one), with identical sums.
-            sims = query @ self.columns
-        if keep is not None:
-            sims = np.where(keep, sims, -np.inf)
+            scores = query @ self.columns
+        sims = scores if keep is None else np.where(keep, scores, -np.inf)
         top = np.argpartition(-sims, count - 1)[:count] if count < total else np.flatnonzero(np.isfinite(sims))
-        return top, sims[top]
+        return top, sims[top], scores
 
 
 _scan: list[Any] = []  # the process's scan session once made; [None] without onnxruntime
-_scan_lock = threading.Lock()
+_lazy_lock = threading.Lock()  # guards the lazy starts here (the scan session, a mirror's postings build)
 
 
 def _scan_session() -> Any:
     """One onnxruntime session for every mirror: the query (1 x dims) times the columns (dims x rows, an input,
     so onnxruntime keeps no copy), plus the filter's bias (0 or -inf), then the ``count`` best (TopK)."""
     if not _scan:
-        with _scan_lock:
+        with _lazy_lock:
             if not _scan:
                 _scan.append(_make_scan_session())
     return _scan[0]
@@ -135,7 +160,8 @@ def _make_scan_session() -> Any:
          helper.make_tensor_value_info("bias", TensorProto.FLOAT, [1, "rows"]),
          helper.make_tensor_value_info("count", TensorProto.INT64, [1])],
         [helper.make_tensor_value_info("best", TensorProto.FLOAT, [1, None]),
-         helper.make_tensor_value_info("rows", TensorProto.INT64, [1, None])])
+         helper.make_tensor_value_info("rows", TensorProto.INT64, [1, None]),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, "rows"])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", embed_onnx.OPSET)])
     return ort.InferenceSession(model.SerializeToString(), embed_onnx.session_options(embed_onnx.THREADS),
                                 providers=["CPUExecutionProvider"])

@@ -248,7 +248,8 @@ def test_the_second_core_s_work_changes_no_result(library_engine, monkeypatch):
     engine = library_engine
     engine.search("warm up")
     engine.index.settle()
-    assert engine.index.memory_mirror() is not None
+    mirror = engine.index.memory_mirror()
+    assert mirror is not None and mirror.term_postings() is not None  # every row's words scored at once
     queries = [q.query for q in load_queries(REPO / "bench" / "eval" / "search-library.yaml")][:40]
     queries += ["without docker minimal", "ubuntu arm64 raw with nginx", "kernel-rt for x86_64 not ubuntu", "zzqx"]
     cases = [(q, {}) for q in queries] + [("edge image", {"arch": "x86_64"}), ("docker", {"os": "ubuntu"})]
@@ -260,6 +261,31 @@ def test_the_second_core_s_work_changes_no_result(library_engine, monkeypatch):
     monkeypatch.setattr(engine.index, "memory_mirror", lambda: None)
     one_thread = [_outcome(engine, q, **f) for q, f in cases]
     assert overlapped == one_thread
+
+
+def test_every_row_s_keyword_coverage_at_once_equals_one_candidate_at_a_time(library_engine):
+    """search.py ``_coverage`` (from the mirror's term postings) against ``_keyword_score`` for every row and
+    query, to the last bit: plain words, synonyms, stems, concepts described in plain words, misspellings."""
+    engine = library_engine
+    engine.search("warm up")
+    engine.index.settle()
+    mirror = engine.index.memory_mirror()
+    postings = mirror.term_postings()
+    assert postings is not None and postings.rows == len(mirror.uids)
+    searcher = engine.searcher
+    queries = [q.query for f in ("search-library.yaml", "search-reference.yaml")
+               for q in load_queries(REPO / "bench" / "eval" / f)]  # library and reference
+    queries += ["boot machines over the network", "kubernets on a raspbery pi", "secure immutable os", "x"]
+    rows = list(range(len(mirror.uids)))
+    credited = 0
+    for query in queries:
+        analysis = searcher.analyzer.analyze(" ".join(query.split()))
+        plan = searcher._keyword_plan(analysis)
+        at_once = searcher._keywords_at(searcher._coverage(plan, postings), rows)
+        one_by_one = [searcher._keyword_score(plan, mirror.catalog[uid]) for uid in mirror.uids]
+        assert at_once == one_by_one, query
+        credited += sum(1 for value, _ in at_once if value)
+    assert credited > len(queries)  # most queries credit some rows: the comparison is not of zeros
 
 
 def test_on_inference_calls_back_once_at_the_model_run_or_at_the_end():

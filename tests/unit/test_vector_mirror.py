@@ -100,8 +100,9 @@ def test_onnxruntime_scan_finds_what_numpy_finds(monkeypatch) -> None:
             found = {}
             for scan_min_rows in (0, 10**9):
                 monkeypatch.setattr(vector_mirror, "SCAN_MIN_ROWS", scan_min_rows)
-                rows, cosines = mirror.nearest(query, keep, 50)
+                rows, cosines, scores = mirror.nearest(query, keep, 50)
                 found[scan_min_rows] = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
+                assert np.allclose(scores, matrix @ query, atol=1e-5)
             onnx, numpy_ = found[0], found[10**9]
             allowed = 3000 if keep is None else int(keep.sum())
             assert len(onnx) == len(numpy_) == min(50, allowed)
@@ -109,3 +110,28 @@ def test_onnxruntime_scan_finds_what_numpy_finds(monkeypatch) -> None:
             assert all(abs(onnx[r] - numpy_[r]) < 1e-5 for r in onnx)
             assert all(abs(onnx[r] - float(matrix[r] @ query)) < 1e-5 for r in onnx)
             assert keep is None or all(keep[r] for r in onnx)
+
+
+def test_term_postings_are_built_off_the_search_path(library_index) -> None:
+    """The first ask starts the build on a thread of its own and answers None; then every row's strong and
+    weak terms are found under each term, and a uid the catalog lacks holds none."""
+    index, _emb = library_index
+    mirror = index.memory_mirror() or index._vector_mirror()
+    assert mirror is not None
+    uids = [*mirror.uids, "gone::x.yml"]
+    fresh = vector_mirror.VectorMirror(mirror.catalog, uids, np.zeros((len(uids), 4), dtype=np.float32))
+    first = fresh.term_postings()
+    builder = fresh.terms_builder()
+    if first is None:
+        assert builder is not None
+        builder.join(30)
+    postings = fresh.term_postings()
+    assert postings is not None and fresh.terms_builder() is None and postings.rows == len(uids)
+    for row, uid in enumerate(mirror.uids):
+        rec = mirror.catalog[uid]
+        assert all(row in postings.strong(t) for t in rec.terms_strong)
+        assert all(row in postings.weak(t) for t in rec.terms_weak)
+    gone = len(uids) - 1
+    assert not any(gone in postings.strong(t) or gone in postings.weak(t) for rec in mirror.catalog.values()
+                   for t in (*rec.terms_strong, *rec.terms_weak))
+    assert len(postings.strong("no-such-term")) == 0

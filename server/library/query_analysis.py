@@ -16,15 +16,7 @@ from ..knowledge import package_names
 from ..knowledge.loader import Concept, glossary_words, load_glossary
 from . import vocabulary as vocab
 
-WEAK_CREDIT = 0.5  # a word we inferred, or a synonym, counts for less than one the author wrote
-QUERY_TYPES = ("semantic", "package-explicit", "keyword-heavy", "negation")
-MAX_STEM_PACKAGES = 12
-MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
-CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
 _NAME_PARTS = re.compile(r"[-_.+]")
-_WordForms = tuple[set[str], set[str]]  # a query word with its stem, and its synonyms
-_ConceptPlan = tuple[str, list[tuple[_WordForms, float]], float, set[str]]  # id, (forms, idf) per word, weight, terms
-_TermPlan = tuple[str, float, set[str], set[str]]  # word, idf, word and stem, synonyms
 
 
 @functools.lru_cache(maxsize=4096)

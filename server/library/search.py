@@ -57,6 +57,7 @@ from . import vocabulary as vocab
 from .candidates import Candidate, text_hits
 from .embedder import on_inference
 from .index import TemplateIndex
+from .keyword_scoring import Coverage, KeywordPlan, coverage, keyword_plan, keyword_score, keywords_at
 from .lance_table import build_where
 from .query_analysis import (
     QueryAnalysis,
@@ -67,7 +68,6 @@ from .query_analysis import (
     package_stem_keys,
 )
 from .templates import TemplateRecord
-from .term_postings import TermPostings
 from .vector_mirror import VectorMirror
 
 if TYPE_CHECKING:
@@ -81,31 +81,19 @@ COS_FLOOR = 0.10
 COS_CEIL = 0.70
 MISMATCH_PENALTY = 0.8
 BM25_SHARE = 0.15
-WEAK_CREDIT = 0.5  # a word we inferred, or a synonym, counts for less than one the author wrote
 RESULT_CACHE_TTL = 30.0
 RESULT_CACHE_SIZE = 256
 LABEL_VECTORS_MAX = 20_000  # glossary labels and spelling corrections: ~30 MB of vectors at most
 
-QUERY_TYPES = ("semantic", "package-explicit", "keyword-heavy", "negation")
-
 MAX_STEM_PACKAGES = 12
 MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
-CONCEPT_CREDIT = 0.9  # a template using the concept's own words, for a query that described it in plain words
 STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
 DOC_SETS_MAX = 4096  # per-template package sets kept between queries: bounded for 100,000 templates
-_NAME_PARTS = re.compile(r"[-_.+]")
 _T = TypeVar("_T")
-_WordForms = tuple[set[str], set[str]]  # a query word with its stem, and its synonyms
-_ConceptPlan = tuple[str, list[tuple[_WordForms, float]], float, set[str]]  # id, (forms, idf) per word, weight, terms
-_TermPlan = tuple[str, float, set[str], set[str]]  # word, idf, word and stem, synonyms
-_KeywordPlan = tuple[list[_ConceptPlan], list[_TermPlan], frozenset[str]]  # ..., every form the plan looks for
 # A candidate's score parts from the query and the template alone: keyword coverage and the words it matched,
 # package share and the packages matched, the penalties' factors and reasons.
 _Static = tuple[float, list[str], float, list[str], tuple[float, ...], list[str]]
-# Every mirror row's keyword coverage, whether each of the query's words (or concepts) credited it (words x
-# rows), and those words, in the order a candidate's matched words are listed.
-_Coverage = tuple[np.ndarray, np.ndarray, list[str]]
-_Prepared = tuple[list[tuple[int, float]], _KeywordPlan, dict[str, _Static], _Coverage | None]
+_Prepared = tuple[list[tuple[int, float]], KeywordPlan, dict[str, _Static], Coverage | None]
 # A scored candidate before it becomes a ScoredResult (most never do): score rounded, name, record, semantic,
 # keyword and package shares unrounded, the candidate, its static parts.
 _Entry = tuple[float, str, TemplateRecord, float, float, float, Candidate, _Static]
@@ -311,121 +299,6 @@ class SearchEngine:
         return w
 
     @staticmethod
-    def _credit(words: set[str], synonyms: set[str], strong: frozenset[str] | set[str],
-                weak: frozenset[str] | set[str]) -> float:
-        # isdisjoint, not `&`: the same answer without building a set per template and query word.
-        if not strong.isdisjoint(words):
-            return 1.0
-        if not strong.isdisjoint(synonyms) or not weak.isdisjoint(words):
-            return WEAK_CREDIT
-        if not weak.isdisjoint(synonyms):
-            return WEAK_CREDIT * WEAK_CREDIT
-        return 0.0
-
-    def _keyword_plan(self, analysis: QueryAnalysis) -> _KeywordPlan:
-        """What the keyword score needs from the query alone (weights, stems, synonyms), worked out once per
-        query instead of once per candidate; with the union of every form it looks for."""
-        concepts: list[_ConceptPlan] = []
-        covered: set[str] = set()
-        # A concept named in plain words ("fetch at power-on through the LAN") is matched by the words the
-        # templates use for it (initrd, pxe): its words weigh together and earn the best credit either way.
-        for concept, words in analysis.concepts:
-            if not words or covered.issuperset(words):
-                continue
-            fresh = [w for w in words if w not in covered]
-            covered.update(words)
-            weights = [self._idf(w) for w in fresh]
-            forms = [({w, vocab.stem(w)}, set(vocab.SYNONYMS.get(w, []))) for w in fresh]
-            terms = {t for term in concept.terms for t in (term, vocab.stem(term))}
-            concepts.append((concept.id, list(zip(forms, weights, strict=True)), sum(weights), terms))
-        plain = [(q, self._idf(q), {q, vocab.stem(q)}, set(vocab.SYNONYMS.get(q, [])))
-                 for q in dict.fromkeys(analysis.content_terms) if q not in covered]
-        wanted: set[str] = set()
-        for concept_plan in concepts:
-            wanted |= concept_plan[3]
-            for (word_forms, word_synonyms), _weight in concept_plan[1]:
-                wanted |= word_forms | word_synonyms
-        for term_plan in plain:
-            wanted |= term_plan[2] | term_plan[3]
-        return concepts, plain, frozenset(wanted)
-
-    def _keyword_score(self, plan: _KeywordPlan, rec: TemplateRecord) -> tuple[float, list[str]]:
-        concepts, plain, wanted = plan
-        # Only the template's terms the query looks for matter: intersecting once (one pass over its terms, in
-        # C) leaves two small sets that every credit check below reads, the same answers as its full sets.
-        strong, weak = wanted.intersection(rec.terms_strong), wanted.intersection(rec.terms_weak)
-        if not strong and not weak:
-            return 0.0, []  # none of the query's words: most candidates of most queries
-        total = matched = 0.0
-        hits: list[str] = []
-        for concept_id, forms, weight, terms in concepts:
-            own = 0.0
-            for (words, synonyms), wt in forms:  # added in order, not sum(): as _coverage adds them, bit for bit
-                own += wt * self._credit(words, synonyms, strong, weak)
-            own /= weight
-            credit = max(own, self._credit(terms, set(), strong, weak) * CONCEPT_CREDIT)
-            total += weight
-            if credit:
-                matched += credit * weight
-                hits.append(concept_id)
-        for q, idf, words, synonyms in plain:
-            total += idf
-            credit = self._credit(words, synonyms, strong, weak)
-            if credit:
-                matched += credit * idf
-                hits.append(q)
-        return (matched / total if total else 0.0), hits
-
-    @staticmethod
-    def _credits(postings: TermPostings, words: set[str], synonyms: set[str] | tuple[()]) -> np.ndarray:
-        """:meth:`_credit` for every row at once: the weaker credits assigned first, so a row keeps its best."""
-        credit = np.zeros(postings.rows)
-        for value, rows_of, forms in ((WEAK_CREDIT * WEAK_CREDIT, postings.weak, synonyms),
-                                      (WEAK_CREDIT, postings.strong, synonyms), (WEAK_CREDIT, postings.weak, words),
-                                      (1.0, postings.strong, words)):
-            for form in forms:
-                rows = rows_of(form)
-                if len(rows):
-                    credit[rows] = value
-        return credit
-
-    def _coverage(self, plan: _KeywordPlan, postings: TermPostings) -> _Coverage:
-        """:meth:`_keyword_score` for every mirror row at once, with the same float operations in the same
-        order (so the same values, bit for bit)."""
-        concepts, plain, _wanted = plan
-        total = 0.0
-        matched = np.zeros(postings.rows)
-        credited: list[np.ndarray] = []
-        names: list[str] = []
-        for concept_id, forms, weight, terms in concepts:
-            own = np.zeros(postings.rows)
-            for (words, synonyms), wt in forms:
-                own += wt * self._credits(postings, words, synonyms)
-            own /= weight
-            credit = np.maximum(own, self._credits(postings, terms, ()) * CONCEPT_CREDIT)
-            total += weight
-            matched += credit * weight
-            credited.append(credit > 0)
-            names.append(concept_id)
-        for q, idf, words, synonyms in plain:
-            total += idf
-            credit = self._credits(postings, words, synonyms)
-            matched += credit * idf
-            credited.append(credit > 0)
-            names.append(q)
-        coverage = matched / total if total else np.zeros(postings.rows)
-        return coverage, np.array(credited, dtype=bool).reshape(len(names), postings.rows), names
-
-    @staticmethod
-    def _keywords_at(cover: _Coverage, rows: list[int]) -> list[tuple[float, list[str]]]:
-        """Rows' (coverage, matched words) from :meth:`_coverage`, read in two numpy calls for all of them."""
-        coverage, credited, names = cover
-        values = coverage[rows].tolist()
-        flags = credited[:, rows].T.tolist()
-        return [(value, [name for name, flag in zip(names, row_flags, strict=True) if flag]) if value else (0.0, [])
-                for value, row_flags in zip(values, flags, strict=True)]
-
-    @staticmethod
     def _package_score(analysis: QueryAnalysis, have: frozenset[str]) -> tuple[float, list[str]]:
         """``have``: the template's packages, lower-cased."""
         if not analysis.packages:
@@ -467,12 +340,12 @@ class SearchEngine:
         return ScoredResult(rec, score, round(semantic, 4), round(keyword, 4), round(package, 4), round(cand.cosine, 4),
                             round(cand.bm25, 4), list(penalties), matched, hits)
 
-    def _static_parts(self, plan: _KeywordPlan, analysis: QueryAnalysis, rec: TemplateRecord, uid: str,
+    def _static_parts(self, plan: KeywordPlan, analysis: QueryAnalysis, rec: TemplateRecord, uid: str,
                       wants: list[tuple[str, str]], keyword: tuple[float, list[str]] | None = None) -> _Static:
         """What a candidate's score takes from the query and the template alone (not from the legs): word
         coverage, packages, and the penalties' factor and reasons. ``keyword``: its coverage and matched words
-        when :meth:`_coverage` has them."""
-        coverage, hits = keyword if keyword is not None else self._keyword_score(plan, rec)
+        when :func:`keyword_scoring.coverage` has them."""
+        coverage, hits = keyword if keyword is not None else keyword_score(plan, rec)
         have = self._packages_lower(uid) if analysis.packages or analysis.excluded else frozenset()
         package, matched = self._package_score(analysis, have)
         factors: list[float] = []  # applied one by one, in this order, as the score always was
@@ -494,12 +367,12 @@ class SearchEngine:
 
     def _score_all(self, candidates: list[Candidate], analysis: QueryAnalysis, weights: dict[str, float],
                    filters: dict[str, str | None], max_bm25: float,
-                   static: dict[str, _Static] | None = None, plan: _KeywordPlan | None = None,
-                   cover: tuple[_Coverage, dict[str, int]] | None = None) -> list[_Entry]:
+                   static: dict[str, _Static] | None = None, plan: KeywordPlan | None = None,
+                   cover: tuple[Coverage, dict[str, int]] | None = None) -> list[_Entry]:
         """Every candidate's score, best first (ties by name); :meth:`_result` makes the few shown into results.
         ``static``: parts already worked out for some candidates (:meth:`_prepare`), with the ``plan`` they used;
         ``cover``: every mirror row's keyword coverage for that plan, with the rows by uid."""
-        keyword_plan = plan if plan is not None else self._keyword_plan(analysis)
+        plan = plan if plan is not None else keyword_plan(analysis, self._idf)
         static = static or {}
         catalog = self.index.catalog
         w_semantic, w_keyword, w_package = weights["semantic"], weights["keyword"], weights["package"]
@@ -508,17 +381,17 @@ class SearchEngine:
         if missing:
             static = dict(static)
             known = [(uid, cover[1][uid]) for uid in missing if uid in cover[1]] if cover is not None else []
-            words = dict(zip([uid for uid, _ in known], self._keywords_at(cover[0], [row for _, row in known]),
+            words = dict(zip([uid for uid, _ in known], keywords_at(cover[0], [row for _, row in known]),
                              strict=True)) if cover is not None and known else {}
             for uid in missing:
-                static[uid] = self._static_parts(keyword_plan, analysis, catalog[uid], uid, wants, words.get(uid))
+                static[uid] = self._static_parts(plan, analysis, catalog[uid], uid, wants, words.get(uid))
         scored: list[_Entry] = []
         for cand in candidates:
             rec = catalog[cand.uid]
             parts = static[cand.uid]
-            coverage, _hits, package, _matched, factors, _penalties = parts
+            share, _hits, package, _matched, factors, _penalties = parts
             semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
-            keyword = (1 - BM25_SHARE) * coverage + BM25_SHARE * (cand.bm25 / max_bm25)
+            keyword = (1 - BM25_SHARE) * share + BM25_SHARE * (cand.bm25 / max_bm25)
             score = w_semantic * semantic + w_keyword * keyword + w_package * package
             for factor in factors:
                 score *= factor
@@ -534,14 +407,14 @@ class SearchEngine:
         started.wait()
         keep = mirror.mask(filters)
         hits = text_hits(mirror, fts_query, keep, limit)
-        plan = self._keyword_plan(analysis)
+        plan = keyword_plan(analysis, self._idf)
         postings = mirror.term_postings()
-        cover = self._coverage(plan, postings) if postings is not None else None
+        cover = coverage(plan, postings) if postings is not None else None
         rows = list(range(len(mirror.uids))) if len(mirror.uids) <= limit else [pos for pos, _ in hits]
         catalog = mirror.catalog
         wants = self._wants(analysis, filters)
         rows = [row for row in rows if mirror.uids[row] in catalog]
-        keywords = self._keywords_at(cover, rows) if cover is not None else [None] * len(rows)
+        keywords = keywords_at(cover, rows) if cover is not None else [None] * len(rows)
         static = {}
         for row, keyword in zip(rows, keywords, strict=True):
             uid = mirror.uids[row]
@@ -616,8 +489,8 @@ class SearchEngine:
 
         mirror = None if keyword_only else self.index.memory_mirror()
         static: dict[str, _Static] | None = None
-        plan: _KeywordPlan | None = None
-        cover: tuple[_Coverage, dict[str, int]] | None = None
+        plan: KeywordPlan | None = None
+        cover: tuple[Coverage, dict[str, int]] | None = None
         if mirror is not None:
             # Both legs in memory: the full-text leg and what scoring can do before the vector leg run on a
             # second core while onnxruntime embeds the query (measured: p50 ~0.5 ms less at 48 to 10,000
@@ -629,8 +502,8 @@ class SearchEngine:
                     vector = embed()
             finally:
                 inference.set()
-            hits, plan, static, coverage = prepared.result()
-            cover = (coverage, mirror.position) if coverage is not None else None
+            hits, plan, static, every_row = prepared.result()
+            cover = (every_row, mirror.position) if every_row is not None else None
             candidates = self.index.mirror_candidates(mirror, vector, hits, filters, limit)
         else:
             candidates = self.index.candidates(None if keyword_only else embed, fts_query, build_where(filters),

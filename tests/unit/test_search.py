@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from image_composer_mcp.server.library.keyword_scoring import (
+    coverage,
+    keyword_plan,
+    keyword_score,
+    keywords_at,
+)
 from image_composer_mcp.server.library.query_analysis import SearchInputError
 
 from bench.evaluation import evaluate, load_queries
@@ -264,7 +270,7 @@ def test_the_second_core_s_work_changes_no_result(library_engine, monkeypatch):
 
 
 def test_every_row_s_keyword_coverage_at_once_equals_one_candidate_at_a_time(library_engine):
-    """search.py ``_coverage`` (from the mirror's term postings) against ``_keyword_score`` for every row and
+    """keyword_scoring ``coverage`` (from the mirror's term postings) against ``keyword_score`` for every row and
     query, to the last bit: plain words, synonyms, stems, concepts described in plain words, misspellings."""
     engine = library_engine
     engine.search("warm up")
@@ -280,9 +286,9 @@ def test_every_row_s_keyword_coverage_at_once_equals_one_candidate_at_a_time(lib
     credited = 0
     for query in queries:
         analysis = searcher.analyzer.analyze(" ".join(query.split()))
-        plan = searcher._keyword_plan(analysis)
-        at_once = searcher._keywords_at(searcher._coverage(plan, postings), rows)
-        one_by_one = [searcher._keyword_score(plan, mirror.catalog[uid]) for uid in mirror.uids]
+        plan = keyword_plan(analysis, searcher._idf)
+        at_once = keywords_at(coverage(plan, postings), rows)
+        one_by_one = [keyword_score(plan, mirror.catalog[uid]) for uid in mirror.uids]
         assert at_once == one_by_one, query
         credited += sum(1 for value, _ in at_once if value)
     assert credited > len(queries)  # most queries credit some rows: the comparison is not of zeros

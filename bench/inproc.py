@@ -250,6 +250,33 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+LATENCY_ROUNDS = 3
+
+
+def alternating_runs(roots: list[Path], cache_dir: Path, docs_prefix: Path, first_query: str, queries: list[str],
+                     edit_file: Path | None, rounds: int = LATENCY_ROUNDS) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Ours and the baseline, each in a process of its own, in turns (ours, baseline, ours, ...), latencies
+    pooled over the rounds. Why: on a shared VM the machine's speed drifts within a minute, and one run of each,
+    one after the other, measured that drift as much as the difference (one size's p95 ratio moved between 1.0
+    and 1.7x from run to run). Everything but the latencies is the first round's; only it edits a template."""
+    ours, base = [], []
+    for round_ in range(rounds):
+        ours.append(engine_process(roots, cache_dir, first_query, queries, edit_file if round_ == 0 else None))
+        base.append(baseline_process(docs_prefix, first_query, queries))
+    return _pooled(ours), _pooled(base)
+
+
+def _pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    done = [r for r in runs if "error" not in r]
+    if not done:
+        return runs[0]
+    out = dict(done[0])
+    out["latency"] = summary([x for r in done for x in r.get("latencies_ms", [])])
+    out["latency_rounds"] = [r["latency"] for r in done]
+    out["failed_rounds"] = len(runs) - len(done)
+    return out
+
+
 def baseline_process(docs_prefix: Path, first_query: str, queries: list[str]) -> dict[str, Any]:
     """Run the baseline as its own process: start -> first result, per-query latency, peak RSS."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
@@ -265,7 +292,8 @@ def baseline_process(docs_prefix: Path, first_query: str, queries: list[str]) ->
     lat = data["latencies_ms"]
     return {"documents": data["documents"], "load_s": data["load_s"],
             "first_result_s": round(data["first_result_at"] - spawned, 3),
-            "latency": summary(lat[1:]), "peak_rss_mb": data["peak_rss_mb"]}
+            "latency": summary(lat[1:]), "latencies_ms": [round(x, 2) for x in lat[1:]],
+            "peak_rss_mb": data["peak_rss_mb"]}
 
 
 if __name__ == "__main__":

@@ -161,6 +161,16 @@ def _speed_tables(results: dict[str, Any]) -> list[str]:
         out.append(f"| {int(label):,} | {trio(s)} | {trio(i)} | {trio(b)} | "
                    f"{_ratio(i.get('p95_ms'), b.get('p95_ms'), True)} |")
     out.append("")
+    rounds = [(label, _get(speed[label], "inproc", "latency_rounds"), _get(speed[label], "baseline", "latency_rounds"))
+              for label in labels]
+    rounds = [(label, o, b) for label, o, b in rounds if o and b]
+    if rounds:
+        per = "; ".join(f"{int(label):,}: " + " / ".join(_f(r.get("p95_ms"), 1) for r in o) + " against "
+                        + " / ".join(_f(r.get("p95_ms"), 1) for r in b) + " ms" for label, o, b in rounds)
+        out.append(f"In-process figures are pooled over {len(rounds[0][1])} rounds of ours and the baseline in turns, "
+                   "each in a process of its own (`bench/inproc.py` `alternating_runs`: on this shared VM the "
+                   f"machine's speed drifts within a minute). Each round's p95, ours against the baseline's: {per}.")
+        out.append("")
     out.append("Baseline over stdio: upstream has no server (its `ai` command runs in-process), so only its "
                "in-process figures exist; ours over stdio add the MCP round trip (JSON-RPC, pydantic models, "
                "a worker thread).")

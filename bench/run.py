@@ -27,7 +27,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 from bench import corpus as corpus_mod  # noqa: E402
 from bench.embedcache import EmbeddingCache  # noqa: E402
-from bench.inproc import baseline_process, engine_process, full_sync, leave_mirror  # noqa: E402
+from bench.inproc import LATENCY_ROUNDS, alternating_runs, baseline_process, full_sync, leave_mirror  # noqa: E402
 from bench.measure import machine, summary  # noqa: E402
 from bench.queries import FIRST_QUERY, latency_queries  # noqa: E402
 from bench.stdio import run_session, run_session_without_mirror  # noqa: E402
@@ -162,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
             entry["mirror"] = phases.run(f"the mirror a server leaves at {label}", leave_mirror, roots, cache_dir,
                                          FIRST_QUERY)
         entry["stdio"] = phases.run(f"stdio at {label}", run_session, roots, cache_dir, FIRST_QUERY, queries)
-        entry["inproc"] = phases.run(f"in-process at {label}", engine_process, roots, cache_dir, FIRST_QUERY,
-                                     queries, edit_file)
-        entry["baseline"] = phases.run(f"baseline process at {label}", baseline_process, docs, FIRST_QUERY, queries)
+        entry["inproc"], entry["baseline"] = phases.run(
+            f"in-process and baseline at {label}, {LATENCY_ROUNDS} rounds in turns", alternating_runs, roots,
+            cache_dir, docs, FIRST_QUERY, queries, edit_file)
         if label in (small_label, "10000"):  # the start-up goals' sizes: one start is too noisy a sample
             phases.run(f"more starts at {label}", _more_starts, entry, roots, cache_dir, docs, queries[:1])
         speed[label] = entry

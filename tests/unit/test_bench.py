@@ -368,3 +368,35 @@ def test_start_up_figures_are_the_median_of_several_starts():
     assert median["first_result_runs_s"] == [3.1, 2.7, 2.9]
     assert _runs(median) == " (median of 3 starts: 2.70 / 2.90 / 3.10 s)"
     assert _runs({"first_result_s": 1.0}) == ""
+
+
+def test_alternating_rounds_pool_their_latencies_and_run_in_turns(monkeypatch, tmp_path: Path):
+    """Ours and the baseline take turns; each side's latencies are pooled over its rounds, the rest is its first
+    round's, only the first round edits a template, and a failed round is counted and left out."""
+    from bench import inproc
+
+    calls: list[tuple[str, object]] = []
+    ours_lat = iter([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    base_lat = iter([[10.0], [20.0]])
+
+    def engine(roots, cache_dir, first, queries, edit_file):
+        calls.append(("ours", edit_file))
+        lat = next(ours_lat)
+        return {"latencies_ms": lat, "latency": inproc.summary(lat), "ready_s": len(calls)}
+
+    def baseline(docs, first, queries):
+        calls.append(("base", None))
+        if len([c for c in calls if c[0] == "base"]) == 2:
+            return {"error": "boom"}
+        lat = next(base_lat)
+        return {"latencies_ms": lat, "latency": inproc.summary(lat)}
+
+    monkeypatch.setattr(inproc, "engine_process", engine)
+    monkeypatch.setattr(inproc, "baseline_process", baseline)
+    edit = tmp_path / "t.yml"
+    ours, base = inproc.alternating_runs([tmp_path], tmp_path, tmp_path / "docs", "q", ["a"], edit, rounds=3)
+    assert [c[0] for c in calls] == ["ours", "base"] * 3
+    assert [c[1] for c in calls if c[0] == "ours"] == [edit, None, None]
+    assert ours["latency"]["n"] == 6 and ours["latency"]["p50_ms"] == 3.5 and ours["ready_s"] == 1
+    assert len(ours["latency_rounds"]) == 3 and ours["failed_rounds"] == 0
+    assert base["latency"]["n"] == 2 and base["failed_rounds"] == 1

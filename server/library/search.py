@@ -346,6 +346,8 @@ class SearchEngine:
         coverage, packages, and the penalties' factor and reasons. ``keyword``: its coverage and matched words
         when :func:`keyword_scoring.coverage` has them."""
         coverage, hits = keyword if keyword is not None else keyword_score(plan, rec)
+        if not analysis.packages and not analysis.excluded and not wants:
+            return coverage, hits, 0.0, [], (), []  # most queries: no package, exclusion or stated target
         have = self._packages_lower(uid) if analysis.packages or analysis.excluded else frozenset()
         package, matched = self._package_score(analysis, have)
         factors: list[float] = []  # applied one by one, in this order, as the score always was

@@ -24,6 +24,21 @@ class Candidate:
     in_text_leg: bool = False
 
 
+@dataclass
+class CandidateRows:
+    """A mirror's candidates as arrays (the scorer reads them so, without an object per candidate): the vector
+    leg's rows first in its order, then the full-text leg's other rows in its order."""
+    rows: np.ndarray  # mirror rows, int64
+    cosine: np.ndarray  # float64, the scan's float32 dot products widened
+    bm25: np.ndarray  # float64, 0 outside the full-text leg
+    in_vector: np.ndarray  # bool
+    in_text: np.ndarray  # bool
+
+    def only(self, keep: np.ndarray) -> CandidateRows:
+        return CandidateRows(self.rows[keep], self.cosine[keep], self.bm25[keep], self.in_vector[keep],
+                             self.in_text[keep])
+
+
 def _fts_rows(table: Any, fts_query: str, where: str | None, limit: int, columns: list[str]) -> list[dict[str, Any]]:
     """The full-text leg: the best ``limit`` rows for ``fts_query`` among those matching ``where``, with ``_score``."""
     columns = _scored(columns)
@@ -172,24 +187,35 @@ def table_candidates(table: Any, qvec: np.ndarray, text_rows: TextRows | None, w
     return list(found.values())
 
 
-def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text: TextRows | str | list[tuple[int, float]] | None,
-                        filters: dict[str, str | None], limit: int) -> list[Candidate]:
+def mirrored_rows(mirror: VectorMirror, qvec: np.ndarray, text: TextRows | str | list[tuple[int, float]] | None,
+                  filters: dict[str, str | None], limit: int) -> CandidateRows:
     """The vector leg from the mirror (prefiltered by ``filters``); the full-text leg from the mirror's postings
     when ``text`` is the full-text query, their hits when it is a list (:func:`text_hits`), or LanceDB's rows
-    when it is their future."""
+    when it is their future. Every candidate's cosine is the scan's score of its row."""
     keep = mirror.mask(filters)
-    rows, cosines, scores = mirror.nearest(qvec, keep, limit)
-    found = {mirror.uids[i]: Candidate(mirror.uids[i], cosine, in_vector_leg=True)
-             for i, cosine in zip(rows.tolist(), cosines.tolist(), strict=True)}
+    rows, _cosines, scores = mirror.nearest(qvec, keep, limit)
     hits = _text_hits(mirror, text, keep, limit)
+    order = {row: i for i, row in enumerate(rows.tolist())}
     for pos, _ in hits:
-        if mirror.uids[pos] not in found:
-            found[mirror.uids[pos]] = Candidate(mirror.uids[pos], float(scores[pos]))
-    for pos, bm25 in hits:
-        cand = found[mirror.uids[pos]]
-        cand.bm25 = bm25
-        cand.in_text_leg = True
-    return list(found.values())
+        order.setdefault(pos, len(order))
+    every = np.fromiter(order, dtype=np.int64, count=len(order))
+    bm25 = np.zeros(len(every))
+    in_text = np.zeros(len(every), dtype=bool)
+    if hits:
+        at = [order[pos] for pos, _ in hits]
+        bm25[at] = [score for _, score in hits]
+        in_text[at] = True
+    return CandidateRows(every, scores[every].astype(np.float64), bm25, np.arange(len(every)) < len(rows), in_text)
+
+
+def mirrored_candidates(mirror: VectorMirror, qvec: np.ndarray, text: TextRows | str | list[tuple[int, float]] | None,
+                        filters: dict[str, str | None], limit: int) -> list[Candidate]:
+    """:func:`mirrored_rows` as one object per candidate."""
+    found = mirrored_rows(mirror, qvec, text, filters, limit)
+    return [Candidate(mirror.uids[row], cosine, bm25, in_vector, in_text)
+            for row, cosine, bm25, in_vector, in_text in zip(found.rows.tolist(), found.cosine.tolist(),
+                                                              found.bm25.tolist(), found.in_vector.tolist(),
+                                                              found.in_text.tolist(), strict=True)]
 
 
 def text_hits(mirror: VectorMirror, fts_query: str, keep: np.ndarray | None, limit: int) -> list[tuple[int, float]]:

@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import quantized_mirror, snapshot, vector_mirror
-from .candidates import Candidate, mirrored_candidates, start_text_leg, table_candidates, text_only_candidates
+from .candidates import (
+    Candidate,
+    CandidateRows,
+    mirrored_candidates,
+    mirrored_rows,
+    start_text_leg,
+    table_candidates,
+    text_only_candidates,
+)
 from .index_sync import IndexStats, IndexSync, ProgressFn, ScanEntry, SyncReport
 from .lance_table import (
     FTS_OPTIONS,
@@ -411,10 +419,15 @@ class TemplateIndex(IndexSync):
         mirror = self._vector_mirror()
         return mirror if mirror is not None and mirror.text is not None else None
 
-    def mirror_candidates(self, mirror: VectorMirror, qvec: np.ndarray, hits: list[tuple[int, float]],
-                          filters: dict[str, str | None], limit: int) -> list[Candidate]:
-        """:meth:`candidates` from ``mirror`` (:meth:`memory_mirror`), its full-text ``hits`` already found."""
-        return [c for c in mirrored_candidates(mirror, qvec, hits, filters, limit) if c.uid in self.catalog]
+    def mirror_rows(self, mirror: VectorMirror, qvec: np.ndarray, hits: list[tuple[int, float]],
+                    filters: dict[str, str | None], limit: int) -> CandidateRows:
+        """:meth:`candidates` from ``mirror`` (:meth:`memory_mirror`) as arrays, its full-text ``hits`` already
+        found."""
+        found = mirrored_rows(mirror, qvec, hits, filters, limit)
+        catalog = self.catalog
+        inside = np.fromiter((mirror.uids[row] in catalog for row in found.rows.tolist()), dtype=bool,
+                             count=len(found.rows))
+        return found if inside.all() else found.only(inside)
 
     def _opened_table(self) -> Any:
         """The table, opened now if the index started from the mirror on disk. No lock once open: a background

@@ -54,7 +54,7 @@ from ..core.config import AISettings
 from ..knowledge.loader import load_glossary
 from . import label_cache
 from . import vocabulary as vocab
-from .candidates import Candidate, text_hits
+from .candidates import text_hits
 from .embedder import on_inference
 from .index import TemplateIndex
 from .keyword_scoring import Coverage, KeywordPlan, coverage, keyword_plan, keyword_score, keywords_at
@@ -93,10 +93,34 @@ _T = TypeVar("_T")
 # A candidate's score parts from the query and the template alone: keyword coverage and the words it matched,
 # package share and the packages matched, the penalties' factors and reasons.
 _Static = tuple[float, list[str], float, list[str], tuple[float, ...], list[str]]
-_Prepared = tuple[list[tuple[int, float]], KeywordPlan, dict[str, _Static], Coverage | None]
+_Words = tuple[float, list[str]]  # a share of the query's words or packages, and the ones matched
+
+
+@dataclass
+class _EveryRow:
+    """Shares worked out for every mirror row at once (:meth:`SearchEngine._prepare`): the keyword coverage,
+    whether each package the query names is installed (packages x rows), and the rows by uid."""
+    keywords: Coverage
+    packages: np.ndarray | None
+    position: dict[str, int]
+
+    def parts(self, analysis: QueryAnalysis, rows: list[int]) -> list[tuple[_Words, _Words | None]]:
+        """Rows' (keyword coverage and words, package share and packages), as one candidate's formulas give them."""
+        words = keywords_at(self.keywords, rows)
+        if self.packages is None:
+            return [(w, None) for w in words]
+        named = analysis.packages
+        out: list[tuple[_Words, _Words | None]] = []
+        for w, flags in zip(words, self.packages[:, rows].T.tolist(), strict=True):
+            matched = [p for p, flag in zip(named, flags, strict=True) if flag]
+            out.append((w, (len(matched) / len(named), matched)))
+        return out
+
+
+_Prepared = tuple[list[tuple[int, float]], KeywordPlan, dict[str, _Static], _EveryRow | None]
 # A scored candidate before it becomes a ScoredResult (most never do): score rounded, name, record, semantic,
-# keyword and package shares unrounded, the candidate, its static parts.
-_Entry = tuple[float, str, TemplateRecord, float, float, float, Candidate, _Static]
+# keyword and package shares unrounded, cosine, BM25 score, its static parts.
+_Entry = tuple[float, str, TemplateRecord, float, float, float, float, float, _Static]
 
 
 @dataclass
@@ -326,7 +350,7 @@ class SearchEngine:
     def _strong(analysis: QueryAnalysis, entry: _Entry) -> bool:
         """Exact evidence: most named packages installed, or most of the query's words (or concepts) present.
         On the shares as results show them (rounded)."""
-        _score, _name, _rec, semantic, keyword, package, _cand, parts = entry
+        _score, _name, _rec, semantic, keyword, package, _cosine, _bm25, parts = entry
         if analysis.packages and round(package, 4) >= STRONG_EVIDENCE and round(semantic, 4) > 0:
             # Some package names are English words ("file", "less"): a match counts only when the query's
             # meaning is not wholly unrelated to the template (cosine above the floor).
@@ -335,21 +359,23 @@ class SearchEngine:
 
     @staticmethod
     def _result(entry: _Entry) -> ScoredResult:
-        score, _name, rec, semantic, keyword, package, cand, parts = entry
+        score, _name, rec, semantic, keyword, package, cosine, bm25, parts = entry
         _coverage, hits, _package, matched, _factors, penalties = parts
-        return ScoredResult(rec, score, round(semantic, 4), round(keyword, 4), round(package, 4), round(cand.cosine, 4),
-                            round(cand.bm25, 4), list(penalties), matched, hits)
+        return ScoredResult(rec, score, round(semantic, 4), round(keyword, 4), round(package, 4), round(cosine, 4),
+                            round(bm25, 4), list(penalties), matched, hits)
 
     def _static_parts(self, plan: KeywordPlan, analysis: QueryAnalysis, rec: TemplateRecord, uid: str,
-                      wants: list[tuple[str, str]], keyword: tuple[float, list[str]] | None = None) -> _Static:
+                      wants: list[tuple[str, str]], keyword: _Words | None = None,
+                      packages: _Words | None = None) -> _Static:
         """What a candidate's score takes from the query and the template alone (not from the legs): word
-        coverage, packages, and the penalties' factor and reasons. ``keyword``: its coverage and matched words
-        when :func:`keyword_scoring.coverage` has them."""
+        coverage, packages, and the penalties' factor and reasons. ``keyword`` and ``packages``: its coverage and
+        package share with what they matched, when :class:`_EveryRow` has them."""
         coverage, hits = keyword if keyword is not None else keyword_score(plan, rec)
         if not analysis.packages and not analysis.excluded and not wants:
             return coverage, hits, 0.0, [], (), []  # most queries: no package, exclusion or stated target
-        have = self._packages_lower(uid) if analysis.packages or analysis.excluded else frozenset()
-        package, matched = self._package_score(analysis, have)
+        named = analysis.packages and packages is None
+        have = self._packages_lower(uid) if named or analysis.excluded else frozenset()
+        package, matched = packages if packages is not None else self._package_score(analysis, have)
         factors: list[float] = []  # applied one by one, in this order, as the score always was
         penalties: list[str] = []
         excluded = self._excluded_hits(analysis, rec, have)
@@ -367,37 +393,43 @@ class SearchEngine:
     def _wants(self, analysis: QueryAnalysis, filters: dict[str, str | None]) -> list[tuple[str, str]]:
         return [(attr, wanted) for attr, wanted in analysis.wants.items() if not filters.get(attr)]
 
-    def _score_all(self, candidates: list[Candidate], analysis: QueryAnalysis, weights: dict[str, float],
-                   filters: dict[str, str | None], max_bm25: float,
+    def _score_all(self, uids: list[str], cosines: np.ndarray, bm25: np.ndarray, analysis: QueryAnalysis,
+                   weights: dict[str, float], filters: dict[str, str | None],
                    static: dict[str, _Static] | None = None, plan: KeywordPlan | None = None,
-                   cover: tuple[Coverage, dict[str, int]] | None = None) -> list[_Entry]:
-        """Every candidate's score, best first (ties by name); :meth:`_result` makes the few shown into results.
-        ``static``: parts already worked out for some candidates (:meth:`_prepare`), with the ``plan`` they used;
-        ``cover``: every mirror row's keyword coverage for that plan, with the rows by uid."""
+                   every: _EveryRow | None = None) -> list[_Entry]:
+        """Every candidate's score (``uids`` with their legs' ``cosines`` and ``bm25`` scores), best first (ties by
+        name); :meth:`_result` makes the few shown into results. ``static``: parts already worked out for some
+        candidates (:meth:`_prepare`), with the ``plan`` they used; ``every``: every mirror row's shares for that
+        plan. The shares are worked out for all candidates at once, in the float
+        operations (and their order) of one candidate's formula, so the same values bit for bit."""
         plan = plan if plan is not None else keyword_plan(analysis, self._idf)
         static = static or {}
         catalog = self.index.catalog
-        w_semantic, w_keyword, w_package = weights["semantic"], weights["keyword"], weights["package"]
         wants = self._wants(analysis, filters)
-        missing = [c.uid for c in candidates if c.uid not in static]
+        missing = [uid for uid in uids if uid not in static]
         if missing:
             static = dict(static)
-            known = [(uid, cover[1][uid]) for uid in missing if uid in cover[1]] if cover is not None else []
-            words = dict(zip([uid for uid, _ in known], keywords_at(cover[0], [row for _, row in known]),
-                             strict=True)) if cover is not None and known else {}
+            known = [(uid, every.position[uid]) for uid in missing if uid in every.position] if every else []
+            parts_of = dict(zip([uid for uid, _ in known], every.parts(analysis, [row for _, row in known]),
+                                strict=True)) if every is not None and known else {}
             for uid in missing:
-                static[uid] = self._static_parts(plan, analysis, catalog[uid], uid, wants, words.get(uid))
-        scored: list[_Entry] = []
-        for cand in candidates:
-            rec = catalog[cand.uid]
-            parts = static[cand.uid]
-            share, _hits, package, _matched, factors, _penalties = parts
-            semantic = min(1.0, max(0.0, (cand.cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
-            keyword = (1 - BM25_SHARE) * share + BM25_SHARE * (cand.bm25 / max_bm25)
-            score = w_semantic * semantic + w_keyword * keyword + w_package * package
-            for factor in factors:
-                score *= factor
-            scored.append((round(score, 4), rec.name, rec, semantic, keyword, package, cand, parts))
+                words, named = parts_of.get(uid, (None, None))
+                static[uid] = self._static_parts(plan, analysis, catalog[uid], uid, wants, words, named)
+        parts = [static[uid] for uid in uids]
+        max_bm25 = (float(bm25.max()) if len(bm25) else 0.0) or 1.0
+        # + 0.0: Python's max(0.0, -0.0) is 0.0, numpy's maximum keeps -0.0
+        semantic = np.minimum(1.0, np.maximum(0.0, (cosines - COS_FLOOR) / (COS_CEIL - COS_FLOOR))) + 0.0
+        keyword = (1 - BM25_SHARE) * np.array([p[0] for p in parts], dtype=np.float64) + BM25_SHARE * (bm25 / max_bm25)
+        package = np.array([p[2] for p in parts], dtype=np.float64)
+        scores = weights["semantic"] * semantic + weights["keyword"] * keyword + weights["package"] * package
+        for i, p in enumerate(parts):
+            for factor in p[4]:  # applied one by one, as one candidate's score always was
+                scores[i] *= factor
+        scored: list[_Entry] = [
+            (round(score, 4), rec.name, rec, sem, kw, pkg, cos, bm, part)
+            for rec, score, sem, kw, pkg, cos, bm, part in zip(
+                [catalog[uid] for uid in uids], scores.tolist(), semantic.tolist(), keyword.tolist(), package.tolist(),
+                cosines.tolist(), bm25.tolist(), parts, strict=True)]
         scored.sort(key=lambda r: (-r[0], r[1]))
         return scored
 
@@ -411,17 +443,22 @@ class SearchEngine:
         hits = text_hits(mirror, fts_query, keep, limit)
         plan = keyword_plan(analysis, self._idf)
         postings = mirror.term_postings()
-        cover = coverage(plan, postings) if postings is not None else None
+        every = None
+        if postings is not None:
+            named = analysis.packages
+            packages = np.array([postings.installing_any(package_aliases(p) | set(analysis.package_sets.get(p, ())))
+                                 for p in named], dtype=bool).reshape(len(named), postings.rows) if named else None
+            every = _EveryRow(coverage(plan, postings), packages, mirror.position)
         rows = list(range(len(mirror.uids))) if len(mirror.uids) <= limit else [pos for pos, _ in hits]
         catalog = mirror.catalog
         wants = self._wants(analysis, filters)
         rows = [row for row in rows if mirror.uids[row] in catalog]
-        keywords = keywords_at(cover, rows) if cover is not None else [None] * len(rows)
+        parts = every.parts(analysis, rows) if every is not None else [(None, None)] * len(rows)
         static = {}
-        for row, keyword in zip(rows, keywords, strict=True):
+        for row, (keyword, package) in zip(rows, parts, strict=True):
             uid = mirror.uids[row]
-            static[uid] = self._static_parts(plan, analysis, catalog[uid], uid, wants, keyword)
-        return hits, plan, static, cover
+            static[uid] = self._static_parts(plan, analysis, catalog[uid], uid, wants, keyword, package)
+        return hits, plan, static, every
 
     def close(self) -> None:
         """Let :meth:`_prepare`'s threads go (a search still running finishes first)."""
@@ -492,7 +529,7 @@ class SearchEngine:
         mirror = None if keyword_only else self.index.memory_mirror()
         static: dict[str, _Static] | None = None
         plan: KeywordPlan | None = None
-        cover: tuple[Coverage, dict[str, int]] | None = None
+        every: _EveryRow | None = None
         if mirror is not None:
             # Both legs in memory: the full-text leg and what scoring can do before the vector leg run on a
             # second core while onnxruntime embeds the query (measured: p50 ~0.5 ms less at 48 to 10,000
@@ -504,17 +541,19 @@ class SearchEngine:
                     vector = embed()
             finally:
                 inference.set()
-            hits, plan, static, every_row = prepared.result()
-            cover = (every_row, mirror.position) if every_row is not None else None
-            candidates = self.index.mirror_candidates(mirror, vector, hits, filters, limit)
+            hits, plan, static, every = prepared.result()
+            found = self.index.mirror_rows(mirror, vector, hits, filters, limit)
+            uids, cosines, bm25 = [mirror.uids[row] for row in found.rows.tolist()], found.cosine, found.bm25
         else:
             candidates = self.index.candidates(None if keyword_only else embed, fts_query, build_where(filters),
                                                limit, filters=filters)
-        max_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
-        scored = self._score_all(candidates, analysis, weights, filters, max_bm25, static, plan, cover)
+            uids = [c.uid for c in candidates]
+            cosines = np.array([c.cosine for c in candidates], dtype=np.float64)
+            bm25 = np.array([c.bm25 for c in candidates], dtype=np.float64)
+        scored = self._score_all(uids, cosines, bm25, analysis, weights, filters, static, plan, every)
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
         # A weak semantic score never empties a query whose packages or words a template clearly has.
-        kept = [r for r in scored if r[0] >= threshold or (not r[7][5] and self._strong(analysis, r))]
+        kept = [r for r in scored if r[0] >= threshold or (not r[8][5] and self._strong(analysis, r))]
         below = len(scored) - len(kept)
         results = [self._result(r) for r in kept[:top_k]]
         if results:
@@ -531,10 +570,10 @@ class SearchEngine:
                        "distribution, use case or packages you need, or drop filters.")
         else:
             message = "no relevant templates found" + (" matching the filters" if any(filters.values()) else "")
-        outcome = SearchOutcome(query, analysis.query_type, weights, results, analysis, len(candidates), below,
+        outcome = SearchOutcome(query, analysis.query_type, weights, results, analysis, len(uids), below,
                                 message, (time.perf_counter() - started) * 1000)
         log.info("search type=%s packages=%s excluded=%s candidates=%d results=%d top=%s",
-                 analysis.query_type, analysis.packages, analysis.excluded, len(candidates), len(results),
+                 analysis.query_type, analysis.packages, analysis.excluded, len(uids), len(results),
                  results[0].record.name if results else None)
         if log.isEnabledFor(logging.DEBUG):
             for r in results:

@@ -10,7 +10,7 @@ terms (``TemplateRecord.terms_strong`` / ``terms_weak``) on a thread of its own:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -20,11 +20,13 @@ _NONE = np.zeros(0, dtype=np.int32)
 
 
 class TermPostings:
-    """term -> the rows (positions in ``uids``) holding it among their strong, and among their weak, terms."""
+    """term -> the rows (positions in ``uids``) holding it among their strong, and among their weak, terms; and
+    package name (lower-cased) -> the rows installing it."""
 
     def __init__(self, catalog: Mapping[str, TemplateRecord], uids: Sequence[str]) -> None:
         strong: dict[str, list[int]] = {}
         weak: dict[str, list[int]] = {}
+        packages: dict[str, set[int]] = {}
         for row, uid in enumerate(uids):
             rec = catalog.get(uid)
             if rec is None:  # a row the catalog lacks holds no words
@@ -33,12 +35,24 @@ class TermPostings:
                 strong.setdefault(term, []).append(row)
             for term in rec.terms_weak:
                 weak.setdefault(term, []).append(row)
+            for name in rec.packages:
+                packages.setdefault(name.lower(), set()).add(row)
         self.rows = len(uids)
         self._strong = {t: np.asarray(r, dtype=np.int32) for t, r in strong.items()}
         self._weak = {t: np.asarray(r, dtype=np.int32) for t, r in weak.items()}
+        self._packages = {name: np.asarray(sorted(r), dtype=np.int32) for name, r in packages.items()}
 
     def strong(self, term: str) -> np.ndarray:
         return self._strong.get(term, _NONE)
 
     def weak(self, term: str) -> np.ndarray:
         return self._weak.get(term, _NONE)
+
+    def installing_any(self, names: Iterable[str]) -> np.ndarray:
+        """Whether each row installs one of ``names`` (lower-cased package names)."""
+        out = np.zeros(self.rows, dtype=bool)
+        for name in names:
+            rows = self._packages.get(name)
+            if rows is not None:
+                out[rows] = True
+        return out

@@ -308,3 +308,33 @@ def test_on_inference_calls_back_once_at_the_model_run_or_at_the_end():
     assert calls == ["run", "end"]
     inference_starts()  # outside a block: nothing to call
     assert calls == ["run", "end"]
+
+
+def test_every_row_s_static_parts_at_once_equal_one_candidate_at_a_time(library_engine):
+    """``_prepare`` (keyword coverage and package shares for every row from the term postings) against
+    ``_static_parts`` worked out one candidate at a time, for every row and query: packages named, aliases,
+    package stems, exclusions and stated targets included."""
+    import threading
+
+    engine = library_engine
+    engine.search("warm up")
+    engine.index.settle()
+    mirror = engine.index.memory_mirror()
+    assert mirror is not None and mirror.term_postings() is not None
+    searcher = engine.searcher
+    started = threading.Event()
+    started.set()
+    queries = [q.query for f in ("search-library.yaml", "search-reference.yaml")
+               for q in load_queries(REPO / "bench" / "eval" / f)]
+    queries += ["docker.io and moby-engine", "linux headers for the intel kernel", "nginx without docker on ubuntu"]
+    named = 0
+    for query in queries:
+        analysis = searcher.analyzer.analyze(" ".join(query.split()))
+        _hits, plan, static, every = searcher._prepare(started, mirror, analysis, "", {}, len(mirror.uids))
+        assert every is not None and set(static) == set(mirror.uids)
+        wants = searcher._wants(analysis, {})
+        for uid in mirror.uids:
+            alone = searcher._static_parts(plan, analysis, mirror.catalog[uid], uid, wants)
+            assert static[uid] == alone, (query, uid)
+        named += bool(analysis.packages) and any(parts[2] for parts in static.values())
+    assert named >= 10  # queries naming packages that some template installs were among them

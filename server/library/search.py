@@ -552,7 +552,8 @@ class SearchEngine:
             bm25 = np.array([c.bm25 for c in candidates], dtype=np.float64)
         scored = self._score_all(uids, cosines, bm25, analysis, weights, filters, static, plan, every)
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
-        # A weak semantic score never empties a query whose packages or words a template clearly has.
+        # A weak semantic score never empties a query whose packages or words a template clearly has (and no
+        # penalty: r[8][5], its static parts' reasons).
         kept = [r for r in scored if r[0] >= threshold or (not r[8][5] and self._strong(analysis, r))]
         below = len(scored) - len(kept)
         results = [self._result(r) for r in kept[:top_k]]

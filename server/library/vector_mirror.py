@@ -116,9 +116,12 @@ class VectorMirror(FilterColumns):
                 bias = self._no_bias
             else:
                 bias = np.where(keep, np.float32(0), np.float32(-np.inf)).astype(np.float32)[None, :]
-            values, rows, scores = session.run(None, {"query": query[None, :], "columns": self.columns,
-                                                      "bias": bias, "count": np.array([count], dtype=np.int64)})
-            return rows[0], values[0], scores[0]
+            try:
+                values, rows, scores = session.run(None, {"query": query[None, :], "columns": self.columns,
+                                                          "bias": bias, "count": np.array([count], dtype=np.int64)})
+                return rows[0], values[0], scores[0]
+            except Exception as exc:  # noqa: BLE001 - onnxruntime's own error types; numpy answers the same
+                log.warning("the onnxruntime scan failed, numpy answers this search: %s", exc)
         with single_thread_blas():
             # One thread: OpenBLAS splits this product over the cores and the rendezvous costs more than it
             # saves (10,000 x 384 on 2 busy cores: 5.5 ms threaded, 1.2 ms on one), with identical sums.
@@ -138,7 +141,11 @@ def _scan_session() -> Any:
     if not _scan:
         with _lazy_lock:
             if not _scan:
-                _scan.append(_make_scan_session())
+                try:
+                    _scan.append(_make_scan_session())
+                except Exception as exc:  # noqa: BLE001 - a broken onnxruntime install: numpy scans instead
+                    log.warning("no onnxruntime scan for the mirror, numpy scans it: %s", exc)
+                    _scan.append(None)
     return _scan[0]
 
 

@@ -135,3 +135,31 @@ def test_term_postings_are_built_off_the_search_path(library_index) -> None:
     assert not any(gone in postings.strong(t) or gone in postings.weak(t) for rec in mirror.catalog.values()
                    for t in (*rec.terms_strong, *rec.terms_weak))
     assert len(postings.strong("no-such-term")) == 0
+
+
+def test_a_failing_onnxruntime_scan_leaves_the_search_to_numpy(monkeypatch, caplog) -> None:
+    """A scan session that cannot be made, or a run that fails, costs speed, not the search."""
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((50, 16)).astype(np.float32)
+    mirror = vector_mirror.VectorMirror({}, [f"u{i}" for i in range(50)], matrix)
+    query = matrix[7]
+    expected = set(np.argsort(-(matrix @ query))[:5].tolist())
+    monkeypatch.setattr(vector_mirror, "SCAN_MIN_ROWS", 0)
+
+    class Broken:
+        def run(self, *args: object) -> None:
+            raise RuntimeError("onnxruntime failed")
+
+    monkeypatch.setattr(vector_mirror, "_scan", [Broken()])
+    rows, _cosines, scores = mirror.nearest(query, None, 5)
+    assert set(rows.tolist()) == expected and np.allclose(scores, matrix @ query)
+    assert "numpy answers this search" in caplog.text
+
+    def cannot_make() -> None:
+        raise RuntimeError("no graph")
+
+    monkeypatch.setattr(vector_mirror, "_scan", [])
+    monkeypatch.setattr(vector_mirror, "_make_scan_session", cannot_make)
+    assert vector_mirror._scan_session() is None
+    rows, _cosines, _scores = mirror.nearest(query, None, 5)
+    assert set(rows.tolist()) == expected

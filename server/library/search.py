@@ -98,11 +98,10 @@ _Words = tuple[float, list[str]]  # a share of the query's words or packages, an
 
 @dataclass
 class _EveryRow:
-    """Shares worked out for every mirror row at once (:meth:`SearchEngine._prepare`): the keyword coverage,
-    whether each package the query names is installed (packages x rows), and the rows by uid."""
+    """Shares worked out for every mirror row at once (:meth:`SearchEngine._prepare`): the keyword coverage, and
+    whether each package the query names is installed (packages x rows)."""
     keywords: Coverage
     packages: np.ndarray | None
-    position: dict[str, int]
 
     def parts(self, analysis: QueryAnalysis, rows: list[int]) -> list[tuple[_Words, _Words | None]]:
         """Rows' (keyword coverage and words, package share and packages), as one candidate's formulas give them."""
@@ -396,25 +395,23 @@ class SearchEngine:
     def _score_all(self, uids: list[str], cosines: np.ndarray, bm25: np.ndarray, analysis: QueryAnalysis,
                    weights: dict[str, float], filters: dict[str, str | None],
                    static: dict[str, _Static] | None = None, plan: KeywordPlan | None = None,
-                   every: _EveryRow | None = None) -> list[_Entry]:
+                   every: _EveryRow | None = None, rows: list[int] | None = None) -> list[_Entry]:
         """Every candidate's score (``uids`` with their legs' ``cosines`` and ``bm25`` scores), best first (ties by
         name); :meth:`_result` makes the few shown into results. ``static``: parts already worked out for some
         candidates (:meth:`_prepare`), with the ``plan`` they used; ``every``: every mirror row's shares for that
-        plan. The shares are worked out for all candidates at once, in the float
+        plan, with ``rows``, the candidates' mirror rows. The shares are worked out for all candidates at once, in the float
         operations (and their order) of one candidate's formula, so the same values bit for bit."""
         plan = plan if plan is not None else keyword_plan(analysis, self._idf)
         static = static or {}
         catalog = self.index.catalog
         wants = self._wants(analysis, filters)
-        missing = [uid for uid in uids if uid not in static]
+        missing = [i for i, uid in enumerate(uids) if uid not in static]
         if missing:
             static = dict(static)
-            known = [(uid, every.position[uid]) for uid in missing if uid in every.position] if every else []
-            parts_of = dict(zip([uid for uid, _ in known], every.parts(analysis, [row for _, row in known]),
-                                strict=True)) if every is not None and known else {}
-            for uid in missing:
-                words, named = parts_of.get(uid, (None, None))
-                static[uid] = self._static_parts(plan, analysis, catalog[uid], uid, wants, words, named)
+            found = every.parts(analysis, [rows[i] for i in missing]) if every is not None and rows is not None \
+                else [(None, None)] * len(missing)
+            for i, (words, named) in zip(missing, found, strict=True):
+                static[uids[i]] = self._static_parts(plan, analysis, catalog[uids[i]], uids[i], wants, words, named)
         parts = [static[uid] for uid in uids]
         max_bm25 = (float(bm25.max()) if len(bm25) else 0.0) or 1.0
         # + 0.0: Python's max(0.0, -0.0) is 0.0, numpy's maximum keeps -0.0
@@ -448,7 +445,7 @@ class SearchEngine:
             named = analysis.packages
             packages = np.array([postings.installing_any(package_aliases(p) | set(analysis.package_sets.get(p, ())))
                                  for p in named], dtype=bool).reshape(len(named), postings.rows) if named else None
-            every = _EveryRow(coverage(plan, postings), packages, mirror.position)
+            every = _EveryRow(coverage(plan, postings), packages)
         rows = list(range(len(mirror.uids))) if len(mirror.uids) <= limit else [pos for pos, _ in hits]
         catalog = mirror.catalog
         wants = self._wants(analysis, filters)
@@ -543,14 +540,16 @@ class SearchEngine:
                 inference.set()
             hits, plan, static, every = prepared.result()
             found = self.index.mirror_rows(mirror, vector, hits, filters, limit)
-            uids, cosines, bm25 = [mirror.uids[row] for row in found.rows.tolist()], found.cosine, found.bm25
+            rows = found.rows.tolist()
+            uids, cosines, bm25 = [mirror.uids[row] for row in rows], found.cosine, found.bm25
         else:
             candidates = self.index.candidates(None if keyword_only else embed, fts_query, build_where(filters),
                                                limit, filters=filters)
+            rows = None
             uids = [c.uid for c in candidates]
             cosines = np.array([c.cosine for c in candidates], dtype=np.float64)
             bm25 = np.array([c.bm25 for c in candidates], dtype=np.float64)
-        scored = self._score_all(uids, cosines, bm25, analysis, weights, filters, static, plan, every)
+        scored = self._score_all(uids, cosines, bm25, analysis, weights, filters, static, plan, every, rows)
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
         # A weak semantic score never empties a query whose packages or words a template clearly has (and no
         # penalty: r[8][5], its static parts' reasons).

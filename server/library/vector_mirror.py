@@ -188,7 +188,8 @@ def load_mirror(table: Any, catalog: dict[str, TemplateRecord], dims: int) -> Ve
     uids = [u for u in data.column("uid").to_pylist()]
     matrix = vector_matrix(data.column("vector")) if uids else np.zeros((0, dims), dtype=np.float32)
     keep = [i for i, u in enumerate(uids) if u in catalog]
-    return VectorMirror(catalog, [uids[i] for i in keep], matrix[keep])
+    # Every row usually belongs: the mirror's own copy (its transposed columns) is then the only one.
+    return VectorMirror(catalog, [uids[i] for i in keep], matrix if len(keep) == len(uids) else matrix[keep])
 
 
 def attach_text(mirror: VectorMirror, table: Any) -> None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import concurrent.futures
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .lance_table import VECTOR_INDEX_NPROBES, VECTOR_INDEX_REFINE, vector_matrix
 from .quantized_mirror import QuantizedMirror
 from .vector_mirror import VectorMirror
+
+if TYPE_CHECKING:
+    from .text_leg import TextLeg
 
 
 @dataclass
@@ -148,12 +151,16 @@ TextRows = concurrent.futures.Future[list[dict[str, Any]]]
 
 
 def start_text_leg(pool: concurrent.futures.ThreadPoolExecutor, table: Any, fts_query: str, where: str | None,
-                   limit: int, columns: list[str]) -> TextRows | None:
+                   limit: int, columns: list[str], postings: TextLeg | None = None,
+                   filters: dict[str, str | None] | None = None) -> TextRows | None:
     """The full-text leg in the background: it needs no query vector, so it runs while the query is embedded
-    and the vector leg searched (onnxruntime, numpy and LanceDB all release the GIL). ``pool`` serves only
-    tables without LanceDB's async handle."""
+    and the vector leg searched (onnxruntime, numpy and LanceDB all release the GIL). From ``postings`` (then
+    prefiltered by ``filters``, ``where`` in structured form) when given, else from LanceDB; ``pool`` serves
+    the postings and tables without LanceDB's async handle."""
     if not fts_query.strip():
         return None
+    if postings is not None:
+        return pool.submit(postings.rows, fts_query, filters or {}, limit)
     native = _native(table)
     if native is not None:
         return _submit_native(native, fts_query, where, limit, columns)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import quantized_mirror, snapshot, vector_mirror
+from . import quantized_mirror, snapshot, text_leg, vector_mirror
 from .candidates import (
     Candidate,
     CandidateRows,
@@ -123,6 +123,8 @@ class TemplateIndex(IndexSync):
         # next start under the same conditions as the mirror on disk.
         self._quantized = QuantizedKeeper(self.location, model_key=(lambda: self.model_key)
                                           if self.snapshot_path is not None else None)
+        self._text_leg = text_leg.TextLegKeeper(self.location, model_key=(lambda: self.model_key)
+                                                if self.snapshot_path is not None else None)
         self._embedded_ahead: dict[str, np.ndarray] = {}  # text -> vector, embedded before the table existed
         self._table_writer: threading.Thread | None = None  # writes a new index's table after it went live
 
@@ -135,8 +137,9 @@ class TemplateIndex(IndexSync):
             return report
         self.open()
         report = self.sync(progress=progress)
-        if self._table is not None:  # above the mirror's size, the vector leg's codes are built from now on
+        if self._table is not None:  # above the mirror's size, both legs' postings and codes are built from now on
             self._quantized.current(self._table, self.catalog, self.embedder.dimensions, wait=0)
+            self._text_leg.current(self._table, self.catalog)
         return report
 
     def _start_new(self, progress: ProgressFn | None) -> SyncReport | None:
@@ -384,7 +387,6 @@ class TemplateIndex(IndexSync):
             by_name[name] = uid
         self._uid_by_name = by_name
 
-
     # ---- reading -----------------------------------------------------------
     def candidates(self, qvec: np.ndarray | Callable[[], np.ndarray] | None, fts_query: str, where: str | None,
                    limit: int, filters: dict[str, str | None] | None = None) -> list[Candidate]:
@@ -405,7 +407,9 @@ class TemplateIndex(IndexSync):
         # A text hit's cosine needs its vector: from the table only when no mirror holds it (~1.7 ms of a
         # 4-6 ms full-text leg at 100,000 templates).
         columns = ["uid"] if mirror is not None or quantized is not None else ["uid", "vector"]
-        text_rows = None if in_memory else start_text_leg(self._leg_pool(), table, fts_query, where, limit, columns)
+        postings = self._text_leg.current(table, self.catalog) if quantized is not None else None
+        text_rows = None if in_memory else start_text_leg(self._leg_pool(), table, fts_query, where, limit, columns,
+                                                          postings, filters)
         vector = qvec() if callable(qvec) else qvec
         if mirror is not None:
             found = mirrored_candidates(mirror, vector, fts_query if in_memory else text_rows, filters or {}, limit)
@@ -469,7 +473,8 @@ class TemplateIndex(IndexSync):
         if mirror is not None and mirror.catalog is self.catalog:
             return "the table, through its in-memory mirror"
         if self._quantized.ready_for(self.catalog):
-            return "the table, with its vector leg's 8-bit codes in memory"
+            postings = " and its full-text postings" if self._text_leg.ready_for(self.catalog) else ""
+            return f"the table, with its vector leg's 8-bit codes{postings} in memory"
         return "the table"
 
     def wait_for_table(self, timeout: float = 30.0) -> None:
@@ -480,8 +485,9 @@ class TemplateIndex(IndexSync):
 
     def background_busy(self) -> bool:
         """Whether work runs in the background: the in-memory full-text leg's build, a new index's table, the
-        mirror's term postings, the quantized vector leg's build."""
-        return any(w is not None and w.is_alive() for w in self._background_threads()) or self._quantized.busy()
+        mirror's term postings, the quantized vector leg's and the full-text leg's builds above its size."""
+        return (any(w is not None and w.is_alive() for w in self._background_threads()) or self._quantized.busy()
+                or self._text_leg.busy())
 
     def settle(self, timeout: float = 60.0) -> None:
         """Wait for that background work (benchmarks time searches after it)."""
@@ -489,6 +495,7 @@ class TemplateIndex(IndexSync):
             if worker is not None:
                 worker.join(timeout)
         self._quantized.join(timeout)
+        self._text_leg.join(timeout)
 
     def _background_threads(self) -> list[threading.Thread | None]:
         mirror = self._mirror
@@ -563,6 +570,7 @@ class TemplateIndex(IndexSync):
             if self.snapshot_path is not None:
                 self.snapshot_path.unlink(missing_ok=True)
                 quantized_mirror.remove(self.snapshot_path.parent)
+                text_leg.remove(self.snapshot_path.parent)
             self._mirror = None
             self._table = self._create_table()
             self.vector_index_rows = 0
@@ -577,6 +585,7 @@ class TemplateIndex(IndexSync):
             if worker is not None:
                 worker.join(60)
         self._quantized.close()
+        self._text_leg.close()
         with self._lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)

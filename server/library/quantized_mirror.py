@@ -37,7 +37,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from . import npz_file
+from . import heap, npz_file
 from .lance_table import VECTOR_INDEX_REFINE, sql_quote, vector_matrix
 from .templates import TemplateRecord
 from .vector_mirror import FilterColumns
@@ -243,7 +243,7 @@ def build(table: Any, catalog: dict[str, TemplateRecord], dims: int, directory: 
             rows_file.write(matrix.tobytes())
             uids.extend(batch_uids[i] for i in keep)
         rows_file.flush()
-        _trim_heap()
+        heap.trim()
         scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
         codes = np.empty((dims, len(uids)), dtype=np.int8)
         width = dims * 4
@@ -256,7 +256,7 @@ def build(table: Any, catalog: dict[str, TemplateRecord], dims: int, directory: 
             _save(Path(str(directory)), rows_file, codes, scale, uids, version=version, model_key=model_key)
         mirror = QuantizedMirror(catalog, _Codes(catalog, uids, codes, scale, rows_file, threads))
         del codes
-        _trim_heap()
+        heap.trim()
     except BaseException:
         rows_file.close()
         if named:
@@ -264,20 +264,6 @@ def build(table: Any, catalog: dict[str, TemplateRecord], dims: int, directory: 
         raise
     log.info("vector leg in memory: %d rows as 8-bit codes in %.1fs", len(uids), time.perf_counter() - started)
     return mirror
-
-
-def _trim_heap() -> None:
-    """Hand the C heap's free memory back to the system (glibc only; elsewhere nothing).
-
-    Why: at 100,000 rows the table read leaves ~70 MB in glibc's free lists (Arrow and LanceDB buffers), and
-    onnxruntime's copy and packing of the codes then came on top of it: returned first, the build's peak
-    memory is that much lower, and so is the server's after it (measured: +158 -> +91 MB)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _save(directory: Path, rows_file: Any, codes: np.ndarray, scale: np.ndarray, uids: list[str], *, version: int,
@@ -327,7 +313,7 @@ def load(table: Any, catalog: dict[str, TemplateRecord], dims: int, directory: P
         rows_file.close()
         raise
     del codes, arrays
-    _trim_heap()
+    heap.trim()
     return mirror
 
 

@@ -38,8 +38,17 @@ class FilterColumns:
         """``position``: uid -> row, when the caller has it already (built from ``uids`` otherwise)."""
         self.catalog = catalog
         self.uids = uids
-        self.position = position if position is not None else {u: i for i, u in enumerate(uids)}
+        self._position = position
         self._columns: dict[str, np.ndarray] = {}
+
+    @property
+    def position(self) -> dict[str, int]:
+        """uid -> row, made at the first use (the full-text leg above the mirror's size never needs it: ~10 MB
+        at 100,000 rows)."""
+        position = self._position
+        if position is None:
+            position = self._position = {u: i for i, u in enumerate(self.uids)}
+        return position
 
     def mask(self, filters: dict[str, str | None]) -> np.ndarray | None:
         keep: np.ndarray | None = None

@@ -123,8 +123,8 @@ class TemplateIndex(IndexSync):
         # next start under the same conditions as the mirror on disk.
         self._quantized = QuantizedKeeper(self.location, model_key=(lambda: self.model_key)
                                           if self.snapshot_path is not None else None)
-        self._text_leg = text_leg.TextLegKeeper(self.location, model_key=(lambda: self.model_key)
-                                                if self.snapshot_path is not None else None)
+        self._text_leg = text_leg.TextLegKeeper(self.location, (lambda: self.model_key) if self.snapshot_path else None,
+                                                after=lambda: self._quantized.join(60))
         self._embedded_ahead: dict[str, np.ndarray] = {}  # text -> vector, embedded before the table existed
         self._table_writer: threading.Thread | None = None  # writes a new index's table after it went live
 

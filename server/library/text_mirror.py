@@ -1,4 +1,5 @@
-"""The full-text leg in memory while search is flat: BM25 scores exactly as LanceDB's FTS index gives them.
+"""The full-text leg in memory (the mirror's below its size, text_leg's above): BM25 scores exactly as LanceDB's
+FTS index gives them.
 
 Why: LanceDB's full-text query costs ~2 ms of wall time and ~1.7 ms of CPU per query even at 48 rows
 (planning and its runtime's threads, not the 0.4 ms of scoring). On two cores it ran beside the query's
@@ -19,7 +20,8 @@ labelled query. Two differences remain, both in LanceDB's index, not in the scor
   does there.
 
 Built from one snapshot of the table: Arrow splits the words, each distinct word is analysed once, and
-the postings are grouped with numpy (10,000 templates, 11 MB of text: ~0.35 s, nearly all without the GIL).
+the postings are grouped with numpy (10,000 templates, 11 MB of text: ~0.35 s, nearly all without the GIL;
+100,000 a batch at a time, :meth:`TextMirror.from_batches`: ~5 s).
 """
 
 from __future__ import annotations
@@ -222,6 +224,12 @@ class TextMirror:
         mirror._tokens.update(zip(words, word_ids, strict=True))
         mirror._doc, mirror._start, mirror._weight, mirror._idf = doc, start, weight, idf
         return mirror
+
+    def forget_words(self) -> None:
+        """Drop the build's cache of words already analysed: queries then analyse each word (a stemmer call, ~1
+        us). Above the mirror's size the cache is worth ~11 MB at 100,000 of the benchmark's templates, whose
+        names make most words distinct, and is not kept on disk."""
+        self._tokens.clear()
 
     def query_tokens(self, query: str) -> list[int]:
         """The query's token ids, repeated as often as they occur; tokens no row has are left out (they add 0)."""

@@ -33,7 +33,8 @@ class CacheStats(BaseModel):
     index_size_bytes: int | None = Field(description="None when the index is in object storage")
     index_source: str = Field("", description="where searches are answered from: the table, its in-memory "
                                               "mirror, the mirror on disk, a new index whose table is being "
-                                              "written, or the table with its vector leg's 8-bit codes in memory")
+                                              "written, or the table with its vector leg's 8-bit codes (and "
+                                              "its full-text postings) in memory")
     last_sync: float | None = Field(description="unix time of the last index sync")
     last_sync_seconds: float | None
     syncs: int

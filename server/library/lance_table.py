@@ -17,7 +17,8 @@ The index is named after the row count it was trained on and retrained once the 
 ``optimize()`` after every write folds new rows into the FTS and vector indexes (rows written since are
 still searched, by a flat scan, until then). The IVF index answers only when the in-memory codes
 (quantized_mirror) cannot: without onnxruntime, while they are rebuilt for longer than a search waits, or
-past their row limit.
+past their row limit. Likewise the FTS index answers only while the in-memory postings (text_leg) are built
+or stale.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from typing import IO, Any
 import numpy as np
 
 from . import heap, npz_file
+from .background_build import BackgroundBuild
 from .lance_table import VECTOR_INDEX_REFINE, sql_quote, vector_matrix
 from .templates import TemplateRecord
 from .vector_mirror import FilterColumns
@@ -323,7 +324,7 @@ def remove(directory: Path) -> None:
         (directory / name).unlink(missing_ok=True)
 
 
-class QuantizedKeeper:
+class QuantizedKeeper(BackgroundBuild):
     """The current quantized mirror, rebuilt in a background thread whenever the catalog moves on."""
 
     def __init__(self, directory: Path | None, threads: int = 0, model_key: Callable[[], str] | None = None) -> None:
@@ -418,15 +419,6 @@ class QuantizedKeeper:
     def ready_for(self, catalog: dict[str, TemplateRecord]) -> bool:
         mirror = self._mirror
         return mirror is not None and mirror.catalog is catalog
-
-    def busy(self) -> bool:
-        builder = self._builder
-        return builder is not None and builder.is_alive()
-
-    def join(self, timeout: float) -> None:
-        builder = self._builder
-        if builder is not None:
-            builder.join(timeout)
 
     def close(self) -> None:
         """No new builds, the current mirror let go. Not closed here: a search still running on another thread

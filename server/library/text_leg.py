@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import heap, npz_file, quantized_mirror
+from .background_build import BackgroundBuild
 from .lance_table import FTS_OPTIONS
 from .templates import TemplateRecord
 from .text_mirror import TextMirror, reproduces
@@ -162,7 +163,7 @@ def remove(directory: Path) -> None:
     (directory / FILE).unlink(missing_ok=True)
 
 
-class TextLegKeeper:
+class TextLegKeeper(BackgroundBuild):
     """The current leg, loaded or built in a background thread whenever the catalog's content moves on; a
     search never waits for it (LanceDB answers meanwhile)."""
 
@@ -222,15 +223,6 @@ class TextLegKeeper:
     def ready_for(self, catalog: dict[str, TemplateRecord]) -> bool:
         leg = self._leg
         return leg is not None and leg.describes(catalog)
-
-    def busy(self) -> bool:
-        builder = self._builder
-        return builder is not None and builder.is_alive()
-
-    def join(self, timeout: float) -> None:
-        builder = self._builder
-        if builder is not None:
-            builder.join(timeout)
 
     def close(self) -> None:
         """No new builds; the current leg let go (a search on another thread may still hold it)."""

@@ -139,7 +139,7 @@ class TextMirror:
             parts.append((term, doc + np.int32(offset), freq))
             lengths.append(doc_len)
             offset += len(doc_len)
-            if offset > len(doc_len):  # from the second batch on: see heap.trim
+            if len(lengths) > 1:  # the previous batch's temporaries are gone: see heap.trim
                 heap.trim()
         self.rows = offset
         doc_len = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.float32)

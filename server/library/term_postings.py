@@ -10,23 +10,27 @@ terms (``TemplateRecord.terms_strong`` / ``terms_weak``) on a thread of its own:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from . import vocabulary as vocab
 from .templates import TemplateRecord
 
 _NONE = np.zeros(0, dtype=np.int32)
 
 
 class TermPostings:
-    """term -> the rows (positions in ``uids``) holding it among their strong, and among their weak, terms; and
-    package name (lower-cased) -> the rows installing it."""
+    """term -> the rows (positions in ``uids``) holding it among their strong, and among their weak, terms;
+    package name (lower-cased) -> the rows installing it; and a word its author wrote (an explicit keyword or a
+    part of the file name, lower-cased) -> the rows with it."""
 
     def __init__(self, catalog: Mapping[str, TemplateRecord], uids: Sequence[str]) -> None:
         strong: dict[str, list[int]] = {}
         weak: dict[str, list[int]] = {}
         packages: dict[str, set[int]] = {}
+        authored: dict[str, set[int]] = {}
         for row, uid in enumerate(uids):
             rec = catalog.get(uid)
             if rec is None:  # a row the catalog lacks holds no words
@@ -37,10 +41,14 @@ class TermPostings:
                 weak.setdefault(term, []).append(row)
             for name in rec.packages:
                 packages.setdefault(name.lower(), set()).add(row)
+            for word in [w.lower() for w in rec.explicit_keywords] + vocab.split_parts(rec.id):
+                authored.setdefault(word, set()).add(row)
         self.rows = len(uids)
         self._strong = {t: np.asarray(r, dtype=np.int32) for t, r in strong.items()}
         self._weak = {t: np.asarray(r, dtype=np.int32) for t, r in weak.items()}
         self._packages = {name: np.asarray(sorted(r), dtype=np.int32) for name, r in packages.items()}
+        self._names = sorted(self._packages)
+        self._authored = {word: np.asarray(sorted(r), dtype=np.int32) for word, r in authored.items()}
 
     def strong(self, term: str) -> np.ndarray:
         return self._strong.get(term, _NONE)
@@ -56,3 +64,16 @@ class TermPostings:
             if rows is not None:
                 out[rows] = True
         return out
+
+    def installing_named(self, start: str) -> np.ndarray:
+        """Whether each row installs a package whose name starts with ``start`` (lower-case)."""
+        out = np.zeros(self.rows, dtype=bool)
+        at = bisect.bisect_left(self._names, start)
+        while at < len(self._names) and self._names[at].startswith(start):
+            out[self._packages[self._names[at]]] = True
+            at += 1
+        return out
+
+    def authored(self, word: str) -> np.ndarray:
+        """The rows whose author wrote ``word`` (lower-case): an explicit keyword or a part of the file name."""
+        return self._authored.get(word, _NONE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from image_composer_mcp.server.library.keyword_scoring import (
     coverage,
@@ -311,9 +312,10 @@ def test_on_inference_calls_back_once_at_the_model_run_or_at_the_end():
 
 
 def test_every_row_s_static_parts_at_once_equal_one_candidate_at_a_time(library_engine):
-    """``_prepare`` (keyword coverage and package shares for every row from the term postings) against
-    ``_static_parts`` worked out one candidate at a time, for every row and query: packages named, aliases,
-    package stems, exclusions and stated targets included."""
+    """Scoring from ``_prepare``'s shares for every row (keyword coverage and package shares from the term
+    postings) against scoring one candidate at a time, every row a candidate, for every query: the same
+    scores, shares, order, evidence and penalties, and the same words, packages and reasons for each result
+    (packages named, aliases, package stems, exclusions and stated targets included)."""
     import threading
 
     engine = library_engine
@@ -327,14 +329,21 @@ def test_every_row_s_static_parts_at_once_equal_one_candidate_at_a_time(library_
     queries = [q.query for f in ("search-library.yaml", "search-reference.yaml")
                for q in load_queries(REPO / "bench" / "eval" / f)]
     queries += ["docker.io and moby-engine", "linux headers for the intel kernel", "nginx without docker on ubuntu"]
-    named = 0
+    uids, rows = list(mirror.uids), list(range(len(mirror.uids)))
+    rng = np.random.default_rng(7)
+    named = penalised = 0
     for query in queries:
         analysis = searcher.analyzer.analyze(" ".join(query.split()))
         _hits, plan, static, every = searcher._prepare(started, mirror, analysis, "", {}, len(mirror.uids))
-        assert every is not None and set(static) == set(mirror.uids)
-        wants = searcher._wants(analysis, {})
-        for uid in mirror.uids:
-            alone = searcher._static_parts(plan, analysis, mirror.catalog[uid], uid, wants)
-            assert static[uid] == alone, (query, uid)
-        named += bool(analysis.packages) and any(parts[2] for parts in static.values())
+        assert every is not None and static == {}
+        cosines, bm25 = rng.uniform(-0.1, 0.9, len(uids)), rng.uniform(0.0, 9.0, len(uids)) * (rng.random(len(uids)) < 0.5)
+        weights = searcher.weights_for(analysis)
+        at_once = searcher._score_all(uids, cosines, bm25, analysis, weights, {}, None, plan, every, rows)
+        alone = searcher._score_all(uids, cosines, bm25, analysis, weights, {}, None, plan)
+        for field in ("order", "score", "semantic", "keyword", "package", "worded", "penalised"):
+            assert getattr(at_once, field) == getattr(alone, field), (query, field)
+        assert [at_once.parts(i) for i in rows] == [alone.parts(i) for i in rows], query
+        named += bool(analysis.packages) and any(alone.package)
+        penalised += any(alone.penalised)
     assert named >= 10  # queries naming packages that some template installs were among them
+    assert penalised >= 10  # and queries with exclusions or stated targets that some template misses

@@ -182,23 +182,43 @@ def test_a_plural_of_a_known_word_is_not_a_misspelling(reference_engine):
 
 
 def test_per_template_set_caches_stay_bounded_and_drop_the_oldest_first():
-    from image_composer_mcp.server.library.search import DOC_SETS_MAX, _remember
+    from image_composer_mcp.server.library.template_sets import DOC_SETS_MAX, remember
 
     cache: dict[str, int] = {}
     for i in range(DOC_SETS_MAX + 10):
-        _remember(cache, f"t{i}", i)
+        remember(cache, f"t{i}", i)
     assert len(cache) <= DOC_SETS_MAX
     assert f"t{DOC_SETS_MAX + 9}" in cache and "t0" not in cache  # newest kept, oldest gone
     assert len(cache) > DOC_SETS_MAX // 2  # a quarter goes at a time, not everything at once
 
 
 def test_repeated_searches_score_the_same_after_the_set_caches_turn_over(reference_engine, monkeypatch):
-    from image_composer_mcp.server.library import search as search_mod
+    from image_composer_mcp.server.library import template_sets
 
     query = "edge image with docker and ssh for an arm board"
     before = [(r.record.name, r.score, r.matched_terms) for r in reference_engine.search(query, 10).results]
-    monkeypatch.setattr(search_mod, "DOC_SETS_MAX", 8)  # every query now evicts sets it built a moment ago
+    monkeypatch.setattr(template_sets, "DOC_SETS_MAX", 8)  # every query now evicts sets it built a moment ago
     searcher = reference_engine.searcher
     searcher._cache.clear()
     after = [(r.record.name, r.score, r.matched_terms) for r in reference_engine.search(query, 10).results]
     assert after == before
+
+
+def test_an_excluded_term_is_found_under_its_names_a_package_name_s_start_or_the_author_s_words():
+    from image_composer_mcp.server.library.query_analysis import QueryAnalysis
+    from image_composer_mcp.server.library.template_sets import TemplateSets
+    from image_composer_mcp.server.library.templates import TemplateRecord
+
+    rec = TemplateRecord(id="ubuntu24-x86_64-web-raw.yml", root="/nowhere", name="ubuntu24-x86_64-web-raw",
+                         image_name="web", content_hash="h", size=1, mtime_ns=1, packages=["Docker-CE-cli", "moby-engine", "openssh-server"], explicit_keywords=["Kiosk"])
+    sets = TemplateSets(lambda: {"u1": rec})
+
+    def hits(*excluded: str) -> list[str]:
+        return sets.excluded_hits(QueryAnalysis("q", "negation", [], [], [], list(excluded), 0.0), rec, "u1")
+
+    assert hits("docker", "docker-ce", "openssh-server", "kiosk", "web") == ["docker", "docker-ce", "openssh-server",
+                                                                           "kiosk", "web"]
+    # a name's end or middle, a start not ended by a dash, a package not installed
+    assert hits("ce", "cli", "dock", "moby-eng", "nginx") == []
+    assert hits("openssh", "moby") == ["openssh", "moby"]
+    assert sets.excluded_hits(QueryAnalysis("q", "semantic", [], [], [], [], 0.0), rec, "u1") == []

@@ -174,8 +174,9 @@ class QueryAnalyzer:
                     used.update(span)
         return found
 
-    def analyze(self, query: str) -> QueryAnalysis:
-        tokens = vocab.tokenize(query)
+    def corrections(self, tokens: list[str]) -> list[tuple[str, str]]:
+        """(as typed, as read) for each misspelt token, which ``tokens`` then holds as read. Alone, the few
+        microseconds of an analysis that tell which words a search embeds beside its query."""
         corrections: list[tuple[str, str]] = []
         if self.spelling is not None:
             for i, tok in enumerate(tokens):
@@ -183,6 +184,11 @@ class QueryAnalyzer:
                 if fixed:
                     corrections.append((tok, fixed))
                     tokens[i] = fixed
+        return corrections
+
+    def analyze(self, query: str) -> QueryAnalysis:
+        tokens = vocab.tokenize(query)
+        corrections = self.corrections(tokens)
         excluded, negated_idx = self._negations(tokens)
         packages: list[str] = []
         content: list[str] = []

@@ -198,10 +198,37 @@ class SearchEngine:
         if not missing:
             return np.asarray(self.embedder.embed_query(query)), known
         vectors = np.asarray(self.embedder.embed([query, *missing]), dtype=np.float32)
-        fresh = dict(zip(missing, vectors[1:], strict=True))
+        return vectors[0], {**known, **self._keep(missing, vectors[1:])}
+
+    def _combined(self, query: str, query_vector: np.ndarray, labels: list[str],
+                  known: dict[str, np.ndarray]) -> np.ndarray:
+        """:func:`combined_vector` of the query and its ``labels``, whose vectors are in ``known`` or kept here; a
+        label in neither (a glossary label when they could not be embedded at start-up) is embedded now."""
+        missing = [label for label in dict.fromkeys(labels) if label not in known and label not in self._label_vectors]
+        if missing:
+            known = {**known, **self._keep(missing, np.asarray(self.embedder.embed(missing), dtype=np.float32))}
+        vectors = self._label_vectors
+        return combined_vector(query, query_vector, labels, lambda label: known[label] if label in known
+                               else vectors[label])
+
+    def _keep(self, labels: list[str], vectors: np.ndarray) -> dict[str, np.ndarray]:
+        """New labels' vectors, kept beside the glossary's while there is room (LABEL_VECTORS_MAX)."""
+        fresh = dict(zip(labels, vectors, strict=True))
         if len(self._label_vectors) + len(fresh) <= LABEL_VECTORS_MAX:
             self._label_vectors.update(fresh)
-        return vectors[0], {**known, **fresh}
+        return fresh
+
+    def _read(self, query: str) -> tuple[QueryAnalysis, dict[str, float], str]:
+        """The query's analysis, the weights of its signals and its full-text query."""
+        analysis = self.analyzer.analyze(query)
+        weights = self.weights_for(analysis)
+        if getattr(self.embedder, "keyword_only", False):  # no model: the semantic share goes to the others
+            rest = (weights["keyword"] + weights["package"]) or 1.0
+            weights = {"semantic": 0.0, "keyword": weights["keyword"] / rest, "package": weights["package"] / rest}
+        fts_terms = [t for t in analysis.tokens if t not in vocab.STOPWORDS and t not in analysis.excluded
+                     and t not in vocab.NEGATION_WORDS]
+        fts_terms += [t for t in analysis.expansion_terms() if t not in fts_terms]
+        return analysis, weights, " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
 
     # ---- per-catalog precomputation ------------------------------------------
     def _refresh_terms(self) -> None:
@@ -395,6 +422,14 @@ class SearchEngine:
         return Ranked.of([round(score, 4) for score in scores.tolist()], records,
                          (semantic, keyword, package, cosines, bm25), worded.tolist(), [bool(f) for f in factors], parts)
 
+    def _analyse_and_prepare(self, started: threading.Event, mirror: VectorMirror, query: str,
+                             filters: dict[str, str | None],
+                             limit: int) -> tuple[tuple[QueryAnalysis, dict[str, float], str], _Prepared]:
+        """:meth:`_read` and :meth:`_prepare`, on a second thread while the query is embedded."""
+        started.wait()
+        read = self._read(query)
+        return read, self._prepare(started, mirror, read[0], read[2], filters, limit)
+
     def _prepare(self, started: threading.Event, mirror: VectorMirror, analysis: QueryAnalysis, fts_query: str,
                  filters: dict[str, str | None], limit: int) -> _Prepared:
         """Run on a second thread while the query is embedded (from the model run on, see ``on_inference``):
@@ -471,46 +506,40 @@ class SearchEngine:
             outcome = hit[1]
             return SearchOutcome(**{**outcome.__dict__, "cached": True,
                                     "latency_ms": (time.perf_counter() - started) * 1000})
-        analysis = self.analyzer.analyze(query)
-        weights = self.weights_for(analysis)
         keyword_only = getattr(self.embedder, "keyword_only", False)
-        if keyword_only:  # no model: the semantic share goes to the other signals, in proportion
-            rest = (weights["keyword"] + weights["package"]) or 1.0
-            weights = {"semantic": 0.0, "keyword": weights["keyword"] / rest, "package": weights["package"] / rest}
-        fts_terms = [t for t in analysis.tokens if t not in vocab.STOPWORDS and t not in analysis.excluded
-                     and t not in vocab.NEGATION_WORDS]
-        fts_terms += [t for t in analysis.expansion_terms() if t not in fts_terms]
-        fts_query = " ".join(re.sub(r"[^a-z0-9.+-]", " ", t) for t in fts_terms)
-        limit = max(top_k * 4, 50)
-
-        def embed() -> np.ndarray:
-            # On this thread, with the other work on a second one started only at the model run (below, or by
-            # the index once LanceDB's full-text leg is under way): measured against embedding on a worker from
-            # the start, that is ~1 ms faster, because the worker and this thread then queued for the GIL.
-            labels = analysis.embedding_labels()
-            query_vector, label_vectors = self._vectors(query, labels)
-            return combined_vector(query, query_vector, labels, label_vectors.__getitem__)
-
         mirror = None if keyword_only else self.index.memory_mirror()
+        limit = max(top_k * 4, 50)
         static: dict[str, Static] | None = None
         plan: KeywordPlan | None = None
         every: EveryRow | None = None
         if mirror is not None:
-            # Both legs in memory: the full-text leg and what scoring can do before the vector leg run on a
-            # second core while onnxruntime embeds the query (measured: p50 ~0.5 ms less at 48 to 10,000
-            # templates, of ~5-8 ms). Started any earlier, that work held the GIL the tokenising needed.
+            # Both legs in memory: the query's analysis, the full-text leg and what scoring can do before the
+            # vector leg run on a second core while onnxruntime embeds the query (measured: p50 ~0.5 ms less at
+            # 48 to 10,000 templates, of ~5-8 ms, and ~0.15 ms more with the analysis there). Started any
+            # earlier, that work held the GIL the tokenising needed. The embedding runs on this thread: on a
+            # worker from the start it was ~1 ms slower, the worker and this thread queuing for the GIL.
             inference = threading.Event()
-            prepared = self._helper().submit(self._prepare, inference, mirror, analysis, fts_query, filters, limit)
+            prepared = self._helper().submit(self._analyse_and_prepare, inference, mirror, query, filters, limit)
             try:
                 with on_inference(inference.set):
-                    vector = embed()
+                    # Spelling corrections join the query's batch; the glossary's labels are embedded already.
+                    corrected = [read for _, read in self.analyzer.corrections(vocab.tokenize(query))]
+                    query_vector, label_vectors = self._vectors(query, corrected)
             finally:
                 inference.set()
-            hits, plan, static, every = prepared.result()
+            (analysis, weights, fts_query), (hits, plan, static, every) = prepared.result()
+            vector = self._combined(query, query_vector, analysis.embedding_labels(), label_vectors)
             found = self.index.mirror_rows(mirror, vector, hits, filters, limit)
             rows = found.rows.tolist()
             uids, cosines, bm25 = [mirror.uids[row] for row in rows], found.cosine, found.bm25
         else:
+            analysis, weights, fts_query = self._read(query)
+
+            def embed() -> np.ndarray:
+                labels = analysis.embedding_labels()
+                query_vector, label_vectors = self._vectors(query, labels)
+                return self._combined(query, query_vector, labels, label_vectors)
+
             candidates = self.index.candidates(None if keyword_only else embed, fts_query, build_where(filters),
                                                limit, filters=filters)
             rows = None

@@ -347,3 +347,28 @@ def test_every_row_s_static_parts_at_once_equal_one_candidate_at_a_time(library_
         penalised += any(alone.penalised)
     assert named >= 10  # queries naming packages that some template installs were among them
     assert penalised >= 10  # and queries with exclusions or stated targets that some template misses
+
+
+def test_a_concept_label_not_embedded_at_start_is_embedded_after_the_analysis_and_kept(library_engine, monkeypatch):
+    """Below the mirror's size the query is analysed while it is embedded, so a concept label the start-up
+    could not embed (a remote model, or a failure) is embedded after the analysis: the answer is the one
+    with the label embedded at start, and the label is kept for the next query."""
+    engine = library_engine
+    searcher = engine.searcher
+    query = "boot diskless machines over the lan"
+    assert engine.index.memory_mirror() is not None
+    labels = searcher.analyzer.analyze(query).embedding_labels()
+    assert labels  # a concept named in plain words
+    searcher._cache.clear()
+    before = [(r.record.name, round(r.semantic, 3)) for r in engine.search(query, 5).results]
+    calls: list[list[str]] = []
+    real_embed = searcher.embedder.embed
+    monkeypatch.setattr(searcher.embedder, "embed", lambda texts: calls.append(list(texts)) or real_embed(texts))
+    monkeypatch.setattr(searcher, "_label_vectors", {})
+    searcher._cache.clear()
+    after = [(r.record.name, round(r.semantic, 3)) for r in engine.search(query, 5).results]
+    assert after == before
+    assert calls == [labels] and set(labels) <= set(searcher._label_vectors)
+    searcher._cache.clear()
+    engine.search(query, 5)
+    assert calls == [labels]  # kept: not embedded again

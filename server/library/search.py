@@ -45,7 +45,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -89,7 +89,6 @@ LABEL_VECTORS_MAX = 20_000  # glossary labels and spelling corrections: ~30 MB o
 MAX_STEM_PACKAGES = 12
 MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
 STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
-_T = TypeVar("_T")
 _Prepared = tuple[list[tuple[int, float]], KeywordPlan, dict[str, Static], EveryRow | None]
 
 
@@ -373,7 +372,8 @@ class SearchEngine:
         the candidates' mirror rows. The scores are worked out for all candidates at once, in the float
         operations (and their order) of one candidate's formula, so the same values bit for bit. With ``every``
         only the numbers are read for each candidate; the words, packages and penalties' reasons are written
-        out for the results shown (measured at 1,000 templates: ~0.29 -> ~0.1 ms a search, p95 ~0.75 -> ~0.2)."""
+        out for the results shown (measured at 1,000 templates: p50 ~0.21 -> ~0.16 ms a search, p95 ~0.59 ->
+        ~0.27, the tail being negation queries, whose exclusions the term postings now find for every row)."""
         plan = plan if plan is not None else keyword_plan(analysis, self._idf)
         static = static or {}
         records = [self.index.catalog[uid] for uid in uids]
@@ -515,9 +515,10 @@ class SearchEngine:
         if mirror is not None:
             # Both legs in memory: the query's analysis, the full-text leg and what scoring can do before the
             # vector leg run on a second core while onnxruntime embeds the query (measured: p50 ~0.5 ms less at
-            # 48 to 10,000 templates, of ~5-8 ms, and ~0.15 ms more with the analysis there). Started any
-            # earlier, that work held the GIL the tokenising needed. The embedding runs on this thread: on a
-            # worker from the start it was ~1 ms slower, the worker and this thread queuing for the GIL.
+            # 48 to 10,000 templates, of ~5-8 ms; the analysis moved there too, with the array scoring, ~0.1-0.15
+            # ms less again in paired runs at 48 and 1,000). Started any earlier, that work held the GIL the
+            # tokenising needed. The embedding runs on this thread: on a worker from the start it was ~1 ms
+            # slower, the worker and this thread queuing for the GIL.
             inference = threading.Event()
             prepared = self._helper().submit(self._analyse_and_prepare, inference, mirror, query, filters, limit)
             try:
@@ -535,7 +536,7 @@ class SearchEngine:
         else:
             analysis, weights, fts_query = self._read(query)
 
-            def embed() -> np.ndarray:
+            def embed() -> np.ndarray:  # called by the index once its full-text leg is under way
                 labels = analysis.embedding_labels()
                 query_vector, label_vectors = self._vectors(query, labels)
                 return self._combined(query, query_vector, labels, label_vectors)

@@ -143,6 +143,12 @@ def combined_vector(query: str, query_vector: np.ndarray, labels: list[str],
     return total / norm if norm else np.asarray(query_vector)
 
 
+def _off_target(value: str, wanted: str) -> bool:
+    """A template's distribution, architecture or image type (``value``) is not the one the query states; a
+    template that does not say is not penalised."""
+    return bool(value) and value != wanted
+
+
 class SearchEngine:
     def __init__(self, index: TemplateIndex, embedder: Embedder, settings: AISettings,
                  label_cache: Path | None = None):
@@ -354,7 +360,7 @@ class SearchEngine:
                 penalties.append(f"contains excluded {', '.join(excluded)} (x{negation})")
         for attr, wanted in wants:
             value = getattr(rec, attr)
-            if value and value != wanted:
+            if _off_target(value, wanted):
                 factors.append(MISMATCH_PENALTY)
                 penalties.append(f"{attr} is {value}, query asks for {wanted} (x{MISMATCH_PENALTY})")
         return tuple(factors), penalties
@@ -393,8 +399,7 @@ class SearchEngine:
                     factors[missing[j]] = negation
             for attr, wanted in wants:  # the factors of _penalties, in its order, without its reasons
                 for i in missing:
-                    value = getattr(records[i], attr)
-                    if value and value != wanted:
+                    if _off_target(getattr(records[i], attr), wanted):
                         factors[i] += (MISMATCH_PENALTY,)
         else:
             for i in missing:

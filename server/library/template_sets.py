@@ -15,7 +15,7 @@ import numpy as np
 
 from . import vocabulary as vocab
 from .query_analysis import QueryAnalysis, package_aliases
-from .templates import TemplateRecord
+from .templates import TemplateRecord, authored_words
 from .term_postings import TermPostings
 
 DOC_SETS_MAX = 4096  # sets kept per kind between queries: bounded for 100,000 templates
@@ -77,13 +77,12 @@ class TemplateSets:
                 if not have.isdisjoint(excluded_forms(term)) or term in words or _starts_a_name(names, term + "-")]
 
     def _authored_sets(self, uid: str, rec: TemplateRecord, have: frozenset[str]) -> tuple[frozenset[str], list[str]]:
-        """The words its author wrote, not ones we inferred (a "web" file name does not mean nginx is installed),
-        and its packages' names in order, where a name starting with a term is found in two steps. Kept: a
-        negation query's candidates cost ~15 us each without them."""
+        """The words its author wrote (``authored_words``) and its packages' names in order, where a name
+        starting with a term is found in two steps. Kept: a negation query's candidates cost ~15 us each
+        without them."""
         sets = self._authored.get(uid)
         if sets is None:
-            sets = (frozenset({w.lower() for w in rec.explicit_keywords} | set(vocab.split_parts(rec.id))),
-                    sorted(have))
+            sets = (frozenset(authored_words(rec)), sorted(have))
             remember(self._authored, uid, sets)
         return sets
 

@@ -138,6 +138,13 @@ def term_sets(rec: TemplateRecord) -> tuple[list[str], list[str]]:
     return sorted(strong), sorted(weak)
 
 
+def authored_words(rec: TemplateRecord) -> list[str]:
+    """The words a template's author wrote, lower-cased: its explicit keywords and its file name's parts. A
+    term a query excludes counts as present only among these (or the packages), not among the words we infer:
+    a "web" file name does not mean nginx is installed."""
+    return [w.lower() for w in rec.explicit_keywords] + vocab.split_parts(rec.id)
+
+
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
     """A mapping inside a template, or an empty one when it is missing or not a mapping (hand-written YAML)."""
     value = data.get(key)

@@ -17,8 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import vocabulary as vocab
-from .templates import TemplateRecord
+from .templates import TemplateRecord, authored_words
 
 _NONE = np.zeros(0, dtype=np.int32)
 
@@ -43,7 +42,7 @@ class TermPostings:
                 weak.setdefault(term, []).append(row)
             for name in rec.packages:
                 packages.setdefault(name.lower(), set()).add(row)
-            for word in [w.lower() for w in rec.explicit_keywords] + vocab.split_parts(rec.id):
+            for word in authored_words(rec):
                 authored.setdefault(word, set()).add(row)
         self.rows = len(uids)
         self._strong = {t: np.asarray(r, dtype=np.int32) for t, r in strong.items()}

@@ -38,6 +38,7 @@ from .candidates import (
     table_candidates,
     text_only_candidates,
 )
+from .foreground import Foreground
 from .index_sync import IndexStats, IndexSync, ProgressFn, ScanEntry, SyncReport
 from .lance_table import (
     FTS_OPTIONS,
@@ -115,6 +116,7 @@ class TemplateIndex(IndexSync):
         self._optimizer: threading.Thread | None = None
         self._pending_scan: list[ScanEntry] | None = None
         self._scan_seconds = 0.0
+        self.foreground = Foreground()  # searches in flight, for which the background scan makes way
         # The mirror on disk (snapshot.py): for a local index that only this process's kind of writer updates.
         self.snapshot_path = (self.location / snapshot.FILE
                               if self.location is not None and lease is None and not self.object_roots else None)

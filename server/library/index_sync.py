@@ -23,6 +23,7 @@ except ImportError:  # Windows
 import numpy as np
 
 from ..core.diskfull import DiskFullError, is_disk_full
+from .foreground import Foreground
 from .index_upkeep import IndexUpkeep
 from .lance_table import (
     BULK_CHUNK,
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 
 BACKGROUND_SCAN_MIN = 2_000  # from this many templates the periodic fingerprint scan leaves the search path
 SCAN_DUTY = 50  # measured at 10,000 templates: duty 10 (a 0.13 s scan every 2 s) added ~15 ms to search p95
+SCAN_CHUNK = 64  # directory entries between the background scan's pauses for searches in flight (foreground.py)
 
 ProgressFn = Callable[[int, int, str], None]
 ScanEntry = tuple[str, str, int, int]  # root, path relative to it (posix), size, mtime_ns
@@ -102,6 +104,7 @@ class IndexSync(IndexUpkeep):
     _scanner: threading.Thread | None
     _pending_scan: list[ScanEntry] | None
     _scan_seconds: float
+    foreground: Foreground
     from_snapshot: bool
     _embedded_ahead: dict[str, np.ndarray]
     _table_writer: threading.Thread | None
@@ -120,12 +123,14 @@ class IndexSync(IndexUpkeep):
             .execute(table), WRITE_RETRIES, "index write")
 
     # ---- syncing -----------------------------------------------------------
-    def scan(self) -> list[ScanEntry]:
+    def scan(self, pace: Callable[[], object] | None = None) -> list[ScanEntry]:
         """(root, relative path, size, mtime_ns) of every template file: the same files as
         ``templates.scan_files`` (in no particular order) but with ``os.scandir`` and no Path objects:
-        0.5 s instead of 2.5 s for 100,000 files on the benchmark machine."""
+        0.5 s instead of 2.5 s for 100,000 files on the benchmark machine. ``pace`` is called every
+        ``SCAN_CHUNK`` directory entries (the background scan makes way for searches there)."""
         entries: list[ScanEntry] = []
         skipped: list[LoadProblem] = []
+        seen = 0
         for root in self.roots:
             root_s = str(root)
             if not os.path.isdir(root_s):
@@ -139,6 +144,9 @@ class IndexSync(IndexUpkeep):
                     continue
                 with it:
                     for entry in it:
+                        seen += 1
+                        if pace is not None and not seen % SCAN_CHUNK:
+                            pace()
                         name = entry.name
                         if name.startswith("."):
                             continue
@@ -221,12 +229,15 @@ class IndexSync(IndexUpkeep):
         OSError or ValueError says why not."""
         return self._read_source(rec.root, rec.id).decode("utf-8")
 
-    def _differs(self, entries: list[ScanEntry]) -> bool:
-        """Whether a scan shows any added, removed or touched file (read-only: safe off the search thread)."""
+    def _differs(self, entries: list[ScanEntry], pace: Callable[[], object] | None = None) -> bool:
+        """Whether a scan shows any added, removed or touched file (read-only: safe off the search thread);
+        ``pace`` as in :meth:`scan`."""
         catalog = self.catalog
         overrides = self._fingerprint_overrides
         seen = 0
-        for root_s, rel, size, mtime_ns in entries:
+        for i, (root_s, rel, size, mtime_ns) in enumerate(entries):
+            if pace is not None and not i % SCAN_CHUNK:
+                pace()
             uid = f"{root_s}::{rel}"
             rec = catalog.get(uid)
             if rec is None:
@@ -508,8 +519,9 @@ class IndexSync(IndexUpkeep):
         Larger ones are scanned by a background thread, never on the search path (100,000 files take
         ~0.7 s to stat), and at most once per ``SCAN_DUTY`` times the last scan's duration, so scanning holds
         the GIL at most 1/SCAN_DUTY of the time: edits then show up within ~7 s at 10,000 templates and
-        ~30 s at 100,000 (``reindex`` picks them up at once). When that scan finds a difference, the next
-        call syncs with it (only the changed files are read and embedded).
+        ~30 s at 100,000 (``reindex`` picks them up at once). That scan also pauses while a search runs
+        (``foreground.py``), so under searches without pause it takes longer. When it finds a difference, the
+        next call syncs with it (only the changed files are read and embedded).
         """
         if self._table is None and not self.from_snapshot and self._table_writer is None:
             return self.sync()
@@ -537,13 +549,19 @@ class IndexSync(IndexUpkeep):
 
     def _background_scan(self) -> None:
         started = time.perf_counter()
+        waited = 0.0
+
+        def make_way() -> None:
+            nonlocal waited
+            waited += self.foreground.make_way()
+
         try:
-            entries = self.scan()
-            if self._differs(entries):
+            entries = self.scan(make_way)
+            if self._differs(entries, make_way):
                 self._pending_scan = entries
         except Exception as exc:  # noqa: BLE001 - a failed scan must not kill the server; the next one retries
             log.warning("background template scan failed: %s", exc)
         finally:
-            self._scan_seconds = time.perf_counter() - started
+            self._scan_seconds = time.perf_counter() - started - waited  # SCAN_DUTY bounds the work, not the waits
             self._last_scan = time.monotonic()
 

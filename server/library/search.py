@@ -55,6 +55,7 @@ from . import label_cache
 from . import vocabulary as vocab
 from .candidates import text_hits
 from .embedder import on_inference
+from .foreground import serves
 from .index import TemplateIndex
 from .keyword_scoring import KeywordPlan, coverage, keyword_plan, keyword_score
 from .lance_table import build_where
@@ -498,6 +499,7 @@ class SearchEngine:
                     )
         return " ".join(query.split())
 
+    @serves  # the periodic template scan waits for it
     def search(self, query: str, top_k: int = 5, *, os: str | None = None, dist: str | None = None,
                arch: str | None = None, image_type: str | None = None, use_threshold: bool = True) -> SearchOutcome:
         started = time.perf_counter()

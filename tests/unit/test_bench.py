@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -258,6 +259,71 @@ def test_large_libraries_scan_in_the_background(tmp_path: Path, monkeypatch: pyt
     assert report is not None and report.embedded == 1
     assert "added" in index.names()
     index.close()
+
+
+
+def _waiting_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, patience: float) -> TemplateIndex:
+    """A library scanned in the background, in chunks of 4 entries, with one template added since its sync."""
+    monkeypatch.setattr(index_sync, "BACKGROUND_SCAN_MIN", 2)
+    monkeypatch.setattr(index_sync, "SCAN_CHUNK", 4)
+    root, _records = _bulk_corpus(tmp_path, 20)
+    index = TemplateIndex(tmp_path / "cache", [root], HashEmbedder())
+    index.sync()
+    write_template(root, "added", "a new template", "new", "nginx")
+    index.foreground.patience = patience
+    return index
+
+
+def _pending(index: TemplateIndex, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while index._pending_scan is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return index._pending_scan is not None
+
+
+def test_the_background_scan_waits_while_a_search_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    index = _waiting_scan(tmp_path, monkeypatch, patience=60.0)
+    scanned = threading.Event()
+    scan = index.scan
+
+    def scan_and_say(pace=None):
+        entries = scan(pace)
+        scanned.set()
+        return entries
+
+    monkeypatch.setattr(index, "scan", scan_and_say)
+    with index.foreground.serving():
+        assert index.refresh_if_stale(0.0) is None  # starts the scan
+        assert not scanned.wait(0.5)  # held at its first chunk while the search is in flight
+        assert index._pending_scan is None
+        assert index._scanner is not None and index._scanner.is_alive()
+    assert _pending(index, 30)  # and done once the search ended
+    assert index._scan_seconds < 0.4  # the wait is not counted as scanning work (SCAN_DUTY spaces the scans)
+    report = index.refresh_if_stale(0.0)
+    assert report is not None and report.embedded == 1
+    paces: list[int] = []
+    assert not index._differs(scan(), lambda: paces.append(1))  # the comparison makes way too, per chunk
+    assert len(paces) == 6  # 21 files in chunks of 4
+    index.close()
+
+
+def test_the_background_scan_still_ends_under_searches_without_pause(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    index = _waiting_scan(tmp_path, monkeypatch, patience=0.01)
+    with index.foreground.serving():
+        index.refresh_if_stale(0.0)
+        assert _pending(index, 30)  # one chunk per ``patience`` at least
+    index.close()
+
+
+def test_a_search_is_in_flight_for_the_background_scan(library_engine, monkeypatch: pytest.MonkeyPatch):
+    searcher = library_engine.searcher
+    seen = []
+    validate = searcher.validate_args
+    monkeypatch.setattr(searcher, "validate_args",
+                        lambda *a: (seen.append(searcher.index.foreground._serving), validate(*a))[1])
+    searcher.search("minimal edge image with ssh")
+    assert seen == [1] and searcher.index.foreground._serving == 0
 
 
 def test_scan_matches_the_template_loader(tmp_path: Path):

@@ -1,0 +1,78 @@
+"""Searches in flight, so that background upkeep (the periodic template scan) makes way for them.
+
+Why: a search's embedding keeps both cores of a small machine busy, and a scan of 100,000 template files
+is ~1 s of CPU. Run beside the searches, it slowed each one it overlapped by ~40 % (measured at 100,000
+templates: p50 8.9 -> 12.2 ms, p95 12.5 -> 17.5 ms, for the ~80 searches of its second). The scan now works
+in small chunks and, before each, waits while a search runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
+
+# The longest a chunk of upkeep waits for searches to end: a server searched without pause still notices
+# edits on disk, one chunk at least every PATIENCE seconds.
+PATIENCE = 0.05
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Foreground:
+    """Counts the searches in flight; upkeep calls :meth:`make_way` between its chunks."""
+
+    def __init__(self, patience: float = PATIENCE) -> None:
+        self.patience = patience
+        self._idle = threading.Condition()
+        self._serving = 0
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        with self._idle:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._serving -= 1
+                if not self._serving:
+                    self._idle.notify_all()
+
+    def make_way(self) -> float:
+        """Wait until no search is in flight, at most ``patience`` seconds; the seconds waited."""
+        if not self._serving:
+            return 0.0
+        started = time.perf_counter()
+        with self._idle:
+            self._idle.wait_for(lambda: not self._serving, timeout=self.patience)
+        return time.perf_counter() - started
+
+
+class _Served(Protocol):
+    @property
+    def foreground(self) -> Foreground: ...
+
+
+class _HasIndex(Protocol):
+    @property
+    def index(self) -> _Served: ...
+
+
+S = TypeVar("S", bound=_HasIndex)
+
+
+def serves(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """A method that answers a search: marked in flight on its object's index for its whole run."""
+
+    @functools.wraps(method)
+    def served(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.index.foreground.serving():
+            return method(self, *args, **kwargs)
+
+    return served
+

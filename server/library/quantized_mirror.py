@@ -174,33 +174,29 @@ def _session(codes: np.ndarray, threads: int) -> Any:
     given from memory (no copy into a model proto) and packed by onnxruntime once; plus the filter's bias
     (0, or ``EXCLUDED``), then the ``count`` best rows (TopK, unsorted)."""
     import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
 
-    dims, rows = (int(n) for n in codes.shape)
-    codes_init = TensorProto()
-    codes_init.name, codes_init.data_type = "codes", TensorProto.INT8
-    codes_init.dims.extend([dims, rows])
-    codes_init.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "codes"), ("offset", "0"), ("length", str(dims * rows))):
-        entry = codes_init.external_data.add()
-        entry.key, entry.value = key, value
-    zero = numpy_helper.from_array(np.array(QUERY_ZERO_POINT, dtype=np.uint8), "zero")
-    graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["query", "codes", "zero"], ["scores"]),
-         helper.make_node("Add", ["scores", "bias"], ["allowed"]),
-         helper.make_node("TopK", ["allowed", "count"], ["best", "rows"], axis=-1, largest=1, sorted=0)],
-        "quantized-vectors",
-        [helper.make_tensor_value_info("query", TensorProto.UINT8, [1, dims]),
-         helper.make_tensor_value_info("bias", TensorProto.INT32, [1, rows]),
-         helper.make_tensor_value_info("count", TensorProto.INT64, [1])],
-        [helper.make_tensor_value_info("best", TensorProto.INT32, [1, None]),
-         helper.make_tensor_value_info("rows", TensorProto.INT64, [1, None])], initializer=[codes_init, zero])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     from .embed_onnx import session_options
 
+    dims, rows = (int(n) for n in codes.shape)
     options = session_options(threads)
     options.add_external_initializers(["codes"], [ort.OrtValue.ortvalue_from_numpy(codes)])
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(codes_model(dims, rows), options, providers=["CPUExecutionProvider"])
+
+
+def codes_model(dims: int, rows: int) -> bytes:
+    """:func:`_session`'s graph, its codes an external initializer the session is given from memory."""
+    from . import onnx_wire as wire
+
+    return wire.model(
+        "quantized-vectors",
+        [wire.node("MatMulInteger", ["query", "codes", "zero"], ["scores"]),
+         wire.node("Add", ["scores", "bias"], ["allowed"]),
+         wire.node("TopK", ["allowed", "count"], ["best", "rows"], axis=-1, largest=1, sorted=0)],
+        [wire.value("query", wire.UINT8, [1, dims]), wire.value("bias", wire.INT32, [1, rows]),
+         wire.value("count", wire.INT64, [1])],
+        [wire.value("best", wire.INT32, [1, None]), wire.value("rows", wire.INT64, [1, None])],
+        [wire.external_tensor("codes", wire.INT8, [dims, rows], "codes", dims * rows),
+         wire.tensor("zero", wire.UINT8, [], bytes([QUERY_ZERO_POINT]))])
 
 
 def available() -> bool:

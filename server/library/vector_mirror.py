@@ -164,23 +164,26 @@ def _make_scan_session() -> Any:
     if not embed_onnx.available():
         return None
     import onnxruntime as ort
-    from onnx import TensorProto, helper
 
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["query", "columns"], ["scores"]),
-         helper.make_node("Add", ["scores", "bias"], ["allowed"]),
-         helper.make_node("TopK", ["allowed", "count"], ["best", "rows"], axis=-1, largest=1, sorted=0)],
-        "mirror-scan",
-        [helper.make_tensor_value_info("query", TensorProto.FLOAT, [1, "dims"]),
-         helper.make_tensor_value_info("columns", TensorProto.FLOAT, ["dims", "rows"]),
-         helper.make_tensor_value_info("bias", TensorProto.FLOAT, [1, "rows"]),
-         helper.make_tensor_value_info("count", TensorProto.INT64, [1])],
-        [helper.make_tensor_value_info("best", TensorProto.FLOAT, [1, None]),
-         helper.make_tensor_value_info("rows", TensorProto.INT64, [1, None]),
-         helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, "rows"])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", embed_onnx.OPSET)])
-    return ort.InferenceSession(model.SerializeToString(), embed_onnx.session_options(embed_onnx.THREADS),
+    return ort.InferenceSession(scan_model(), embed_onnx.session_options(embed_onnx.THREADS),
                                 providers=["CPUExecutionProvider"])
+
+
+def scan_model() -> bytes:
+    """query (1 x dims) times the columns (dims x rows), plus the filter's bias, then the ``count`` best rows
+    (TopK, unsorted), and the scores."""
+    from . import embed_onnx
+    from . import onnx_wire as wire
+
+    return wire.model(
+        "mirror-scan",
+        [wire.node("MatMul", ["query", "columns"], ["scores"]),
+         wire.node("Add", ["scores", "bias"], ["allowed"]),
+         wire.node("TopK", ["allowed", "count"], ["best", "rows"], axis=-1, largest=1, sorted=0)],
+        [wire.value("query", wire.FLOAT, [1, "dims"]), wire.value("columns", wire.FLOAT, ["dims", "rows"]),
+         wire.value("bias", wire.FLOAT, [1, "rows"]), wire.value("count", wire.INT64, [1])],
+        [wire.value("best", wire.FLOAT, [1, None]), wire.value("rows", wire.INT64, [1, None]),
+         wire.value("scores", wire.FLOAT, [1, "rows"])], opset=embed_onnx.OPSET)
 
 
 def fits(rows: int) -> bool:

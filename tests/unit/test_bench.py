@@ -316,6 +316,18 @@ def test_the_background_scan_still_ends_under_searches_without_pause(tmp_path: P
     index.close()
 
 
+
+def test_upkeep_waits_for_a_quiet_moment_after_a_search():
+    from image_composer_mcp.server.library.foreground import Foreground
+
+    foreground = Foreground(patience=5.0, quiet=0.2)
+    assert foreground.make_way() == 0.0  # no search yet: idle
+    with foreground.serving():
+        pass
+    assert 0.15 <= foreground.make_way() < 2.0  # the gap after a search is not idle time yet
+    assert foreground.make_way() == 0.0
+
+
 def test_a_search_is_in_flight_for_the_background_scan(library_engine, monkeypatch: pytest.MonkeyPatch):
     searcher = library_engine.searcher
     seen = []

@@ -174,6 +174,11 @@ class QueryAnalyzer:
                     used.update(span)
         return found
 
+    def spelt(self, query: str) -> tuple[list[str], list[tuple[str, str]]]:
+        """The query's tokens as read, and its :meth:`corrections`."""
+        tokens = vocab.tokenize(query)
+        return tokens, self.corrections(tokens)
+
     def corrections(self, tokens: list[str]) -> list[tuple[str, str]]:
         """(as typed, as read) for each misspelt token, which ``tokens`` then holds as read. Alone, the few
         microseconds of an analysis that tell which words a search embeds beside its query."""
@@ -186,9 +191,9 @@ class QueryAnalyzer:
                     tokens[i] = fixed
         return corrections
 
-    def analyze(self, query: str) -> QueryAnalysis:
-        tokens = vocab.tokenize(query)
-        corrections = self.corrections(tokens)
+    def analyze(self, query: str, spelt: tuple[list[str], list[tuple[str, str]]] | None = None) -> QueryAnalysis:
+        """``spelt``: the query's tokens as read and their :meth:`corrections`, when already worked out."""
+        tokens, corrections = spelt if spelt is not None else self.spelt(query)
         excluded, negated_idx = self._negations(tokens)
         packages: list[str] = []
         content: list[str] = []

@@ -224,9 +224,10 @@ class SearchEngine:
             self._label_vectors.update(fresh)
         return fresh
 
-    def _read(self, query: str) -> tuple[QueryAnalysis, dict[str, float], str]:
+    def _read(self, query: str, spelt: tuple[list[str], list[tuple[str, str]]] | None = None,
+              ) -> tuple[QueryAnalysis, dict[str, float], str]:
         """The query's analysis, the weights of its signals and its full-text query."""
-        analysis = self.analyzer.analyze(query)
+        analysis = self.analyzer.analyze(query, spelt)
         weights = self.weights_for(analysis)
         if getattr(self.embedder, "keyword_only", False):  # no model: the semantic share goes to the others
             rest = (weights["keyword"] + weights["package"]) or 1.0
@@ -429,11 +430,11 @@ class SearchEngine:
                          (semantic, keyword, package, cosines, bm25), worded.tolist(), [bool(f) for f in factors], parts)
 
     def _analyse_and_prepare(self, started: threading.Event, mirror: VectorMirror, query: str,
-                             filters: dict[str, str | None],
+                             spelt: tuple[list[str], list[tuple[str, str]]], filters: dict[str, str | None],
                              limit: int) -> tuple[tuple[QueryAnalysis, dict[str, float], str], _Prepared]:
         """:meth:`_read` and :meth:`_prepare`, on a second thread while the query is embedded."""
         started.wait()
-        read = self._read(query)
+        read = self._read(query, spelt)
         return read, self._prepare(started, mirror, read[0], read[2], filters, limit)
 
     def _prepare(self, started: threading.Event, mirror: VectorMirror, analysis: QueryAnalysis, fts_query: str,
@@ -527,12 +528,13 @@ class SearchEngine:
             # tokenising needed. The embedding runs on this thread: on a worker from the start it was ~1 ms
             # slower, the worker and this thread queuing for the GIL.
             inference = threading.Event()
-            prepared = self._helper().submit(self._analyse_and_prepare, inference, mirror, query, filters, limit)
+            spelt = self.analyzer.spelt(query)
+            prepared = self._helper().submit(self._analyse_and_prepare, inference, mirror, query, spelt, filters,
+                                             limit)
             try:
                 with on_inference(inference.set):
                     # Spelling corrections join the query's batch; the glossary's labels are embedded already.
-                    corrected = [read for _, read in self.analyzer.corrections(vocab.tokenize(query))]
-                    query_vector, label_vectors = self._vectors(query, corrected)
+                    query_vector, label_vectors = self._vectors(query, [read for _, read in spelt[1]])
             finally:
                 inference.set()
             (analysis, weights, fts_query), (hits, plan, static, every) = prepared.result()

@@ -562,7 +562,7 @@ class TemplateIndex(IndexSync):
         return {getattr(r, column) for r in self.catalog.values() if getattr(r, column)}
 
     def all_packages(self) -> set[str]:
-        return {p.lower() for r in self.catalog.values() for p in r.packages}
+        return {p.lower() for p in set().union(*(r.packages for r in self.catalog.values()))}
 
     def clear(self) -> None:
         """Drop the table (``cache clear``): the next sync re-embeds everything."""

@@ -372,3 +372,33 @@ def test_a_concept_label_not_embedded_at_start_is_embedded_after_the_analysis_an
     searcher._cache.clear()
     engine.search(query, 5)
     assert calls == [labels]  # kept: not embedded again
+
+
+def test_document_frequencies_follow_edits_and_removals(tmp_path):
+    from image_composer_mcp.server.core.config import load_settings
+    from image_composer_mcp.server.library.index import TemplateIndex
+    from image_composer_mcp.server.library.search import SearchEngine
+
+    from tests.conftest import HashEmbedder, write_template
+
+    root = tmp_path / "templates"
+    root.mkdir()
+    for i in range(5):
+        write_template(root, f"t{i}", f"edge gateway number {i}", "edge", "openssh-server")
+    settings = load_settings(env={})
+    index = TemplateIndex(tmp_path / "cache", [root], HashEmbedder())
+    index.sync()
+    searcher = SearchEngine(index, HashEmbedder(), settings)
+    searcher.search("edge gateway")
+    before = dict(searcher._df)
+    write_template(root, "t1", "web server for a shop", "web", "Nginx")
+    (root / "t2.yml").unlink()
+    write_template(root, "t9", "kiosk with a browser", "kiosk", "chromium")
+    index.sync()
+    searcher.search("edge gateway")
+    fresh = SearchEngine(index, HashEmbedder(), settings)
+    fresh.search("edge gateway")
+    assert +searcher._df == +fresh._df and searcher._df != before  # the edits counted as a fresh count does
+    assert searcher._df["gateway"] == 3 and searcher._df["kiosk"] == 1
+    assert {"nginx", "chromium", "openssh-server"} <= index.all_packages() and "Nginx" not in index.all_packages()
+    index.close()

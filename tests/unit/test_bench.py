@@ -397,8 +397,10 @@ def test_beside_baseline_reports_ratios_and_the_searches_during_background_work(
             inproc["latency_during_background"] = {"p95_ms": 17.0}
         return {"inproc": inproc, "baseline": {"latency": {"p95_ms": base}}}
 
-    results = {"speed": {"48": size(5.0, 5.0, 0), "10000": size(9.0, 6.0, 40)}}
+    results = {"speed": {"48": size(5.0, 5.0, 0), "10000": size(9.0, 6.0, 40)},
+               "indexing": {"embedding": {"texts": 32, "texts_per_s": 26.67, "runs_s": [1.6, 1.2, 1.0]}}}
     text = "\n".join(_beside_baseline(results))
+    assert "2 cores (median of 3 batches: 20.0 / 26.7 / 32.0 /s) | 26.7 /s |" in text
     assert "| in-process search p95, 48 templates | 5.0 ms | 5.0 ms | 1.00× (same) | ≤ 1.0× | yes |" in text
     assert "| in-process search p95, 10,000 templates | 9.0 ms | 6.0 ms | 1.50× (worse) | ≤ 1.0× | **no** |" in text
     assert "10,000 templates: 0.50 s, 40 searches meanwhile, p95 17.0 ms" in text

@@ -88,4 +88,3 @@ def serves(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P]
             return method(self, *args, **kwargs)
 
     return served
-

@@ -138,6 +138,7 @@ class QueryAnalysis:
 
 
 _stem = vocab.stem
+Spelt = tuple[list[str], list[tuple[str, str]]]  # a query's tokens as read, and (as typed, as read) pairs
 
 
 class QueryAnalyzer:
@@ -174,7 +175,7 @@ class QueryAnalyzer:
                     used.update(span)
         return found
 
-    def spelt(self, query: str) -> tuple[list[str], list[tuple[str, str]]]:
+    def spelt(self, query: str) -> Spelt:
         """The query's tokens as read, and its :meth:`corrections`."""
         tokens = vocab.tokenize(query)
         return tokens, self.corrections(tokens)
@@ -191,7 +192,7 @@ class QueryAnalyzer:
                     tokens[i] = fixed
         return corrections
 
-    def analyze(self, query: str, spelt: tuple[list[str], list[tuple[str, str]]] | None = None) -> QueryAnalysis:
+    def analyze(self, query: str, spelt: Spelt | None = None) -> QueryAnalysis:
         """``spelt``: the query's tokens as read and their :meth:`corrections`, when already worked out."""
         tokens, corrections = spelt if spelt is not None else self.spelt(query)
         excluded, negated_idx = self._negations(tokens)

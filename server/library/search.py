@@ -65,6 +65,7 @@ from .query_analysis import (
     QueryAnalyzer,
     SearchInputError,
     SpellingIndex,
+    Spelt,
     package_aliases,
     package_stem_keys,
 )
@@ -225,8 +226,7 @@ class SearchEngine:
             self._label_vectors.update(fresh)
         return fresh
 
-    def _read(self, query: str, spelt: tuple[list[str], list[tuple[str, str]]] | None = None,
-              ) -> tuple[QueryAnalysis, dict[str, float], str]:
+    def _read(self, query: str, spelt: Spelt | None = None) -> tuple[QueryAnalysis, dict[str, float], str]:
         """The query's analysis, the weights of its signals and its full-text query."""
         analysis = self.analyzer.analyze(query, spelt)
         weights = self.weights_for(analysis)
@@ -434,7 +434,7 @@ class SearchEngine:
                          (semantic, keyword, package, cosines, bm25), worded.tolist(), [bool(f) for f in factors], parts)
 
     def _analyse_and_prepare(self, started: threading.Event, mirror: VectorMirror, query: str,
-                             spelt: tuple[list[str], list[tuple[str, str]]], filters: dict[str, str | None],
+                             spelt: Spelt, filters: dict[str, str | None],
                              limit: int) -> tuple[tuple[QueryAnalysis, dict[str, float], str], _Prepared]:
         """:meth:`_read` and :meth:`_prepare`, on a second thread while the query is embedded."""
         started.wait()

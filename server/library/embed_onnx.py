@@ -2,8 +2,9 @@
 
 Why: one query through the numpy encoder costs ~9 ms, most of it small-matrix GEMMs and per-operation
 overhead; onnxruntime runs the identical arithmetic in ~3-4 ms and batches about twice as fast. The graph is
-built with the ``onnx`` helper API from the packaged weights (no torch, no model hub, no file written), so the
-vectors are the reference ones. numpy stays the fallback when onnxruntime or onnx cannot be imported.
+written from the packaged weights as ONNX bytes by ``onnx_wire`` (no torch, no model hub, and no ``onnx``
+package, whose import with protobuf was ~0.3 s of a start with an empty cache), so the vectors are the
+reference ones. numpy stays the fallback when onnxruntime cannot be imported.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-GRAPH_VERSION = 3  # bump when _build_graph or _save_graph changes: cached graph files carry it in their name
+GRAPH_VERSION = 4  # bump when _build_graph or _save_graph changes: cached graph files carry it in their name
 OPSET = 17  # LayerNormalization is an ONNX operator from opset 17
 LAYER_NORM_EPS = 1e-12
 # Two threads per call, which do not spin between calls. A query is bound by streaming the 42 MB of layer
@@ -32,10 +34,10 @@ THREADS = min(2, os.cpu_count() or 1)
 
 
 def available() -> bool:
-    """True when both runtime and graph builder import (cheap: find_spec only)."""
+    """True when onnxruntime imports (cheap: find_spec only); the graphs are written by ``onnx_wire``."""
     import importlib.util
 
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+    return importlib.util.find_spec("onnxruntime") is not None
 
 
 def session_options(threads: int) -> Any:
@@ -87,40 +89,63 @@ class OnnxMiniLM:
                 log.warning("rebuilding the ONNX embedding graph %s (%s)", target, exc)
         from safetensors.numpy import load_file
 
-        model = _build_graph(load_file(str(weights_path)), heads)
         if target is None:
-            return cls(model.SerializeToString(), words, threads)
+            return cls(_build_graph(load_file(str(weights_path)), heads), words, threads)
         try:
-            _save_graph(model, target)
+            _save_graph(load_file(str(weights_path)), heads, target)
         except OSError as exc:
             log.warning("cannot cache the ONNX embedding graph in %s (%s); built in memory", cache_dir, exc)
-            # Saving moved the tensors out of the model object: build it again, in memory this time.
-            return cls(_build_graph(load_file(str(weights_path)), heads).SerializeToString(), words, threads)
-        del model
+            return cls(_build_graph(load_file(str(weights_path)), heads), words, threads)
         return cls(str(target), words, threads)
 
 
-def _save_graph(model: Any, target: Path) -> None:
-    """The graph beside its weights in ``<name>.data``, both moved into place whole; other versions removed.
+def _save_graph(weights: dict[str, np.ndarray], heads: int, target: Path) -> None:
+    """The graph built into ``target`` beside its weights in ``<name>.data``, both moved into place whole; other
+    versions removed.
 
     Why external weights: onnxruntime then reads them from the file while it pre-packs them, instead of
     keeping the graph's own copy next to the packed one (measured: session 127 -> 98 MB, same speed).
     """
     import tempfile
 
-    import onnx
-
     data = target.with_suffix(".data")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".graph-") as tmp:
         staged = Path(tmp) / target.name
-        onnx.save_model(model, str(staged), save_as_external_data=True, all_tensors_to_one_file=True,
-                        location=data.name, size_threshold=1024)
+        with open(staged.with_name(data.name), "wb") as handle:
+            graph = _build_graph(weights, heads, _WeightsFile(handle, data.name))
+        staged.write_bytes(graph)
         os.replace(staged.with_name(data.name), data)  # the weights first: the graph names them
         os.replace(staged, target)
     for stale in [*target.parent.glob("minilm-*.onnx"), *target.parent.glob("minilm-*.data")]:
         if stale not in (target, data):  # other versions or weights: ~45-90 MB each
             stale.unlink(missing_ok=True)
+
+
+class _WeightsFile:
+    """An initializer store (see :func:`_build_graph`): tensors of ``EXTERNAL_MIN`` bytes and more go to
+    ``handle``, each at an offset aligned to ``ALIGN`` (so onnxruntime may map them), the graph naming the file
+    ``location`` beside it; smaller ones stay in the graph."""
+
+    EXTERNAL_MIN = 1024
+    ALIGN = 4096
+
+    def __init__(self, handle: Any, location: str) -> None:
+        self.handle, self.location, self.offset = handle, location, 0
+
+    def __call__(self, name: str, values: np.ndarray) -> bytes:
+        from . import onnx_wire as wire
+
+        if values.nbytes < self.EXTERNAL_MIN:
+            return wire.array(name, values)
+        pad = -self.offset % self.ALIGN
+        raw = wire.little_endian(values)
+        self.handle.write(b"\0" * pad + raw)
+        self.offset += pad
+        entry = wire.external_tensor(name, wire.elem_type(values.dtype), values.shape, self.location, len(raw),
+                                     self.offset)
+        self.offset += len(raw)
+        return entry
 
 
 WORD_TABLE = "embeddings.word_embeddings.weight"
@@ -147,11 +172,15 @@ def word_table(weights_path: Path) -> np.ndarray:
         return np.ascontiguousarray(tensors.get_tensor(WORD_TABLE), dtype=np.float32)
 
 
-def _build_graph(w: dict[str, np.ndarray], heads: int) -> Any:
-    from onnx import TensorProto, helper, numpy_helper
+def _build_graph(w: dict[str, np.ndarray], heads: int, store: Callable[[str, np.ndarray], bytes] | None = None,
+                 ) -> bytes:
+    """The serialized ONNX model of the encoder, written with ``onnx_wire``; ``store`` makes each initializer's
+    TensorProto (default: its values in the graph; :class:`_WeightsFile` writes them to a file)."""
+    from . import onnx_wire as wire
 
-    nodes: list[Any] = []
-    inits: list[Any] = []
+    store = store or wire.array
+    nodes: list[bytes] = []
+    inits: list[bytes] = []
     counter = iter(range(1_000_000))
 
     def name(prefix: str) -> str:
@@ -159,12 +188,12 @@ def _build_graph(w: dict[str, np.ndarray], heads: int) -> Any:
 
     def const(array: np.ndarray, prefix: str = "c") -> str:
         n = name(prefix)
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array), n))
+        inits.append(store(n, np.ascontiguousarray(array)))
         return n
 
     def op(kind: str, inputs: list[str], **attrs: Any) -> str:
         out = name(kind.lower())
-        nodes.append(helper.make_node(kind, inputs, [out], **attrs))
+        nodes.append(wire.node(kind, inputs, [out], **attrs))
         return out
 
     def f32(key: str) -> np.ndarray:
@@ -195,7 +224,7 @@ def _build_graph(w: dict[str, np.ndarray], heads: int) -> Any:
     x = op("Add", [x, const(f32("embeddings.token_type_embeddings.weight")[0])])
     x = layer_norm(x, "embeddings.LayerNorm")
 
-    mask_f = op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    mask_f = op("Cast", ["attention_mask"], to=wire.FLOAT)
     # Padded keys get -1e9 so their softmax weight underflows to exactly 0, as in the numpy encoder.
     key_bias = op("Mul", [op("Sub", [const(np.array(1.0, dtype=np.float32)), mask_f]),
                           const(np.array(-1e9, dtype=np.float32))])
@@ -228,15 +257,9 @@ def _build_graph(w: dict[str, np.ndarray], heads: int) -> Any:
     summed = op("ReduceSum", [op("Mul", [x, weights_bl1]), const(np.array([1], dtype=np.int64))], keepdims=0)
     counts = op("Max", [op("ReduceSum", [weights_bl1, const(np.array([1], dtype=np.int64))], keepdims=0),
                         const(np.array(1e-9, dtype=np.float32))])
-    nodes.append(helper.make_node("Div", [summed, counts], ["pooled"]))
-
-    graph = helper.make_graph(
-        nodes, "minilm",
-        [helper.make_tensor_value_info("token_embeddings", TensorProto.FLOAT, ["batch", "length", hidden]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "length"])],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])],
-        initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="image-composer-mcp")
-    model.ir_version = 8  # readable by every onnxruntime since 1.10
-    return model
-
+    nodes.append(wire.node("Div", [summed, counts], ["pooled"]))
+    return wire.model(
+        "minilm", nodes,
+        [wire.value("token_embeddings", wire.FLOAT, ["batch", "length", hidden]),
+         wire.value("attention_mask", wire.INT64, ["batch", "length"])],
+        [wire.value("pooled", wire.FLOAT, ["batch", hidden])], inits, opset=OPSET, producer="image-composer-mcp")

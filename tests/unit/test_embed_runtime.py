@@ -210,3 +210,17 @@ def test_the_thread_setting_reaches_onnxruntime_and_keeps_the_vectors(onnx_embed
     assert (vectors * onnx_embedder.embed(texts)).sum(axis=1).min() >= 0.9999
     with pytest.raises(ValueError, match="local_threads"):
         load_settings(env={"OIC_AI_LOCAL_THREADS": "-1"})
+
+
+def test_a_start_with_an_empty_cache_builds_the_graph_without_the_onnx_package(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    _need_model()
+    _need_onnx()
+    code = ("import sys; from pathlib import Path; from image_composer_mcp.server.library.embed_local import "
+            f"LocalEmbedder; e = LocalEmbedder(runtime='onnx', graph_dir=Path({str(tmp_path)!r})); "
+            "e.embed(['secure boot image']); print(e.runtime, 'onnx' in sys.modules, 'google.protobuf' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["onnxruntime", "False", "False"]
+    assert list(tmp_path.glob("minilm-*.onnx"))  # built, and not by onnx

@@ -68,3 +68,42 @@ def test_a_written_graph_runs_and_ranks_like_numpy():
                                             "count": np.array([5], dtype=np.int64)})
     assert np.allclose(scores, query @ columns, atol=1e-5)
     assert sorted(rows[0].tolist()) == sorted(np.argsort(-(query @ columns)[0])[:5].tolist())
+
+
+def test_attributes_and_arrays_are_the_ones_onnx_helper_makes():
+    ours = onnx.NodeProto.FromString(onnx_wire.node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1,
+                                                    epsilon=1e-12))
+    assert ours == helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-12)
+    ours = onnx.NodeProto.FromString(onnx_wire.node("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3]))
+    assert ours == helper.make_node("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3])
+    for values in (np.arange(12, dtype=np.float32).reshape(3, 4) / 7, np.array([1, 2], dtype=np.int64),
+                   np.array(-1e9, dtype=np.float32), np.array([128], dtype=np.uint8)):
+        assert onnx.TensorProto.FromString(onnx_wire.array("t", values)) == numpy_helper.from_array(values, "t")
+
+
+
+def _weights_path():
+    from image_composer_mcp.server.library import embed_local
+
+    if embed_local.local_model_missing() is not None:
+        pytest.skip("the packaged MiniLM is not installed (make install)")
+    return embed_local._find_packaged_model_dir() / "model.safetensors"
+
+
+def test_the_encoder_graph_is_valid_and_its_weights_file_holds_every_initializer(tmp_path):
+    from image_composer_mcp.server.library import embed_onnx
+    from safetensors.numpy import load_file
+
+    path = _weights_path()
+    inline = onnx.ModelProto.FromString(embed_onnx._build_graph(load_file(str(path)), 12))
+    onnx.checker.check_model(inline, full_check=True)
+    target = tmp_path / "minilm-test.onnx"
+    embed_onnx._save_graph(load_file(str(path)), 12, target)
+    saved = onnx.load(str(target))  # reads the tensors back from minilm-test.data at their offsets
+    assert len(inline.graph.initializer) == len(saved.graph.initializer) > 100
+    for a, b in zip(inline.graph.initializer, saved.graph.initializer, strict=True):
+        assert a.name == b.name and np.array_equal(numpy_helper.to_array(a), numpy_helper.to_array(b))
+    assert inline.graph.node == saved.graph.node
+    external = [t for t in onnx.load(str(target), load_external_data=False).graph.initializer if t.data_location]
+    assert len(external) > 50 and all(int(dict((e.key, e.value) for e in t.external_data)["offset"]) % 4096 == 0
+                                      for t in external)

@@ -271,7 +271,8 @@ def _pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
     if not done:
         return runs[0]
     out = dict(done[0])
-    out["latency"] = summary([x for r in done for x in r.get("latencies_ms", [])])
+    out["pooled_latencies_ms"] = [x for r in done for x in r.get("latencies_ms", [])]  # rounds in order, paired
+    out["latency"] = summary(out["pooled_latencies_ms"])
     out["latency_rounds"] = [r["latency"] for r in done]
     out["failed_rounds"] = len(runs) - len(done)
     return out

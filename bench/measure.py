@@ -24,6 +24,25 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def ratio_interval(ours: list[float], base: list[float], q: float = 95, level: float = 0.95,
+                   resamples: int = 2000, seed: int = 0) -> tuple[float, float] | None:
+    """A bootstrap interval for percentile ``q`` of ``ours`` over that of ``base``: the searches resampled in
+    pairs (the same query in the same round on both sides) when the lists pair up, each side alone otherwise.
+    None without enough searches to say."""
+    import numpy as np
+
+    if len(ours) < 20 or len(base) < 20:
+        return None
+    a, b = np.asarray(ours, dtype=np.float64), np.asarray(base, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    pick_a = rng.integers(0, len(a), (resamples, len(a)))
+    pick_b = pick_a if len(a) == len(b) else rng.integers(0, len(b), (resamples, len(b)))
+    ratios = np.percentile(a[pick_a], q, axis=1) / np.percentile(b[pick_b], q, axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
+
+
 def summary(latencies_ms: list[float]) -> dict[str, float]:
     return {"n": len(latencies_ms), "p50_ms": round(percentile(latencies_ms, 50), 2),
             "p95_ms": round(percentile(latencies_ms, 95), 2), "p99_ms": round(percentile(latencies_ms, 99), 2),

@@ -370,6 +370,23 @@ def test_percentile_interpolates():
     assert percentile([5.0], 99) == 5.0
 
 
+
+def test_the_ratio_interval_brackets_the_ratio_and_tells_a_real_gap_from_noise():
+    from bench.measure import ratio_interval
+
+    rng = np.random.default_rng(3)
+    base = list(4.0 + rng.gamma(2.0, 0.5, 600))
+    same = list(np.asarray(base) * rng.normal(1.0, 0.05, 600))  # the same searches, with noise
+    slower = [x * 1.2 for x in base]
+    low, high = ratio_interval(same, base)
+    assert low < 1.0 < high  # noise only: not told apart from the baseline
+    low, high = ratio_interval(slower, base)
+    assert low == pytest.approx(1.2) and high == pytest.approx(1.2)  # paired: every resample keeps the 1.2
+    assert ratio_interval(base[:10], base[:10]) is None  # too few searches to say
+    low, high = ratio_interval(slower[:300], base)  # unpaired: each side resampled on its own
+    assert low < 1.2 < high
+
+
 def test_plan_table_names_the_rows_where_plan_mode_did_worse():
     from bench.llm import plan_markdown
 
@@ -399,9 +416,12 @@ def test_beside_baseline_reports_ratios_and_the_searches_during_background_work(
 
     results = {"speed": {"48": size(5.0, 5.0, 0), "10000": size(9.0, 6.0, 40)},
                "indexing": {"embedding": {"texts": 32, "texts_per_s": 26.67, "runs_s": [1.6, 1.2, 1.0]}}}
+    results["speed"]["48"]["inproc"]["pooled_latencies_ms"] = [5.0 + i / 100 for i in range(100)]
+    results["speed"]["48"]["baseline"]["pooled_latencies_ms"] = [5.0 + i / 100 for i in range(100)]
     text = "\n".join(_beside_baseline(results))
+    assert "| 1.00× (same); 95 % interval 1.00–1.00× |" in text  # pooled latencies: the interval beside the ratio
     assert "2 cores (median of 3 batches: 20.0 / 26.7 / 32.0 /s) | 26.7 /s |" in text
-    assert "| in-process search p95, 48 templates | 5.0 ms | 5.0 ms | 1.00× (same) | ≤ 1.0× | yes |" in text
+    assert "| in-process search p95, 48 templates | 5.0 ms | 5.0 ms | 1.00× (same); 95 % interval" in text
     assert "| in-process search p95, 10,000 templates | 9.0 ms | 6.0 ms | 1.50× (worse) | ≤ 1.0× | **no** |" in text
     assert "10,000 templates: 0.50 s, 40 searches meanwhile, p95 17.0 ms" in text
     assert "48 templates: 0.50 s" not in text  # nothing ran meanwhile: not reported

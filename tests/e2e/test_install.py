@@ -148,6 +148,10 @@ def test_search_without_the_model_warns_then_setup_model_turns_semantic_search_o
     assert answer["notices"] == [] and "semantic search is off" not in out.stderr
     assert answer["results"][0]["name"] == "ubuntu24-x86_64-edge-gateway-docker-raw"
     assert answer["results"][0]["scores"]["semantic"] > 0
+    # On onnxruntime, its graph written without the onnx package, which a user's install does not have
+    assert list(installed.home.rglob("minilm-*.onnx")), "the encoder ran on onnxruntime"
+    probe = subprocess.run([str(installed.venv / "bin" / "python"), "-c", "import onnx"], capture_output=True)
+    assert probe.returncode != 0
     stats = json.loads(installed.run("cache", "stats", "--json").stdout)
     assert stats["semantic_search"] == "on" and stats["model_id"] == "local:all-MiniLM-L6-v2"
     # the cache went to the user cache dir, not into the working directory

@@ -77,8 +77,9 @@ class OnnxMiniLM:
              threads: int = THREADS) -> OnnxMiniLM:
         """The graph is built once per weights digest into ``cache_dir`` and loaded from there later.
 
-        Building consumes the weights tensor by tensor, so the load never holds two full copies in Python.
-        Without a cache dir the graph is built in memory on every start (~0.5 s).
+        Building consumes the weights tensor by tensor, each written to the weights file as it comes, so the
+        load never holds two full copies in Python (measured: ~0.35 s to build, write and load). Without a
+        cache dir the graph, its weights inside, is built in memory on every start.
         """
         words = word_table(weights_path)
         target = cache_dir / f"minilm-{digest[:16]}-v{GRAPH_VERSION}.onnx" if cache_dir else None

@@ -326,15 +326,12 @@ class QuantizedKeeper(BackgroundBuild):
     def __init__(self, directory: Path | None, threads: int = 0, model_key: Callable[[], str] | None = None) -> None:
         """``threads``: onnxruntime's per scan; 0: the embedder's default (embed_onnx.THREADS). With ``model_key``
         (what the table's vectors depend on) the codes are kept in ``directory`` for the next start."""
+        super().__init__()
         self._directory = directory
         self._model_key = model_key
         self._threads = threads
         self._enabled: bool | None = None  # whether onnxruntime is installed, asked at the first large catalog
         self._mirror: QuantizedMirror | None = None
-        self._builder: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._failed_for: object | None = None  # the catalog a build failed for: not retried until it changes
-        self._closed = False
 
     def current(self, table: Any, catalog: dict[str, TemplateRecord], dims: int,
                 wait: float = BUILD_WAIT) -> QuantizedMirror | None:
@@ -400,9 +397,7 @@ class QuantizedKeeper(BackgroundBuild):
             if mirror is None:
                 mirror = build(table, catalog, dims, self._directory, threads, key)
         except Exception as exc:  # noqa: BLE001 - LanceDB's index keeps answering the leg
-            log.warning("vector leg stays in LanceDB's index: %s", exc)
-            with self._lock:
-                self._failed_for = catalog
+            self._give_up(catalog, "vector leg", exc)
             return
         with self._lock:
             if mirror is None:  # the table outgrew the codes meanwhile

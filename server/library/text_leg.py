@@ -172,14 +172,11 @@ class TextLegKeeper(BackgroundBuild):
         """With ``model_key`` (what the table's text column depends on) the postings are kept in ``directory``.
         ``after``: waits for other background work a load or build should not overlap (the vector leg's codes:
         their peaks and these would add up)."""
+        super().__init__()
         self._directory = directory
         self._model_key = model_key
         self._after = after
         self._leg: TextLeg | None = None
-        self._builder: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._failed_for: object | None = None  # the catalog a build failed for: not retried until it changes
-        self._closed = False
 
     def current(self, table: Any, catalog: dict[str, TemplateRecord]) -> TextLeg | None:
         """The leg of ``catalog``, or None while it is loaded or built (started here), outside :func:`fits`, or when
@@ -212,9 +209,7 @@ class TextLegKeeper(BackgroundBuild):
             leg.text.forget_words()
             heap.trim()
         except Exception as exc:  # noqa: BLE001 - LanceDB's index keeps answering the leg
-            log.warning("full-text leg stays in LanceDB's index: %s", exc)
-            with self._lock:
-                self._failed_for = catalog
+            self._give_up(catalog, "full-text leg", exc)
             return
         with self._lock:
             if not self._closed:

@@ -431,6 +431,8 @@ class TemplateIndex(IndexSync):
         found."""
         found = mirrored_rows(mirror, qvec, hits, filters, limit)
         catalog = self.catalog
+        if mirror.catalog is catalog:
+            return found  # the mirror's rows are this catalog's
         inside = np.fromiter((mirror.uids[row] in catalog for row in found.rows.tolist()), dtype=bool,
                              count=len(found.rows))
         return found if inside.all() else found.only(inside)

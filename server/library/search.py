@@ -69,7 +69,7 @@ from .query_analysis import (
     package_aliases,
     package_stem_keys,
 )
-from .ranking import EveryRow, Ranked, Static, Words
+from .ranking import EveryRow, Ranked, Static, Words, exact_round
 from .template_sets import TemplateSets, excluded_rows
 from .templates import TemplateRecord
 from .vector_mirror import VectorMirror
@@ -322,21 +322,30 @@ class SearchEngine:
         return len(matched) / len(analysis.packages), matched
 
     @staticmethod
-    def _strong(analysis: QueryAnalysis, ranked: Ranked, i: int) -> bool:
-        """Exact evidence for candidate ``i``: most named packages installed, or most of the query's words (or
-        concepts) present. On the shares as results show them (rounded)."""
-        if analysis.packages and round(ranked.package[i], 4) >= STRONG_EVIDENCE and round(ranked.semantic[i], 4) > 0:
-            # Some package names are English words ("file", "less"): a match counts only when the query's
-            # meaning is not wholly unrelated to the template (cosine above the floor).
-            return True
-        return ranked.worded[i] and round(ranked.keyword[i], 4) >= STRONG_EVIDENCE + BM25_SHARE
+    def _kept(analysis: QueryAnalysis, ranked: Ranked, threshold: float) -> list[int]:
+        """The candidates shown, best first: those scoring ``threshold`` or more, and those under it with exact
+        evidence and no penalty: most named packages installed, or most of the query's words (or concepts)
+        present. On the shares as results show them (rounded)."""
+        keep = ranked.score >= threshold
+        doubt = np.flatnonzero(~keep & ~ranked.penalised)
+        if len(doubt):
+            strong = ranked.worded[doubt] & (exact_round(ranked.keyword[doubt]) >= STRONG_EVIDENCE + BM25_SHARE)
+            if analysis.packages:
+                # Some package names are English words ("file", "less"): a match counts only when the query's
+                # meaning is not wholly unrelated to the template (cosine above the floor).
+                strong |= ((exact_round(ranked.package[doubt]) >= STRONG_EVIDENCE)
+                           & (exact_round(ranked.semantic[doubt]) > 0))
+            keep[doubt[strong]] = True
+        order = np.asarray(ranked.order, dtype=np.int64)
+        return order[keep[order]].tolist()
 
     @staticmethod
-    def _result(ranked: Ranked, i: int) -> ScoredResult:
-        _coverage, hits, _package, matched, _factors, penalties = ranked.parts(i)
-        return ScoredResult(ranked.records[i], ranked.score[i], round(ranked.semantic[i], 4),
-                            round(ranked.keyword[i], 4), round(ranked.package[i], 4), round(ranked.cosine[i], 4),
-                            round(ranked.bm25[i], 4), list(penalties), matched, hits)
+    def _result(ranked: Ranked, i: int, part: Static) -> ScoredResult:
+        _coverage, hits, _package, matched, _factors, penalties = part
+        return ScoredResult(ranked.records[i], float(ranked.score[i]), round(float(ranked.semantic[i]), 4),
+                            round(float(ranked.keyword[i]), 4), round(float(ranked.package[i]), 4),
+                            round(float(ranked.cosine[i]), 4), round(float(ranked.bm25[i]), 4), list(penalties),
+                            matched, hits)
 
     def _static_parts(self, plan: KeywordPlan, analysis: QueryAnalysis, rec: TemplateRecord, uid: str,
                       wants: list[tuple[str, str]], keyword: Words | None = None,
@@ -377,61 +386,60 @@ class SearchEngine:
     def _score_all(self, uids: list[str], cosines: np.ndarray, bm25: np.ndarray, analysis: QueryAnalysis,
                    weights: dict[str, float], filters: dict[str, str | None],
                    static: dict[str, Static] | None = None, plan: KeywordPlan | None = None,
-                   every: EveryRow | None = None, rows: list[int] | None = None) -> Ranked:
+                   every: EveryRow | None = None, rows: np.ndarray | list[int] | None = None) -> Ranked:
         """Every candidate's score (``uids`` with their legs' ``cosines`` and ``bm25`` scores), ranked;
         :meth:`_result` makes the few shown into results. ``static``: parts already worked out for some
-        candidates, with the ``plan`` they used; ``every``: every mirror row's shares for that plan, with ``rows``,
-        the candidates' mirror rows. The scores are worked out for all candidates at once, in the float
-        operations (and their order) of one candidate's formula, so the same values bit for bit. With ``every``
-        only the numbers are read for each candidate; the words, packages and penalties' reasons are written
-        out for the results shown (measured at 1,000 templates: p50 ~0.21 -> ~0.16 ms a search, p95 ~0.59 ->
-        ~0.27, the tail being negation queries, whose exclusions the term postings now find for every row)."""
+        candidates, with the ``plan`` they used; ``every``: every mirror row's shares and penalties for that
+        plan, with ``rows``, the candidates' mirror rows. The scores are worked out for all candidates at once,
+        in the float operations (and their order) of one candidate's formula, so the same values bit for bit.
+        With ``every`` only the numbers are read for each candidate, as arrays; the words, packages and
+        penalties' reasons are written out for the results shown (measured at 1,000 templates: p50 ~0.21 ->
+        ~0.16 ms a search, p95 ~0.59 -> ~0.27, the tail being negation queries, whose exclusions the term
+        postings now find for every row)."""
         plan = plan if plan is not None else keyword_plan(analysis, self._idf)
         static = static or {}
+        rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         records = [self.index.catalog[uid] for uid in uids]
         wants = self._wants(analysis, filters)
-        known: list[Static | None] = [static.get(uid) for uid in uids]
-        cover, package = np.zeros(len(uids)), np.zeros(len(uids))
-        worded = np.zeros(len(uids), dtype=bool)
-        factors: list[tuple[float, ...]] = [()] * len(uids)
-        missing = [i for i, part in enumerate(known) if part is None]
-        if missing and every is not None and rows is not None:
-            cover[missing], worded[missing], shares = every.shares([rows[i] for i in missing])
-            if shares is not None:
-                package[missing] = shares
-            if every.excluded is not None:
-                negation = (self.settings.classification.negation_penalty,)
-                for j in np.flatnonzero(every.excluded[[rows[i] for i in missing]]).tolist():
-                    factors[missing[j]] = negation
-            for attr, wanted in wants:  # the factors of _penalties, in its order, without its reasons
-                for i in missing:
-                    if _off_target(getattr(records[i], attr), wanted):
-                        factors[i] += (MISMATCH_PENALTY,)
+        known: dict[int, Static] = {}
+        ranks: np.ndarray | None = None
+        stages: list[tuple[np.ndarray, np.ndarray | float]]  # penalties: the rows each applies to, its factor
+        if every is not None and rows is not None and not static:
+            cover, worded, shares = every.shares(rows)
+            package = shares if shares is not None else np.zeros(len(uids))
+            stages = [(applies[rows], factor) for applies, factor in every.penalties]
+            ranks = every.ranks[rows]
         else:
-            for i in missing:
-                known[i] = self._static_parts(plan, analysis, records[i], uids[i], wants)
-        for i, part in enumerate(known):
-            if part is not None:
-                cover[i], worded[i], package[i], factors[i] = part[0], bool(part[1]), part[2], part[4]
+            for i, (uid, rec) in enumerate(zip(uids, records, strict=True)):
+                known[i] = static.get(uid) or self._static_parts(plan, analysis, rec, uid, wants)
+            parts_in_order = [known[i] for i in range(len(uids))]
+            cover = np.array([part[0] for part in parts_in_order], dtype=np.float64)
+            worded = np.array([bool(part[1]) for part in parts_in_order], dtype=bool)
+            package = np.array([part[2] for part in parts_in_order], dtype=np.float64)
+            factors = [part[4] for part in parts_in_order]
+            stages = [(np.array([len(f) > j for f in factors], dtype=bool),
+                       np.array([f[j] if len(f) > j else 1.0 for f in factors]))
+                      for j in range(max(map(len, factors), default=0))]
         max_bm25 = (float(bm25.max()) if len(bm25) else 0.0) or 1.0
         # + 0.0: Python's max(0.0, -0.0) is 0.0, numpy's maximum keeps -0.0
         semantic = np.minimum(1.0, np.maximum(0.0, (cosines - COS_FLOOR) / (COS_CEIL - COS_FLOOR))) + 0.0
         keyword = (1 - BM25_SHARE) * cover + BM25_SHARE * (bm25 / max_bm25)
         scores = weights["semantic"] * semantic + weights["keyword"] * keyword + weights["package"] * package
-        for i, row_factors in enumerate(factors):
-            for factor in row_factors:  # applied one by one, as one candidate's score always was
-                scores[i] *= factor
+        penalised = np.zeros(len(uids), dtype=bool)
+        for applies, factor in stages:  # one by one, as one candidate's score always took them (x 1.0 is exact)
+            scores = scores * np.where(applies, factor, 1.0)
+            penalised |= applies
 
-        def parts(i: int) -> Static:
-            part = known[i]
-            if part is None:
+        def parts(shown: list[int]) -> list[Static]:
+            missing = [i for i in shown if i not in known]
+            if missing:
                 assert every is not None and rows is not None
-                words, named = every.parts(analysis, [rows[i]])[0]
-                part = known[i] = self._static_parts(plan, analysis, records[i], uids[i], wants, words, named)
-            return part
+                for i, (words, named) in zip(missing, every.parts(analysis, rows[missing].tolist()), strict=True):
+                    known[i] = self._static_parts(plan, analysis, records[i], uids[i], wants, words, named)
+            return [known[i] for i in shown]
 
-        return Ranked.of([round(score, 4) for score in scores.tolist()], records,
-                         (semantic, keyword, package, cosines, bm25), worded.tolist(), [bool(f) for f in factors], parts)
+        return Ranked.of(scores, records, (semantic, keyword, package, cosines, bm25), worded, penalised, parts,
+                         ranks)
 
     def _analyse_and_prepare(self, started: threading.Event, mirror: VectorMirror, query: str,
                              spelt: Spelt, filters: dict[str, str | None],
@@ -457,8 +465,12 @@ class SearchEngine:
             named = analysis.packages
             packages = np.array([postings.installing_any(package_aliases(p) | set(analysis.package_sets.get(p, ())))
                                  for p in named], dtype=bool).reshape(len(named), postings.rows) if named else None
-            every = EveryRow(coverage(plan, postings), packages,
-                             excluded_rows(postings, analysis.excluded) if analysis.excluded else None)
+            penalties = [(excluded_rows(postings, analysis.excluded), self.settings.classification.negation_penalty)
+                         ] if analysis.excluded else []
+            for attr, wanted in self._wants(analysis, filters):  # _off_target for every row
+                values = mirror.column(attr)
+                penalties.append(((values != wanted) & values.astype(bool), MISMATCH_PENALTY))
+            every = EveryRow(coverage(plan, postings), packages, penalties, mirror.name_ranks())
         if every is not None:
             return hits, plan, {}, every  # the scorer reads each candidate's shares from it, all at once
         rows = list(range(len(mirror.uids))) if len(mirror.uids) <= limit else [pos for pos, _ in hits]
@@ -544,8 +556,8 @@ class SearchEngine:
             (analysis, weights, fts_query), (hits, plan, static, every) = prepared.result()
             vector = self._combined(query, query_vector, analysis.embedding_labels(), label_vectors)
             found = self.index.mirror_rows(mirror, vector, hits, filters, limit)
-            rows = found.rows.tolist()
-            uids, cosines, bm25 = [mirror.uids[row] for row in rows], found.cosine, found.bm25
+            rows: np.ndarray | None = found.rows
+            uids, cosines, bm25 = [mirror.uids[row] for row in found.rows.tolist()], found.cosine, found.bm25
         else:
             analysis, weights, fts_query = self._read(query)
 
@@ -564,10 +576,10 @@ class SearchEngine:
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
         # A weak semantic score never empties a query whose packages or words a template clearly has (and no
         # penalty).
-        kept = [i for i in ranked.order
-                if ranked.score[i] >= threshold or (not ranked.penalised[i] and self._strong(analysis, ranked, i))]
+        kept = self._kept(analysis, ranked, threshold)
         below = len(ranked.order) - len(kept)
-        results = [self._result(ranked, i) for i in kept[:top_k]]
+        shown = kept[:top_k]
+        results = [self._result(ranked, i, part) for i, part in zip(shown, ranked.parts(shown), strict=True)]
         if results:
             message = f"{len(results)} template(s) for a {analysis.query_type} query"
             if analysis.corrections:
@@ -578,8 +590,8 @@ class SearchEngine:
                             "because they have the named packages or words")
         elif ranked.order:
             best = ranked.order[0]
-            message = (f"no relevant templates found: the best candidate ({ranked.names[best]}) scored "
-                       f"{ranked.score[best]:.2f}, under the {threshold:.2f} relevance threshold. Rephrase with the "
+            message = (f"no relevant templates found: the best candidate ({ranked.records[best].name}) scored "
+                       f"{float(ranked.score[best]):.2f}, under the {threshold:.2f} relevance threshold. Rephrase with the "
                        "distribution, use case or packages you need, or drop filters.")
         else:
             message = "no relevant templates found" + (" matching the filters" if any(filters.values()) else "")

@@ -18,6 +18,7 @@ import numpy as np
 
 from .embed_numpy import single_thread_blas
 from .lance_table import FTS_OPTIONS, VECTOR_INDEX_MIN_ROWS, vector_matrix
+from .ranking import name_ranks
 from .templates import TemplateRecord
 from .term_postings import TermPostings
 from .text_mirror import TextMirror, reproduces
@@ -40,6 +41,7 @@ class FilterColumns:
         self.uids = uids
         self._position = position
         self._columns: dict[str, np.ndarray] = {}
+        self._name_ranks: np.ndarray | None = None
 
     @property
     def position(self) -> dict[str, int]:
@@ -50,19 +52,30 @@ class FilterColumns:
             position = self._position = {u: i for i, u in enumerate(self.uids)}
         return position
 
+    def column(self, attr: str) -> np.ndarray:
+        """Every row's ``attr`` (an object array, made at the first use). A uid the catalog lacks (a patched
+        quantized mirror's left-out row) has None, which matches no filter."""
+        values = self._columns.get(attr)
+        if values is None:
+            values = self._columns[attr] = np.array([getattr(self.catalog.get(u), attr, None) for u in self.uids],
+                                                    dtype=object)
+        return values
+
     def mask(self, filters: dict[str, str | None]) -> np.ndarray | None:
         keep: np.ndarray | None = None
         for column, value in filters.items():
             if not value:
                 continue
-            values = self._columns.get(column)
-            if values is None:
-                # A uid the catalog lacks (a patched quantized mirror's left-out row) matches no value.
-                values = self._columns[column] = np.array(
-                    [getattr(self.catalog.get(u), column, None) for u in self.uids], dtype=object)
-            hit = values == value
+            hit = self.column(column) == value
             keep = hit if keep is None else keep & hit
         return keep
+
+    def name_ranks(self) -> np.ndarray:
+        """Every row's place by template name (``ranking.name_ranks``), made at the first use."""
+        ranks = self._name_ranks
+        if ranks is None:
+            ranks = self._name_ranks = name_ranks([name or "" for name in self.column("name").tolist()])
+        return ranks
 
 
 class VectorMirror(FilterColumns):

@@ -77,11 +77,13 @@ class SpellingIndex:
     the catalog's most frequent terms. Short words (< MIN_FUZZY_LEN) and known words are never changed."""
 
     MIN_FUZZY_LEN = 5
+    MEMO_WORDS = 20_000  # words remembered with their reading (forgotten all at once past it)
 
     def __init__(self, words: dict[str, int], corpus_terms: Counter[str] | None = None):
         self.known = words  # word -> frequency (ties go to the more frequent word)
         self.corpus_terms = corpus_terms if corpus_terms is not None else Counter()
         self._by_deletion: dict[str, set[str]] | None = None  # built on the first unknown word, not per catalog
+        self._read_as: dict[str, str | None] = {}
 
     def _index(self) -> dict[str, set[str]]:
         if self._by_deletion is None:
@@ -94,6 +96,18 @@ class SpellingIndex:
         return self._by_deletion
 
     def correct(self, token: str) -> str | None:
+        """The known word ``token`` is read as, None when it is known or no known word is one edit away.
+        Remembered per word: a word no template uses costs ~20-50 us to look up, and users repeat theirs."""
+        try:
+            return self._read_as[token]
+        except KeyError:
+            pass
+        if len(self._read_as) >= self.MEMO_WORDS:
+            self._read_as.clear()
+        fixed = self._read_as[token] = self._correct(token)
+        return fixed
+
+    def _correct(self, token: str) -> str | None:
         if (len(token) < self.MIN_FUZZY_LEN or not token.isalpha()
                 or any(w in self.known or self.corpus_terms.get(w) for w in (token, vocab.stem(token)))):
             return None  # a plural of a known word ("headers") is no misspelling

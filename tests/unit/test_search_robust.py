@@ -222,3 +222,26 @@ def test_an_excluded_term_is_found_under_its_names_a_package_name_s_start_or_the
     assert hits("ce", "cli", "dock", "moby-eng", "nginx") == []
     assert hits("openssh", "moby") == ["openssh", "moby"]
     assert sets.excluded_hits(QueryAnalysis("q", "semantic", [], [], [], [], 0.0), rec, "u1") == []
+
+
+def test_a_word_s_reading_is_remembered_and_forgotten_with_the_catalog_s_words():
+    """Misspelt words are read as the closest known word once per spelling index; the memo answers the same
+    as the look-up, and a new index (new catalog words) reads anew."""
+    from collections import Counter
+
+    from image_composer_mcp.server.library.query_analysis import SpellingIndex
+
+    words = {"ubuntu": 9, "wireguard": 3, "docker": 5}
+    index = SpellingIndex(words, Counter())
+    for word in ("ubunut", "wiregard", "dokcer", "zzzzzz", "ubuntu", "dock"):
+        first = index.correct(word)
+        assert index.correct(word) == first == index._correct(word)
+    assert index.correct("ubunut") == "ubuntu" and index.correct("zzzzzz") is None
+    index._read_as["ubunut"] = "remembered"  # the memo is what answers the second time
+    assert index.correct("ubunut") == "remembered"
+    assert SpellingIndex({"ubunut": 1, "ubuntu": 9}, Counter()).correct("ubunut") is None  # now a known word
+    small = SpellingIndex(words, Counter())
+    small.MEMO_WORDS = 2
+    for word in ("ubunut", "wiregard", "dokcer"):
+        small.correct(word)
+    assert len(small._read_as) <= 2  # bounded

@@ -37,6 +37,7 @@ above it while queries about unrelated topics score under 0.25.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import itertools
 import logging
 import math
@@ -467,9 +468,9 @@ class SearchEngine:
                                  for p in named], dtype=bool).reshape(len(named), postings.rows) if named else None
             penalties = [(excluded_rows(postings, analysis.excluded), self.settings.classification.negation_penalty)
                          ] if analysis.excluded else []
-            for attr, wanted in self._wants(analysis, filters):  # _off_target for every row
-                values = mirror.column(attr)
-                penalties.append(((values != wanted) & values.astype(bool), MISMATCH_PENALTY))
+            for attr, wanted in self._wants(analysis, filters):
+                penalties.append((mirror.rows_where(attr, functools.partial(_off_target, wanted=wanted)),
+                                  MISMATCH_PENALTY))
             every = EveryRow(coverage(plan, postings), packages, penalties, mirror.name_ranks())
         if every is not None:
             return hits, plan, {}, every  # the scorer reads each candidate's shares from it, all at once

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ class FilterColumns:
         self.catalog = catalog
         self.uids = uids
         self._position = position
-        self._columns: dict[str, np.ndarray] = {}
+        self._columns: dict[str, tuple[np.ndarray, dict[Any, int]]] = {}
         self._name_ranks: np.ndarray | None = None
 
     @property
@@ -52,21 +53,35 @@ class FilterColumns:
             position = self._position = {u: i for i, u in enumerate(self.uids)}
         return position
 
-    def column(self, attr: str) -> np.ndarray:
-        """Every row's ``attr`` (an object array, made at the first use). A uid the catalog lacks (a patched
-        quantized mirror's left-out row) has None, which matches no filter."""
-        values = self._columns.get(attr)
-        if values is None:
-            values = self._columns[attr] = np.array([getattr(self.catalog.get(u), attr, None) for u in self.uids],
-                                                    dtype=object)
-        return values
+    def column(self, attr: str) -> tuple[np.ndarray, dict[Any, int]]:
+        """Every row's ``attr`` as a code, with each distinct value's code (made at the first use): a query
+        compares one integer per row, not one string. A uid the catalog lacks (a patched quantized mirror's
+        left-out row) has None, which matches no filter."""
+        coded = self._columns.get(attr)
+        if coded is None:
+            code_of: dict[Any, int] = {}
+            codes = np.fromiter((code_of.setdefault(getattr(self.catalog.get(u), attr, None), len(code_of))
+                                 for u in self.uids), dtype=np.int32, count=len(self.uids))
+            coded = self._columns[attr] = (codes, code_of)
+        return coded
+
+    def rows_with(self, attr: str, value: str) -> np.ndarray:
+        """Whether each row's ``attr`` is ``value``."""
+        codes, code_of = self.column(attr)
+        code = code_of.get(value)
+        return codes == code if code is not None else np.zeros(len(codes), dtype=bool)
+
+    def rows_where(self, attr: str, test: Callable[[Any], bool]) -> np.ndarray:
+        """Whether each row's ``attr`` passes ``test`` (asked once per distinct value)."""
+        codes, code_of = self.column(attr)
+        return np.array([test(v) for v in code_of], dtype=bool)[codes]
 
     def mask(self, filters: dict[str, str | None]) -> np.ndarray | None:
         keep: np.ndarray | None = None
         for column, value in filters.items():
             if not value:
                 continue
-            hit = self.column(column) == value
+            hit = self.rows_with(column, value)
             keep = hit if keep is None else keep & hit
         return keep
 
@@ -74,7 +89,8 @@ class FilterColumns:
         """Every row's place by template name (``ranking.name_ranks``), made at the first use."""
         ranks = self._name_ranks
         if ranks is None:
-            ranks = self._name_ranks = name_ranks([name or "" for name in self.column("name").tolist()])
+            codes, code_of = self.column("name")
+            ranks = self._name_ranks = name_ranks([name or "" for name in code_of])[codes]
         return ranks
 
 

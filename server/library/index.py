@@ -45,11 +45,11 @@ from .lance_table import (
     TABLE,
     IndexError_,
     WriterLease,
-    bulk_objects,
     import_lancedb,
     python_values,
     table_schema,
 )
+from .long_lived import bulk_objects
 from .quantized_mirror import QuantizedKeeper
 from .templates import TEXT_VERSION, Fingerprint, LoadProblem, TemplateRecord
 from .text_mirror import TextMirror, reproduces
@@ -428,13 +428,11 @@ class TemplateIndex(IndexSync):
     def mirror_rows(self, mirror: VectorMirror, qvec: np.ndarray, hits: list[tuple[int, float]],
                     filters: dict[str, str | None], limit: int) -> CandidateRows:
         """:meth:`candidates` from ``mirror`` (:meth:`memory_mirror`) as arrays, its full-text ``hits`` already
-        found."""
-        found = mirrored_rows(mirror, qvec, hits, filters, limit)
-        catalog = self.catalog
+        found; without the rows a newer catalog no longer has (a mirror's rows are all its own catalog's)."""
+        found, catalog = mirrored_rows(mirror, qvec, hits, filters, limit), self.catalog
         if mirror.catalog is catalog:
-            return found  # the mirror's rows are this catalog's
-        inside = np.fromiter((mirror.uids[row] in catalog for row in found.rows.tolist()), dtype=bool,
-                             count=len(found.rows))
+            return found
+        inside = np.fromiter((mirror.uids[row] in catalog for row in found.rows.tolist()), bool, len(found.rows))
         return found if inside.all() else found.only(inside)
 
     def _opened_table(self) -> Any:

@@ -15,6 +15,7 @@ from ..core.config import AISettings
 from ..knowledge import package_names
 from ..knowledge.loader import Concept, glossary_words, load_glossary
 from . import vocabulary as vocab
+from .long_lived import bulk_objects
 
 _NAME_PARTS = re.compile(r"[-_.+]")
 
@@ -88,10 +89,11 @@ class SpellingIndex:
     def _index(self) -> dict[str, set[str]]:
         if self._by_deletion is None:
             index: dict[str, set[str]] = {}
-            for word in self.known:
-                if len(word) >= self.MIN_FUZZY_LEN - 1 and word.isascii():
-                    for key in {word, *_deletions(word)}:
-                        index.setdefault(key, set()).add(word)
+            with bulk_objects():  # ~45,000 sets at 100,000 templates, kept until the catalog changes
+                for word in self.known:
+                    if len(word) >= self.MIN_FUZZY_LEN - 1 and word.isascii():
+                        for key in {word, *_deletions(word)}:
+                            index.setdefault(key, set()).add(word)
             self._by_deletion = index
         return self._by_deletion
 

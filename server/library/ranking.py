@@ -5,7 +5,7 @@ alone get their matched words, packages and penalties written out."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -13,10 +13,36 @@ from .keyword_scoring import Coverage, keywords_at
 from .query_analysis import QueryAnalysis
 from .templates import TemplateRecord
 
+COS_FLOOR = 0.10  # MiniLM's working range of cosines, rescaled onto [0, 1] (see search's module docstring)
+COS_CEIL = 0.70
+MISMATCH_PENALTY = 0.8  # a stated distribution, architecture or image type the template does not have
+BM25_SHARE = 0.15  # of the keyword signal
+STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
+
 # A candidate's score parts from the query and the template alone: keyword coverage and the words it matched,
 # package share and the packages matched, the penalties' factors and reasons.
 Static = tuple[float, list[str], float, list[str], tuple[float, ...], list[str]]
 Words = tuple[float, list[str]]  # a share of the query's words or packages, and the ones matched
+
+
+def off_target(value: str, wanted: str) -> bool:
+    """A template's distribution, architecture or image type (``value``) is not the one the query states; a
+    template that does not say is not penalised."""
+    return bool(value) and value != wanted
+
+
+@dataclass
+class ScoredResult:
+    record: TemplateRecord
+    score: float
+    semantic: float
+    keyword: float
+    package: float
+    cosine: float
+    bm25: float
+    penalties: list[str] = field(default_factory=list)
+    matched_packages: list[str] = field(default_factory=list)
+    matched_terms: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -113,3 +139,27 @@ class Ranked:
         semantic, keyword, package, cosine, bm25 = shares
         return Ranked(order, rounded, records, semantic, keyword, package, cosine, bm25,
                       np.asarray(worded, dtype=bool), np.asarray(penalised, dtype=bool), parts)
+
+    def kept(self, threshold: float, packages_named: bool) -> list[int]:
+        """The candidates shown, best first: those scoring ``threshold`` or more, and those under it with exact
+        evidence and no penalty: most named packages installed (``packages_named``: the query names some), or
+        most of the query's words (or concepts) present. On the shares as results show them (rounded)."""
+        keep = self.score >= threshold
+        doubt = np.flatnonzero(~keep & ~self.penalised)
+        if len(doubt):
+            strong = self.worded[doubt] & (exact_round(self.keyword[doubt]) >= STRONG_EVIDENCE + BM25_SHARE)
+            if packages_named:
+                # Some package names are English words ("file", "less"): a match counts only when the query's
+                # meaning is not wholly unrelated to the template (cosine above the floor).
+                strong |= (exact_round(self.package[doubt]) >= STRONG_EVIDENCE) & (exact_round(self.semantic[doubt]) > 0)
+            keep[doubt[strong]] = True
+        order = np.asarray(self.order, dtype=np.int64)
+        return order[keep[order]].tolist()
+
+    def result(self, i: int, part: Static) -> ScoredResult:
+        """Candidate ``i`` as a result, with its ``parts``."""
+        _coverage, hits, _package, matched, _factors, penalties = part
+        return ScoredResult(self.records[i], float(self.score[i]), round(float(self.semantic[i]), 4),
+                            round(float(self.keyword[i]), 4), round(float(self.package[i]), 4),
+                            round(float(self.cosine[i]), 4), round(float(self.bm25[i]), 4), list(penalties),
+                            matched, hits)

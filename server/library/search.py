@@ -37,6 +37,7 @@ above it while queries about unrelated topics score under 0.25.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import itertools
 import logging
@@ -46,7 +47,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,6 +62,7 @@ from .foreground import serves
 from .index import TemplateIndex
 from .keyword_scoring import KeywordPlan, coverage, keyword_plan, keyword_score
 from .lance_table import build_where
+from .long_lived import bulk_objects
 from .query_analysis import (
     QueryAnalysis,
     QueryAnalyzer,
@@ -70,7 +72,18 @@ from .query_analysis import (
     package_aliases,
     package_stem_keys,
 )
-from .ranking import EveryRow, Ranked, Static, Words, exact_round
+from .ranking import (
+    BM25_SHARE,
+    COS_CEIL,
+    COS_FLOOR,
+    MISMATCH_PENALTY,
+    EveryRow,
+    Ranked,
+    ScoredResult,
+    Static,
+    Words,
+    off_target,
+)
 from .template_sets import TemplateSets, excluded_rows
 from .templates import TemplateRecord
 from .vector_mirror import VectorMirror
@@ -82,32 +95,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COS_FLOOR = 0.10
-COS_CEIL = 0.70
-MISMATCH_PENALTY = 0.8
-BM25_SHARE = 0.15
 RESULT_CACHE_TTL = 30.0
 RESULT_CACHE_SIZE = 256
 LABEL_VECTORS_MAX = 20_000  # glossary labels and spelling corrections: ~30 MB of vectors at most
 
 MAX_STEM_PACKAGES = 12
+BULK_ROWS = 10_000  # new rows from which the word counts are made outside the cyclic GC (bulk_objects)
 MAX_SPELLING_TERMS = 5_000  # the most frequent catalog terms a misspelt word may be read as
-STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
 _Prepared = tuple[list[tuple[int, float]], KeywordPlan, dict[str, Static], EveryRow | None]
-
-
-@dataclass
-class ScoredResult:
-    record: TemplateRecord
-    score: float
-    semantic: float
-    keyword: float
-    package: float
-    cosine: float
-    bm25: float
-    penalties: list[str] = field(default_factory=list)
-    matched_packages: list[str] = field(default_factory=list)
-    matched_terms: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -145,12 +140,6 @@ def combined_vector(query: str, query_vector: np.ndarray, labels: list[str],
         total = total + np.asarray(label_vector(label), dtype=np.float32) * len(label.split())
     norm = float(np.linalg.norm(total))
     return total / norm if norm else np.asarray(query_vector)
-
-
-def _off_target(value: str, wanted: str) -> bool:
-    """A template's distribution, architecture or image type (``value``) is not the one the query states; a
-    template that does not say is not penalised."""
-    return bool(value) and value != wanted
 
 
 class SearchEngine:
@@ -259,8 +248,11 @@ class SearchEngine:
                 df.subtract(_terms(old))
             fresh.append(rec)
             seen[uid] = rec
-        # One count over every new row's terms (at 100,000 templates one update per row took ~0.5 s)
-        df.update(itertools.chain.from_iterable(_terms(rec) for rec in fresh))
+        # One count over every new row's terms (at 100,000 templates one update per row took ~0.5 s). Many rows:
+        # the counts join the catalog outside the cyclic GC, whose full collections walked them (~22-29 ms
+        # within a search, at 100,000 templates).
+        with bulk_objects() if len(fresh) >= BULK_ROWS else contextlib.nullcontext():
+            df.update(itertools.chain.from_iterable(_terms(rec) for rec in fresh))
         self._n_docs = max(len(seen), 1)
         self._default_idf = math.log(1 + self._n_docs)
         self._sets.clear()
@@ -322,32 +314,6 @@ class SearchEngine:
                    if not have.isdisjoint(package_aliases(p)) or not have.isdisjoint(analysis.package_sets.get(p, ()))]
         return len(matched) / len(analysis.packages), matched
 
-    @staticmethod
-    def _kept(analysis: QueryAnalysis, ranked: Ranked, threshold: float) -> list[int]:
-        """The candidates shown, best first: those scoring ``threshold`` or more, and those under it with exact
-        evidence and no penalty: most named packages installed, or most of the query's words (or concepts)
-        present. On the shares as results show them (rounded)."""
-        keep = ranked.score >= threshold
-        doubt = np.flatnonzero(~keep & ~ranked.penalised)
-        if len(doubt):
-            strong = ranked.worded[doubt] & (exact_round(ranked.keyword[doubt]) >= STRONG_EVIDENCE + BM25_SHARE)
-            if analysis.packages:
-                # Some package names are English words ("file", "less"): a match counts only when the query's
-                # meaning is not wholly unrelated to the template (cosine above the floor).
-                strong |= ((exact_round(ranked.package[doubt]) >= STRONG_EVIDENCE)
-                           & (exact_round(ranked.semantic[doubt]) > 0))
-            keep[doubt[strong]] = True
-        order = np.asarray(ranked.order, dtype=np.int64)
-        return order[keep[order]].tolist()
-
-    @staticmethod
-    def _result(ranked: Ranked, i: int, part: Static) -> ScoredResult:
-        _coverage, hits, _package, matched, _factors, penalties = part
-        return ScoredResult(ranked.records[i], float(ranked.score[i]), round(float(ranked.semantic[i]), 4),
-                            round(float(ranked.keyword[i]), 4), round(float(ranked.package[i]), 4),
-                            round(float(ranked.cosine[i]), 4), round(float(ranked.bm25[i]), 4), list(penalties),
-                            matched, hits)
-
     def _static_parts(self, plan: KeywordPlan, analysis: QueryAnalysis, rec: TemplateRecord, uid: str,
                       wants: list[tuple[str, str]], keyword: Words | None = None,
                       packages: Words | None = None) -> Static:
@@ -376,7 +342,7 @@ class SearchEngine:
                 penalties.append(f"contains excluded {', '.join(excluded)} (x{negation})")
         for attr, wanted in wants:
             value = getattr(rec, attr)
-            if _off_target(value, wanted):
+            if off_target(value, wanted):
                 factors.append(MISMATCH_PENALTY)
                 penalties.append(f"{attr} is {value}, query asks for {wanted} (x{MISMATCH_PENALTY})")
         return tuple(factors), penalties
@@ -469,7 +435,7 @@ class SearchEngine:
             penalties = [(excluded_rows(postings, analysis.excluded), self.settings.classification.negation_penalty)
                          ] if analysis.excluded else []
             for attr, wanted in self._wants(analysis, filters):
-                penalties.append((mirror.rows_where(attr, functools.partial(_off_target, wanted=wanted)),
+                penalties.append((mirror.rows_where(attr, functools.partial(off_target, wanted=wanted)),
                                   MISMATCH_PENALTY))
             every = EveryRow(coverage(plan, postings), packages, penalties, mirror.name_ranks())
         if every is not None:
@@ -577,10 +543,10 @@ class SearchEngine:
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
         # A weak semantic score never empties a query whose packages or words a template clearly has (and no
         # penalty).
-        kept = self._kept(analysis, ranked, threshold)
+        kept = ranked.kept(threshold, bool(analysis.packages))
         below = len(ranked.order) - len(kept)
         shown = kept[:top_k]
-        results = [self._result(ranked, i, part) for i, part in zip(shown, ranked.parts(shown), strict=True)]
+        results = [ranked.result(i, part) for i, part in zip(shown, ranked.parts(shown), strict=True)]
         if results:
             message = f"{len(results)} template(s) for a {analysis.query_type} query"
             if analysis.corrections:

@@ -7,9 +7,13 @@ import struct
 
 import numpy as np
 import pytest
-from image_composer_mcp.server.library.query_analysis import QueryAnalysis
-from image_composer_mcp.server.library.ranking import Ranked, exact_round, name_ranks
-from image_composer_mcp.server.library.search import BM25_SHARE, STRONG_EVIDENCE, SearchEngine
+from image_composer_mcp.server.library.ranking import (
+    BM25_SHARE,
+    STRONG_EVIDENCE,
+    Ranked,
+    exact_round,
+    name_ranks,
+)
 from image_composer_mcp.server.library.templates import TemplateRecord
 
 
@@ -89,7 +93,6 @@ def test_kept_is_the_one_candidate_rule_for_every_candidate(packages: list[str])
     records = [_record(f"t{i:04d}") for i in range(n)]
     ranked = Ranked.of(score, records, (semantic, keyword, package, semantic, keyword), worded, penalised,
                        lambda shown: [])
-    analysis = QueryAnalysis("q", "semantic", [], [], packages, [], 0.0)
     threshold = 0.3
 
     # The rule as one candidate's code wrote it, on Python floats (numpy's own round differs: see above).
@@ -101,7 +104,7 @@ def test_kept_is_the_one_candidate_rule_for_every_candidate(packages: list[str])
         return bool(worded[i]) and round(kw[i], 4) >= STRONG_EVIDENCE + BM25_SHARE
 
     expected = [i for i in ranked.order if round(total[i], 4) >= threshold or (not penalised[i] and strong(i))]
-    kept = SearchEngine._kept(analysis, ranked, threshold)
+    kept = ranked.kept(threshold, bool(packages))
     assert kept == expected
     assert 0 < len(kept) < n  # both sides of the rule were taken
-    assert SearchEngine._kept(analysis, ranked, 0.0) == ranked.order
+    assert ranked.kept(0.0, bool(packages)) == ranked.order

@@ -168,8 +168,7 @@ def test_a_failing_onnxruntime_scan_leaves_the_search_to_numpy(monkeypatch, capl
 def test_coded_columns_answer_as_the_records_do(library_index) -> None:
     """Filters, stated-target penalties and name order read each row's value through integer codes: the same
     answers as the records' own values, for every value present, one absent, and a uid the catalog lacks."""
-    from image_composer_mcp.server.library.ranking import name_ranks
-    from image_composer_mcp.server.library.search import _off_target
+    from image_composer_mcp.server.library.ranking import name_ranks, off_target
 
     index, _emb = library_index
     mirror = index.memory_mirror() or index._vector_mirror()
@@ -181,8 +180,8 @@ def test_coded_columns_answer_as_the_records_do(library_index) -> None:
         for value in {*filter(None, values), "absent"}:
             assert columns.rows_with(attr, value).tolist() == [v == value for v in values]
             assert columns.mask({"os": None, "dist": None, attr: value}).tolist() == [v == value for v in values]
-            assert columns.rows_where(attr, lambda v, w=value: _off_target(v, w)).tolist() == \
-                [v is not None and _off_target(v, value) for v in values]
+            assert columns.rows_where(attr, lambda v, w=value: off_target(v, w)).tolist() == \
+                [v is not None and off_target(v, value) for v in values]
     names = [r.name for r in records[:-1]]
     assert mirror.name_ranks().tolist() == name_ranks(names).tolist()
     assert len(set(names)) < len(names) or len(set(names)) > 10  # many names (and any repeats) are ranked

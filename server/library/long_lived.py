@@ -1,0 +1,26 @@
+"""Objects made to last (the catalog, its word counts, the spelling index), kept out of the cyclic GC's walks."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def bulk_objects() -> Iterator[None]:
+    """Create many long-lived objects without the cyclic GC re-walking them (100,000 records: 9 s -> 4 s).
+
+    Afterwards ``gc.freeze()`` parks everything alive in the permanent generation, so later collections
+    (the scorer's per-template word sets, every request) do not traverse them again either: a full collection
+    walking what the first search built at 100,000 templates took ~15-29 ms, inside a search. What is frozen
+    holds no reference cycles: replaced objects are still freed by reference counting.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.freeze()
+            gc.enable()

@@ -249,7 +249,7 @@ class SearchEngine:
             fresh.append(rec)
             seen[uid] = rec
         # One count over every new row's terms (at 100,000 templates one update per row took ~0.5 s). Many rows:
-        # the counts join the catalog outside the cyclic GC, whose full collections walked them (~22-29 ms
+        # the counts join the catalog outside the cyclic GC, whose full collections walked them (~15-29 ms
         # within a search, at 100,000 templates).
         with bulk_objects() if len(fresh) >= BULK_ROWS else contextlib.nullcontext():
             df.update(itertools.chain.from_iterable(_terms(rec) for rec in fresh))

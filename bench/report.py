@@ -167,8 +167,13 @@ def _speed_tables(results: dict[str, Any]) -> list[str]:
               for label in labels]
     rounds = [(label, o, b) for label, o, b in rounds if o and b]
     if rounds:
+        def ratios(o: list[dict[str, Any]], b: list[dict[str, Any]]) -> str:
+            pairs = [(x.get("p95_ms"), y.get("p95_ms")) for x, y in zip(o, b, strict=False)]
+            return " / ".join(f"{x / y:.2f}" if x and y else "–" for x, y in pairs) + "×"
+
         per = "; ".join(f"{int(label):,}: " + " / ".join(_f(r.get("p95_ms"), 1) for r in o) + " against "
-                        + " / ".join(_f(r.get("p95_ms"), 1) for r in b) + " ms" for label, o, b in rounds)
+                        + " / ".join(_f(r.get("p95_ms"), 1) for r in b) + f" ms ({ratios(o, b)})"
+                        for label, o, b in rounds)
         out.append(f"In-process figures are pooled over {len(rounds[0][1])} rounds of ours and the baseline in turns, "
                    "each in a process of its own (`bench/inproc.py` `alternating_runs`: on this shared VM the "
                    f"machine's speed drifts within a minute). Each round's p95, ours against the baseline's: {per}.")
@@ -337,7 +342,9 @@ def _beside_baseline(results: dict[str, Any]) -> list[str]:
             "the embedder is its gain too: at small sizes its search is the embedding plus a ~0.3 ms brute force. "
             "The interval beside an in-process ratio is a bootstrap over the pooled searches, resampled in pairs "
             "(the same query in the same round on both sides): a ratio whose interval spans 1.0 is not told "
-            "apart from the baseline by this run.", "",
+            "apart from the baseline by this run. It covers which queries were searched, not the drift between "
+            "processes: each round is a process of its own, and on this shared VM the rounds' own ratios (listed "
+            "under the latency table) can differ by more than the interval's width.", "",
             "Warm start means a server ran on this cache before. Below the IVF switch point it left the mirror of "
             "its index on disk (`server/library/snapshot.py`), which answers the next start's searches without "
             "importing LanceDB; the bench makes that mirror with one server start and one search before timing "

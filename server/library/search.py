@@ -355,7 +355,7 @@ class SearchEngine:
                    static: dict[str, Static] | None = None, plan: KeywordPlan | None = None,
                    every: EveryRow | None = None, rows: np.ndarray | list[int] | None = None) -> Ranked:
         """Every candidate's score (``uids`` with their legs' ``cosines`` and ``bm25`` scores), ranked;
-        :meth:`_result` makes the few shown into results. ``static``: parts already worked out for some
+        :meth:`Ranked.result` makes the few shown into results. ``static``: parts already worked out for some
         candidates, with the ``plan`` they used; ``every``: every mirror row's shares and penalties for that
         plan, with ``rows``, the candidates' mirror rows. The scores are worked out for all candidates at once,
         in the float operations (and their order) of one candidate's formula, so the same values bit for bit.
@@ -366,7 +366,8 @@ class SearchEngine:
         plan = plan if plan is not None else keyword_plan(analysis, self._idf)
         static = static or {}
         rows = None if rows is None else np.asarray(rows, dtype=np.int64)
-        records = [self.index.catalog[uid] for uid in uids]
+        catalog = self.index.catalog
+        records = [catalog[uid] for uid in uids]
         wants = self._wants(analysis, filters)
         known: dict[int, Static] = {}
         ranks: np.ndarray | None = None
@@ -377,9 +378,9 @@ class SearchEngine:
             stages = [(applies[rows], factor) for applies, factor in every.penalties]
             ranks = every.ranks[rows]
         else:
-            for i, (uid, rec) in enumerate(zip(uids, records, strict=True)):
-                known[i] = static.get(uid) or self._static_parts(plan, analysis, rec, uid, wants)
-            parts_in_order = [known[i] for i in range(len(uids))]
+            parts_in_order = [static.get(uid) or self._static_parts(plan, analysis, rec, uid, wants)
+                              for uid, rec in zip(uids, records, strict=True)]
+            known = dict(enumerate(parts_in_order))
             cover = np.array([part[0] for part in parts_in_order], dtype=np.float64)
             worded = np.array([bool(part[1]) for part in parts_in_order], dtype=bool)
             package = np.array([part[2] for part in parts_in_order], dtype=np.float64)

@@ -61,10 +61,13 @@ def _attribute(name: str, value: int | float | Sequence[int]) -> bytes:
     return _str(1, name) + b"".join(_int(8, v) for v in value) + _int(20, _INTS_ATTRIBUTE)
 
 
-def node(op: str, inputs: Sequence[str], outputs: Sequence[str], **attributes: int | float | Sequence[int]) -> bytes:
-    """A NodeProto in the default domain; keyword arguments are its attributes (an int, a float, or ints)."""
+def node(op: str, inputs: Sequence[str], outputs: Sequence[str], domain: str = "",
+         **attributes: int | float | Sequence[int]) -> bytes:
+    """A NodeProto of ``op`` in ``domain`` (the default one when empty); keyword arguments are its attributes
+    (an int, a float, or ints)."""
     return (b"".join(_str(1, i) for i in inputs) + b"".join(_str(2, o) for o in outputs) + _str(4, op)
-            + _all(5, (_attribute(name, value) for name, value in attributes.items())))
+            + _all(5, (_attribute(name, value) for name, value in attributes.items()))
+            + (_str(7, domain) if domain else b""))
 
 
 def value(name: str, elem: int, shape: Sequence[Dim]) -> bytes:
@@ -104,8 +107,11 @@ def external_tensor(name: str, elem: int, dims: Sequence[int], location: str, le
 
 
 def model(name: str, nodes: Sequence[bytes], inputs: Sequence[bytes], outputs: Sequence[bytes],
-          initializers: Sequence[bytes] = (), opset: int = 17, producer: str = "") -> bytes:
-    """A serialized ModelProto of one graph, in the default operator set at ``opset``."""
+          initializers: Sequence[bytes] = (), opset: int = 17, producer: str = "",
+          domains: Sequence[tuple[str, int]] = ()) -> bytes:
+    """A serialized ModelProto of one graph, in the default operator set at ``opset`` and the other ``domains``
+    (name, version) its nodes use."""
     graph = _all(1, nodes) + _str(2, name) + _all(5, initializers) + _all(11, inputs) + _all(12, outputs)
+    opsets = [("", opset), *domains]
     return (_int(1, IR_VERSION) + (_str(2, producer) if producer else b"") + _bytes(7, graph)
-            + _bytes(8, _str(1, "") + _int(2, opset)))
+            + _all(8, (_str(1, domain) + _int(2, version) for domain, version in opsets)))

@@ -124,6 +124,20 @@ def test_the_word_table_is_mapped_from_the_weights_file_not_copied() -> None:
     assert np.array_equal(table[[101, 2000, 102]], reference[[101, 2000, 102]])
 
 
+def test_an_onnxruntime_without_the_fused_operators_runs_the_standard_graph(
+        tmp_path: Path, numpy_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    _need_onnx()
+    # A domain no onnxruntime has stands for a build without com.microsoft's transformer operators.
+    monkeypatch.setattr(embed_onnx, "CONTRIB", "org.example.absent")
+    embedder = LocalEmbedder(runtime="onnx", graph_dir=tmp_path)
+    texts = ["ubuntu edge gateway with docker", "x " * 300]
+    with caplog.at_level("WARNING"):
+        cos = (embedder.embed(texts) * numpy_embedder.embed(texts)).sum(axis=1)
+    assert embedder.runtime == "onnxruntime" and cos.min() >= 0.9999
+    assert "running standard operators" in caplog.text
+
+
 def test_unwritable_graph_dir_still_embeds(tmp_path: Path) -> None:
     _need_model()
     _need_onnx()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any
+from typing import Any, cast
+
+from .stdio_streams import LineSink, LineSource
 
 REJECTED_METHOD = "oic/rejected-message"
 _MAX_CHECKED_LINE = 16 * 1024 * 1024  # longer lines pass through unchecked (the SDK reads them either way)
@@ -74,55 +76,99 @@ def install_rejection_answers(mcp: Any) -> None:
     mcp.middleware.insert(0, rejected_messages)
 
 
-class _StdinRelay:
-    """Feeds the stdio transport through a pipe we own, so a signal can end the session with a clean EOF.
+class _PipeInput:
+    """fd 0 replaced by a pipe this process writes, for the SDK's own stdio reader (see :func:`run_stdio`)."""
 
-    The SDK reads stdin in a worker thread that no cancellation can interrupt; ending the input is the one
-    way to stop it that runs the normal shutdown path (lifespan exit, engine closed). Each line is screened
-    on the way (:func:`screen_stdio_line`) so malformed requests get an answer.
-    """
+    whole_lines = False  # a line too long to screen is passed on as it comes
 
     def __init__(self) -> None:
         import threading
 
-        self._source = os.dup(0)
         read_fd, write_fd = os.pipe()
         os.dup2(read_fd, 0)
         os.close(read_fd)
         self._sink = os.fdopen(write_fd, "wb", buffering=0)
         self._lock = threading.Lock()
+
+    def send(self, data: bytes) -> bool:
+        # Under the lock, so end() can never race a write onto a recycled descriptor.
+        with self._lock:
+            if self._sink.closed:
+                return False
+            self._sink.write(data)
+            return True
+
+    def end(self) -> None:
+        with self._lock:
+            if not self._sink.closed:
+                self._sink.close()
+
+
+class _StdinRelay:
+    """Reads stdin on a thread of its own and hands each screened line (:func:`screen_stdio_line`) to
+    ``target``: a :class:`~.stdio_streams.LineSource` the SDK's transport reads, or a :class:`_PipeInput`.
+
+    Why a thread we own: the SDK reads stdin in a worker thread that no cancellation can interrupt; ending
+    the input ourselves is the one way to stop it that runs the normal shutdown path (lifespan exit, engine
+    closed). Each line is screened on the way so malformed requests get an answer.
+    """
+
+    def __init__(self, source: int, target: Any) -> None:
+        import threading
+
+        self._source = source
+        self.target = target
         threading.Thread(target=self._pump, name="stdin-relay", daemon=True).start()
 
     def _pump(self) -> None:
         pending = b""
+        whole = getattr(self.target, "whole_lines", True)
         try:
             while True:
                 chunk = os.read(self._source, 65536)
-                out = b""
-                if chunk:
-                    pending += chunk
-                    *lines, pending = pending.split(b"\n")
-                    out = b"".join(screen_stdio_line(line + b"\n") for line in lines)
-                    if len(pending) > _MAX_CHECKED_LINE:  # too long to screen: pass it on as it comes
-                        out, pending = out + pending, b""
-                else:
-                    out, pending = pending, b""
-                # Under the lock, so close() can never race a write onto a recycled descriptor.
-                with self._lock:
-                    if self._sink.closed:
+                if not chunk:
+                    if pending:
+                        self.target.send(pending)
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if not self.target.send(screen_stdio_line(line + b"\n")):
                         return
-                    if out:
-                        self._sink.write(out)
-                    if not chunk:
-                        self._sink.close()
+                if not whole and len(pending) > _MAX_CHECKED_LINE:  # too long to screen: pass it on as it comes
+                    if not self.target.send(pending):
                         return
+                    pending = b""
         except OSError:
-            self.close()
+            pass
+        self.close()
 
     def close(self) -> None:
-        with self._lock:
-            if not self._sink.closed:
-                self._sink.close()
+        self.target.end()
+
+
+def _lowlevel_server(mcp: Any) -> Any:
+    """The SDK server under ``mcp``, served over :mod:`.stdio_streams`; None (the SDK's own stdio transport)
+    if this SDK no longer has it where 2.x keeps it."""
+    server = getattr(mcp, "_lowlevel_server", None)
+    return server if callable(getattr(server, "run", None)) and \
+        callable(getattr(server, "create_initialization_options", None)) else None
+
+
+def _claim_stdio() -> tuple[tuple[int, int], LineSource]:
+    """The wire's descriptors (stdin, stdout) moved to private ones, and the line source the relay fills.
+
+    As the SDK's own transport does: fd 0 then reads the null device and fd 1 writes to stderr, so handlers,
+    children and stray prints can neither take the client's input nor corrupt the wire.
+    """
+    import asyncio
+
+    wire = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return wire, LineSource(asyncio.get_running_loop())
 
 
 def run_stdio(mcp: Any, grace: float) -> None:
@@ -134,7 +180,9 @@ def run_stdio(mcp: Any, grace: float) -> None:
     import anyio
 
     log = logging.getLogger(__name__)
-    relay = _StdinRelay() if os.name == "posix" else None
+    posix = os.name == "posix"
+    lowlevel = _lowlevel_server(mcp) if posix else None
+    relay: _StdinRelay | None = None
     in_flight = 0
 
     async def count_calls(ctx: Any, call_next: Any) -> Any:
@@ -148,10 +196,11 @@ def run_stdio(mcp: Any, grace: float) -> None:
             in_flight -= 1
 
     mcp.middleware.insert(0, count_calls)
-    if relay is not None:
+    if posix:
         install_rejection_answers(mcp)
 
     async def main() -> None:
+        nonlocal relay
         async with anyio.create_task_group() as tg:
             async def on_signal() -> None:
                 assert relay is not None
@@ -168,11 +217,26 @@ def run_stdio(mcp: Any, grace: float) -> None:
                         with anyio.move_on_after(grace):
                             while in_flight:
                                 await anyio.sleep(0.05)
-                        await anyio.to_thread.run_sync(relay.close)
+                        relay.close()
 
-            if relay is not None:
+            if lowlevel is not None:
+                from mcp.server.stdio import stdio_server
+
+                wire, source = _claim_stdio()
+                relay = _StdinRelay(wire[0], source)
                 tg.start_soon(on_signal)
-            await mcp.run_stdio_async()
+                sink = LineSink(wire[1])
+                await sink.open()
+                try:
+                    async with stdio_server(stdin=cast(Any, source), stdout=cast(Any, sink)) as (read, write):
+                        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+                finally:
+                    await sink.aclose()
+            else:
+                if posix:
+                    relay = _StdinRelay(os.dup(0), _PipeInput())
+                    tg.start_soon(on_signal)
+                await mcp.run_stdio_async()
             tg.cancel_scope.cancel()
 
     anyio.run(main)

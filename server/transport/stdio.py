@@ -122,7 +122,7 @@ class _StdinRelay:
 
     def _pump(self) -> None:
         pending = b""
-        whole = getattr(self.target, "whole_lines", True)
+        whole = self.target.whole_lines
         try:
             while True:
                 chunk = os.read(self._source, 65536)

@@ -22,6 +22,8 @@ PENDING_LINES = 64  # lines read ahead of the server; the relay thread waits bey
 class LineSource:
     """Lines from the relay thread, read by the SDK as ``async for line in source``; ends at :meth:`end`."""
 
+    whole_lines = True  # the SDK parses each item as one message: a long line is never passed on in pieces
+
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._lines: asyncio.Queue[str | None] = asyncio.Queue()

@@ -162,3 +162,24 @@ def test_the_sdk_server_is_where_the_stream_transport_expects_it() -> None:
 
     assert stdio._lowlevel_server(Absent()) is None
     assert stdio._lowlevel_server(MCPServer("probe")) is not None, "the SDK moved its server: update stdio.py"
+
+
+def test_the_relay_hands_over_a_long_line_whole_and_the_lines_after_it() -> None:
+    long_line = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"yaml": "' + b"a" * 5_000_000 + b'"}}\n'
+    short = b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+    read_fd, write_fd = os.pipe()
+
+    def client() -> None:
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(long_line + short + short[:-1])  # the last line ends without a newline at EOF
+
+    async def main() -> list[str]:
+        source = LineSource(asyncio.get_running_loop())
+        stdio._StdinRelay(read_fd, source)
+        threading.Thread(target=client, daemon=True).start()
+        return [line async for line in source]
+
+    lines = asyncio.run(asyncio.wait_for(main(), 120))
+    os.close(read_fd)
+    assert [len(line) for line in lines] == [len(long_line), len(short), len(short) - 1]
+    assert lines[0] == long_line.decode() and lines[1] == short.decode()

@@ -24,13 +24,18 @@ GRAPH_VERSION = 5  # bump when _build_graph or _save_graph changes: cached graph
 OPSET = 17  # LayerNormalization is an ONNX operator from opset 17
 CONTRIB = "com.microsoft"  # onnxruntime's own operators (see _build_graph's fused)
 LAYER_NORM_EPS = 1e-12
-# Two threads per call, which do not spin between calls. A query is bound by streaming the 42 MB of layer
-# weights, which two cores do faster; measured in separate processes, 3 runs each, 48 templates: search p50
-# 4.7-5.6 ms / p95 6.7-8.3 against 5.4-5.7 / 7.9-8.3 on one thread. onnxruntime's default spin-wait was worse at
-# p95 (9.6-10.7 ms): its idle threads keep the cores from LanceDB's legs and from BLAS. Batches run one
-# sub-batch after another at ~28 texts/s, the rate two one-thread calls side by side had. The second thread costs
-# CPU (futex waits: ~1.7 CPU-seconds per second of a query), so a server answering many searches at once on few
-# cores may do better with one: ``ai.local_threads`` (OIC_AI_LOCAL_THREADS) overrides this.
+# Two threads per call, which spin while a call runs and stop when it returns. A query is bound by streaming the
+# 42 MB of layer weights, which two cores do faster; measured in separate processes, 3 runs each, 48 templates:
+# search p50 4.7-5.6 ms / p95 6.7-8.3 against 5.4-5.7 / 7.9-8.3 on one thread. Spinning inside a call saves the
+# futex wake-up of each of the graph's ~54 operators: query embedding p50 4.5 -> 3.7 ms (200 queries x 3), and
+# in-process search p50 6.5-7.4 -> 4.8-5.4 ms (two sessions, paired, 2 x 400 queries). onnxruntime's default
+# keeps spinning after the call, which was worse than not spinning at all (search p50 9-10 ms, p95 ~18): its
+# idle threads keep the cores from LanceDB's legs, from BLAS and from any other session (~50 ms of CPU in the
+# 0.2 s after a call), hence ``force_spinning_stop``. Batches run one sub-batch after another at ~23-28 texts/s,
+# the rate two one-thread calls side by side had; spinning does not change it. The second thread costs CPU
+# (~1.7-2 CPU-seconds per second of a query), and with 2-4 searches at once on 2 cores spinning neither helped nor
+# hurt, so a server answering many searches at once on few cores may do better with one thread:
+# ``ai.local_threads`` (OIC_AI_LOCAL_THREADS) overrides this.
 THREADS = min(2, os.cpu_count() or 1)
 
 
@@ -42,13 +47,14 @@ def available() -> bool:
 
 
 def session_options(threads: int) -> Any:
-    """Every session's options here: ``threads`` per call, which sleep between calls (see THREADS), one
+    """Every session's options here: ``threads`` per call, which spin only during a call (see THREADS), one
     inter-op thread (the graphs are chains)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see THREADS
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1")  # see THREADS
+    options.add_session_config_entry("session.force_spinning_stop", "1")
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     return options

@@ -295,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="run the upstream baseline over saved documents")
     parser.add_argument("--docs", required=True, help="path prefix of the .json documents and .npy vectors")
     parser.add_argument("--queries", required=True, help="JSON list of query strings")
+    parser.add_argument("--no-spin", action="store_true",
+                        help="the embedder's onnxruntime threads sleep between operators (see bench/inproc.py "
+                             "alternating_runs)")
     args = parser.parse_args(argv)
     from image_composer_mcp.server.library.embed_local import LocalEmbedder
 
@@ -303,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     vectors = np.load(prefix.with_suffix(".npy"))
     index = BaselineIndex(docs, vectors)
     loaded = time.perf_counter()
-    embedder = LocalEmbedder()
+    embedder = LocalEmbedder(spin=not args.no_spin)
     queries: list[str] = json.loads(Path(args.queries).read_text())
     latencies: list[float] = []
     first_result_at = None

@@ -276,6 +276,22 @@ def _row(figure: str, ours: Any, base: Any, ratio: str, goal: str, met: bool | N
     return f"| {figure} | {ours} | {base} | {ratio} | {goal} | {'–' if met is None else 'yes' if met else '**no**'} |"
 
 
+def _baseline_threads(speed: dict[str, Any], labels: list[str]) -> str:
+    """Which embedder thread setting the baseline kept at each size, the other's p95 beside it."""
+    kept = []
+    for label in labels:
+        base = _get(speed, label, "baseline") or {}
+        other = base.get("other_setting") or {}
+        if base.get("embedder_threads") and other:
+            kept.append(f"{int(label):,}: {base['embedder_threads']} ({other['embedder_threads']}: p95 "
+                        f"{_f(_get(other, 'latency', 'p95_ms'), 1, ' ms')})")
+    if not kept:
+        return ""
+    return ("Its embedder's threads ran both ways in every round, spinning during a call (ours) and sleeping, and "
+            "it keeps the setting with its lower pooled p95 (`bench/inproc.py` `alternating_runs`): "
+            + "; ".join(kept) + ". ")
+
+
 def _beside_baseline(results: dict[str, Any]) -> list[str]:
     """The speed and memory goals, each figure beside the baseline's from the same run where it has one."""
     speed = results.get("speed", {})
@@ -340,6 +356,7 @@ def _beside_baseline(results: dict[str, Any]) -> list[str]:
                         _ratio(ours, base, True), goal, met))
     out += ["", "The baseline embeds its queries with our local embedder (`bench/baseline.py`), so every gain in "
             "the embedder is its gain too: at small sizes its search is the embedding plus a ~0.3 ms brute force. "
+            + _baseline_threads(speed, labels) +
             "The interval beside an in-process ratio is a bootstrap over the pooled searches, resampled in pairs "
             "(the same query in the same round on both sides): a ratio whose interval spans 1.0 is not told "
             "apart from the baseline by this run. It covers which queries were searched, not the drift between "

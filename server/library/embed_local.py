@@ -171,7 +171,7 @@ class LocalEmbedder:
     model_id = f"local:{LOCAL_MODEL_NAME}"
 
     def __init__(self, model_dir: str | Path | None = None, *, sub_batch: int | None = None,
-                 runtime: str = "auto", graph_dir: Path | None = None, threads: int = 0) -> None:
+                 runtime: str = "auto", graph_dir: Path | None = None, threads: int = 0, spin: bool = True) -> None:
         if runtime not in LOCAL_RUNTIMES:
             raise EmbeddingError(f"unknown local embedding runtime {runtime!r}: use one of "
                                  f"{', '.join(LOCAL_RUNTIMES)} (OIC_AI_LOCAL_RUNTIME)")
@@ -181,6 +181,7 @@ class LocalEmbedder:
         self._runtime = runtime
         self._graph_dir = graph_dir
         self._threads = threads  # onnxruntime's per call; 0: its default (embed_onnx.THREADS)
+        self._spin = spin  # whether they spin during a call (embed_onnx.THREADS)
         self.runtime: str | None = None  # the one in use once loaded: "onnxruntime" or "numpy"
         self._lock = threading.Lock()
         self._model: MiniLM | OnnxMiniLM | None = None
@@ -259,7 +260,7 @@ class LocalEmbedder:
             return None
         try:
             model = embed_onnx.OnnxMiniLM.load(weights_path, digest, self._graph_dir,
-                                               threads=self._threads or embed_onnx.THREADS)
+                                               threads=self._threads or embed_onnx.THREADS, spin=self._spin)
         except Exception as exc:  # an onnxruntime build that refuses the graph: numpy gives the same vectors
             if self._runtime == "onnx":
                 raise EmbeddingError(f"onnxruntime cannot run the embedding model: {exc}") from exc

@@ -46,14 +46,14 @@ def available() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None
 
 
-def session_options(threads: int) -> Any:
-    """Every session's options here: ``threads`` per call, which spin only during a call (see THREADS), one
-    inter-op thread (the graphs are chains)."""
+def session_options(threads: int, spin: bool = True) -> Any:
+    """Every session's options here: ``threads`` per call, which spin only during a call (see THREADS; ``spin``
+    False: they sleep between operators), one inter-op thread (the graphs are chains)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1")  # see THREADS
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")  # see THREADS
     options.add_session_config_entry("session.force_spinning_stop", "1")
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
@@ -63,10 +63,10 @@ def session_options(threads: int) -> Any:
 class OnnxMiniLM:
     """BERT encoder with mean pooling: (ids, mask) -> (batch, hidden), not normalised, like ``embed_numpy.MiniLM.encode``."""
 
-    def __init__(self, model: str | bytes, words: np.ndarray, threads: int = THREADS) -> None:
+    def __init__(self, model: str | bytes, words: np.ndarray, threads: int = THREADS, spin: bool = True) -> None:
         import onnxruntime as ort
 
-        options = session_options(threads)
+        options = session_options(threads, spin)
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # The arena, memory patterns and pre-packed GEMM weights stay on (onnxruntime's defaults): measured
         # here, turning them off to save memory doubled query time and *raised* the peak during batches.
@@ -81,7 +81,7 @@ class OnnxMiniLM:
 
     @classmethod
     def load(cls, weights_path: Path, digest: str, cache_dir: Path | None, heads: int = 12,
-             threads: int = THREADS) -> OnnxMiniLM:
+             threads: int = THREADS, spin: bool = True) -> OnnxMiniLM:
         """The graph is built once per weights digest into ``cache_dir`` and loaded from there later.
 
         Building consumes the weights tensor by tensor, each written to the weights file as it comes, so the
@@ -92,17 +92,17 @@ class OnnxMiniLM:
         target = cache_dir / f"minilm-{digest[:16]}-v{GRAPH_VERSION}.onnx" if cache_dir else None
         if target is not None and target.is_file() and target.with_suffix(".data").is_file():
             try:
-                return cls(str(target), words, threads)
+                return cls(str(target), words, threads, spin)
             except Exception as exc:  # a truncated or foreign file: rebuild it
                 log.warning("rebuilding the ONNX embedding graph %s (%s)", target, exc)
         from safetensors.numpy import load_file
 
         def built(model: str | bytes | None = None) -> OnnxMiniLM:
             try:
-                return cls(model or _build_graph(load_file(str(weights_path)), heads), words, threads)
+                return cls(model or _build_graph(load_file(str(weights_path)), heads), words, threads, spin)
             except Exception as exc:  # an onnxruntime without its transformer operators (see _build_graph)
                 log.warning("onnxruntime refused the fused encoder graph (%s); running standard operators", exc)
-                return cls(_build_graph(load_file(str(weights_path)), heads, fused=False), words, threads)
+                return cls(_build_graph(load_file(str(weights_path)), heads, fused=False), words, threads, spin)
 
         if target is None:
             return built()

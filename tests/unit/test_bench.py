@@ -418,7 +418,10 @@ def test_beside_baseline_reports_ratios_and_the_searches_during_background_work(
                "indexing": {"embedding": {"texts": 32, "texts_per_s": 26.67, "runs_s": [1.6, 1.2, 1.0]}}}
     results["speed"]["48"]["inproc"]["pooled_latencies_ms"] = [5.0 + i / 100 for i in range(100)]
     results["speed"]["48"]["baseline"]["pooled_latencies_ms"] = [5.0 + i / 100 for i in range(100)]
+    results["speed"]["10000"]["baseline"].update(embedder_threads="sleeping", other_setting={
+        "embedder_threads": "spinning", "latency": {"p95_ms": 14.37}})
     text = "\n".join(_beside_baseline(results))
+    assert "lower pooled p95 (`bench/inproc.py` `alternating_runs`): 10,000: sleeping (spinning: p95 14.4 ms). " in text
     assert "| 1.00× (same); 95 % interval 1.00–1.00× |" in text  # pooled latencies: the interval beside the ratio
     assert "2 cores (median of 3 batches: 20.0 / 26.7 / 32.0 /s) | 26.7 /s |" in text
     assert "| in-process search p95, 48 templates | 5.0 ms | 5.0 ms | 1.00× (same); 95 % interval" in text
@@ -472,31 +475,49 @@ def test_start_up_figures_are_the_median_of_several_starts():
 
 def test_alternating_rounds_pool_their_latencies_and_run_in_turns(monkeypatch, tmp_path: Path):
     """Ours and the baseline take turns; each side's latencies are pooled over its rounds, the rest is its first
-    round's, only the first round edits a template, and a failed round is counted and left out."""
+    round's, only the first round edits a template, and a failed round is counted and left out. The baseline
+    runs with both embedder thread settings and keeps the one with the lower pooled p95."""
     from bench import inproc
 
     calls: list[tuple[str, object]] = []
     ours_lat = iter([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    base_lat = iter([[10.0], [20.0]])
+    base_lat = {True: iter([[10.0], [20.0]]), False: iter([[5.0], [6.0], [7.0]])}
 
     def engine(roots, cache_dir, first, queries, edit_file):
         calls.append(("ours", edit_file))
         lat = next(ours_lat)
         return {"latencies_ms": lat, "latency": inproc.summary(lat), "ready_s": len(calls)}
 
-    def baseline(docs, first, queries):
-        calls.append(("base", None))
-        if len([c for c in calls if c[0] == "base"]) == 2:
+    def baseline(docs, first, queries, spin=True):
+        calls.append(("base", spin))
+        if spin and len([c for c in calls if c == ("base", True)]) == 2:
             return {"error": "boom"}
-        lat = next(base_lat)
+        lat = next(base_lat[spin])
         return {"latencies_ms": lat, "latency": inproc.summary(lat)}
 
     monkeypatch.setattr(inproc, "engine_process", engine)
     monkeypatch.setattr(inproc, "baseline_process", baseline)
     edit = tmp_path / "t.yml"
     ours, base = inproc.alternating_runs([tmp_path], tmp_path, tmp_path / "docs", "q", ["a"], edit, rounds=3)
-    assert [c[0] for c in calls] == ["ours", "base"] * 3
+    assert [c[0] for c in calls] == ["ours", "base", "base"] * 3
+    assert [c[1] for c in calls if c[0] == "base"] == [True, False] * 3
     assert [c[1] for c in calls if c[0] == "ours"] == [edit, None, None]
     assert ours["latency"]["n"] == 6 and ours["latency"]["p50_ms"] == 3.5 and ours["ready_s"] == 1
     assert len(ours["latency_rounds"]) == 3 and ours["failed_rounds"] == 0
-    assert base["latency"]["n"] == 2 and base["failed_rounds"] == 1
+    assert base["embedder_threads"] == "sleeping" and base["latency"]["n"] == 3 and base["failed_rounds"] == 0
+    other = base["other_setting"]
+    assert other["embedder_threads"] == "spinning" and other["latency"]["n"] == 2
+
+
+def test_the_baseline_keeps_spinning_threads_when_they_are_faster(monkeypatch, tmp_path: Path):
+    from bench import inproc
+
+    def baseline(docs, first, queries, spin=True):
+        lat = [4.0, 5.0] if spin else [8.0, 9.0]
+        return {"latencies_ms": lat, "latency": inproc.summary(lat)}
+
+    monkeypatch.setattr(inproc, "engine_process", lambda *a: {"latencies_ms": [1.0], "latency": inproc.summary([1.0])})
+    monkeypatch.setattr(inproc, "baseline_process", baseline)
+    _, base = inproc.alternating_runs([tmp_path], tmp_path, tmp_path / "docs", "q", ["a"], None, rounds=2)
+    assert base["embedder_threads"] == "spinning" and base["latency"]["p95_ms"] <= 5.0
+    assert base["other_setting"]["latency"]["p95_ms"] >= 8.0

@@ -238,6 +238,16 @@ def test_onnxruntime_threads_spin_during_a_call_and_stop_after_it(onnx_embedder:
     assert time.process_time() - before < 0.01
 
 
+def test_threads_that_sleep_between_operators_give_the_same_vectors(onnx_embedder: LocalEmbedder,
+                                                                    graph_dir: Path) -> None:
+    sleeping = LocalEmbedder(runtime="onnx", graph_dir=graph_dir, spin=False)
+    texts = ["edge gateway image with docker and nginx", "x " * 300]
+    vectors = sleeping.embed(texts)
+    config = sleeping._model._session.get_session_options().get_session_config_entry  # type: ignore[union-attr]
+    assert config("session.intra_op.allow_spinning") == "0"
+    assert (vectors * onnx_embedder.embed(texts)).sum(axis=1).min() >= 0.9999
+
+
 def test_a_start_with_an_empty_cache_builds_the_graph_without_the_onnx_package(tmp_path: Path) -> None:
     import subprocess
     import sys

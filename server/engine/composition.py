@@ -163,7 +163,8 @@ class Engine:
             if not index.catalog:  # the CLI and every tool call say so; the server's log says it once
                 log.info("%s", self.library_empty_message())
             labels = cache_dir / label_cache.FILE if cache_dir is not None else None
-            counts = cache_dir / term_counts.FILE if cache_dir is not None else None
+            # Kept beside the index's mirror (a local index), and cleared with it.
+            counts = index.snapshot_path.parent / term_counts.FILE if index.snapshot_path is not None else None
             self.searcher = SearchEngine(index, self.embedder, self.settings, label_cache=labels, term_counts=counts)
             if self.shared_index:
                 self._follower = threading.Thread(target=self._follow_shared_index, name="index-follow",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import quantized_mirror, snapshot, text_leg, vector_mirror
+from . import quantized_mirror, snapshot, term_counts, text_leg, vector_mirror
 from .candidates import (
     Candidate,
     CandidateRows,
@@ -571,8 +571,8 @@ class TemplateIndex(IndexSync):
             self._db.drop_table(TABLE)
             if self.snapshot_path is not None:
                 self.snapshot_path.unlink(missing_ok=True)
-                quantized_mirror.remove(self.snapshot_path.parent)
-                text_leg.remove(self.snapshot_path.parent)
+                for kept in (quantized_mirror, text_leg, term_counts):  # what a next start would read
+                    kept.remove(self.snapshot_path.parent)
             self._mirror = None
             self._table = self._create_table()
             self.vector_index_rows = 0

@@ -78,3 +78,8 @@ def save(path: Path, key: str, counts: Counter[str]) -> None:
                        prefix=".term-counts-")
     except OSError as exc:
         log.info("template term counts not kept: %s", exc)
+
+
+def remove(directory: Path) -> None:
+    """``cache clear``: the counts go with the table."""
+    (directory / FILE).unlink(missing_ok=True)

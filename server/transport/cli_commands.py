@@ -326,12 +326,11 @@ def _cache_clear(settings: AISettings, args: argparse.Namespace) -> int:
     # The index goes as a folder, not through LanceDB: a corrupt index cannot be opened to be dropped.
     targets = []
     if everything or args.index:
-        from ..library import label_cache, term_counts
+        from ..library import label_cache
         from ..library.index import INDEX_DIR
 
         targets.append(("index", root / INDEX_DIR))
         targets.append(("concept label vectors", root / label_cache.FILE))
-        targets.append(("template term counts", root / term_counts.FILE))
     if everything or args.packages:
         targets.append(("packages", root / "packages"))
     removed: list[dict[str, Any]] = []

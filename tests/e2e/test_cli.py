@@ -143,12 +143,9 @@ def test_cache_stats_and_clear(workspace):
     plain = run(workspace, "cache", "stats")
     assert "templates_indexed: 2" in plain.stdout and "cache_hit_rate: 1.0" in plain.stdout
 
-    counts = workspace["cache"] / "term-counts.npz"  # written from 2,000 templates on: stands in for one
-    counts.write_bytes(b"counts")
     out = run(workspace, "cache", "clear", "--json")
     assert out.returncode == 0, out.stderr
     removed = json.loads(out.stdout)["removed"]
-    assert "template term counts" in [r["what"] for r in removed] and not counts.exists()
     assert [r["what"] for r in removed][:1] == ["index"] and removed[0]["bytes"] > 0
     assert not (workspace["cache"] / "index.lance").exists()
     assert "concept label vectors" in [r["what"] for r in removed]  # written by the engine's first start

@@ -8,11 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
-from image_composer_mcp.server.library import snapshot
+from image_composer_mcp.server.library import snapshot, term_counts
 from image_composer_mcp.server.library.index import TemplateIndex
 from image_composer_mcp.server.library.lance_table import build_where
 
@@ -180,8 +181,11 @@ def test_broken_and_touched_files_are_remembered_across_starts(tmp_path: Path) -
 def test_cache_clear_removes_it(tmp_path: Path) -> None:
     emb = HashEmbedder()
     index = _first_start(tmp_path / "cache", [LIBRARY], emb)
+    counts = index.snapshot_path.parent / term_counts.FILE  # type: ignore[union-attr]
+    term_counts.save(counts, "key", Counter({"docker": 2}))  # kept from 2,000 templates on: stands in for one
     index.clear()
     assert not index.snapshot_path.exists()  # type: ignore[union-attr]
+    assert not counts.exists()
     fresh = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
     report = fresh.start()
     assert not fresh.from_snapshot and report is not None and report.embedded == len(fresh.catalog)

@@ -22,13 +22,10 @@ FILE = "concept-labels.npz"
 
 def load(path: Path, model_id: str, labels: list[str]) -> np.ndarray | None:
     """The vectors of ``labels`` stored at ``path`` by ``model_id``, or None."""
-    try:
-        meta, arrays = npz_file.read(path)
-    except FileNotFoundError:
+    kept = npz_file.read_kept(path, "concept label vectors")
+    if kept is None:
         return None
-    except Exception as exc:  # noqa: BLE001 - an unreadable cache file is re-made, never an error
-        log.info("concept label vectors at %s not used: %s", path, exc)
-        return None
+    meta, arrays = kept
     vectors = arrays.get("vectors")
     if meta != {"model_id": model_id, "labels": labels} or vectors is None or vectors.dtype != np.float32 \
             or vectors.ndim != 2 or len(vectors) != len(labels):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import tempfile
 import time
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 
 def write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> None:
@@ -34,6 +37,18 @@ def read(path: Path) -> tuple[Any, dict[str, np.ndarray]]:
     with np.load(path, allow_pickle=False) as data:
         arrays = {name: data[name] for name in data.files}
     return json.loads(bytes(arrays.pop("meta")).decode()), arrays
+
+
+def read_kept(path: Path, what: str) -> tuple[Any, dict[str, np.ndarray]] | None:
+    """:func:`read`, or None when the file is missing or cannot be read: a file kept between starts is then made
+    again, never an error (``what`` names it in the log)."""
+    try:
+        return read(path)
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - zipfile, numpy and json each raise their own types
+        log.info("%s at %s not used: %s", what, path, exc)
+        return None
 
 
 def abandoned(directory: Path, prefix: str, age_s: float = 3600.0, suffix: str = ".npz") -> None:

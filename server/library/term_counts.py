@@ -1,5 +1,5 @@
-"""Every template's terms counted (the document frequencies behind IDF and the spelling index), kept in the
-cache dir between starts.
+"""Every template's terms counted (the document frequencies behind IDF and the spelling index), kept beside a
+local index's mirror between starts.
 
 Why: counting them is one pass over every row's terms, on the first search after every start: measured ~90 ms
 at 10,000 templates and ~1.3 s at 100,000. The counts depend only on the catalog's records and on how terms are
@@ -46,13 +46,10 @@ def catalog_key(catalog: dict[str, TemplateRecord], model_key: str) -> str:
 
 def load(path: Path, key: str) -> Counter[str] | None:
     """The counts stored at ``path`` under ``key``, in the order they were counted, or None."""
-    try:
-        meta, arrays = npz_file.read(path)
-    except FileNotFoundError:
+    kept = npz_file.read_kept(path, "template term counts")
+    if kept is None:
         return None
-    except Exception as exc:  # noqa: BLE001 - an unreadable cache file is re-made, never an error
-        log.info("template term counts at %s not used: %s", path, exc)
-        return None
+    meta, arrays = kept
     words, counts = arrays.get("terms"), arrays.get("counts")
     if meta != {"key": key} or words is None or counts is None or words.dtype != np.uint8 \
             or counts.dtype != np.int64 or counts.ndim != 1:

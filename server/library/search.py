@@ -275,9 +275,14 @@ class SearchEngine:
         technical.discard("intel")
         packages = self.index.all_packages()
         stems = self._package_stems(packages)
-        self.analyzer = QueryAnalyzer(self.settings, packages, technical, stems, self._spelling(stems))
+        if self.analyzer.spelling is not None:  # its build, if still under way, stops
+            self.analyzer.spelling.abandoned = True
+        spelling = self._spelling(stems)
+        self.analyzer = QueryAnalyzer(self.settings, packages, technical, stems, spelling)
         self._catalog_version = version
         self._cache.clear()
+        threading.Thread(target=spelling.build_ahead, args=(self.index.foreground.make_way,), name="spelling-index",
+                         daemon=True).start()
 
     def _spelling(self, stems: dict[str, frozenset[str]]) -> SpellingIndex:
         glossary = load_glossary()

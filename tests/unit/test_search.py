@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from image_composer_mcp.server.library.keyword_scoring import (
@@ -408,36 +410,46 @@ def test_document_frequencies_follow_edits_and_removals(tmp_path):
 def test_word_counts_of_many_new_rows_and_the_spelling_index_are_kept_out_of_the_cyclic_gc(library_engine,
                                                                                            monkeypatch):
     """Counted from many new rows (BULK_ROWS, lowered here to the library's size), the word counts are frozen
-    out of the cyclic GC, as the spelling index built on the first unknown word is: full collections, inside a
+    out of the cyclic GC, as the spelling index built ahead of the first unknown word is: full collections, inside a
     search, walked them (~15-29 ms at 100,000 templates). The counts are those of a fresh count either way."""
     import gc
 
     from image_composer_mcp.server.library import search as search_module
+    from image_composer_mcp.server.library.query_analysis import SpellingIndex
 
     searcher = library_engine.searcher
     library_engine.search("warm up")
     before = dict(searcher._df)
+    build_ahead = SpellingIndex.build_ahead
+    # The spelling index's own freeze (below) would freeze the counts too: first the counts alone.
+    monkeypatch.setattr(SpellingIndex, "build_ahead", lambda self, make_way, chunk=0: None)
     gc.unfreeze()  # what earlier tests' engines froze (this one's counts among it)
-    try:
-        monkeypatch.setattr(search_module, "BULK_ROWS", len(library_engine.index.catalog) + 1)
+
+    def recount(query: str) -> None:
         searcher._seen.clear()
         searcher._df.clear()
         searcher._catalog_version = (-1, -1)
-        library_engine.search("minimal edge image")
+        library_engine.search(query)
+
+    try:
+        monkeypatch.setattr(search_module, "BULK_ROWS", len(library_engine.index.catalog) + 1)
+        recount("minimal edge image")
         tracked = {id(o) for o in gc.get_objects()}
         assert id(searcher._df) in tracked  # fewer new rows than BULK_ROWS: left to the GC
         monkeypatch.setattr(search_module, "BULK_ROWS", 1)
-        searcher._seen.clear()
-        searcher._df.clear()
-        searcher._catalog_version = (-1, -1)
-        library_engine.search("minimal edge image for arm")  # known words: no spelling index built
-        spelling = searcher.analyzer.spelling
-        assert spelling is not None and spelling._by_deletion is None
+        recount("minimal edge image for arm")
         assert id(searcher._df) not in {id(o) for o in gc.get_objects()} and gc.isenabled()
+        assert searcher.analyzer.spelling is not None and searcher.analyzer.spelling._by_deletion is None
+        monkeypatch.setattr(SpellingIndex, "build_ahead", build_ahead)
         gc.unfreeze()
-        library_engine.search("minimal edge image with dokcer")
-        assert spelling._by_deletion is not None
+        recount("minimal edge image for arm")  # known words only: the spelling index is built ahead
+        spelling = searcher.analyzer.spelling
+        deadline = time.monotonic() + 10
+        while spelling is not None and spelling._by_deletion is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert spelling is not None and spelling._by_deletion is not None
         assert id(spelling._by_deletion) not in {id(o) for o in gc.get_objects()} and gc.isenabled()
+        assert "read 'dokcer' as 'docker'" in library_engine.search("minimal edge image with dokcer").message
         assert {k: v for k, v in searcher._df.items() if v} == {k: v for k, v in before.items() if v}
     finally:
         gc.unfreeze()

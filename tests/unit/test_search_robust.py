@@ -245,3 +245,30 @@ def test_a_word_s_reading_is_remembered_and_forgotten_with_the_catalog_s_words()
     for word in ("ubunut", "wiregard", "dokcer"):
         small.correct(word)
     assert len(small._read_as) <= 2  # bounded
+
+
+def test_the_spelling_index_built_ahead_in_chunks_is_the_one_a_query_builds_and_makes_way_each_chunk():
+    """build_ahead gives the same deletion index as a query's own build, asks for way before every chunk,
+    and stops when a query built the index first or the catalog moved on (abandoned)."""
+    from collections import Counter
+
+    from image_composer_mcp.server.library.query_analysis import SpellingIndex
+
+    words = {w: i + 1 for i, w in enumerate(("ubuntu", "wireguard", "docker", "nginx", "prometheus", "kiosk",
+                                             "x86_64", "dlstreamer", "gazebo", "libvirt", "ab"))}
+    ahead, on_demand = SpellingIndex(words, Counter()), SpellingIndex(words, Counter())
+    asked: list[int] = []
+    ahead.build_ahead(lambda: asked.append(1), chunk=3)
+    indexed = [w for w in words if len(w) >= SpellingIndex.MIN_FUZZY_LEN - 1]
+    assert len(asked) == -(-len(indexed) // 3)  # one request per chunk
+    assert ahead._by_deletion == on_demand._index() and "ab" not in str(ahead._by_deletion)
+    for word in ("ubunut", "wiregard", "dokcer", "dlstreamr", "zzzzzz"):
+        assert ahead.correct(word) == on_demand.correct(word)
+
+    built_first = SpellingIndex(words, Counter())
+    theirs = built_first._index()
+    built_first.build_ahead(lambda: None, chunk=3)
+    assert built_first._by_deletion is theirs  # a query's build is kept, not replaced
+    gone = SpellingIndex(words, Counter())
+    gone.build_ahead(lambda: setattr(gone, "abandoned", True), chunk=3)
+    assert gone._by_deletion is None  # stopped at the first chunk: its catalog was replaced

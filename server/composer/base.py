@@ -34,10 +34,15 @@ def asked_groups(spec: RequestSpec, caps: Capabilities) -> set[str]:
 
 
 def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict[str, list[str]]:
-    """Capability groups ``data`` carries that the request did not ask for -> the packages they bring."""
+    """Capability groups ``data`` carries that the request did not ask for -> the packages, kernel packages and
+    kernel parameters they bring."""
     target = data.get("target") or {}
     where = caps.dist_of(str(target.get("dist") or "")) or caps.family_of(str(target.get("os") or "")) or ""
     have = _installed(data)
+    kernel = (data.get("systemConfig") or {}).get("kernel")
+    kernel = kernel if isinstance(kernel, dict) else {}
+    kernels = {str(p) for p in kernel.get("packages") or []}
+    arch = str(target.get("arch") or "")
     asked = asked_groups(spec, caps)
     named = {p.lower() for p in spec.add_packages}
     out: dict[str, list[str]] = {}
@@ -45,6 +50,10 @@ def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict
         if gid in asked or gid in caps.base_groups:
             continue
         mine = [p for p in caps.packages_for(gid, where) if p in have and p.lower() not in named]
+        # A group is carried by its kernel and its kernel parameters too (a real-time template's kernel-rt and
+        # CPU isolation), even where it has no packages of its own.
+        mine += [k for k in caps.group_kernel_packages(gid, where, arch) if k in kernels]
+        mine += caps.group_tuning(gid, str(kernel.get("cmdline") or ""))
         if mine:
             out[gid] = mine
     return out

@@ -176,6 +176,10 @@ class TemplateEdit:
             extra: list[str] = []
             if group == "realtime":
                 extra += self._reset_kernel_flavour()
+            kernel = self.system(create=False).get("kernel")
+            if isinstance(kernel, dict) and (tuned := caps.group_tuning(group, str(kernel.get("cmdline") or ""))):
+                kernel["cmdline"] = " ".join(w for w in str(kernel["cmdline"]).split() if w not in tuned)
+                extra.append(f"kernel parameters {short_list(tuned)}")
             for repo in caps.group_repositories(group, self.dist):
                 extra += self._remove_repo(repo)
             configs = self.system(create=False).get("configurations")

@@ -73,6 +73,7 @@ class Group:
     packages: Mapping[str, tuple[str, ...]]
     kernel_packages: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     cmdline_append: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    cmdline_tuning: tuple[str, ...] = ()  # kernel parameter names the group's templates set (left with it)
     repositories: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
     configurations: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
     notes: Mapping[str, str] = field(default_factory=dict)
@@ -314,6 +315,14 @@ class Capabilities:
         spec = self.groups.get(group)
         return list(self._pick(spec.cmdline_append, os_or_dist) or ()) if spec else []
 
+    def group_tuning(self, group: str, cmdline: str) -> list[str]:
+        """The parameters of ``cmdline`` that ``group`` tunes (``cmdline_tuning``, by name, or its own)."""
+        spec = self.groups.get(group)
+        if spec is None:
+            return []
+        names = {*spec.cmdline_tuning, *(p.split("=", 1)[0] for v in spec.cmdline_append.values() for p in v)}
+        return [w for w in cmdline.split() if w.split("=", 1)[0] in names]
+
     def group_kernel_packages(self, group: str, os_or_dist: str, arch: str) -> list[str]:
         spec = self.groups.get(group)
         by_arch = self._pick(spec.kernel_packages, os_or_dist) if spec else None
@@ -499,6 +508,7 @@ def _group(gid: str, spec: Mapping[str, Any]) -> Group:
             for k, by_arch in (spec.get("kernel_packages") or {}).items()
         },
         cmdline_append={k: _tuple(v) for k, v in (spec.get("cmdline_append") or {}).items()},
+        cmdline_tuning=_tuple(spec.get("cmdline_tuning")),
         repositories={
             k: tuple(dict(r) for r in v or ()) for k, v in (spec.get("repositories") or {}).items()
         },

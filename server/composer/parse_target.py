@@ -27,7 +27,8 @@ class TargetPhrases(ParserState):
         # Right to left, so that a correction of another length leaves earlier offsets valid.
         for m in reversed(self._each(r"(?<![\w./-])([a-z][a-z0-9]{4,})(?![\w/-])")):
             word = m.group(1).lower()
-            if word in vocabulary or word in STOPWORDS or word in ADD_WORDS or word in REMOVE_WORDS:
+            if (word in vocabulary or word in STOPWORDS or word in ADD_WORDS or word in REMOVE_WORDS
+                    or self._release_code(word)):
                 continue
             close = [c for c in difflib.get_close_matches(word, vocabulary, n=2, cutoff=0.8) if c[0] == word[0]]
             if not close or (len(close) > 1 and difflib.SequenceMatcher(None, word, close[1]).ratio()
@@ -44,9 +45,17 @@ class TargetPhrases(ParserState):
         for phrase in list(self.caps.triggers()) + [w for f in self.caps.families.values() for w in f.words]:
             words |= {w for w in re.split(r"[\s_-]+", phrase.lower()) if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
         words |= {w for uc in self.caps.use_cases.values() for p in uc.words for w in p.lower().split()}
+        for family in self.caps.families.values():  # release codenames, supported or not
+            words |= {w for d in family.dists.values() for p in d.words for w in re.split(r"[\s_-]+", p.lower())}
+            words |= set(family.other_releases)
         words |= set(self.caps.unsupported_os) | {"image", "images", "minimal", "server", "install", "instead",
                                                     "remove", "partition", "hostname", "kernel", "gateway"}
         return words
+
+    def _release_code(self, word: str) -> bool:
+        """A distribution code with a release number ("ubuntu24", "el9"): read as a release, never as a typo."""
+        prefixes = {re.sub(r"\d+$", "", d) for d in self.caps.dists} - {""}
+        return any(re.fullmatch(re.escape(p) + r"\d+", word) for p in prefixes)
 
     def _from_to(self) -> None:
         """In 'switch from ubuntu to debian' only the destination counts."""
@@ -89,7 +98,7 @@ class TargetPhrases(ParserState):
             phrases += [(w, known_family.id, "") for w in known_family.words]
             phrases.append((known_family.id, known_family.id, ""))
         phrases.sort(key=lambda p: -len(p[0]))
-        found: list[tuple[int, str, str]] = []
+        found = self._other_releases()
         for phrase, family, dist in phrases:
             words = [re.escape(w) for w in re.split(r"[\s_-]+", phrase.lower()) if w]
             pattern = NB + r"[\s_-]*".join(words) + NA
@@ -127,6 +136,25 @@ class TargetPhrases(ParserState):
         others = {f[1] for f in found} - {family}
         if others:
             self.spec.notes.append(f"several distributions mentioned; using {family}")
+
+    def _other_releases(self) -> list[tuple[int, str, str]]:
+        """Releases of a known family that cannot be built, named by codename ("bookworm", ``other_releases``) or
+        by a distribution code of another number ("el9", "ubuntu22"): each is reported with the closest supported
+        releases, and names its family (position, family, no dist)."""
+        found: list[tuple[int, str, str]] = []
+        for family in self.caps.families.values():
+            closest = ", ".join(dict.fromkeys([family.default_dist, *family.dists]))
+            named = [(m, release) for codename, release in family.other_releases.items()
+                     for m in self._each(NB + re.escape(codename) + NA)]
+            for prefix in {re.sub(r"\d+$", "", d) for d in family.dists} - {""}:
+                named += [(m, m.group(1)) for m in self._each(NB + re.escape(prefix) + r"(\d+)" + NA)
+                          if m.group(0).lower() not in family.dists]
+            for m, release in named:
+                self.spec.unsupported.append(f"{family.label} {release} ({m.group(0)}): release not supported; "
+                                             f"closest supported: {closest}")
+                found.append((m.start(), family.id, ""))
+                self._mask(m.start(), m.end())
+        return found
 
     def _after(self, start: int) -> str:
         """The text right after a masked span that begins at ``start``."""

@@ -63,6 +63,7 @@ class Family:
     specific: tuple[re.Pattern[str], ...]
     default_layout: str
     search_words: tuple[str, ...] = ()
+    other_releases: Mapping[str, str] = field(default_factory=dict)  # codename -> release, not buildable here
 
 
 @dataclass(frozen=True)
@@ -494,6 +495,7 @@ def _family(fid: str, spec: Mapping[str, Any]) -> Family:
         specific=tuple(re.compile(p) for p in spec.get("specific") or ()),
         default_layout=str(spec.get("default_layout", "minimal")),
         search_words=_tuple(spec.get("search_words")),
+        other_releases={str(k).lower(): str(v) for k, v in (spec.get("other_releases") or {}).items()},
     )
 
 

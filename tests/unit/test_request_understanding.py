@@ -46,6 +46,27 @@ def test_unsupported_targets_are_flagged_with_the_closest_choice(text, dist, arc
         assert spec.arch == arch
 
 
+@pytest.mark.parametrize(("text", "family", "flag"), [
+    ("RHEL-compatible el9 web server with httpd", "redhat-compatible-distro", "9 (el9)"),
+    ("debian bookworm box with postgresql", "debian", "Debian 12 (bookworm)"),
+    ("jammy image with docker", "ubuntu", "Ubuntu 22.04 (jammy)"),
+    ("azl2 container host", "azure-linux", "Azure Linux 2 (azl2)"),
+    ("ubuntu22 minimal image", "ubuntu", "(ubuntu22)"),
+])
+def test_a_release_that_cannot_be_built_named_by_codename_or_code_is_flagged_and_names_its_family(text, family,
+                                                                                                  flag):
+    spec = parse_request(text)
+    assert spec.os == family and spec.dist is None and not spec.corrected
+    assert any(flag in u and "release not supported; closest supported" in u for u in spec.unsupported), spec.unsupported
+
+
+@pytest.mark.parametrize(("text", "dist"), [("ubuntu24 image", "ubuntu24"), ("debian13 kiosk", "debian13"),
+                                            ("emt3 raw image", "emt3"), ("el10 web server", "el10")])
+def test_a_supported_distribution_code_is_its_release_not_a_misspelt_family(text, dist):
+    spec = parse_request(text)
+    assert spec.dist == dist and not spec.corrected and not spec.unsupported
+
+
 @pytest.mark.parametrize(("text", "dist"), [("rocky 10 server", "el10"), ("azure linux 3 image", "azl3"),
                                             ("alma linux box", "el10"), ("mariner vm", "azl3")])
 def test_vendor_names_and_supported_releases_are_not_flagged(text, dist):

@@ -13,6 +13,11 @@ from .phrasing import ADD_WORDS, NA, NB, REMOVE_WORDS, STOPWORDS, ParserState, a
 _IMAGE_TYPES = [(rf"\b(?:{alternatives(words)})\b", kind) for kind, words in load_request_words().image_types.items()]
 
 
+def _code_letters(dist: str) -> str:
+    """The letters of a distribution code, before its release number ("el" of el10, "ubuntu" of ubuntu24)."""
+    return re.sub(r"\d+$", "", dist)
+
+
 class TargetPhrases(ParserState):
     """The distribution, architecture and image type phrases of a request."""
 
@@ -54,7 +59,7 @@ class TargetPhrases(ParserState):
 
     def _release_code(self, word: str) -> bool:
         """A distribution code with a release number ("ubuntu24", "el9"): read as a release, never as a typo."""
-        prefixes = {re.sub(r"\d+$", "", d) for d in self.caps.dists} - {""}
+        prefixes = {_code_letters(d) for d in self.caps.dists} - {""}
         return any(re.fullmatch(re.escape(p) + r"\d+", word) for p in prefixes)
 
     def _from_to(self) -> None:
@@ -146,7 +151,7 @@ class TargetPhrases(ParserState):
             closest = ", ".join(dict.fromkeys([family.default_dist, *family.dists]))
             named = [(m, release) for codename, release in family.other_releases.items()
                      for m in self._each(NB + re.escape(codename) + NA)]
-            for prefix in {re.sub(r"\d+$", "", d) for d in family.dists} - {""}:
+            for prefix in {_code_letters(d) for d in family.dists} - {""}:
                 named += [(m, m.group(1)) for m in self._each(NB + re.escape(prefix) + r"(\d+)" + NA)
                           if m.group(0).lower() not in family.dists]
             for m, release in named:

@@ -9,8 +9,9 @@ import sys
 import threading
 import time
 
+# A key starts a word: "sk-" inside a word is a name ("kiosk-raw", "disk-layout"), not a key.
 _SECRET = re.compile(
-    r"(?i)(sk-[A-Za-z0-9_-]{8,}|bearer\s+[A-Za-z0-9._~+/=-]{8,}|"
+    r"(?i)((?<![A-Za-z0-9_.-])sk-[A-Za-z0-9_-]{8,}|bearer\s+[A-Za-z0-9._~+/=-]{8,}|"
     r"(password|passwd|api[_-]?key|token|secret)(\"?\s*[:=]\s*\"?)([^\s\",}]+))"
 )
 # scheme://user:password@host -> scheme://host (also user@ alone: a token is often passed as the user name).

@@ -13,3 +13,11 @@ def test_redaction_helpers() -> None:
     assert strip_userinfo("cannot reach http://tok@h/v1 (refused)") == "cannot reach http://h/v1 (refused)"
     remember_secret("short")  # too short to remove safely everywhere: ordinary words would be blanked
     assert redact("a short note") == "a short note"
+
+
+def test_key_pattern_needs_a_word_start() -> None:
+    """A template named debian13-x86_64-kiosk-raw is not an API key: the answer must keep its name."""
+    text = "started from debian13-x86_64-kiosk-raw; a data-disk-partition; key sk-proj-abcdefgh1234 and (sk-abcdefghijk)"
+    out = redact(text)
+    assert "debian13-x86_64-kiosk-raw" in out and "data-disk-partition" in out
+    assert "sk-proj-abcdefgh1234" not in out and "sk-abcdefghijk" not in out

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..core.config import AISettings
 from ..knowledge import package_names
-from ..knowledge.loader import Concept, glossary_words, load_glossary
+from ..knowledge.glossary import Concept, glossary_words, load_glossary
 from . import vocabulary as vocab
 from .long_lived import bulk_objects
 

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.config import AISettings
-from ..knowledge.loader import load_glossary
+from ..knowledge.glossary import load_glossary
 from . import label_cache, term_counts
 from . import vocabulary as vocab
 from .candidates import text_hits

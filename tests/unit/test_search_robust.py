@@ -84,7 +84,7 @@ def test_a_named_target_is_a_preference_not_a_filter(library_engine):
 # ---- concepts in plain words ------------------------------------------------------------------------------
 
 def test_glossary_covers_the_kinds_of_image_in_both_corpora():
-    from image_composer_mcp.server.knowledge.loader import load_glossary
+    from image_composer_mcp.server.knowledge.glossary import load_glossary
 
     concepts = load_glossary().concepts
     for kind in ("network-boot", "installer", "immutable", "real-time", "robotics", "desktop", "uki",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUNDING = 3
+PLAIN_BASE_QUERY = "minimal base image"
 
 
 def newest_dist(family_id: str) -> str | None:
@@ -282,8 +283,15 @@ class Agent:
             records += [r.record for r in outcome.results if r.record.name not in seen]
             if len(records) >= GROUNDING:
                 break
+        records = records[:GROUNDING]
+        # The target's plainest template is always a candidate base: a request search ranks by likeness, and
+        # "a web server" reads like many purpose-built templates whose extras nobody asked for.
+        exact = {"os": os, "dist": dist, "arch": arch, "image_type": image_type}
+        if dist and all(v in index.known_values(k) for k, v in exact.items() if v):
+            plain = searcher.search(PLAIN_BASE_QUERY, 1, use_threshold=False, **exact)
+            records += [r.record for r in plain.results if r.record.name not in {x.name for x in records}]
         out: list[tuple[str, str, dict]] = []
-        for record in records[:GROUNDING]:
+        for record in records:
             try:
                 text = index.read_text(record)
                 out.append((record.name, text, load_mapping(text).data))
@@ -296,7 +304,7 @@ class Agent:
         grounding = self._grounding(request, spec.os, spec.dist, spec.arch, spec.image_type or "raw")
         if not grounding:
             raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")
-        return choose_base(grounding, spec, load_capabilities())
+        return choose_base(grounding, spec, load_capabilities(), request)[:GROUNDING]
 
     def compose_spec(self, request: str, spec: RequestSpec) -> Draft:
         """What the offline composer makes of ``spec`` alone, on its own grounding (the LLM bench judges a

@@ -49,7 +49,7 @@ def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict
     for gid in caps.groups:
         if gid in asked or gid in caps.base_groups:
             continue
-        mine = [p for p in caps.packages_for(gid, where) if p in have and p.lower() not in named]
+        mine = [p for p in caps.group_members(gid, sorted(have), where) if p.lower() not in named]
         # A group is carried by its kernel and its kernel parameters too (a real-time template's kernel-rt and
         # CPU isolation), even where it has no packages of its own.
         mine += [k for k in caps.group_kernel_packages(gid, where, arch) if k in kernels]
@@ -95,7 +95,7 @@ def leftovers(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> li
 
 
 def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
-                caps: Capabilities) -> list[tuple[str, str, dict]]:
+                caps: Capabilities, request: str | None = None) -> list[tuple[str, str, dict]]:
     """Candidates reordered: matching target first, then the least unrequested baggage, then search rank."""
     def target_miss(data: dict[str, Any]) -> int:
         target = data.get("target") or {}
@@ -103,8 +103,12 @@ def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
                    if want and target.get(key) != want)
 
     def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, int]:
-        rank, (_name, _text, data) = item
+        rank, (name, _text, data) = item
         extra = sum(len(v) for v in baggage(data, spec, caps).values())
+        # What no group explains is unasked-for too, unless the template's purpose is what the request is about
+        # (a ROS template's navigation stack for a robotics request, not for a web server).
+        if request is not None and not related(name, request, caps):
+            extra += len(leftovers(data, spec, caps))
         return target_miss(data), extra, rank
 
     return [c for _r, c in sorted(enumerate(candidates), key=score)]
@@ -116,7 +120,7 @@ def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
     template's purpose is unrelated to the request; nothing otherwise (its purpose is what was asked)."""
     if not (spec.minimal or not related(name, request, caps)):
         return []
-    return sorted(baggage(data, spec, caps))
+    return sorted(g for g in baggage(data, spec, caps) if g not in spec.remove_groups)  # those: the request's own
 
 
 __all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "related", "strip_plan"]

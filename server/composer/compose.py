@@ -88,6 +88,8 @@ def compose(
                          for c in edit.changes if c.startswith("removed ")]
     data, changes, problems = _apply(base, spec, caps)
     changes = start_changes + changes
+    if not spec.hostname:
+        changes += _fresh_hostname(data, spec, [*(strip_groups or []), *spec.remove_groups], caps)
     # Every miss is reported: what the starting template brought that nothing the request said explains is named.
     if unexplained and not dropped:
         present = set(template_packages(data))
@@ -198,6 +200,21 @@ def _drop_sample_repositories(data: dict, changes: list[str]) -> None:
     changes.append(
         "dropped sample repositories with placeholders: " + ", ".join(str(r.get("codename")) for r in samples)
     )
+
+
+def _fresh_hostname(data: dict, spec: RequestSpec, gone: list[str], caps: Capabilities) -> list[str]:
+    """A host name that names what left the template ("kiosk", "rt-controller", "ros2-amr") leaves with it."""
+    system = data.get("systemConfig")
+    old = system.get("hostname") if isinstance(system, dict) else None
+    if not isinstance(system, dict) or not isinstance(old, str):
+        return []
+    words = {w for g in gone if g in caps.groups for w in (g, *caps.groups[g].triggers) if " " not in w}
+    if not set(re.split(r"[-_.]+", old.lower())) & words:
+        return []
+    dist = str(mapping_at(data, "target").get("dist") or "")
+    new = re.sub(r"[^a-z0-9-]+", "-", "-".join([dist or "linux", *spec.use_cases[:1]]).lower()).strip("-")[:63]
+    system["hostname"] = new
+    return [f"hostname {old} -> {new} (the old one named what left)"]
 
 
 def _name_and_describe(

@@ -171,8 +171,8 @@ class TemplateEdit:
     def remove_groups(self, groups: list[str]) -> None:
         caps = self.caps
         for group in groups:
-            universe = caps.group_package_universe(group)
-            removed = self.remove_packages(universe)
+            installed = template_packages(self.data)
+            removed = self.remove_packages(caps.group_package_universe(group) | set(caps.group_members(group, installed)))
             extra: list[str] = []
             if group == "realtime":
                 extra += self._reset_kernel_flavour()
@@ -184,11 +184,13 @@ class TemplateEdit:
                 extra += self._remove_repo(repo)
             configs = self.system(create=False).get("configurations")
             wanted = caps.group_configurations(group, self.dist)
-            if isinstance(configs, list) and wanted:
-                left = [c for c in configs if c not in wanted]
+            if isinstance(configs, list):
+                left = [c for c in configs if c not in wanted
+                        and not (isinstance(c, dict) and caps.group_configuration(group, str(c.get("cmd") or "")))]
                 if len(left) != len(configs):
                     self.system()["configurations"] = left
                     extra.append("its configuration commands")
+            extra += self._remove_group_users(group)
             if removed or extra:
                 what = ", ".join(removed) if removed else ""
                 self.changes.append(f"removed {group}: " + "; ".join(x for x in (what, *extra) if x))
@@ -196,6 +198,21 @@ class TemplateEdit:
                 self.changes.append(
                     f"nothing to remove for {group}: none of its packages are in the template"
                 )
+
+    def _remove_group_users(self, group: str) -> list[str]:
+        """The accounts a group's configuration ran as (any family's), by name."""
+        names = {u["name"] for where in self.caps.groups[group].users for u in self.caps.group_users(group, where)}
+        users = self.system(create=False).get("users")
+        if not names or not isinstance(users, list):
+            return []
+        left = [u for u in users if not (isinstance(u, dict) and u.get("name") in names)]
+        if len(left) == len(users):
+            return []
+        if left:
+            self.system()["users"] = left
+        else:
+            self.system().pop("users")
+        return [f"user {', '.join(sorted(names & {str(u.get('name')) for u in users if isinstance(u, dict)}))}"]
 
     def _reset_kernel_flavour(self) -> list[str]:
         kernel = self.system(create=False).get("kernel")
@@ -267,6 +284,12 @@ class TemplateEdit:
             for repo in caps.group_repositories(group, where):
                 if self._add_repo(repo):
                     extra.append(f"repository {repo.get('url')}")
+            users = self.system().get("users")
+            for account in caps.group_users(group, where):
+                if not any(isinstance(u, dict) and u.get("name") == account["name"] for u in users or []):
+                    users = self.system().setdefault("users", [])
+                    users.append(account)
+                    extra.append(f"user {account['name']}")
             for config in caps.group_configurations(group, where):
                 configs = self.system().setdefault("configurations", [])
                 if config not in configs:

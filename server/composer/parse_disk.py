@@ -17,6 +17,8 @@ _WORDS = load_request_words()
 
 _FS = rf"({alternatives(_WORDS.filesystems)})"
 _MOUNT = rf"(/[\w./-]*|{alternatives(_WORDS.mount_words)})"
+# "a data partition", "a data disk partition", "a data volume": the noun of a partition, with a filler noun.
+_PARTITION = r"(?:(?:disk|drive|storage)\s+)?(?:partition|volume)"
 
 
 class DiskPhrases(ParserState):
@@ -70,7 +72,7 @@ class DiskPhrases(ParserState):
             # "a separate 4GiB xfs /data partition of 4GiB formatted as xfs"
             rf"(?:(?:separate|dedicated|new|extra|additional|own|its\s+own)\s+)?"
             rf"(?:{_SIZE}\s+)?(?:{_FS}\s+)?(?:separate\s+|dedicated\s+|new\s+|extra\s+|additional\s+|own\s+|its\s+own\s+)?"
-            rf"(?:{_FS}\s+)?{_MOUNT}\s+partition(?!\s+table)"
+            rf"(?:{_FS}\s+)?{_MOUNT}\s+{_PARTITION}(?!\s+table)"
             rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
             rf"(?:\s+(?:formatted\s+)?(?:as|with|using|in)\s+{_FS})?",
             rf"\bpartition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)(?:\s+(?:of|with|sized?)\s+{_SIZE})?",

@@ -38,6 +38,28 @@ _NEUTRAL_WORDS = {
 }
 
 
+# "ROS not needed", "docker is unnecessary": a negation after its object. The object runs back to the start of
+# its phrase (punctuation, "but", "with").
+_POSTFIX_NEGATION = re.compile(
+    r"(^|[,;:(]|\bbut\b|\bwith\b)((?:(?!\bbut\b|\bwith\b)[^,;:(])*?)\s+(?:(?:is|are)\s+)?(?:(?:not|n't|isn't|aren't)\s+"
+    r"(?:needed|required|wanted|necessary|used)|unnecessary|unneeded|unwanted|not\s+a\s+requirement)\b"
+)
+
+
+def _negations_first(text: str) -> str:
+    """Postfix negations turned around ("ros not needed" -> "without ros;"), each ending its phrase so that
+    the removal does not run on into the next item."""
+    return _POSTFIX_NEGATION.sub(lambda m: f"{m.group(1)} without {m.group(2).strip()}; ", text)
+
+
+# Words an item may carry besides its wish ("touchscreen support", "autologin enabled").
+_ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just", "only", "too", "support",
+                "supported", "enabled", "installed", "included", "preinstalled"}
+# An item that starts with one of these says what the image is for or where it runs, not what it holds.
+_PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of", "so", "that", "which", "where",
+                  "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
+
+
 class PackagePhrases(ParserState):
     """The package and capability group words of a request."""
 
@@ -67,7 +89,7 @@ class PackagePhrases(ParserState):
         taken as package names), "with" after with/plus/also (unknown words are reported),
         "quiet" after need/want/use/have (unknown words are ignored: they are usually prose).
         """
-        text = self.work.lower()
+        text = _negations_first(self.work.lower())
         triggers = self.caps.triggers()
         max_words = max((len(t.split()) for t in triggers), default=1)
         use_case_words = {
@@ -83,13 +105,35 @@ class PackagePhrases(ParserState):
             ]
             tokens = [t for t, _, _ in found]
             run: list[str] = []  # adjacent unknown words after a strong add ("the nvidia driver")
+            ignored: set[int] = set()  # tokens nothing read (prose, or a wish not understood)
             last_end = -1
 
             i = 0
+            added = self._added()
             while i < len(tokens):
                 token = tokens[i]
+                # "postgresql 15", "python 3.12": a version right after what was just added
+                adjacent = i and last_end == found[i - 1][2] and not clause[last_end:found[i][1]].strip()
+                just_added = self._added()[len(added):] if adjacent else []
+                added = self._added()
+                if just_added and re.fullmatch(r"v?\d+(?:\.\d+)*", token):
+                    self.spec.notes.append(
+                        f"{tokens[i - 1]} {token}: version not pinned; a template names packages without versions "
+                        "(os-image-composer refuses version pins), so the release's own version is installed")
+                    i += 1
+                    continue
                 if run and (clause[last_end : found[i][1]].strip() or token in self.known):
                     self._flush_run(run)
+                absent = next((size for size in (2, 1) if normalize_phrase(" ".join(tokens[i:i + size]))
+                               in self.caps.absence_words), 0)
+                if absent:  # "headless": what the word says is not there
+                    phrase = normalize_phrase(" ".join(tokens[i:i + absent]))
+                    self.spec.remove_groups += self.caps.absence_words[phrase]
+                    if phrase in use_case_words:
+                        self.spec.use_cases.append(use_case_words[phrase])
+                    last_end = found[i + absent - 1][2]
+                    i += absent
+                    continue
                 two = " ".join(tokens[i : i + 2])
                 if token in ("don't", "dont", "never", "without") or two in ("do not", "no need", "not want"):
                     negate = True
@@ -157,9 +201,27 @@ class PackagePhrases(ParserState):
                     run.append(token)
                 elif run:
                     self._flush_run(run)
+                if verdict == "ignored":
+                    ignored.add(i)
                 last_end = found[i][2]
                 i += 1
             self._flush_run(run)
+            self._report_bare_items(clause, found, ignored)
+
+    def _report_bare_items(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int]) -> None:
+        """An item of a list ("chromium kiosk, autologin, no ssh") that is one or two words nothing read is a
+        wish that was not understood: it is reported, not dropped. Longer items and purpose phrases ("for a
+        point-of-sale terminal") are prose."""
+        cuts = [0, *(m.end() for m in re.finditer(r"[,:;()]|\band\b|\bor\b", clause)), len(clause) + 1]
+        for start, end in zip(cuts, cuts[1:], strict=False):
+            inside = [i for i, (_t, s, _e) in enumerate(found) if start <= s < end]
+            words = [i for i in inside if found[i][0] not in _ITEM_FILLER]
+            if (words and len(words) <= 2 and set(words) <= ignored
+                    and found[inside[0]][0] not in _PURPOSE_WORDS):
+                self.spec.unparsed.append(" ".join(found[i][0] for i in words))
+
+    def _added(self) -> list[str]:
+        return [*self.spec.add_packages, *self.spec.add_groups]
 
     def _flush_run(self, run: list[str]) -> None:
         """One unknown word after "add" is a package name only when it is shaped like one ("libfoo-dev",
@@ -214,4 +276,6 @@ class PackagePhrases(ParserState):
             self.spec.unparsed.append(token)
         elif mode is None and is_known:
             self.spec.add_packages.append(token)
+        else:
+            return "ignored"
         return "done"

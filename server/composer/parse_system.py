@@ -92,20 +92,24 @@ class SystemPhrases(ParserState):
                 self.spec.users.append({"action": "remove", "name": m.group(1)})
                 self._mask(m.start(), m.end())
         add = (
-            r"\b(?:add|create|with|include|need|want|plus|and|set\s+up|configure)\s+(?:a\s+|an\s+|the\s+|one\s+)?(?:new\s+)?"
-            r"(?:(admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login)\s+)?"
-            r"(?:user|account|login)(?!\w|\s+data|\s+space|\s*partition)"
-            r"(?:\s+(?:named|called|with\s+(?:the\s+)?name|name)?\s*[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?)?"
+            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*)"
+            r"(?:a\s+|an\s+|the\s+|one\s+)?(?:new\s+)?"
+            r"(?:(?P<qual>admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login)\s+)?"
+            # "user data", "user namespaces", "user session": compound nouns, not a user's name
+            r"(?:user|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
+            r"(?:\s+(?:(?:named|called|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
         )
         boundary = re.compile(rf"[;.,]|\s+and\s+(?:then\s+)?(?:{EDIT_VERBS})\b", re.I)
         group_list_tail = re.compile(
             r"\b(?:groups?|in|into|member\s+of)\s+(?:the\s+)?[a-z_][\w-]*(?:\s*,\s*[a-z_][\w-]*)*$", re.I
         )
         for m in self._each(add):
-            qualifier, name = (m.group(1) or "").lower(), m.group(2)
+            qualifier, name = (m.group("qual") or "").lower(), m.group("name")
             if name and name.lower() in ("with", "that", "who", "for", "and", "in", "to", "as", "having"):
                 name = None
-            rest_start = m.end() if name else m.end(2) if m.group(2) else m.end()
+            if not name and not m.group("verb"):
+                continue  # a clause opening with "user" is about a user only when it names one ("…, user deploy")
+            rest_start = m.end() if name else m.end("name") if m.group("name") else m.end()
             tail = self.work[rest_start:]
             stop = boundary.search(tail)
             end = stop.start() if stop else len(tail)

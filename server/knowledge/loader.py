@@ -77,8 +77,15 @@ class Group:
     cmdline_tuning: tuple[str, ...] = ()  # kernel parameter names the group's templates set (left with it)
     repositories: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
     configurations: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
+    users: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
     notes: Mapping[str, str] = field(default_factory=dict)
     x86_only: bool = False
+    # Packages that belong to the group where a template has them, though adding the group does not install
+    # them (a ROS template's navigation stack, a desktop's display manager): regexes on the package name.
+    members: tuple[re.Pattern[str], ...] = ()
+    # Words of the configuration commands that set the group up ("kiosk", "graphical.target"): such a command
+    # leaves with the group even when it is not the group's own text.
+    configuration_words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,9 @@ class Capabilities:
             uid: UseCase(uid, str(spec.get("label", uid)), tuple(str(w) for w in spec.get("words") or ()))
             for uid, spec in (raw.get("use_cases") or {}).items()
         }
+        # "headless" -> the groups it takes out (normalized phrases).
+        self.absence_words: dict[str, tuple[str, ...]] = {
+            normalize_phrase(str(w)): _tuple(g) for w, g in (raw.get("absence_words") or {}).items()}
         self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
         self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
         # The rules package_names.py applies beyond the equivalences (see `package_names` in the YAML).
@@ -312,6 +322,11 @@ class Capabilities:
         spec = self.groups.get(group)
         return [dict(c) for c in (self._pick(spec.configurations, os_or_dist) or ())] if spec else []
 
+    def group_users(self, group: str, os_or_dist: str) -> list[dict]:
+        """Accounts the group's configuration runs as (the kiosk session's user)."""
+        spec = self.groups.get(group)
+        return [dict(u) for u in (self._pick(spec.users, os_or_dist) or ())] if spec else []
+
     def group_cmdline(self, group: str, os_or_dist: str) -> list[str]:
         spec = self.groups.get(group)
         return list(self._pick(spec.cmdline_append, os_or_dist) or ()) if spec else []
@@ -330,15 +345,35 @@ class Capabilities:
         return list(by_arch.get(arch, ())) if by_arch else []
 
     def groups_of_package(self, package: str) -> set[str]:
-        """Groups whose package list (any family) contains the name or one of its aliases."""
+        """Groups whose package list (any family) contains the name or one of its aliases, or whose members
+        it is."""
         names = {n.lower() for n in self.aliases(package)}
         found: set[str] = set()
         for group in self.groups.values():
+            if any(m.search(package.lower()) for m in group.members):
+                found.add(group.id)
+                continue
             for plist in group.packages.values():
                 if names & {p.lower() for p in plist}:
                     found.add(group.id)
                     break
         return found
+
+    def group_members(self, group: str, names: Iterable[str], where: str | None = None) -> list[str]:
+        """Those of ``names`` that belong to the group: its packages (on ``where``, else in any family, with
+        aliases and kernel packages), and its members."""
+        spec = self.groups.get(group)
+        if spec is None:
+            return []
+        listed = self.packages_for(group, where) if where is not None else self.group_package_universe(group)
+        universe = {n.lower() for n in listed}
+        return [n for n in names if n.lower() in universe or any(m.search(n.lower()) for m in spec.members)]
+
+    def group_configuration(self, group: str, cmd: str) -> bool:
+        """Whether a configuration command sets the group up, by one of its configuration words."""
+        spec = self.groups.get(group)
+        words = spec.configuration_words if spec else ()
+        return any(re.search(rf"(?<![\w.-]){re.escape(w)}(?![\w-])", cmd) for w in words)
 
     def group_package_universe(self, group: str) -> set[str]:
         """Every name the group uses in any family, with aliases (for removing a group)."""
@@ -517,8 +552,11 @@ def _group(gid: str, spec: Mapping[str, Any]) -> Group:
         configurations={
             k: tuple(dict(c) for c in v or ()) for k, v in (spec.get("configurations") or {}).items()
         },
+        users={k: tuple(dict(u) for u in v or ()) for k, v in (spec.get("users") or {}).items()},
         notes={k: str(v) for k, v in (spec.get("notes") or {}).items()},
         x86_only=bool(spec.get("x86_only", False)),
+        members=tuple(re.compile(m) for m in _tuple(spec.get("members"))),
+        configuration_words=_tuple(spec.get("configuration_words")),
     )
 
 
@@ -529,68 +567,4 @@ def load_capabilities() -> Capabilities:
     return Capabilities(load_mapping(text).data)
 
 
-# ---------------------------------------------------------------------------- glossary
-
-GLOSSARY_RESOURCE = "glossary.yaml"
-
-
-def glossary_words(text: str) -> tuple[str, ...]:
-    """Words of a query or phrase as the glossary compares them: lower case, '-', '_', '/' as spaces, plural 's'
-    dropped."""
-    words = re.findall(r"[a-z0-9.+']+", re.sub(r"[-_/]+", " ", text.lower()))
-    return tuple(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
-
-
-@dataclass(frozen=True)
-class Concept:
-    id: str
-    label: str
-    terms: tuple[str, ...]
-    phrases: tuple[tuple[str, ...], ...]  # each phrase as glossary words
-
-
-class Glossary:
-    """Kinds of image and capability with the plain words people use for them (``resources/glossary.yaml``)."""
-
-    def __init__(self, raw: Mapping[str, Any]):
-        self.concepts: dict[str, Concept] = {}
-        for cid, spec in (raw.get("concepts") or {}).items():
-            terms = _tuple(spec.get("terms"))
-            phrases = {glossary_words(p) for p in (*_tuple(spec.get("phrases")), *terms)}
-            self.concepts[cid] = Concept(cid, str(spec.get("label", cid)), terms,
-                                         tuple(sorted(p for p in phrases if p)))
-        self.generic_package_parts: frozenset[str] = frozenset(_tuple(raw.get("generic_package_parts")))
-        prefixes = [re.escape(p).replace(r"\*", "[a-z]+") + ("(?=[a-z]{3})" if p == "lib" else "")
-                    for p in _tuple(raw.get("package_namespaces"))]
-        # Matches the namespace prefix of a package name, if any (see package_namespaces in the YAML).
-        self.package_namespace: re.Pattern[str] = re.compile("^(?:" + "|".join(prefixes) + ")" if prefixes else "^$")
-        # Words of the plain-language phrases: ordinary English, never read as package stems.
-        self.phrase_words: frozenset[str] = frozenset(
-            w for c in self.concepts.values() for p in c.phrases for w in p if len(p) > 1)
-        # Phrases by their first word: a query is matched in one pass over its words, not per phrase (the
-        # per-phrase scan over ~400 phrases cost ~9 ms a query, more than the embedding).
-        self._by_first: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
-        for order, concept in enumerate(self.concepts.values()):
-            for phrase in concept.phrases:
-                self._by_first.setdefault(phrase[0], []).append((order, phrase))
-
-    def match(self, text: str) -> list[tuple[Concept, list[tuple[str, ...]]]]:
-        """Concepts the text mentions, each with every phrase of it found in the text, longest first."""
-        words = glossary_words(text)
-        hits: dict[int, set[tuple[str, ...]]] = {}
-        for i, word in enumerate(words):
-            for order, phrase in self._by_first.get(word, ()):
-                if words[i:i + len(phrase)] == phrase:
-                    hits.setdefault(order, set()).add(phrase)
-        concepts = list(self.concepts.values())
-        return [(concepts[order], sorted(sorted(found), key=len, reverse=True)) for order, found in sorted(hits.items())]
-
-
-@functools.lru_cache(maxsize=1)
-def load_glossary() -> Glossary:
-    """The bundled domain glossary, parsed once."""
-    return Glossary(load_mapping(resource_text(GLOSSARY_RESOURCE)).data)
-
-
-__all__ = ["Capabilities", "Concept", "Dist", "Family", "Glossary", "Group", "UseCase", "glossary_words",
-           "load_capabilities", "load_glossary", "normalize_phrase"]
+__all__ = ["Capabilities", "Dist", "Family", "Group", "UseCase", "load_capabilities", "normalize_phrase"]

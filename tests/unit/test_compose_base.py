@@ -58,3 +58,53 @@ def test_leaving_virtualization_out_removes_the_iommu_parameters_it_set():
     result = compose("debian server with postgresql", kvm, strip_groups=["virtualization"])
     assert not [p for p in _params(result.data) if p.split("=", 1)[0] in ("intel_iommu", "iommu")]
     assert any("kernel parameters intel_iommu=on" in c for c in result.changes), result.changes
+
+
+def test_a_group_owns_its_members_where_a_template_has_them():
+    """A ROS template's navigation stack is ROS, though adding ROS installs only its base: unasked, it is baggage."""
+    caps = load_capabilities()
+    ros = _template("ubuntu24-x86_64-robotics-ros2-jazzy-raw")
+    carried = baggage(ros, parse_request("ubuntu 24.04 server with nginx"), caps)
+    assert "ros-jazzy-navigation2" in carried["ros2"] and "python3-rosdep" in carried["ros2"]
+    result = compose("ubuntu 24.04 server with nginx", ros, strip_groups=["ros2"])
+    assert not [p for p in result.data["systemConfig"]["packages"] if p.startswith("ros-")]
+
+
+def test_unasked_software_no_group_explains_counts_against_an_unrelated_base():
+    caps = load_capabilities()
+    request = "Ubuntu 24.04 server with nginx and certbot"
+    spec = parse_request(request)
+    ros, gateway = _template("ubuntu24-x86_64-robotics-ros2-jazzy-raw"), _template("ubuntu24-x86_64-edge-gateway-docker-raw")
+    candidates = [("ubuntu24-x86_64-robotics-ros2-jazzy-raw", "", ros), ("ubuntu24-x86_64-edge-gateway-docker-raw", "", gateway)]
+    assert choose_base(candidates, spec, caps, request)[0][0] == "ubuntu24-x86_64-edge-gateway-docker-raw"
+    robotics = "ubuntu 24.04 robotics image with ros2 and nginx"  # the template's purpose: its extras are wanted
+    assert choose_base(candidates, parse_request(robotics), caps, robotics)[0][0] == \
+        "ubuntu24-x86_64-robotics-ros2-jazzy-raw"
+
+
+def test_a_headless_request_leaves_a_kiosk_template_without_its_session_user_and_name():
+    caps = load_capabilities()
+    request = "a headless debian 13 box for home automation in docker"
+    name = "debian13-x86_64-kiosk-chromium-raw"
+    kiosk, spec = _template(name), parse_request(request)
+    strip = strip_plan(name, kiosk, spec, request, caps)
+    assert "kiosk" in spec.remove_groups and "kiosk" not in strip  # asked to go: the request's own removal
+    result = compose(request, kiosk, base_file=name, spec=spec, strip_groups=strip)
+    system = result.data["systemConfig"]
+    assert not {"cage", "chromium", "fonts-noto-core"} & set(system["packages"])
+    assert "docker.io" in system["packages"]
+    assert not [c for c in system.get("configurations", []) if "kiosk" in c["cmd"] or "graphical" in c["cmd"]]
+    assert not [u for u in system.get("users", []) if u["name"] == "kiosk"]
+    assert system["hostname"] != "kiosk"
+    assert any("user kiosk" in c for c in result.changes) and any(c.startswith("hostname kiosk ->") for c in result.changes)
+
+
+def test_a_kiosk_added_on_debian_is_a_working_session_and_elsewhere_is_reported():
+    plain = _template("debian13-x86_64-hardened-security-raw")
+    result = compose("debian 13 kiosk", plain)
+    system = result.data["systemConfig"]
+    assert {"cage", "chromium"} <= set(system["packages"])
+    assert any(u["name"] == "kiosk" for u in system["users"])
+    assert any("kiosk.service" in c["cmd"] and "enable" in c["cmd"] for c in system["configurations"])
+    ubuntu = compose("ubuntu kiosk", _template("ubuntu26-x86_64-minimal-base-raw"))
+    assert any("kiosk" in u and "snap" in u for u in ubuntu.unhandled), ubuntu.unhandled

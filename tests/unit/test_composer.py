@@ -11,6 +11,7 @@ import pytest
 import yaml
 from image_composer_mcp.server.composer.adherence import unmet
 from image_composer_mcp.server.composer.answers import summarize
+from image_composer_mcp.server.composer.base import strip_plan
 from image_composer_mcp.server.composer.compose import apply_instruction, apply_spec, compose
 from image_composer_mcp.server.composer.output import dump_yaml
 from image_composer_mcp.server.composer.request_parser import parse_request
@@ -777,10 +778,14 @@ def _library(name: str) -> dict:
 
 
 def test_minimal_request_drops_what_nothing_explains_and_says_so() -> None:
-    # A kiosk template asked for as a minimal image: its browser and fonts are neither asked for, nor in a
-    # capability group, nor the distribution's base system: a minimal request leaves them out, and says so.
-    result = compose("minimal debian 13 image with curl and jq", _library("debian13-x86_64-kiosk-chromium-raw.yml"),
-                     base_file="debian13-x86_64-kiosk-chromium-raw")
+    # A kiosk template asked for as a minimal image: its kiosk group (browser, compositor, fonts) and what no
+    # group explains are not asked for, nor the distribution's base system: a minimal request leaves them out,
+    # and says so.
+    request, name = "minimal debian 13 image with curl and jq", "debian13-x86_64-kiosk-chromium-raw"
+    base = _library(name + ".yml")
+    spec = parse_request(request)
+    result = compose(request, base, base_file=name, spec=spec,
+                     strip_groups=strip_plan(name, base, spec, request, load_capabilities()))
     pkgs = packages(result.data)
     assert {"curl", "jq", "openssh-server"} <= set(pkgs)
     assert not {"chromium", "cage"} & set(pkgs)
@@ -789,8 +794,9 @@ def test_minimal_request_drops_what_nothing_explains_and_says_so() -> None:
 
 
 def test_other_requests_name_what_the_starting_template_brought_unasked() -> None:
-    result = compose("debian 13 image with curl and jq", _library("debian13-x86_64-kiosk-chromium-raw.yml"),
-                     base_file="debian13-x86_64-kiosk-chromium-raw")
-    assert "chromium" in packages(result.data)
+    # hwloc is in no capability group: a request that is not minimal keeps it, and is told so.
+    result = compose("debian 13 image with curl and jq", _library("debian13-x86_64-realtime-industrial-raw.yml"),
+                     base_file="debian13-x86_64-realtime-industrial-raw")
+    assert "hwloc" in packages(result.data)
     kept = [c for c in result.changes if c.startswith("kept from the starting template (not asked for)")]
-    assert kept and "chromium" in kept[0] and "curl" not in kept[0], result.changes
+    assert kept and "hwloc" in kept[0] and "curl" not in kept[0], result.changes

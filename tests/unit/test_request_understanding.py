@@ -99,3 +99,79 @@ def test_a_compression_the_build_refuses_is_reported_not_written() -> None:
     for value in load_template_format().build_compressions:
         assert parse_request(f"debian 13 raw image, {value} compressed").artifact_compression == value
     assert parse_request("debian 13 raw image compressed with gzip").artifact_compression == "gz"
+
+
+@pytest.mark.parametrize(("text", "name", "sudo"), [
+    ("Ubuntu 24.04 server with nginx, hostname web01, user deploy with sudo", "deploy", True),
+    ("debian image; account ops in groups docker, video", "ops", None),
+    ("add a user called dave", "dave", None),
+])
+def test_a_clause_that_opens_with_user_and_a_name_adds_that_user(text, name, sudo):
+    users = parse_request(text).users
+    assert [u["name"] for u in users] == [name]
+    assert users[0].get("sudo") is sudo
+
+
+@pytest.mark.parametrize("text", ["debian, user namespaces enabled", "ubuntu, user data on /srv", "user session"])
+def test_compound_nouns_with_user_name_no_user(text):
+    assert parse_request(text).users == []
+
+
+@pytest.mark.parametrize(("text", "removed"), [
+    ("edge microvisor toolkit robot controller, realtime kernel, ROS not needed, 12 GiB", "ros2"),
+    ("ubuntu with nginx, docker is not needed, add git", "containers"),
+    ("debian server, the GUI isn't required", "desktop"),
+    ("azl3 with podman but docker not wanted", "containers"),
+])
+def test_a_negation_after_its_object_removes_it_and_stops_there(text, removed):
+    spec = parse_request(text)
+    assert removed in spec.remove_groups and removed not in spec.add_groups
+    assert not ({"needed", "required", "wanted"} & {*spec.remove_packages, *spec.add_packages})
+    assert not ({"nginx", "git", "podman"} & set(spec.remove_packages))  # the removal ends with its phrase
+
+
+@pytest.mark.parametrize(("text", "what"), [
+    ("debian image with postgresql 15", "postgresql 15"),
+    ("ubuntu 24.04 with python 3.12 and nginx", "python 3.12"),
+])
+def test_a_version_after_a_package_is_reported_as_not_pinned(text, what):
+    spec = parse_request(text)
+    assert any(n.startswith(what) and "not pinned" in n for n in spec.notes), spec.notes
+    assert spec.dist is None or spec.dist == "ubuntu24"  # "3.12" is no release
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("debian with postgresql on a separate 50G data disk partition", "/data", "50GiB"),
+    ("ubuntu with docker and a 20G docker partition", "/var/lib/docker", "20GiB"),
+    ("emt with a 2GB /data volume", "/data", "2GiB"),
+    ("debian with a 30G postgresql partition", "/var/lib/postgresql", "30GiB"),
+])
+def test_a_partition_named_by_purpose_or_software_is_its_data_directory(text, mount, size):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)]
+    assert spec.disk_size is None
+
+
+@pytest.mark.parametrize("text", ["a headless Debian box with docker", "ubuntu server, no display"])
+def test_headless_takes_out_the_display_stacks(text):
+    spec = parse_request(text)
+    assert {"desktop", "kiosk"} <= set(spec.remove_groups)
+    assert not spec.remove_packages and "desktop" not in spec.add_groups
+
+
+@pytest.mark.parametrize(("text", "reported"), [
+    ("an ubuntu image for a point-of-sale terminal: chromium kiosk, autologin, no ssh server", ["autologin"]),
+    ("el10 image, FIPS mode, selinux enforcing", ["fips mode"]),
+    ("ubuntu kiosk, touchscreen support, autologin", ["autologin", "touchscreen"]),
+])
+def test_a_list_item_nothing_read_is_reported(text, reported):
+    assert parse_request(text).unparsed == reported
+
+
+@pytest.mark.parametrize("text", [
+    "an image for my homelab, debian, docker",
+    "debian 13 image for a point-of-sale terminal, with nginx",
+    "a headless Debian box for running Home Assistant in docker",
+])
+def test_purpose_phrases_are_prose_not_wishes(text):
+    assert parse_request(text).unparsed == []

@@ -208,8 +208,7 @@ def _fresh_hostname(data: dict, spec: RequestSpec, gone: list[str], caps: Capabi
     old = system.get("hostname") if isinstance(system, dict) else None
     if not isinstance(system, dict) or not isinstance(old, str):
         return []
-    words = {w for g in gone if g in caps.groups for w in (g, *caps.groups[g].triggers) if " " not in w}
-    if not set(re.split(r"[-_.]+", old.lower())) & words:
+    if not caps.names_group(old, gone):
         return []
     dist = str(mapping_at(data, "target").get("dist") or "")
     new = re.sub(r"[^a-z0-9-]+", "-", "-".join([dist or "linux", *spec.use_cases[:1]]).lower()).strip("-")[:63]

@@ -191,6 +191,11 @@ class TemplateEdit:
                     self.system()["configurations"] = left
                     extra.append("its configuration commands")
             extra += self._remove_group_users(group)
+            disk = self.disk()
+            if disk is not None:
+                mounts = {str(p.get("mountPoint")) for p in disk.get("partitions") or [] if isinstance(p, dict)}
+                for mount in (m for m in caps.groups[group].mounts if m in mounts):
+                    Layout(self, disk).remove(mount)
             if removed or extra:
                 what = ", ".join(removed) if removed else ""
                 self.changes.append(f"removed {group}: " + "; ".join(x for x in (what, *extra) if x))
@@ -200,19 +205,19 @@ class TemplateEdit:
                 )
 
     def _remove_group_users(self, group: str) -> list[str]:
-        """The accounts a group's configuration ran as (any family's), by name."""
-        names = {u["name"] for where in self.caps.groups[group].users for u in self.caps.group_users(group, where)}
+        """The service accounts the group's software ran as: users named for the group ("kiosk", "podman-svc")."""
         users = self.system(create=False).get("users")
-        if not names or not isinstance(users, list):
+        if not isinstance(users, list):
             return []
-        left = [u for u in users if not (isinstance(u, dict) and u.get("name") in names)]
-        if len(left) == len(users):
+        gone = [u for u in users if isinstance(u, dict) and self.caps.names_group(str(u.get("name") or ""), [group])]
+        if not gone:
             return []
+        left = [u for u in users if u not in gone]
         if left:
             self.system()["users"] = left
         else:
             self.system().pop("users")
-        return [f"user {', '.join(sorted(names & {str(u.get('name')) for u in users if isinstance(u, dict)}))}"]
+        return [f"user {', '.join(str(u.get('name')) for u in gone)}"]
 
     def _reset_kernel_flavour(self) -> list[str]:
         kernel = self.system(create=False).get("kernel")
@@ -240,6 +245,11 @@ class TemplateEdit:
     def remove_named_packages(self, names: list[str]) -> None:
         for name in names:
             wanted = set(self.caps.aliases(name)) | {name}
+            installed = template_packages(self.data)
+            if not wanted & set(installed):
+                # A short name of an installed package ("timesyncd" for systemd-timesyncd), when only one fits.
+                fits = [p for p in installed if p.endswith("-" + name) or p.startswith(name + "-")]
+                wanted |= set(fits) if len(fits) == 1 else set()
             removed = self.remove_packages(wanted)
             kernel = self.system(create=False).get("kernel")
             if isinstance(kernel, dict) and isinstance(kernel.get("packages"), list):

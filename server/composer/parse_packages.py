@@ -159,7 +159,7 @@ class PackagePhrases(ParserState):
                     i += 1
                     continue
                 negate = False
-                if token in _NEUTRAL_WORDS:
+                if token in _NEUTRAL_WORDS and not (mode == "add" and self._list_item(clause, found, i)):
                     if token not in ("for", "on", "to", "is") or mode is None:
                         mode, strength = None, ""
                     i += 1
@@ -219,6 +219,14 @@ class PackagePhrases(ParserState):
             if (words and len(words) <= 2 and set(words) <= ignored
                     and found[inside[0]][0] not in _PURPOSE_WORDS):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))
+
+    def _list_item(self, clause: str, found: list[tuple[str, int, int]], i: int) -> bool:
+        """A known package that stands alone as an item of a list ("gcc, make, git"), though the word is a verb."""
+        before = clause[found[i - 1][2]:found[i][1]] if i else ""
+        after = clause[found[i][2]:found[i + 1][1]] if i + 1 < len(found) else ""
+        alone = i + 1 == len(found) or "," in after or (i + 1 < len(found) and found[i + 1][0] == "and")
+        listed = "," in before or (i > 0 and found[i - 1][0] == "and")
+        return found[i][0] in self.real and listed and alone
 
     def _added(self) -> list[str]:
         return [*self.spec.add_packages, *self.spec.add_groups]

@@ -86,6 +86,7 @@ class Group:
     # Words of the configuration commands that set the group up ("kiosk", "graphical.target"): such a command
     # leaves with the group even when it is not the group's own text.
     configuration_words: tuple[str, ...] = ()
+    mounts: tuple[str, ...] = ()  # partitions that hold the group's data (a web server's /var/www)
 
 
 @dataclass(frozen=True)
@@ -322,6 +323,20 @@ class Capabilities:
         spec = self.groups.get(group)
         return [dict(c) for c in (self._pick(spec.configurations, os_or_dist) or ())] if spec else []
 
+    def group_words(self, group: str) -> set[str]:
+        """The one-word names of a group (its id and one-word triggers): a host or user name made of one of them
+        ("kiosk", "podman-svc", "rt-controller") names the group."""
+        spec = self.groups.get(group)
+        if spec is None:
+            return set()
+        return {w.lower() for w in (group, *spec.triggers, *(m.rstrip("/").rsplit("/", 1)[-1] for m in spec.mounts))
+                if " " not in w}
+
+    def names_group(self, name: str, groups: Iterable[str]) -> bool:
+        """Whether a host or user name names one of ``groups`` ("www01" a web server's, by its /var/www)."""
+        words = {w for g in groups for w in self.group_words(g)}
+        return bool(set(re.split(r"[-_.]+|(?<=[a-z])\d+$", name.lower())) & words)
+
     def group_users(self, group: str, os_or_dist: str) -> list[dict]:
         """Accounts the group's configuration runs as (the kiosk session's user)."""
         spec = self.groups.get(group)
@@ -557,6 +572,7 @@ def _group(gid: str, spec: Mapping[str, Any]) -> Group:
         x86_only=bool(spec.get("x86_only", False)),
         members=tuple(re.compile(m) for m in _tuple(spec.get("members"))),
         configuration_words=_tuple(spec.get("configuration_words")),
+        mounts=_tuple(spec.get("mounts")),
     )
 
 

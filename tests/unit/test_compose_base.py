@@ -108,3 +108,26 @@ def test_a_kiosk_added_on_debian_is_a_working_session_and_elsewhere_is_reported(
     assert any("kiosk.service" in c["cmd"] and "enable" in c["cmd"] for c in system["configurations"])
     ubuntu = compose("ubuntu kiosk", _template("ubuntu26-x86_64-minimal-base-raw"))
     assert any("kiosk" in u and "snap" in u for u in ubuntu.unhandled), ubuntu.unhandled
+
+
+def test_what_a_group_brought_leaves_with_it_members_service_user_units_and_data_partition():
+    podman = _template("ubuntu26-aarch64-edge-gateway-podman-raw")
+    result = compose("ubuntu 26.04 arm64 file server with smartmontools", podman, strip_groups=["podman"])
+    system = result.data["systemConfig"]
+    assert not {"podman", "crun", "netavark", "cockpit-podman"} & set(system["packages"])
+    assert "users" not in system  # podman-svc ran the containers
+    assert not [c for c in system.get("configurations", []) if "podman" in c["cmd"]]
+    assert system["hostname"] != "ubuntu-podman-gw"
+    httpd = _template("el10-x86_64-web-server-httpd-raw")
+    result = compose("el10 build server with gcc and make", httpd, strip_groups=["web-server"])
+    assert "/var/www" not in [p["mountPoint"] for p in result.data["disk"]["partitions"]]
+    assert not {"httpd", "mod_ssl"} & set(result.data["systemConfig"]["packages"])
+    assert result.data["systemConfig"]["hostname"] != "www01"  # named for /var/www
+
+
+def test_a_short_name_removes_the_one_installed_package_it_names():
+    minimal = _template("ubuntu26-x86_64-minimal-base-raw")
+    assert "systemd-timesyncd" in minimal["systemConfig"]["packages"]
+    result = compose("ubuntu 26.04 with chrony instead of timesyncd", minimal)
+    assert "systemd-timesyncd" not in result.data["systemConfig"]["packages"]
+    assert "chrony" in result.data["systemConfig"]["packages"]

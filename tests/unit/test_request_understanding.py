@@ -175,3 +175,13 @@ def test_a_list_item_nothing_read_is_reported(text, reported):
 ])
 def test_purpose_phrases_are_prose_not_wishes(text):
     assert parse_request(text).unparsed == []
+
+
+@pytest.mark.parametrize(("text", "packages"), [
+    ("centos stream 10 build server with gcc, make, git and podman", ["gcc", "make", "git", "podman"]),
+    ("add git and make", ["git", "make"]),
+    ("ubuntu with nginx, make it 8G", ["nginx"]),
+    ("debian with git, make sure ssh is on", ["git"]),
+])
+def test_a_package_named_like_a_verb_is_a_package_as_a_list_item(text, packages):
+    assert parse_request(text).add_packages == packages

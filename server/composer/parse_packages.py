@@ -124,8 +124,8 @@ class PackagePhrases(ParserState):
                     continue
                 if run and (clause[last_end : found[i][1]].strip() or token in self.known):
                     self._flush_run(run)
-                absent = next((size for size in (2, 1) if normalize_phrase(" ".join(tokens[i:i + size]))
-                               in self.caps.absence_words), 0)
+                absent = next((size for size in (2, 1) if i + size <= len(tokens)
+                               and normalize_phrase(" ".join(tokens[i:i + size])) in self.caps.absence_words), 0)
                 if absent:  # "headless": what the word says is not there
                     phrase = normalize_phrase(" ".join(tokens[i:i + absent]))
                     self.spec.remove_groups += self.caps.absence_words[phrase]

@@ -757,11 +757,13 @@ def test_random_word_salad_never_crashes_the_parser_or_composer() -> None:
 
     repo = Path(__file__).resolve().parents[2]
     caps = load_capabilities()
-    words = sorted({w for t in caps.triggers() for w in t.split()})
+    phrases = [*caps.triggers(), *caps.absence_words, *(w for uc in caps.use_cases.values() for w in uc.words)]
+    words = sorted({w for t in phrases for w in t.split()})
     extra = ("add remove without with and or to the disk size 8GiB 512MiB /data partition hostname kernel "
               "cmdline user admin sudo arm64 x86_64 ubuntu debian azure elxr el10 iso raw img immutable secure "
               "boot server web edge minimal for set change switch undo what packages docker nginx vim , . ; : "
-              "'q' 24.04 13 isolcpus=2 console=ttyS0 - = 0 100GiB 1KiB")
+              "'q' 24.04 13 isolcpus=2 console=ttyS0 - = 0 100GiB 1KiB headless kiosk not needed is fine 15 "
+              "make git user")
     words += extra.split()
     bases = [load_mapping(p.read_text()).data for p in sorted((repo / "image-templates").glob("*.yml"))[:8]]
     rng = random.Random(20261123)

@@ -16,7 +16,7 @@ import anyio
 
 from ..composer import compose as composer
 from ..composer.adherence import unmet, want_from_spec
-from ..composer.base import choose_base, strip_plan
+from ..composer.base import choose_base, strip_plan, unasked
 from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
@@ -283,13 +283,25 @@ class Agent:
             records += [r.record for r in outcome.results if r.record.name not in seen]
             if len(records) >= GROUNDING:
                 break
-        records = records[:GROUNDING]
-        # The target's plainest template is always a candidate base: a request search ranks by likeness, and
-        # "a web server" reads like many purpose-built templates whose extras nobody asked for.
-        exact = {"os": os, "dist": dist, "arch": arch, "image_type": image_type}
-        if dist and all(v in index.known_values(k) for k, v in exact.items() if v):
-            plain = searcher.search(PLAIN_BASE_QUERY, 1, use_threshold=False, **exact)
-            records += [r.record for r in plain.results if r.record.name not in {x.name for x in records}]
+        return self._read(records[:GROUNDING])
+
+    def _plain_base(self, request: str, spec: RequestSpec, have: set[str]) -> list[tuple[str, str, dict]]:
+        """The target's plain template, when it carries nothing the request did not ask for: a request search
+        ranks by likeness, and "a web server" reads like many purpose-built templates whose extras nobody
+        asked for."""
+        searcher, index = self.engine.searcher, self.engine.index
+        assert searcher is not None and index is not None
+        exact = {"os": spec.os, "dist": spec.dist, "arch": spec.arch, "image_type": spec.image_type or "raw"}
+        if not spec.dist or not all(v in index.known_values(k) for k, v in exact.items() if v):
+            return []
+        found = searcher.search(PLAIN_BASE_QUERY, 1, use_threshold=False, **exact)
+        plain = self._read([r.record for r in found.results if r.record.name not in have])
+        caps = load_capabilities()
+        return [p for p in plain if unasked(p[0], p[2], spec, caps, request) == 0]
+
+    def _read(self, records: list[Any]) -> list[tuple[str, str, dict]]:
+        index = self.engine.index
+        assert index is not None
         out: list[tuple[str, str, dict]] = []
         for record in records:
             try:
@@ -302,6 +314,7 @@ class Agent:
     def ground(self, request: str, spec: RequestSpec) -> list[tuple[str, str, dict]]:
         """The templates a spec is grounded on, the composer's base first."""
         grounding = self._grounding(request, spec.os, spec.dist, spec.arch, spec.image_type or "raw")
+        grounding += self._plain_base(request, spec, {name for name, _t, _d in grounding})
         if not grounding:
             raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")
         return choose_base(grounding, spec, load_capabilities(), request)[:GROUNDING]

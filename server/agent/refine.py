@@ -189,8 +189,9 @@ class Refiner:
             draft.notes += [f"not applied: {m}" for m in unmet(draft.report.data, want_from_spec(
                 spec, str((draft.report.data.get("target") or {}).get("dist") or "") or None))]
         if isinstance(data, dict) and (draft.report.data == data or draft.yaml == current.yaml):
-            # Nothing changed: no new revision; say what was not understood.
-            told = [n for n in draft.notes if n]
+            # Nothing changed: no new revision; say why ("nothing to remove: cockpit is not in the package list")
+            # and what was not understood.
+            told = [n for n in (*draft.changes, *draft.notes) if n]
             summary = ("Nothing changed; no new revision (still revision "
                        f"{current.revision}). " + (" ".join(n[0].upper() + n[1:] + "." for n in told) if told else
                                                    f"Not understood: {instruction!r}."))

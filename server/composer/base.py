@@ -94,6 +94,16 @@ def leftovers(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> li
             and not caps.is_specific_to(name, family)]
 
 
+def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabilities, request: str | None) -> int:
+    """How much of a template the request did not ask for: its baggage, and what no group explains unless the
+    template's purpose is what the request is about (a ROS template's navigation stack for a robotics request,
+    not for a web server)."""
+    extra = sum(len(v) for v in baggage(data, spec, caps).values())
+    if request is not None and not related(name, request, caps):
+        extra += len(leftovers(data, spec, caps))
+    return extra
+
+
 def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
                 caps: Capabilities, request: str | None = None) -> list[tuple[str, str, dict]]:
     """Candidates reordered: matching target first, then the least unrequested baggage, then search rank."""
@@ -104,12 +114,7 @@ def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
 
     def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, int]:
         rank, (name, _text, data) = item
-        extra = sum(len(v) for v in baggage(data, spec, caps).values())
-        # What no group explains is unasked-for too, unless the template's purpose is what the request is about
-        # (a ROS template's navigation stack for a robotics request, not for a web server).
-        if request is not None and not related(name, request, caps):
-            extra += len(leftovers(data, spec, caps))
-        return target_miss(data), extra, rank
+        return target_miss(data), unasked(name, data, spec, caps, request), rank
 
     return [c for _r, c in sorted(enumerate(candidates), key=score)]
 
@@ -123,4 +128,4 @@ def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
     return sorted(g for g in baggage(data, spec, caps) if g not in spec.remove_groups)  # those: the request's own
 
 
-__all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "related", "strip_plan"]
+__all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "related", "strip_plan", "unasked"]

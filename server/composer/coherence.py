@@ -90,6 +90,16 @@ def gone_stems(removed: Iterable[str], installed: Iterable[str], caps: Capabilit
     return stems(removed, caps) - stems(installed, caps)
 
 
+def orphaned_addons(removed: Iterable[str], installed: Iterable[str], caps: Capabilities) -> list[str]:
+    """Installed add-ons (mod_ssl) of removed packages (httpd) when no package they extend is left."""
+    left = set(installed)
+    owners = [o for o in dict.fromkeys(removed) if o in caps.addons and o not in left]
+    still = [o for o in caps.addons if o in left]
+    return [p for p in installed
+            if any(rx.search(p) for o in owners for rx in caps.addons[o])
+            and not any(rx.search(p) for o in still for rx in caps.addons[o])]
+
+
 def exclusive_drops(present: Iterable[str], asked: Iterable[str], caps: Capabilities) -> dict[str, list[str]]:
     """Per exclusive role (one web server, ...): members present that nobody asked for, when another was asked."""
     present_set, asked_set = set(present), set(asked)
@@ -103,4 +113,5 @@ def exclusive_drops(present: Iterable[str], asked: Iterable[str], caps: Capabili
     return out
 
 
-__all__ = ["drop_keywords", "drop_services", "drop_user_groups", "exclusive_drops", "gone_stems", "mounts_of"]
+__all__ = ["drop_keywords", "drop_services", "drop_user_groups", "exclusive_drops", "gone_stems", "mounts_of",
+           "orphaned_addons"]

@@ -149,6 +149,10 @@ class TemplateEdit:
         if not self.removed:
             return
         installed = [str(p) for p in self.system(create=False).get("packages") or []]
+        addons = coherence.orphaned_addons(self.removed, installed, self.caps)
+        if addons and self.remove_packages(set(addons)):
+            self.changes.append(f"also removed add-ons of what left: {', '.join(addons)}")
+            installed = [p for p in installed if p not in addons]
         gone = coherence.gone_stems(self.removed, installed, self.caps)
         if not gone:
             return

@@ -46,9 +46,15 @@ _POSTFIX_NEGATION = re.compile(
 )
 
 
+# "podman is fine", "nano stays": an item affirmed after a removal is kept (or taken), not removed.
+_AFFIRMED = re.compile(r"(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:is|are)\s+(?:fine|ok|okay|good|enough|welcome)\b"
+                       r"|(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:stays|can\s+stay)\b")
+
+
 def _negations_first(text: str) -> str:
     """Postfix negations turned around ("ros not needed" -> "without ros;"), each ending its phrase so that
-    the removal does not run on into the next item."""
+    the removal does not run on into the next item; an affirmed item is its own phrase ("; keep podman;")."""
+    text = _AFFIRMED.sub(lambda m: f"{m.group(1) or m.group(3) or ''}; keep {m.group(2) or m.group(4)}; ", text)
     return _POSTFIX_NEGATION.sub(lambda m: f"{m.group(1)} without {m.group(2).strip()}; ", text)
 
 

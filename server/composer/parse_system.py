@@ -55,6 +55,16 @@ class SystemPhrases(ParserState):
             self.spec.kernel_cmdline_append.append(m.group(1))
             self._mask(m.start(), m.end())
 
+    def _ports(self) -> None:
+        """Opening ports is firewall configuration the composer does not write: reported, never read as
+        packages ("open" is no package)."""
+        for m in self._each(r"\b(?:open|allow|expose|forward|unblock)\s+(?:the\s+)?(?:tcp\s+|udp\s+)?ports?\s*"
+                            r"[\d/]+(?:\s*(?:,|and|to|-)\s*[\d/]+)*(?:\s*(?:tcp|udp))?"):
+            self.spec.unparsed.append(
+                f"{m.group(0).strip()} (firewall rules are not written by the composer: add a configuration "
+                "command, e.g. firewall-offline-cmd, ufw or an nftables rule)")
+            self._mask(m.start(), m.end())
+
     def _hostname(self) -> None:
         patterns = [
             r"\bhost\s*-?\s*name\s*(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",

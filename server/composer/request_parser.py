@@ -68,6 +68,7 @@ class _Parser(SystemPhrases, DiskPhrases, TargetPhrases, PackagePhrases):
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
         self._cmdline()
+        self._ports()
         self._hostname()
         self._name()
         self._users()

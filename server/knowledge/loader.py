@@ -140,6 +140,8 @@ class Capabilities:
         self.exclusive: dict[str, tuple[str, ...]] = {
             str(k): _tuple(v) for k, v in (raw.get("exclusive") or {}).items()
         }
+        self.addons: dict[str, tuple[re.Pattern[str], ...]] = {
+            str(k): tuple(re.compile(p) for p in _tuple(v)) for k, v in (raw.get("addons") or {}).items()}
         self.base_groups: frozenset[str] = frozenset(str(g) for g in raw.get("base_groups") or ())
         self.system_groups: frozenset[str] = frozenset(str(g) for g in raw.get("system_groups") or ())
         self._base_system: dict[str, tuple[str, ...]] = {

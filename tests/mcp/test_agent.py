@@ -330,3 +330,13 @@ async def test_offline_refinement_table(offline_client, row):
     assert not r.is_error and data["valid"], data["errors"]
     assert data["revision"] == 2 and data["diff"]
     assert unmet(load_mapping(data["yaml"]).data, row["want"]) == []
+
+
+async def test_an_edit_that_changes_nothing_says_why_and_makes_no_revision(offline_client):
+    gen = await _generate(offline_client, "el10 web server with httpd")
+    r = await offline_client.call_tool("refine_template", {"conversation_id": gen["conversation_id"],
+                                                           "instruction": "remove cockpit"})
+    data = _data(r)
+    assert not r.is_error and data["revision"] == 1 and not data["changes"]
+    assert data["notes"] == ["nothing to remove: cockpit is not in the package list"], data["notes"]
+    assert "nothing to remove: cockpit" in data["explanation"].lower() and "not understood" not in data["explanation"].lower()

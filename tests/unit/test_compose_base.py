@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 from image_composer_mcp.server.composer.base import baggage, choose_base, strip_plan
-from image_composer_mcp.server.composer.compose import compose
+from image_composer_mcp.server.composer.compose import apply_instruction, compose
 from image_composer_mcp.server.composer.request_parser import parse_request
 from image_composer_mcp.server.knowledge.loader import load_capabilities
 
@@ -131,3 +131,12 @@ def test_a_short_name_removes_the_one_installed_package_it_names():
     result = compose("ubuntu 26.04 with chrony instead of timesyncd", minimal)
     assert "systemd-timesyncd" not in result.data["systemConfig"]["packages"]
     assert "chrony" in result.data["systemConfig"]["packages"]
+
+
+def test_add_ons_leave_with_the_package_they_extend():
+    httpd = _template("el10-x86_64-web-server-httpd-raw")
+    result = compose("el10 web server", httpd)
+    swapped = apply_instruction(result.data, "swap httpd for nginx")
+    packages = swapped.data["systemConfig"]["packages"]
+    assert "nginx" in packages and not {"httpd", "mod_ssl", "mod_http2"} & set(packages)
+    assert any("add-ons" in c and "mod_ssl" in c for c in swapped.changes)

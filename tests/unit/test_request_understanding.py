@@ -185,3 +185,23 @@ def test_purpose_phrases_are_prose_not_wishes(text):
 ])
 def test_a_package_named_like_a_verb_is_a_package_as_a_list_item(text, packages):
     assert parse_request(text).add_packages == packages
+
+
+@pytest.mark.parametrize("text", ["remove the ssh server and open ports 80", "allow port 443/tcp",
+                                  "ubuntu with docker, open port 8080 and 8443"])
+def test_opening_ports_is_reported_as_firewall_work_never_read_as_packages(text):
+    spec = parse_request(text, known_packages=["open-iscsi"])
+    assert any("firewall rules are not written" in u for u in spec.unparsed)
+    assert not [p for p in spec.remove_packages + spec.add_packages if p.startswith(("open", "port", "allow"))]
+
+
+@pytest.mark.parametrize(("text", "kept"), [("drop docker, podman is fine", "podman"),
+                                            ("remove vim but nano stays", "nano")])
+def test_an_item_affirmed_after_a_removal_is_not_removed(text, kept):
+    spec = parse_request(text)
+    assert kept not in spec.remove_packages and kept in spec.add_packages
+
+
+def test_selinux_asks_for_mandatory_access_control_not_the_whole_hardening_set():
+    assert parse_request("enable selinux enforcing").add_groups == ["mac"]
+    assert parse_request("disable selinux").remove_groups == ["mac"]

@@ -101,6 +101,11 @@ def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabiliti
     extra = sum(len(v) for v in baggage(data, spec, caps).values())
     if request is not None and not related(name, request, caps):
         extra += len(leftovers(data, spec, caps))
+    # A read-only root and a signed boot chain shape everything after them: unasked, each weighs like a group.
+    immutability = (data.get("systemConfig") or {}).get("immutability")
+    immutability = immutability if isinstance(immutability, dict) else {}
+    if immutability.get("enabled") and spec.immutability is not True:
+        extra += 1 + (spec.secure_boot is not True and bool(immutability.get("secureBootDBKey")))
     return extra
 
 
@@ -109,7 +114,9 @@ def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
     """Candidates reordered: matching target first, then the least unrequested baggage, then search rank."""
     def target_miss(data: dict[str, Any]) -> int:
         target = data.get("target") or {}
-        return sum(1 for key, want in (("dist", spec.dist), ("arch", spec.arch), ("imageType", spec.image_type))
+        # An image type nobody named is the default raw disk, not whatever the closest template is.
+        kind = spec.image_type or "raw"
+        return sum(1 for key, want in (("dist", spec.dist), ("arch", spec.arch), ("imageType", kind))
                    if want and target.get(key) != want)
 
     def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, int]:

@@ -73,6 +73,7 @@ def compose(
         spec.arch = caps.arch_of(arch) or arch
     if image_type:
         spec.image_type = image_type
+    spec.image_type = spec.image_type or "raw"  # a new image nobody said the kind of is a raw disk image
     start_changes: list[str] = []
     unexplained = leftovers(base, spec, caps)
     dropped = unexplained if spec.minimal else []  # minimal means nothing beyond what was asked

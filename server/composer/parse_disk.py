@@ -68,6 +68,13 @@ class DiskPhrases(ParserState):
                 }
             )
             self._mask(m.start(), m.end())
+        # "partitions: /home 2G and /srv 3G": a list of mount points, each with its size.
+        pair = rf"(/[\w./-]*)\s+(?:of\s+|at\s+|with\s+)?{_SIZE}"
+        for m in self._each(rf"\bpartitions?\s*(?::|=|like|for)?\s*{pair}(?:\s*(?:,|\band\b|;)\s*{pair})*"):
+            for each in re.finditer(pair, m.group(0), re.I):
+                spec.partitions.append({"action": "add", "mountPoint": _mount(each.group(1)),
+                                        "size": _size(each.group(2), each.group(3)), "fsType": None, "fill": False})
+            self._mask(m.start(), m.end())
         add_patterns = [
             # "a separate 4GiB xfs /data partition of 4GiB formatted as xfs"
             rf"(?:(?:separate|dedicated|new|extra|additional|own|its\s+own)\s+)?"

@@ -12,6 +12,9 @@ from .phrasing import EDIT_VERBS, NA, NB, STOPWORDS, ParserState, alternatives
 _HOST = re.compile(
     r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I
 )
+# A switch named off after it: "secure boot turned off", "... disabled", "... is not needed".
+_OFF_AFTER = re.compile(r"\s+(?:(?:is|be|being)\s+)?(?:turned\s+off|switched\s+off|disabled|off|not\s+(?:needed|required|wanted))\b",
+                        re.I)
 _CMDLINE_WORDS = (
     r"(?:kernel\s+)?(?:cmdline|cmd\s*line|command[\s-]*line|boot\s+(?:args|arguments|parameters|params|options)"
     r"|kernel\s+(?:args|arguments|parameters|params|options))"
@@ -47,6 +50,14 @@ class SystemPhrases(ParserState):
             value = m.group(1) or m.group(2)
             self.spec.kernel_cmdline_append += _params(value)
             self._mask(m.start(), m.end())
+        # "kernel option nomodeset", "boot flags quiet and splash": flags named after the word for them.
+        flag = r"[a-z][a-z0-9_.-]*(?:=[^\s,;'\"]+)?"
+        for m in self._each(rf"\b(?:kernel|boot)\s+(?:option|parameter|param|flag|arg|argument)s?\s+"
+                            rf"({flag}(?:\s*(?:,|\band\b)\s*{flag})*)"):
+            params = [p for p in _params(m.group(1)) if p.lower() not in STOPWORDS]
+            if params:
+                self.spec.kernel_cmdline_append += params
+                self._mask(m.start(), m.end())
         # Bare key=value tokens only ever mean kernel parameters in a template request.
         for m in self._each(r"(?<![\w/.-])([a-z][a-z0-9_.-]*=[^\s,;'\"]+(?:,[^\s,;'\"]+)*)", re.I):
             key = m.group(1).split("=", 1)[0].lower()
@@ -205,13 +216,15 @@ class SystemPhrases(ParserState):
                 continue
             self.spec.bootloader = _BOOTLOADERS[" ".join(re.split(r"[\s-]", value))]
             self._mask(m.start(), m.end())
-        for m in self._each(
+        # The kind named last wins, unless it is what is being replaced ("legacy bios instead of uefi").
+        kinds = [(m, "legacy") for m in self._each(
             r"\b(?:legacy|bios)(?:\s+(?:bios|boot|mode))+\b|\bboot\s+(?:in\s+)?(?:legacy|bios)\s+mode\b"
-        ):
-            self.spec.boot_type = "legacy"
-            self._mask(m.start(), m.end())
-        for m in self._each(r"\b(?:uefi|efi)(?:\s+(?:boot|mode))?\b"):
-            self.spec.boot_type = "efi"
+            r"|\b(?:legacy|csm)\s+boot\b|(?<![\w-])bios(?![\w-])(?!\s+(?:partition|grub))")]
+        kinds += [(m, "efi") for m in self._each(r"\b(?:uefi|efi)(?:\s+(?:boot|mode))?\b(?![\w-])")]
+        for m, kind in sorted(kinds, key=lambda k: k[0].start()):
+            before = self.work[max(0, m.start() - 25):m.start()].lower()
+            if not re.search(r"\b(?:instead\s+of|rather\s+than|not|no|without|from|replace|than)\s+(?:the\s+)?$", before):
+                self.spec.boot_type = kind
             self._mask(m.start(), m.end())
         for m in self._each(r"\b(?:boot\s*loader|bootloader)\b"):
             self._mask(m.start(), m.end())
@@ -260,8 +273,9 @@ class SystemPhrases(ParserState):
                     before,
                 )
             )
-            self.spec.secure_boot = not negated
-            self._mask(m.start(), m.end())
+            after = _OFF_AFTER.match(self.work, m.end())  # "secure boot turned off"
+            self.spec.secure_boot = not (negated or after)
+            self._mask(m.start(), after.end() if after else m.end())
 
 
 def _unquote(value: str) -> str:

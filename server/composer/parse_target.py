@@ -183,6 +183,17 @@ class TargetPhrases(ParserState):
                 )
             ]
             self.spec.arch = (preferred or sorted(found))[-1][1]
+            return
+        # A machine named instead ("a raspberry pi 5", "aws graviton"): its architecture, and what it needs.
+        for arch, info in self.caps.arch_info.items():
+            for machine, note in (info.get("hardware") or {}).items():
+                hits = self._each(NB + r"[\s-]*".join(map(re.escape, str(machine).split())) + NA)
+                if hits:
+                    m = hits[0]
+                    self.spec.arch = arch
+                    if note:
+                        self.spec.notes.append(f"{m.group(0)}: {note}")
+                    self._mask(m.start(), m.end())
 
     def _image_type(self) -> None:
         found: list[tuple[int, str]] = []

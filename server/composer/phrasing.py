@@ -47,6 +47,7 @@ STOPWORDS = {
     "yes", "ok", "okay", "thanks", "thank", "what", "which", "how", "why", "where", "who", "when", "does", "do",
     "did", "are", "was", "were", "has", "have", "had", "if", "with", "without", "via", "per", "about", "around",
     "kernel", "cmdline", "partition", "partitions", "disk", "size", "user", "users", "hostname", "name", "lts",
+    "least", "most", "minimum", "min", "maximum", "max", "approximately", "roughly",
 }  # fmt: skip
 
 

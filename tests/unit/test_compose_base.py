@@ -140,3 +140,12 @@ def test_add_ons_leave_with_the_package_they_extend():
     packages = swapped.data["systemConfig"]["packages"]
     assert "nginx" in packages and not {"httpd", "mod_ssl", "mod_http2"} & set(packages)
     assert any("add-ons" in c and "mod_ssl" in c for c in swapped.changes)
+
+
+def test_a_new_image_nobody_named_the_kind_of_is_a_raw_disk():
+    caps = load_capabilities()
+    request = "elxr 12 with htop"
+    iso, raw = _template("elxr12-x86_64-iso-installer-iso"), _template("elxr12-x86_64-cloud-vm-qcow2-raw")
+    candidates = [("elxr12-x86_64-iso-installer-iso", "", iso), ("elxr12-x86_64-cloud-vm-qcow2-raw", "", raw)]
+    assert choose_base(candidates, parse_request(request), caps, request)[0][0] == "elxr12-x86_64-cloud-vm-qcow2-raw"
+    assert compose(request, iso).data["target"]["imageType"] == "raw"

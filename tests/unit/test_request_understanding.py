@@ -205,3 +205,41 @@ def test_an_item_affirmed_after_a_removal_is_not_removed(text, kept):
 def test_selinux_asks_for_mandatory_access_control_not_the_whole_hardening_set():
     assert parse_request("enable selinux enforcing").add_groups == ["mac"]
     assert parse_request("disable selinux").remove_groups == ["mac"]
+
+
+@pytest.mark.parametrize(("text", "boot"), [
+    ("a debian image that boots with legacy bios instead of uefi", "legacy"),
+    ("switch from bios to uefi", "efi"),
+    ("debian with uefi boot", "efi"),
+    ("legacy boot please", "legacy"),
+])
+def test_the_boot_kind_named_last_wins_unless_it_is_the_one_replaced(text, boot):
+    assert parse_request(text).boot_type == boot
+
+
+def test_a_switch_named_off_after_it_is_off_and_its_words_are_not_misread():
+    spec = parse_request("ubuntu 26.04 with secure boot turned off and kernel option nomodeset")
+    assert spec.secure_boot is False
+    assert spec.kernel_cmdline_append == ["nomodeset"]
+    assert not spec.corrected and not spec.unparsed and not spec.add_packages  # "turned" is not "tuned"
+
+
+@pytest.mark.parametrize(("text", "note"), [
+    ("el10 for a raspberry pi 5 with podman", "UEFI firmware"),
+    ("azure linux 3 on aws graviton with cloud-init", None),
+])
+def test_a_machine_named_instead_of_an_architecture_sets_it(text, note):
+    spec = parse_request(text)
+    assert spec.arch == "aarch64"
+    assert (note is None and not spec.notes) or any(note in n for n in spec.notes)
+
+
+def test_a_list_of_partitions_each_with_its_size():
+    spec = parse_request("debian 13, 10G, partitions: /home 2G and /srv 3G, with rsync")
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [("/home", "2GiB"), ("/srv", "3GiB")]
+    assert spec.disk_size == "10GiB" and not spec.unparsed
+
+
+def test_bounds_on_a_size_are_read_as_the_size():
+    spec = parse_request("elxr 12 with at least 6 GB of disk and htop")
+    assert spec.disk_size == "6GiB" and not spec.unparsed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -417,8 +418,13 @@ def test_word_counts_of_many_new_rows_and_the_spelling_index_are_kept_out_of_the
     from image_composer_mcp.server.library import search as search_module
     from image_composer_mcp.server.library.query_analysis import SpellingIndex
 
+    def builds_done() -> None:  # the last of the threads building at once freezes what they all built
+        for thread in [t for t in threading.enumerate() if t.name == "spelling-index"]:
+            thread.join(10)
+
     searcher = library_engine.searcher
     library_engine.search("warm up")
+    builds_done()  # earlier tests' engines may still build theirs
     before = dict(searcher._df)
     build_ahead = SpellingIndex.build_ahead
     # The spelling index's own freeze (below) would freeze the counts too: first the counts alone.
@@ -448,6 +454,7 @@ def test_word_counts_of_many_new_rows_and_the_spelling_index_are_kept_out_of_the
         while spelling is not None and spelling._by_deletion is None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert spelling is not None and spelling._by_deletion is not None
+        builds_done()
         assert id(spelling._by_deletion) not in {id(o) for o in gc.get_objects()} and gc.isenabled()
         assert "read 'dokcer' as 'docker'" in library_engine.search("minimal edge image with dokcer").message
         assert {k: v for k, v in searcher._df.items() if v} == {k: v for k, v in before.items() if v}

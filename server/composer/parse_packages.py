@@ -252,7 +252,9 @@ class PackagePhrases(ParserState):
         ("wireguard" -> wireguard-tools). None when no real package fits."""
         if token in self.real:
             return token
-        family = [r for r in self.real if r.startswith(token + "-") and r.count("-") == token.count("-") + 1]
+        # One more word after a dash ("qemu-kvm"), not a versioned build ("intel-dlstreamer_2025.2.0").
+        family = [r for r in self.real if r.startswith(token + "-") and r.count("-") == token.count("-") + 1
+                  and r[len(token) + 1:].isalpha()]
         for suffix in load_request_words().package_name_suffixes:
             if token + "-" + suffix in family:
                 return token + "-" + suffix

@@ -167,6 +167,16 @@ class TargetPhrases(ParserState):
         stripped = rest.lstrip(" ")
         return stripped[:20]
 
+    def _vendor_stacks(self) -> None:
+        """A vendor whose drivers the archives do not carry ("nvidia gpu", "cuda"): said, not replaced."""
+        for vendor, stack in self.caps.vendor_stacks.items():
+            hits = [m for w in stack["words"] for m in self._each(NB + re.escape(w) + NA)]
+            if hits:
+                self.spec.notes.append(f"{vendor}: {stack['note']}")
+                self.vendor_instead_of.update(stack["instead_of"])
+                for m in hits:
+                    self._mask(m.start(), m.end())
+
     def _architecture(self) -> None:
         found: list[tuple[int, str]] = []
         for arch, info in self.caps.arch_info.items():

@@ -77,6 +77,7 @@ class ParserState:
         self.known = self.real | {a.lower() for a in caps.alias_names()}
         self.unsupported_target: str | None = None  # closest supported dist for an unsupported OS
         self.unsupported_arch = False
+        self.vendor_instead_of: set[str] = set()  # groups a named vendor's own stack stands in for
 
     def _mask(self, start: int, end: int) -> None:
         self.work = self.work[:start] + " " * (end - start) + self.work[end:]

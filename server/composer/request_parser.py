@@ -83,6 +83,7 @@ class _Parser(SystemPhrases, DiskPhrases, TargetPhrases, PackagePhrases):
         self._replacements()
         self._from_to()
         self._unsupported()
+        self._vendor_stacks()
         self._distribution()
         self._architecture()
         self._image_type()
@@ -95,7 +96,7 @@ class _Parser(SystemPhrases, DiskPhrases, TargetPhrases, PackagePhrases):
                      "kernel_cmdline_remove", "artifacts", "remove_artifacts", "use_cases", "unparsed", "notes"):  # fmt: skip
             setattr(spec, name, list(dict.fromkeys(getattr(spec, name))))
         # Asking to add and remove the same thing: the removal is the later, more specific wish.
-        spec.add_groups = [g for g in spec.add_groups if g not in spec.remove_groups]
+        spec.add_groups = [g for g in spec.add_groups if g not in spec.remove_groups and g not in self.vendor_instead_of]
         spec.add_packages = [p for p in spec.add_packages if p not in spec.remove_packages]
         spec.artifacts = [a for a in spec.artifacts if a not in spec.remove_artifacts]
         if not spec.os and not spec.dist and self.unsupported_target:

@@ -120,6 +120,9 @@ class Capabilities:
         # "headless" -> the groups it takes out (normalized phrases).
         self.absence_words: dict[str, tuple[str, ...]] = {
             normalize_phrase(str(w)): _tuple(g) for w, g in (raw.get("absence_words") or {}).items()}
+        self.vendor_stacks: dict[str, dict[str, Any]] = {
+            str(k): {"words": _tuple(v.get("words")), "instead_of": _tuple(v.get("instead_of")),
+                     "note": str(v.get("note") or "")} for k, v in (raw.get("vendor_stacks") or {}).items()}
         self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
         self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
         # The rules package_names.py applies beyond the equivalences (see `package_names` in the YAML).

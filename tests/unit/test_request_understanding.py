@@ -243,3 +243,16 @@ def test_a_list_of_partitions_each_with_its_size():
 def test_bounds_on_a_size_are_read_as_the_size():
     spec = parse_request("elxr 12 with at least 6 GB of disk and htop")
     assert spec.disk_size == "6GiB" and not spec.unparsed
+
+
+def test_a_vendor_stack_the_archives_lack_is_said_and_not_replaced_by_a_generic_one():
+    spec = parse_request("ubuntu 24.04 nvidia gpu compute node with cuda")
+    assert "graphics" not in spec.add_groups  # the Intel/Mesa media stack is no NVIDIA driver
+    assert any(n.startswith("nvidia:") and "repositories" in n for n in spec.notes)
+    assert "graphics" in parse_request("ubuntu with gpu media acceleration").add_groups
+
+
+def test_a_word_resolves_to_a_package_one_word_longer_never_to_a_versioned_build():
+    spec = parse_request("add intel", known_packages=["intel-dlstreamer_2025.2.0"])
+    assert spec.add_packages == []
+    assert parse_request("add zzq", known_packages=["zzq-agent"]).add_packages == ["zzq-agent"]

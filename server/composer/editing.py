@@ -251,8 +251,10 @@ class TemplateEdit:
             wanted = set(self.caps.aliases(name)) | {name}
             installed = template_packages(self.data)
             if not wanted & set(installed):
-                # A short name of an installed package ("timesyncd" for systemd-timesyncd), when only one fits.
-                fits = [p for p in installed if p.endswith("-" + name) or p.startswith(name + "-")]
+                # A short name of an installed package ("timesyncd" for systemd-timesyncd), when only one fits; never
+                # the kernel ("amd64" is no name for linux-image-amd64).
+                listed = [str(p) for p in self.system(create=False).get("packages") or []]
+                fits = [p for p in listed if p.endswith("-" + name) or p.startswith(name + "-")]
                 wanted |= set(fits) if len(fits) == 1 else set()
             removed = self.remove_packages(wanted)
             kernel = self.system(create=False).get("kernel")

@@ -131,6 +131,8 @@ def test_a_short_name_removes_the_one_installed_package_it_names():
     result = compose("ubuntu 26.04 with chrony instead of timesyncd", minimal)
     assert "systemd-timesyncd" not in result.data["systemConfig"]["packages"]
     assert "chrony" in result.data["systemConfig"]["packages"]
+    kernel = apply_instruction(minimal, "remove generic").data["systemConfig"]["kernel"]["packages"]
+    assert kernel == minimal["systemConfig"]["kernel"]["packages"]  # a short name never takes the kernel
 
 
 def test_add_ons_leave_with_the_package_they_extend():

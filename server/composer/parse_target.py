@@ -170,7 +170,9 @@ class TargetPhrases(ParserState):
     def _vendor_stacks(self) -> None:
         """A vendor whose drivers the archives do not carry ("nvidia gpu", "cuda"): said, not replaced."""
         for vendor, stack in self.caps.vendor_stacks.items():
-            hits = [m for w in stack["words"] for m in self._each(NB + re.escape(w) + NA)]
+            # The vendor's word with the hardware word it qualifies ("nvidia gpu", "nvidia driver").
+            hits = [m for w in stack["words"] for m in self._each(
+                NB + re.escape(w) + r"(?:\s+(?:gpus?|drivers?|cards?|toolkit|runtime))?" + NA)]
             if hits:
                 self.spec.notes.append(f"{vendor}: {stack['note']}")
                 self.vendor_instead_of.update(stack["instead_of"])

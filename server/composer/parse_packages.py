@@ -120,8 +120,7 @@ class PackagePhrases(ParserState):
                 token = tokens[i]
                 # "postgresql 15", "python 3.12": a version right after what was just added
                 adjacent = i and last_end == found[i - 1][2] and not clause[last_end:found[i][1]].strip()
-                just_added = self._added()[len(added):] if adjacent else []
-                added = self._added()
+                just_added, added = adjacent and self._added() != added, self._added()
                 if just_added and re.fullmatch(r"v?\d+(?:\.\d+)*", token):
                     self.spec.notes.append(
                         f"{tokens[i - 1]} {token}: version not pinned; a template names packages without versions "
@@ -234,8 +233,9 @@ class PackagePhrases(ParserState):
         listed = "," in before or (i > 0 and found[i - 1][0] == "and")
         return found[i][0] in self.real and listed and alone
 
-    def _added(self) -> list[str]:
-        return [*self.spec.add_packages, *self.spec.add_groups]
+    def _added(self) -> tuple[int, int]:
+        """How many packages and groups are asked for so far (a change: the last word added one)."""
+        return len(self.spec.add_packages), len(self.spec.add_groups)
 
     def _flush_run(self, run: list[str]) -> None:
         """One unknown word after "add" is a package name only when it is shaped like one ("libfoo-dev",

@@ -171,11 +171,11 @@ class TargetPhrases(ParserState):
         """A vendor whose drivers the archives do not carry ("nvidia gpu", "cuda"): said, not replaced."""
         for vendor, stack in self.caps.vendor_stacks.items():
             # The vendor's word with the hardware word it qualifies ("nvidia gpu", "nvidia driver").
-            hits = [m for w in stack["words"] for m in self._each(
+            hits = [m for w in stack.words for m in self._each(
                 NB + re.escape(w) + r"(?:\s+(?:gpus?|drivers?|cards?|toolkit|runtime))?" + NA)]
             if hits:
-                self.spec.notes.append(f"{vendor}: {stack['note']}")
-                self.vendor_instead_of.update(stack["instead_of"])
+                self.spec.notes.append(f"{vendor}: {stack.note}")
+                self.vendor_instead_of.update(stack.instead_of)
                 for m in hits:
                     self._mask(m.start(), m.end())
 

@@ -90,6 +90,15 @@ class Group:
 
 
 @dataclass(frozen=True)
+class VendorStack:
+    """A vendor whose drivers the archives lack: its words, the groups it is no stand-in for, what to say."""
+
+    words: tuple[str, ...]
+    instead_of: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True)
 class UseCase:
     id: str
     label: str
@@ -120,9 +129,9 @@ class Capabilities:
         # "headless" -> the groups it takes out (normalized phrases).
         self.absence_words: dict[str, tuple[str, ...]] = {
             normalize_phrase(str(w)): _tuple(g) for w, g in (raw.get("absence_words") or {}).items()}
-        self.vendor_stacks: dict[str, dict[str, Any]] = {
-            str(k): {"words": _tuple(v.get("words")), "instead_of": _tuple(v.get("instead_of")),
-                     "note": str(v.get("note") or "")} for k, v in (raw.get("vendor_stacks") or {}).items()}
+        self.vendor_stacks: dict[str, VendorStack] = {
+            str(k): VendorStack(_tuple(v.get("words")), _tuple(v.get("instead_of")), str(v.get("note") or ""))
+            for k, v in (raw.get("vendor_stacks") or {}).items()}
         self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
         self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
         # The rules package_names.py applies beyond the equivalences (see `package_names` in the YAML).
@@ -588,4 +597,4 @@ def load_capabilities() -> Capabilities:
     return Capabilities(load_mapping(text).data)
 
 
-__all__ = ["Capabilities", "Dist", "Family", "Group", "UseCase", "load_capabilities", "normalize_phrase"]
+__all__ = ["Capabilities", "Dist", "Family", "Group", "UseCase", "VendorStack", "load_capabilities", "normalize_phrase"]

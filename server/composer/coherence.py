@@ -15,11 +15,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..knowledge.loader import Capabilities
+from ..knowledge.shell_words import daemon_names, path_words, runs_any
 from ..knowledge.stems import service_spans, stems, unit_stem
 
 
-def drop_services(system: dict[str, Any], gone: set[str]) -> list[str]:
-    """Take units whose stem is in ``gone`` out of ``systemctl enable`` lines; a line left empty goes."""
+def drop_services(system: dict[str, Any], gone: set[str], names: frozenset[str] = frozenset()) -> list[str]:
+    """Take units whose stem is in ``gone``, or that are named as a removed package is (``names``:
+    dnf-automatic.timer), out of ``systemctl enable`` lines; a line left empty goes."""
     configs = system.get("configurations")
     if not isinstance(configs, list):
         return []
@@ -30,7 +32,7 @@ def drop_services(system: dict[str, Any], gone: set[str]) -> list[str]:
         if not isinstance(cmd, str):
             keep.append(entry)
             continue
-        spans = [s for s in service_spans(cmd) if unit_stem(s[2]) in gone]
+        spans = [s for s in service_spans(cmd) if unit_stem(s[2]) in gone or s[2].lower() in names]
         if not spans:
             keep.append(entry)
             continue
@@ -46,6 +48,28 @@ def drop_services(system: dict[str, Any], gone: set[str]) -> list[str]:
     system["configurations"] = keep
     if not keep:
         system.pop("configurations")
+    return dropped
+
+
+def drop_commands(system: dict[str, Any], gone: set[str], names: frozenset[str]) -> list[str]:
+    """Configuration commands that run a removed package's program (``firewall-offline-cmd`` once firewalld has
+    gone, ``ufw``) or write into its directories (``/etc/docker/daemon.json``): they would fail the build or
+    configure nothing, so each goes whole."""
+    configs = system.get("configurations")
+    if not isinstance(configs, list):
+        return []
+    dropped: list[str] = []
+    keep: list[Any] = []
+    for entry in configs:
+        cmd = entry.get("cmd") if isinstance(entry, dict) else None
+        if isinstance(cmd, str) and (runs_any(cmd, set(names), gone) or path_words(cmd) & gone):
+            dropped.append(cmd if len(cmd) <= 60 else cmd[:57] + "...")
+        else:
+            keep.append(entry)
+    if dropped:
+        system["configurations"] = keep
+        if not keep:
+            system.pop("configurations")
     return dropped
 
 
@@ -90,6 +114,11 @@ def gone_stems(removed: Iterable[str], installed: Iterable[str], caps: Capabilit
     return stems(removed, caps) - stems(installed, caps)
 
 
+def gone_names(removed: Iterable[str], installed: Iterable[str]) -> frozenset[str]:
+    """Removed packages' names, with their daemon spellings, that no installed package carries."""
+    return frozenset(daemon_names(removed) - daemon_names(installed))
+
+
 def orphaned_addons(removed: Iterable[str], installed: Iterable[str], caps: Capabilities) -> list[str]:
     """Installed add-ons (mod_ssl) of removed packages (httpd) when no package they extend is left."""
     left = set(installed)
@@ -113,5 +142,5 @@ def exclusive_drops(present: Iterable[str], asked: Iterable[str], caps: Capabili
     return out
 
 
-__all__ = ["drop_keywords", "drop_services", "drop_user_groups", "exclusive_drops", "gone_stems", "mounts_of",
-           "orphaned_addons"]
+__all__ = ["drop_commands", "drop_keywords", "drop_services", "drop_user_groups", "exclusive_drops", "gone_names",
+           "gone_stems", "mounts_of", "orphaned_addons"]

@@ -87,6 +87,8 @@ def compose(
         base = edit.data
         start_changes = [f"left out of the starting template (not asked for): {c.removeprefix('removed ')}"
                          for c in edit.changes if c.startswith("removed ")]
+        start_changes += [c.replace("also removed what the removed software needed", "left out with it")
+                          for c in edit.changes if c.startswith("also removed ")]
     data, changes, problems = _apply(base, spec, caps)
     changes = start_changes + changes
     if not spec.hostname:

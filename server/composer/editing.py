@@ -154,10 +154,12 @@ class TemplateEdit:
             self.changes.append(f"also removed add-ons of what left: {', '.join(addons)}")
             installed = [p for p in installed if p not in addons]
         gone = coherence.gone_stems(self.removed, installed, self.caps)
-        if not gone:
+        names = coherence.gone_names(self.removed, installed)
+        if not gone and not names:
             return
         system = self.system(create=False)
-        services = coherence.drop_services(system, gone) if system else []
+        services = coherence.drop_services(system, gone, names) if system else []
+        commands = coherence.drop_commands(system, gone, names) if system else []
         groups = coherence.drop_user_groups(system, gone) if system else []
         keywords = coherence.drop_keywords(self.data, gone)
         disk = self.disk()
@@ -165,6 +167,7 @@ class TemplateEdit:
             if disk is not None:
                 Layout(self, disk).remove(mount)
         parts = ([f"services {', '.join(services)}"] if services else []) + (
+            [f"commands {'; '.join(f'`{c}`' for c in commands)}"] if commands else []) + (
             [f"group memberships {', '.join(groups)}"] if groups else []) + (
             [f"keywords {', '.join(keywords)}"] if keywords else [])
         if parts:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
-from .loader import _tuple
+from .entries import as_tuple
 
 GLOSSARY_RESOURCE = "glossary.yaml"
 
@@ -37,13 +37,13 @@ class Glossary:
     def __init__(self, raw: Mapping[str, Any]):
         self.concepts: dict[str, Concept] = {}
         for cid, spec in (raw.get("concepts") or {}).items():
-            terms = _tuple(spec.get("terms"))
-            phrases = {glossary_words(p) for p in (*_tuple(spec.get("phrases")), *terms)}
+            terms = as_tuple(spec.get("terms"))
+            phrases = {glossary_words(p) for p in (*as_tuple(spec.get("phrases")), *terms)}
             self.concepts[cid] = Concept(cid, str(spec.get("label", cid)), terms,
                                          tuple(sorted(p for p in phrases if p)))
-        self.generic_package_parts: frozenset[str] = frozenset(_tuple(raw.get("generic_package_parts")))
+        self.generic_package_parts: frozenset[str] = frozenset(as_tuple(raw.get("generic_package_parts")))
         prefixes = [re.escape(p).replace(r"\*", "[a-z]+") + ("(?=[a-z]{3})" if p == "lib" else "")
-                    for p in _tuple(raw.get("package_namespaces"))]
+                    for p in as_tuple(raw.get("package_namespaces"))]
         # Matches the namespace prefix of a package name, if any (see package_namespaces in the YAML).
         self.package_namespace: re.Pattern[str] = re.compile("^(?:" + "|".join(prefixes) + ")" if prefixes else "^$")
         # Words of the plain-language phrases: ordinary English, never read as package stems.

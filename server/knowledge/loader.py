@@ -16,11 +16,23 @@ import functools
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
+from .entries import (
+    NOT_TARGET_KEYS,
+    Dist,
+    Family,
+    Group,
+    UseCase,
+    VendorStack,
+    as_tuple,
+    entry_names,
+    read_family,
+    read_group,
+)
+from .shell_words import path_words
 
 logger = logging.getLogger(__name__)
 
@@ -36,75 +48,6 @@ def normalize_phrase(text: str) -> str:
     return " ".join(re.sub(r"[-_]+", " ", text.lower()).split())
 
 
-@dataclass(frozen=True)
-class Dist:
-    id: str
-    family: str
-    label: str
-    release: str
-    codename: str | None
-    words: tuple[str, ...]
-    kernel_version: str | None
-    kernel_packages: Mapping[str, tuple[str, ...]]
-    search_words: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Family:
-    id: str  # the target.os value
-    label: str
-    pkg_type: str  # deb | rpm
-    default_dist: str
-    words: tuple[str, ...]
-    admin_group: str
-    dists: Mapping[str, Dist]
-    cmdline: str
-    bootloader_packages: Mapping[str, Mapping[str, tuple[str, ...]]]  # provider -> arch -> names
-    specific: tuple[re.Pattern[str], ...]
-    default_layout: str
-    search_words: tuple[str, ...] = ()
-    other_releases: Mapping[str, str] = field(default_factory=dict)  # codename -> release, not buildable here
-
-
-@dataclass(frozen=True)
-class Group:
-    id: str
-    description: str
-    triggers: tuple[str, ...]
-    packages: Mapping[str, tuple[str, ...]]
-    kernel_packages: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
-    cmdline_append: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    cmdline_tuning: tuple[str, ...] = ()  # kernel parameter names the group's templates set (left with it)
-    repositories: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
-    configurations: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
-    users: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
-    notes: Mapping[str, str] = field(default_factory=dict)
-    x86_only: bool = False
-    # Packages that belong to the group where a template has them, though adding the group does not install
-    # them (a ROS template's navigation stack, a desktop's display manager): regexes on the package name.
-    members: tuple[re.Pattern[str], ...] = ()
-    # Words of the configuration commands that set the group up ("kiosk", "graphical.target"): such a command
-    # leaves with the group even when it is not the group's own text.
-    configuration_words: tuple[str, ...] = ()
-    mounts: tuple[str, ...] = ()  # partitions that hold the group's data (a web server's /var/www)
-
-
-@dataclass(frozen=True)
-class VendorStack:
-    """A vendor whose drivers the archives lack: its words, the groups it is no stand-in for, what to say."""
-
-    words: tuple[str, ...]
-    instead_of: tuple[str, ...]
-    note: str
-
-
-@dataclass(frozen=True)
-class UseCase:
-    id: str
-    label: str
-    words: tuple[str, ...]
-
-
 class Capabilities:
     """Read-only view over ``capabilities.yaml``. Build with :func:`load_capabilities`."""
 
@@ -116,11 +59,11 @@ class Capabilities:
         self.mount_types: dict[str, str] = dict(raw.get("mount_types") or {})
         self.layouts: dict[str, dict[str, Any]] = dict(raw.get("layouts") or {})
         self.families: dict[str, Family] = {
-            fid: _family(fid, spec) for fid, spec in (raw.get("families") or {}).items()
+            fid: read_family(fid, spec) for fid, spec in (raw.get("families") or {}).items()
         }
         self.dists: dict[str, Dist] = {d.id: d for f in self.families.values() for d in f.dists.values()}
         self.groups: dict[str, Group] = {
-            gid: _group(gid, spec) for gid, spec in (raw.get("groups") or {}).items()
+            gid: read_group(gid, spec) for gid, spec in (raw.get("groups") or {}).items()
         }
         self.use_cases: dict[str, UseCase] = {
             uid: UseCase(uid, str(spec.get("label", uid)), tuple(str(w) for w in spec.get("words") or ()))
@@ -128,9 +71,9 @@ class Capabilities:
         }
         # "headless" -> the groups it takes out (normalized phrases).
         self.absence_words: dict[str, tuple[str, ...]] = {
-            normalize_phrase(str(w)): _tuple(g) for w, g in (raw.get("absence_words") or {}).items()}
+            normalize_phrase(str(w)): as_tuple(g) for w, g in (raw.get("absence_words") or {}).items()}
         self.vendor_stacks: dict[str, VendorStack] = {
-            str(k): VendorStack(_tuple(v.get("words")), _tuple(v.get("instead_of")), str(v.get("note") or ""))
+            str(k): VendorStack(as_tuple(v.get("words")), as_tuple(v.get("instead_of")), str(v.get("note") or ""))
             for k, v in (raw.get("vendor_stacks") or {}).items()}
         self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
         self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
@@ -140,7 +83,7 @@ class Capabilities:
         self._x86_only: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in raw.get("x86_only") or ())
         self._class_of: dict[str, int] = {}
         for index, entry in enumerate(self._equivalents):
-            for name in _entry_names(entry):
+            for name in entry_names(entry):
                 self._class_of.setdefault(name.lower(), index)
         unsupported = raw.get("unsupported") or {}
         self.unsupported_os: dict[str, dict[str, Any]] = {
@@ -150,14 +93,14 @@ class Capabilities:
             str(k).lower(): dict(v or {}) for k, v in (unsupported.get("arch") or {}).items()
         }
         self.exclusive: dict[str, tuple[str, ...]] = {
-            str(k): _tuple(v) for k, v in (raw.get("exclusive") or {}).items()
+            str(k): as_tuple(v) for k, v in (raw.get("exclusive") or {}).items()
         }
         self.addons: dict[str, tuple[re.Pattern[str], ...]] = {
-            str(k): tuple(re.compile(p) for p in _tuple(v)) for k, v in (raw.get("addons") or {}).items()}
+            str(k): tuple(re.compile(p) for p in as_tuple(v)) for k, v in (raw.get("addons") or {}).items()}
         self.base_groups: frozenset[str] = frozenset(str(g) for g in raw.get("base_groups") or ())
         self.system_groups: frozenset[str] = frozenset(str(g) for g in raw.get("system_groups") or ())
         self._base_system: dict[str, tuple[str, ...]] = {
-            str(k): _tuple(v) for k, v in (raw.get("base_system") or {}).items()
+            str(k): as_tuple(v) for k, v in (raw.get("base_system") or {}).items()
         }
         self._triggers: dict[str, str] = {}
         for group in self.groups.values():
@@ -220,7 +163,7 @@ class Capabilities:
 
     def arch_search_words(self, arch: str) -> tuple[str, ...]:
         """The single words that name an architecture in template search, in their written order."""
-        return _tuple(self.arch_info.get(arch, {}).get("search_words"))
+        return as_tuple(self.arch_info.get(arch, {}).get("search_words"))
 
     def root_type(self, arch: str) -> str:
         return str(self.arch_info.get(arch, {}).get("root_type", "linux-root-amd64"))
@@ -343,8 +286,8 @@ class Capabilities:
         spec = self.groups.get(group)
         if spec is None:
             return set()
-        return {w.lower() for w in (group, *spec.triggers, *(m.rstrip("/").rsplit("/", 1)[-1] for m in spec.mounts))
-                if " " not in w}
+        return {w.lower() for w in (group, *spec.triggers, *spec.account_words,
+                                    *(m.rstrip("/").rsplit("/", 1)[-1] for m in spec.mounts)) if " " not in w}
 
     def names_group(self, name: str, groups: Iterable[str]) -> bool:
         """Whether a host or user name names one of ``groups`` ("www01" a web server's, by its /var/www)."""
@@ -399,10 +342,12 @@ class Capabilities:
         return [n for n in names if n.lower() in universe or any(m.search(n.lower()) for m in spec.members)]
 
     def group_configuration(self, group: str, cmd: str) -> bool:
-        """Whether a configuration command sets the group up, by one of its configuration words."""
+        """Whether a configuration command sets the group up: one of its configuration words, or a path named for
+        the group (``/etc/kiosk/url``, ``/etc/sysctl.d/90-realtime.conf``)."""
         spec = self.groups.get(group)
         words = spec.configuration_words if spec else ()
-        return any(re.search(rf"(?<![\w.-]){re.escape(w)}(?![\w-])", cmd) for w in words)
+        return (any(re.search(rf"(?<![\w.-]){re.escape(w)}(?![\w-])", cmd) for w in words)
+                or bool(path_words(cmd) & self.group_words(group)))
 
     def group_package_universe(self, group: str) -> set[str]:
         """Every name the group uses in any family, with aliases (for removing a group)."""
@@ -428,7 +373,7 @@ class Capabilities:
         index = self._class_of.get(package.lower())
         if index is None:
             return {package}
-        return {package, *_entry_names(self._equivalents[index])}
+        return {package, *entry_names(self._equivalents[index])}
 
     def translate_package(self, package: str, os_or_dist: str) -> str | None:
         """The name this software has on the target (unchanged when unknown; None when it has no counterpart)."""
@@ -482,7 +427,7 @@ class Capabilities:
                 for plist in by_arch.values():
                     names.update(plist)
         for entry in self._equivalents:
-            names.update(str(n) for k, n in entry.items() if k not in _NOT_TARGET_KEYS and n)
+            names.update(str(n) for k, n in entry.items() if k not in NOT_TARGET_KEYS and n)
         for fam in self.families.values():
             names |= self.all_bootloader_packages(fam.id)
             for dist in fam.dists.values():
@@ -514,82 +459,6 @@ class Capabilities:
 
 
 # Keys of an `equivalents` entry that are not a distribution's name for the software.
-_NOT_TARGET_KEYS = ("aliases", "substitutes", "suggest")
-
-
-def _entry_names(entry: Mapping[str, Any]) -> set[str]:
-    """The names translation knows for an entry: its targets and aliases (``suggest`` is looser)."""
-    names = {str(v) for k, v in entry.items() if k not in _NOT_TARGET_KEYS and v}
-    names.update(str(a) for a in entry.get("aliases") or ())
-    return names
-
-
-def _tuple(values: Iterable[Any] | None) -> tuple[str, ...]:
-    return tuple(str(v) for v in values or ())
-
-
-def _family(fid: str, spec: Mapping[str, Any]) -> Family:
-    dists = {}
-    for did, dspec in (spec.get("dists") or {}).items():
-        kernel = dspec.get("kernel") or {}
-        dists[did] = Dist(
-            id=did,
-            family=fid,
-            label=str(dspec.get("label", did)),
-            release=str(dspec.get("release", "")),
-            codename=dspec.get("codename"),
-            words=_tuple(dspec.get("words")),
-            kernel_version=str(kernel["version"]) if kernel.get("version") else None,
-            kernel_packages={a: _tuple(v) for a, v in (kernel.get("packages") or {}).items()},
-            search_words=_tuple(dspec.get("search_words")),
-        )
-    return Family(
-        id=fid,
-        label=str(spec.get("label", fid)),
-        pkg_type=str(spec.get("pkg_type", "deb")),
-        default_dist=str(spec.get("default_dist") or next(iter(dists), "")),
-        words=_tuple(spec.get("words")),
-        admin_group=str(spec.get("admin_group", "wheel")),
-        dists=dists,
-        cmdline=str(spec.get("cmdline", "")),
-        bootloader_packages={
-            prov: {a: _tuple(v) for a, v in (by_arch or {}).items()}
-            for prov, by_arch in (spec.get("bootloader_packages") or {}).items()
-        },
-        specific=tuple(re.compile(p) for p in spec.get("specific") or ()),
-        default_layout=str(spec.get("default_layout", "minimal")),
-        search_words=_tuple(spec.get("search_words")),
-        other_releases={str(k).lower(): str(v) for k, v in (spec.get("other_releases") or {}).items()},
-    )
-
-
-def _group(gid: str, spec: Mapping[str, Any]) -> Group:
-    return Group(
-        id=gid,
-        description=str(spec.get("description", gid)),
-        triggers=_tuple(spec.get("triggers")),
-        packages={k: _tuple(v) for k, v in (spec.get("packages") or {}).items()},
-        kernel_packages={
-            k: {a: _tuple(n) for a, n in (by_arch or {}).items()}
-            for k, by_arch in (spec.get("kernel_packages") or {}).items()
-        },
-        cmdline_append={k: _tuple(v) for k, v in (spec.get("cmdline_append") or {}).items()},
-        cmdline_tuning=_tuple(spec.get("cmdline_tuning")),
-        repositories={
-            k: tuple(dict(r) for r in v or ()) for k, v in (spec.get("repositories") or {}).items()
-        },
-        configurations={
-            k: tuple(dict(c) for c in v or ()) for k, v in (spec.get("configurations") or {}).items()
-        },
-        users={k: tuple(dict(u) for u in v or ()) for k, v in (spec.get("users") or {}).items()},
-        notes={k: str(v) for k, v in (spec.get("notes") or {}).items()},
-        x86_only=bool(spec.get("x86_only", False)),
-        members=tuple(re.compile(m) for m in _tuple(spec.get("members"))),
-        configuration_words=_tuple(spec.get("configuration_words")),
-        mounts=_tuple(spec.get("mounts")),
-    )
-
-
 @functools.lru_cache(maxsize=1)
 def load_capabilities() -> Capabilities:
     """The bundled knowledge, parsed once (it is read-only data shipped with the package)."""

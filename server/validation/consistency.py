@@ -13,6 +13,7 @@ import functools
 from typing import Any
 
 from ..knowledge.loader import load_capabilities
+from ..knowledge.shell_words import daemon_names, runs_any
 from ..knowledge.stems import service_spans, stems, unit_stem
 from .context import Context
 
@@ -21,6 +22,20 @@ from .context import Context
 def _known_stems() -> frozenset[str]:
     caps = load_capabilities()
     return frozenset(stems(caps.known_packages() | caps.alias_names(), caps))
+
+
+@functools.lru_cache(maxsize=1)
+def _optional_names() -> frozenset[str]:
+    """Names of the software a capability adds (never the base system's tar or coreutils), with their daemon
+    spellings: a program or unit named so is that software's."""
+    caps = load_capabilities()
+    base = {n.lower() for fam in caps.families for n in caps.base_system(fam)}
+    return frozenset(daemon_names(n for g in caps.groups for n in caps.group_package_universe(g)) - base)
+
+
+def _installed_names(names: list[str]) -> set[str]:
+    caps = load_capabilities()
+    return daemon_names({a for n in names for a in caps.aliases(n)})
 
 
 def _list(value: Any) -> list[Any]:
@@ -44,6 +59,7 @@ def findings(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str
         names += [str(p) for p in kernel["packages"]]
     installed = stems(names, caps) | {n.lower() for n in names}
     known = _known_stems()
+    have = _installed_names(names)
     out: list[tuple[tuple[str | int, ...], str, str, str]] = []
     for i, entry in enumerate(_list(system.get("configurations"))):
         cmd = entry.get("cmd") if isinstance(entry, dict) else None
@@ -51,11 +67,17 @@ def findings(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str
             continue
         for _start, _end, unit in service_spans(cmd):
             stem = unit_stem(unit)
-            if stem in known and not _provided(stem, installed):
+            if (stem in known and not _provided(stem, installed)) or (
+                    unit.lower() in _optional_names() and not any(h.startswith(unit.lower()) for h in have)):
                 out.append((("systemConfig", "configurations", i, "cmd"),
                             f"enables {unit}, but no installed package provides it",
                             "consistency.service_without_package",
                             f"install the package that ships {unit}, or drop it from the command"))
+        for program in runs_any(cmd, set(_optional_names()) - have, set()):
+            out.append((("systemConfig", "configurations", i, "cmd"),
+                        f"runs {program}, but no installed package provides it: the build's command would fail",
+                        "consistency.program_without_package",
+                        f"install the package that ships {program}, or drop the command"))
     for i, user in enumerate(_list(system.get("users"))):
         if not isinstance(user, dict):
             continue

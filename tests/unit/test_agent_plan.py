@@ -36,6 +36,24 @@ def test_validator_warns_about_leftovers_of_removed_software():
     assert "docker" in enabled_services(doc)
 
 
+def test_validator_warns_about_a_program_or_timer_of_software_that_is_not_installed():
+    """firewall-offline-cmd without firewalld fails the build; dnf-automatic.timer's stem ``dnf`` is installed,
+    so only its whole name tells that its package is not. The library templates as shipped warn about neither."""
+    from image_composer_mcp.server.composer.output import dump_yaml
+    from tests.conftest import LIBRARY
+
+    text = (LIBRARY / "el10-x86_64-web-server-httpd-raw.yml").read_text()
+    assert not [w for w in validate_text(text).warnings if w.code.startswith("consistency.")]
+    doc = load_mapping(text).data
+    doc["systemConfig"]["packages"] = [p for p in doc["systemConfig"]["packages"]
+                                       if p not in ("firewalld", "dnf-automatic")]
+    messages = {w.message for w in validate_text(dump_yaml(doc)).warnings
+                if w.code in ("consistency.program_without_package", "consistency.service_without_package")}
+    assert any("runs firewall-offline-cmd" in m for m in messages), messages
+    assert any("enables dnf-automatic" in m for m in messages), messages
+    assert not any("chronyd" in m or "tar" in m for m in messages), messages
+
+
 # ---- the LLM plans, the composer executes -----------------------------------------------------------------
 class PlanningProvider:
     """A chat provider that implements only the structured call (as server/llm/chat.py providers do)."""

@@ -151,3 +151,47 @@ def test_a_new_image_nobody_named_the_kind_of_is_a_raw_disk():
     candidates = [("elxr12-x86_64-iso-installer-iso", "", iso), ("elxr12-x86_64-cloud-vm-qcow2-raw", "", raw)]
     assert choose_base(candidates, parse_request(request), caps, request)[0][0] == "elxr12-x86_64-cloud-vm-qcow2-raw"
     assert compose(request, iso).data["target"]["imageType"] == "raw"
+
+
+def _commands(data: dict) -> list[str]:
+    return [str(c.get("cmd")) for c in data["systemConfig"].get("configurations") or []]
+
+
+def test_leaving_software_out_takes_the_commands_that_run_or_configure_it():
+    """A command that runs a program of what left (firewall-offline-cmd), a unit named as a removed package
+    (dnf-automatic.timer, whose stem dnf stays installed) and a group's own set-up (SELinux's relabel) would fail the build or configure nothing: they leave with it, and the
+    answer says so."""
+    web = _template("el10-x86_64-web-server-httpd-raw")
+    result = compose("el10 minimal server with tmux", web,
+                     strip_groups=["web-server", "firewall", "mac", "updates"])
+    left = _commands(result.data)
+    assert not [c for c in left if "firewall-offline-cmd" in c or "autorelabel" in c or "dnf-automatic" in c], left
+    assert any(c.startswith("systemctl enable chronyd.service") for c in left), left  # chrony stays
+    assert any("firewall-offline-cmd" in c for c in result.changes), result.changes
+
+
+def test_leaving_ros_out_takes_its_environment_and_its_robot_account():
+    ros = _template("ubuntu24-x86_64-robotics-ros2-jazzy-raw")
+    result = compose("ubuntu 24.04 with python3 and git", ros, strip_groups=["ros2"])
+    left = _commands(result.data)
+    assert not [c for c in left if "ROS_" in c or "RMW_" in c or "/opt/ros" in c], left
+    assert not [u for u in result.data["systemConfig"].get("users") or [] if u.get("name") == "robot"]
+    assert any("user robot" in c for c in result.changes), result.changes
+
+
+def test_leaving_real_time_out_takes_its_sysctl_file():
+    rt = _template("debian13-x86_64-realtime-industrial-raw")
+    assert any("90-realtime.conf" in c for c in _commands(rt))
+    result = compose("debian server with postgresql", rt, strip_groups=["realtime"])
+    assert not [c for c in _commands(result.data) if "sched_rt_runtime_us" in c]
+
+
+def test_a_removed_package_takes_the_unit_named_as_it_is_even_when_its_stem_stays():
+    from image_composer_mcp.server.composer.compose import Edit
+
+    edit = Edit(_template("el10-x86_64-web-server-httpd-raw"), load_capabilities())
+    assert sorted(edit.remove_packages({"dnf-automatic", "firewalld"})) == ["dnf-automatic", "firewalld"]
+    edit.clean_up_after_removals()
+    left = _commands(edit.data)
+    assert "systemctl enable httpd.service chronyd.service" in left, left
+    assert not [c for c in left if "firewall-offline-cmd" in c], left

@@ -1,0 +1,163 @@
+"""The typed entries of the capability knowledge (``resources/capabilities.yaml``) and how each is read from its
+YAML mapping. server/knowledge/loader.py builds a :class:`~.loader.Capabilities` from them and answers
+questions over them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Dist:
+    id: str
+    family: str
+    label: str
+    release: str
+    codename: str | None
+    words: tuple[str, ...]
+    kernel_version: str | None
+    kernel_packages: Mapping[str, tuple[str, ...]]
+    search_words: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Family:
+    id: str  # the target.os value
+    label: str
+    pkg_type: str  # deb | rpm
+    default_dist: str
+    words: tuple[str, ...]
+    admin_group: str
+    dists: Mapping[str, Dist]
+    cmdline: str
+    bootloader_packages: Mapping[str, Mapping[str, tuple[str, ...]]]  # provider -> arch -> names
+    specific: tuple[re.Pattern[str], ...]
+    default_layout: str
+    search_words: tuple[str, ...] = ()
+    other_releases: Mapping[str, str] = field(default_factory=dict)  # codename -> release, not buildable here
+
+
+@dataclass(frozen=True)
+class Group:
+    id: str
+    description: str
+    triggers: tuple[str, ...]
+    packages: Mapping[str, tuple[str, ...]]
+    kernel_packages: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    cmdline_append: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    cmdline_tuning: tuple[str, ...] = ()  # kernel parameter names the group's templates set (left with it)
+    repositories: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
+    configurations: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
+    users: Mapping[str, tuple[dict, ...]] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
+    x86_only: bool = False
+    # Packages that belong to the group where a template has them, though adding the group does not install
+    # them (a ROS template's navigation stack, a desktop's display manager): regexes on the package name.
+    members: tuple[re.Pattern[str], ...] = ()
+    # Words of the configuration commands that set the group up ("kiosk", "graphical.target"): such a command
+    # leaves with the group even when it is not the group's own text.
+    configuration_words: tuple[str, ...] = ()
+    mounts: tuple[str, ...] = ()  # partitions that hold the group's data (a web server's /var/www)
+    # Words that, as a user or host name, name the group without being a request word for it ("robot" for ROS:
+    # a request for a robot arm needs no ROS, but a template's "robot" account is ROS's).
+    account_words: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VendorStack:
+    """A vendor whose drivers the archives lack: its words, the groups it is no stand-in for, what to say."""
+
+    words: tuple[str, ...]
+    instead_of: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True)
+class UseCase:
+    id: str
+    label: str
+    words: tuple[str, ...]
+
+
+NOT_TARGET_KEYS = ("aliases", "substitutes", "suggest")
+
+
+def entry_names(entry: Mapping[str, Any]) -> set[str]:
+    """The names translation knows for an entry: its targets and aliases (``suggest`` is looser)."""
+    names = {str(v) for k, v in entry.items() if k not in NOT_TARGET_KEYS and v}
+    names.update(str(a) for a in entry.get("aliases") or ())
+    return names
+
+
+def as_tuple(values: Iterable[Any] | None) -> tuple[str, ...]:
+    return tuple(str(v) for v in values or ())
+
+
+def read_family(fid: str, spec: Mapping[str, Any]) -> Family:
+    dists = {}
+    for did, dspec in (spec.get("dists") or {}).items():
+        kernel = dspec.get("kernel") or {}
+        dists[did] = Dist(
+            id=did,
+            family=fid,
+            label=str(dspec.get("label", did)),
+            release=str(dspec.get("release", "")),
+            codename=dspec.get("codename"),
+            words=as_tuple(dspec.get("words")),
+            kernel_version=str(kernel["version"]) if kernel.get("version") else None,
+            kernel_packages={a: as_tuple(v) for a, v in (kernel.get("packages") or {}).items()},
+            search_words=as_tuple(dspec.get("search_words")),
+        )
+    return Family(
+        id=fid,
+        label=str(spec.get("label", fid)),
+        pkg_type=str(spec.get("pkg_type", "deb")),
+        default_dist=str(spec.get("default_dist") or next(iter(dists), "")),
+        words=as_tuple(spec.get("words")),
+        admin_group=str(spec.get("admin_group", "wheel")),
+        dists=dists,
+        cmdline=str(spec.get("cmdline", "")),
+        bootloader_packages={
+            prov: {a: as_tuple(v) for a, v in (by_arch or {}).items()}
+            for prov, by_arch in (spec.get("bootloader_packages") or {}).items()
+        },
+        specific=tuple(re.compile(p) for p in spec.get("specific") or ()),
+        default_layout=str(spec.get("default_layout", "minimal")),
+        search_words=as_tuple(spec.get("search_words")),
+        other_releases={str(k).lower(): str(v) for k, v in (spec.get("other_releases") or {}).items()},
+    )
+
+
+def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
+    return Group(
+        id=gid,
+        description=str(spec.get("description", gid)),
+        triggers=as_tuple(spec.get("triggers")),
+        packages={k: as_tuple(v) for k, v in (spec.get("packages") or {}).items()},
+        kernel_packages={
+            k: {a: as_tuple(n) for a, n in (by_arch or {}).items()}
+            for k, by_arch in (spec.get("kernel_packages") or {}).items()
+        },
+        cmdline_append={k: as_tuple(v) for k, v in (spec.get("cmdline_append") or {}).items()},
+        cmdline_tuning=as_tuple(spec.get("cmdline_tuning")),
+        repositories={
+            k: tuple(dict(r) for r in v or ()) for k, v in (spec.get("repositories") or {}).items()
+        },
+        configurations={
+            k: tuple(dict(c) for c in v or ()) for k, v in (spec.get("configurations") or {}).items()
+        },
+        users={k: tuple(dict(u) for u in v or ()) for k, v in (spec.get("users") or {}).items()},
+        notes={k: str(v) for k, v in (spec.get("notes") or {}).items()},
+        x86_only=bool(spec.get("x86_only", False)),
+        members=tuple(re.compile(m) for m in as_tuple(spec.get("members"))),
+        configuration_words=as_tuple(spec.get("configuration_words")),
+        mounts=as_tuple(spec.get("mounts")),
+        account_words=as_tuple(spec.get("account_words")),
+    )
+
+
+__all__ = ["NOT_TARGET_KEYS", "Dist", "Family", "Group", "UseCase", "VendorStack", "as_tuple", "entry_names",
+           "read_family", "read_group"]

@@ -121,6 +121,9 @@ class PackagePhrases(ParserState):
                 # "postgresql 15", "python 3.12": a version right after what was just added
                 adjacent = i and last_end == found[i - 1][2] and not clause[last_end:found[i][1]].strip()
                 just_added, added = adjacent and self._added() != added, self._added()
+                if just_added and token in load_request_words().package_name_suffixes:
+                    i += 1  # "openvpn client", "samba server": what was just added, said again
+                    continue
                 if just_added and re.fullmatch(r"v?\d+(?:\.\d+)*", token):
                     self.spec.notes.append(
                         f"{tokens[i - 1]} {token}: version not pinned; a template names packages without versions "
@@ -201,6 +204,11 @@ class PackagePhrases(ParserState):
                 if matched:
                     last_end = found[i - 1][2]
                     continue
+                if token in load_request_words().everyday_names and not self._named_as_package(clause, found, i):
+                    ignored.add(i)  # "a digital signage screen": the word, not the package
+                    last_end = found[i][2]
+                    i += 1
+                    continue
                 verdict = self._classify(token, mode=mode, strength=strength)
                 if verdict == "unknown-strong":
                     run.append(token)
@@ -232,6 +240,13 @@ class PackagePhrases(ParserState):
         alone = i + 1 == len(found) or "," in after or (i + 1 < len(found) and found[i + 1][0] == "and")
         listed = "," in before or (i > 0 and found[i - 1][0] == "and")
         return found[i][0] in self.real and listed and alone
+
+    def _named_as_package(self, clause: str, found: list[tuple[str, int, int]], i: int) -> bool:
+        """A package name that is an everyday word names the package right after a verb that adds or removes
+        ("install screen", "with screen", "without screen") or standing alone in a list ("tmux, screen")."""
+        before = found[i - 1][0] if i else ""
+        return before in ADD_WORDS or before in REMOVE_WORDS or before in ("no", "without") or self._list_item(
+            clause, found, i)
 
     def _added(self) -> tuple[int, int]:
         """How many packages and groups are asked for so far (a change: the last word added one)."""

@@ -3,10 +3,10 @@ cannot be built (with the closest supported choice), and misspelt distribution o
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from ..knowledge.request_words import load_request_words
+from ..knowledge.typos import misspelling_of
 from .phrasing import ADD_WORDS, NA, NB, REMOVE_WORDS, STOPWORDS, ParserState, alternatives
 
 # (pattern, imageType) in reading order: when a request names several kinds, the last one named wins.
@@ -22,11 +22,8 @@ class TargetPhrases(ParserState):
     """The distribution, architecture and image type phrases of a request."""
 
     def _typos(self) -> None:
-        """Correct misspelt distribution, capability and package words ("ubunut", "dokcer").
-
-        A word is corrected only when it is unknown, at least five letters long, and one known word is
-        clearly the closest (difflib ratio >= 0.8 and the same first letter): a rule about spelling, not
-        a list of typos. Ordinary words stay as they are because they are far from every known name.
+        """Correct misspelt distribution, capability and package words ("ubunut", "dokcer"): the rule is
+        server/knowledge/typos.py's. Ordinary words stay as they are because they are far from every known name.
         """
         vocabulary = self._vocabulary()
         # Right to left, so that a correction of another length leaves earlier offsets valid.
@@ -35,11 +32,9 @@ class TargetPhrases(ParserState):
             if (word in vocabulary or word in STOPWORDS or word in ADD_WORDS or word in REMOVE_WORDS
                     or self._release_code(word)):
                 continue
-            close = [c for c in difflib.get_close_matches(word, vocabulary, n=2, cutoff=0.8) if c[0] == word[0]]
-            if not close or (len(close) > 1 and difflib.SequenceMatcher(None, word, close[1]).ratio()
-                             >= difflib.SequenceMatcher(None, word, close[0]).ratio()):
+            fixed = misspelling_of(word, vocabulary)
+            if fixed is None:
                 continue
-            fixed = close[0]
             self.spec.corrected.insert(0, f"{m.group(1)} -> {fixed}")
             self.work = self.work[: m.start()] + fixed + self.work[m.end():]
 

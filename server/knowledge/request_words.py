@@ -28,6 +28,7 @@ class RequestWords:
     mount_words: Mapping[str, str]  # word -> mount point
     bootloaders: Mapping[str, tuple[str, ...]]  # provider -> words
     package_name_suffixes: tuple[str, ...]
+    everyday_names: frozenset[str]  # package names that are everyday words: packages only where one is named
     kernel_package: re.Pattern[str]
     realtime_kernel: re.Pattern[str]
     name_slugs: Mapping[str, Mapping[str, str]]  # group -> family or "default" -> slug
@@ -59,6 +60,7 @@ def load_request_words() -> RequestWords:
         mount_words={str(k): str(v) for k, v in (raw.get("mount_words") or {}).items()},
         bootloaders={str(k): _words(v) for k, v in (raw.get("bootloaders") or {}).items()},
         package_name_suffixes=_words(raw.get("package_name_suffixes")),
+        everyday_names=frozenset(_words(raw.get("everyday_names"))),
         kernel_package=re.compile(str(raw.get("kernel_package_pattern") or r"^$")),
         realtime_kernel=re.compile(str(raw.get("realtime_kernel_pattern") or r"^$")),
         name_slugs={str(k): _slugs(v) for k, v in (raw.get("name_slugs") or {}).items()},

@@ -195,3 +195,13 @@ def test_a_removed_package_takes_the_unit_named_as_it_is_even_when_its_stem_stay
     left = _commands(edit.data)
     assert "systemctl enable httpd.service chronyd.service" in left, left
     assert not [c for c in left if "firewall-offline-cmd" in c], left
+
+
+def test_software_gets_the_name_it_has_on_the_target_or_is_said_to_be_missing_there():
+    base = _template("debian13-aarch64-minimal-base-raw")
+    nas = compose("debian 13 NAS with samba and nfs", base)
+    installed = nas.data["systemConfig"]["packages"]
+    assert "samba" in installed and "nfs-kernel-server" in installed and "nfs-utils" not in installed
+    ubuntu = compose("ubuntu 24.04 workstation with firefox", _template("ubuntu24-x86_64-desktop-workstation-raw"))
+    assert not [p for p in ubuntu.data["systemConfig"]["packages"] if p.startswith("firefox")]
+    assert any("firefox" in p for p in ubuntu.unhandled), ubuntu.unhandled

@@ -256,3 +256,34 @@ def test_a_word_resolves_to_a_package_one_word_longer_never_to_a_versioned_build
     spec = parse_request("add intel", known_packages=["intel-dlstreamer_2025.2.0"])
     assert spec.add_packages == []
     assert parse_request("add zzq", known_packages=["zzq-agent"]).add_packages == ["zzq-agent"]
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("elxr image with openvpn", "openvpn"),  # two edits from openvino: another name, not a slip
+    ("ubuntu for a PLC controller", "controller"),  # another form of "control", not a misspelling of it
+    ("debian compute node", "compute"),  # nor "compute" of "computer"
+])
+def test_a_word_is_read_as_another_only_for_a_slip_of_the_fingers(text, kept):
+    spec = parse_request(text, known_packages=["openvino"])
+    assert not [c for c in spec.corrected if c.startswith(kept + " ->")], spec.corrected
+
+
+@pytest.mark.parametrize(("text", "packages"), [
+    ("debian 13 NAS with samba and nfs", ["samba", "nfs"]),
+    ("el10 mail server with postfix, dovecot", ["postfix", "dovecot"]),
+    ("debian router with dnsmasq", ["dnsmasq"]),  # the daemon itself, not dnsmasq-base
+    ("elxr with openvpn client", ["openvpn"]),  # "client" says what openvpn is, no wish of its own
+])
+def test_server_software_named_by_its_word_is_a_package_without_an_index(text, packages):
+    spec = parse_request(text, known_packages=["dnsmasq-base", "nfs-utils"])
+    assert [p for p in spec.add_packages if p in packages] == packages and not spec.unparsed, spec
+
+
+@pytest.mark.parametrize(("text", "package", "wanted"), [
+    ("ubuntu for a digital signage screen", "screen", False),
+    ("debian 13 with tmux, screen and htop", "screen", True),
+    ("install screen on debian", "screen", True),
+    ("which distro has the smallest image", "which", False),
+])
+def test_a_package_named_by_an_everyday_word_only_where_a_package_is_named(text, package, wanted):
+    assert (package in parse_request(text).add_packages) is wanted

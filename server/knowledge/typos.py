@@ -1,0 +1,57 @@
+"""Whether an unknown word of a request is a misspelling of a known one, and of which.
+
+A rule about spelling, not a list of typos: the word is at least five letters long, one known word is clearly the
+closest (difflib ratio >= 0.8, the same first letter), and no farther than a slip of the fingers: one edit
+(insertion, deletion, substitution or swap of neighbours) for words of up to seven letters, two for longer ones.
+Another form of the same word is no misspelling ("controller" is not "control", "compute" not "computer"): it
+means something else, and is reported if nothing reads it, rather than read as what it is not.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection
+
+# Endings that make another word of the same stem (a doer, a past, an action), unlike a plural.
+_DERIVING = ("r", "er", "or", "ler", "ller", "ed", "d", "ing", "ion", "ation", "ment", "al", "ly")
+
+
+def edit_distance(a: str, b: str, limit: int = 3) -> int:
+    """Damerau (optimal string alignment) distance, or ``limit`` once it is certain to be at least that."""
+    if abs(len(a) - len(b)) >= limit:
+        return limit
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        if min(row) >= limit:
+            return limit
+        prev2, prev = prev, row
+    return min(prev[-1], limit)
+
+
+def derived_form(word: str, known: str) -> bool:
+    """``word`` and ``known`` are one stem with different endings ("controller"/"control", "compute"/"computer")."""
+    short, long_ = sorted((word, known), key=len)
+    return long_.startswith(short) and long_[len(short):] in _DERIVING
+
+
+def misspelling_of(word: str, vocabulary: Collection[str]) -> str | None:
+    """The known word ``word`` is a misspelling of, or None (see the module docstring)."""
+    if len(word) < 5 or word in vocabulary:
+        return None
+    close = [c for c in difflib.get_close_matches(word, vocabulary, n=2, cutoff=0.8) if c[0] == word[0]]
+    if not close or (len(close) > 1 and difflib.SequenceMatcher(None, word, close[1]).ratio()
+                     >= difflib.SequenceMatcher(None, word, close[0]).ratio()):
+        return None
+    best = close[0]
+    if derived_form(word, best) or edit_distance(word, best) > (1 if len(word) <= 7 else 2):
+        return None
+    return best
+
+
+__all__ = ["derived_form", "edit_distance", "misspelling_of"]

@@ -66,6 +66,10 @@ _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
 
 
+_PLATFORM_WORDS = {"for", "on", "under", "inside", "in"}  # "an image for qemu": where it runs
+_HOST_WORDS = {"host", "server", "hypervisor", "node", "machine"}  # "for kvm hosts": what it is
+
+
 class PackagePhrases(ParserState):
     """The package and capability group words of a request."""
 
@@ -181,6 +185,7 @@ class PackagePhrases(ParserState):
                         continue
                     if size == 1 and tokens[i] in self.real:
                         break
+                    group = self._as_platform(group, tokens, i, size)
                     if mode == "remove":
                         self.spec.remove_groups.append(group)
                     else:
@@ -240,6 +245,15 @@ class PackagePhrases(ParserState):
         alone = i + 1 == len(found) or "," in after or (i + 1 < len(found) and found[i + 1][0] == "and")
         listed = "," in before or (i > 0 and found[i - 1][0] == "and")
         return found[i][0] in self.real and listed and alone
+
+    def _as_platform(self, group: str, tokens: list[str], i: int, size: int) -> str:
+        """A group named right after "for"/"on"/"under" as where the image runs ("an image for qemu") means its
+        platform group (the guest agent), unless a host word follows ("for kvm hosts")."""
+        spec = self.caps.groups.get(group)
+        if spec is None or not spec.as_platform or not i or tokens[i - 1] not in _PLATFORM_WORDS:
+            return group
+        after = tokens[i + size] if i + size < len(tokens) else ""
+        return group if after.rstrip("s") in _HOST_WORDS else spec.as_platform
 
     def _named_as_package(self, clause: str, found: list[tuple[str, int, int]], i: int) -> bool:
         """A package name that is an everyday word names the package right after a verb that adds or removes

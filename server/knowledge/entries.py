@@ -64,6 +64,7 @@ class Group:
     # Words that, as a user or host name, name the group without being a request word for it ("robot" for ROS:
     # a request for a robot arm needs no ROS, but a template's "robot" account is ROS's).
     account_words: tuple[str, ...] = ()
+    as_platform: str | None = None  # the group a trigger means right after "for"/"on" (where the image runs)
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
         configuration_words=as_tuple(spec.get("configuration_words")),
         mounts=as_tuple(spec.get("mounts")),
         account_words=as_tuple(spec.get("account_words")),
+        as_platform=str(spec["as_platform"]) if spec.get("as_platform") else None,
     )
 
 

@@ -287,3 +287,19 @@ def test_server_software_named_by_its_word_is_a_package_without_an_index(text, p
 ])
 def test_a_package_named_by_an_everyday_word_only_where_a_package_is_named(text, package, wanted):
     assert (package in parse_request(text).add_packages) is wanted
+
+
+@pytest.mark.parametrize(("text", "group"), [
+    ("ubuntu vm image for qemu", "vm-guest"),  # where the image runs: its guest agent
+    ("el10 image that runs on kvm", "vm-guest"),
+    ("debian 13 kvm virtualization host", "virtualization"),  # what the image is
+    ("ubuntu server for kvm hosts", "virtualization"),
+    ("ubuntu 24.04 for vmware esxi", "vmware-guest"),
+])
+def test_a_hypervisor_named_as_where_the_image_runs_asks_for_its_guest_agent(text, group):
+    spec = parse_request(text)
+    assert group in spec.add_groups and not ({"virtualization", "vm-guest"} - {group}) & set(spec.add_groups), spec
+
+
+def test_nothing_else_asks_for_nothing_beyond_what_was_named():
+    assert parse_request("debian 13 with ssh and curl, nothing else").minimal

@@ -48,8 +48,12 @@ log = logging.getLogger(__name__)
 MAX_ROWS = 500_000  # ~200 MB of packed codes at 384 dimensions: past this LanceDB's index answers alone
 REFINE = VECTOR_INDEX_REFINE
 READ_BATCH = 8_192  # rows per Arrow batch while building: the build holds ~13 MB of floats, not the whole table
-QUERY_ZERO_POINT = 128
-# Added to a filtered-out row's score: below any real one (|score| <= dims x 127 x 128 < 2^23), no overflow.
+# The query in 7 bits (0..127 around 64): onnxruntime's u8 x s8 kernel on AVX2 without VNNI adds products in
+# pairs into 16 bits, which saturate past 32,767; full-range queries (0..255) did so, and the true nearest row
+# of a 42-row library fell out of the shortlist. 2 x 127 x 127 = 32,258 cannot saturate.
+QUERY_RANGE = 63
+QUERY_ZERO_POINT = 64
+# Added to a filtered-out row's score: below any real one (|score| <= dims x 127 x 64 < 2^23), no overflow.
 EXCLUDED = -(2**30)
 PATCH_MAX = 2_000  # changed rows searched exactly beside the codes before a build is cheaper (~0.2 ms of a query)
 CODES_FILE, ROWS_FILE = "quantized.npz", "quantized.f32"  # kept beside the table of a local index
@@ -108,7 +112,7 @@ class QuantizedMirror(FilterColumns):
         top = float(np.abs(weighted).max()) if len(weighted) else 0.0
         if count <= 0 or top == 0.0:
             return np.flatnonzero(keep)[:count] if keep is not None else np.arange(count)
-        query = (np.rint(weighted * (127.0 / top)) + QUERY_ZERO_POINT).astype(np.uint8)[None, :]
+        query = (np.rint(weighted * (QUERY_RANGE / top)) + QUERY_ZERO_POINT).astype(np.uint8)[None, :]
         bias = codes.no_bias if keep is None else np.where(keep, 0, EXCLUDED).astype(np.int32)[None, :]
         _values, (rows,) = codes.session.run(None, {"query": query, "bias": bias,
                                                     "count": np.array([count], dtype=np.int64)})

@@ -53,6 +53,25 @@ def clustered(tmp_path: Path, monkeypatch) -> tuple[object, np.ndarray, dict]:
     return table, vectors, _catalog([f"u{i:05d}" for i in range(len(vectors))])
 
 
+def test_the_nearest_row_stays_in_the_shortlist_where_16_bit_pair_sums_would_saturate(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    """Rows and queries of equal-magnitude coordinates put every code and query value at its range's end: a
+    full-range (0..255) query made onnxruntime's AVX2 u8 x s8 kernel saturate its 16-bit pair sums, and the
+    nearest row fell out of the shortlist."""
+    monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 10)
+    rng = np.random.default_rng(5)
+    signs = np.sign(rng.standard_normal((200, DIMS))).astype(np.float32)
+    vectors = signs / np.sqrt(DIMS)
+    table = _table(tmp_path, vectors)
+    mirror = build(table, _catalog([f"u{i:05d}" for i in range(len(vectors))]), DIMS, tmp_path, threads=1)
+    assert mirror is not None
+    for q in range(20):
+        query = vectors[q] * (1.0 if q % 2 else -1.0)
+        best = int(np.argmax(vectors @ query))
+        assert best in mirror.shortlist(query, None, 3).tolist(), q
+        assert mirror.nearest(query, None, 1)[0][0] == best
+
+
 def test_shortlist_finds_the_exact_neighbours_with_exact_cosines(clustered, tmp_path: Path) -> None:
     table, vectors, catalog = clustered
     mirror = build(table, catalog, DIMS, tmp_path, threads=1)

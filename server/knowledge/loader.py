@@ -308,8 +308,9 @@ class Capabilities:
         spec = self.groups.get(group)
         if spec is None:
             return []
-        names = {*spec.cmdline_tuning, *(p.split("=", 1)[0] for v in spec.cmdline_append.values() for p in v)}
-        return [w for w in cmdline.split() if w.split("=", 1)[0] in names]
+        # Its own parameters count only with its own values: selinux=0 is the opposite of the group's selinux=1.
+        own = {p for v in spec.cmdline_append.values() for p in v}
+        return [w for w in cmdline.split() if w.split("=", 1)[0] in spec.cmdline_tuning or w in own]
 
     def group_kernel_packages(self, group: str, os_or_dist: str, arch: str) -> list[str]:
         spec = self.groups.get(group)

@@ -40,6 +40,7 @@ def test_validator_warns_about_a_program_or_timer_of_software_that_is_not_instal
     """firewall-offline-cmd without firewalld fails the build; dnf-automatic.timer's stem ``dnf`` is installed,
     so only its whole name tells that its package is not. The library templates as shipped warn about neither."""
     from image_composer_mcp.server.composer.output import dump_yaml
+
     from tests.conftest import LIBRARY
 
     text = (LIBRARY / "el10-x86_64-web-server-httpd-raw.yml").read_text()

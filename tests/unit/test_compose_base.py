@@ -205,3 +205,13 @@ def test_software_gets_the_name_it_has_on_the_target_or_is_said_to_be_missing_th
     ubuntu = compose("ubuntu 24.04 workstation with firefox", _template("ubuntu24-x86_64-desktop-workstation-raw"))
     assert not [p for p in ubuntu.data["systemConfig"]["packages"] if p.startswith("firefox")]
     assert any("firefox" in p for p in ubuntu.unhandled), ubuntu.unhandled
+
+
+def test_a_parameter_that_turns_a_group_off_is_not_that_group():
+    """selinux=0 in a base template is the opposite of the mac group's selinux=1: neither baggage nor removed."""
+    caps = load_capabilities()
+    assert caps.group_tuning("mac", "console=ttyS0 selinux=0") == []
+    assert caps.group_tuning("mac", "console=ttyS0 selinux=1 enforcing=1") == ["selinux=1", "enforcing=1"]
+    assert caps.group_tuning("realtime", "isolcpus=2-3 quiet") == ["isolcpus=2-3"]  # tuning: any value
+    base = _template("el10-x86_64-minimal-base-raw")
+    assert "mac" not in baggage(base, parse_request("el10 mail server with postfix"), caps)

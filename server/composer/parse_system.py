@@ -51,7 +51,8 @@ class SystemPhrases(ParserState):
             self.spec.kernel_cmdline_append += _params(value)
             self._mask(m.start(), m.end())
         # "kernel option nomodeset", "boot flags quiet and splash": flags named after the word for them.
-        flag = r"[a-z][a-z0-9_.-]*(?:=[^\s,;'\"]+)?"
+        # A value keeps its own commas ("console=ttyS0,115200"); ", " separates flags.
+        flag = r"[a-z][a-z0-9_.-]*(?:=(?:[^\s,;'\"]|,(?=[^\s,;]))+)?"
         for m in self._each(rf"\b(?:kernel|boot)\s+(?:option|parameter|param|flag|arg|argument)s?\s+"
                             rf"({flag}(?:\s*(?:,|\band\b)\s*{flag})*)"):
             params = [p for p in _params(m.group(1)) if p.lower() not in STOPWORDS]

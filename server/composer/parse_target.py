@@ -4,7 +4,9 @@ cannot be built (with the closest supported choice), and misspelt distribution o
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
+from ..knowledge.entries import Dist
 from ..knowledge.request_words import load_request_words
 from ..knowledge.typos import misspelling_of
 from .phrasing import ADD_WORDS, NA, NB, REMOVE_WORDS, STOPWORDS, ParserState, alternatives
@@ -16,6 +18,19 @@ _IMAGE_TYPES = [(rf"\b(?:{alternatives(words)})\b", kind) for kind, words in loa
 def _code_letters(dist: str) -> str:
     """The letters of a distribution code, before its release number ("el" of el10, "ubuntu" of ubuntu24)."""
     return re.sub(r"\d+$", "", dist)
+
+
+def _release_number(text: str) -> float | None:
+    m = re.match(r"\D*(\d+(?:\.\d+)?)", text)
+    return float(m.group(1)) if m else None
+
+
+def _by_nearness(dists: Iterable[Dist], release: str) -> list[str]:
+    """Supported releases of a family, nearest by release number to one that cannot be built first (Ubuntu 22.04:
+    24.04 before 26.04), the newer first on a tie."""
+    wanted = _release_number(release)
+    known = [(d.id, _release_number(d.release or d.id)) for d in dists]
+    return [d for d, _n in sorted(known, key=lambda k: (abs((k[1] or 0.0) - (wanted or 0.0)), -(k[1] or 0.0)))]
 
 
 class TargetPhrases(ParserState):
@@ -118,9 +133,13 @@ class TargetPhrases(ParserState):
             if same:
                 found[n] = (pos, fam_id, same[0])  # "rocky 10", "azure linux 3": the release is supported
             else:
+                nearest = _by_nearness(info.dists.values(), number)
+                found[n] = (pos, fam_id, nearest[0])
+                if any(u.startswith(f"{info.label} {number} ") for u in self.spec.unsupported):
+                    continue  # "debian 12 bookworm": said once, by its codename
                 self.spec.unsupported.append(
-                    f"{info.label} {number}: release not supported; closest supported: "
-                    f"{', '.join(dict.fromkeys([info.default_dist, *info.dists]))}")
+                    f"{info.label} {number}: release not supported; closest supported: {', '.join(nearest)} "
+                    f"(using {nearest[0]})")
         preferred = [
             f
             for f in found
@@ -143,16 +162,16 @@ class TargetPhrases(ParserState):
         releases, and names its family (position, family, no dist)."""
         found: list[tuple[int, str, str]] = []
         for family in self.caps.families.values():
-            closest = ", ".join(dict.fromkeys([family.default_dist, *family.dists]))
             named = [(m, release) for codename, release in family.other_releases.items()
                      for m in self._each(NB + re.escape(codename) + NA)]
             for prefix in {_code_letters(d) for d in family.dists} - {""}:
                 named += [(m, m.group(1)) for m in self._each(NB + re.escape(prefix) + r"(\d+)" + NA)
                           if m.group(0).lower() not in family.dists]
             for m, release in named:
+                nearest = _by_nearness(family.dists.values(), release)
                 self.spec.unsupported.append(f"{family.label} {release} ({m.group(0)}): release not supported; "
-                                             f"closest supported: {closest}")
-                found.append((m.start(), family.id, ""))
+                                             f"closest supported: {', '.join(nearest)} (using {nearest[0]})")
+                found.append((m.start(), family.id, nearest[0]))
                 self._mask(m.start(), m.end())
         return found
 

@@ -46,18 +46,22 @@ def test_unsupported_targets_are_flagged_with_the_closest_choice(text, dist, arc
         assert spec.arch == arch
 
 
-@pytest.mark.parametrize(("text", "family", "flag"), [
-    ("RHEL-compatible el9 web server with httpd", "redhat-compatible-distro", "9 (el9)"),
-    ("debian bookworm box with postgresql", "debian", "Debian 12 (bookworm)"),
-    ("jammy image with docker", "ubuntu", "Ubuntu 22.04 (jammy)"),
-    ("azl2 container host", "azure-linux", "Azure Linux 2 (azl2)"),
-    ("ubuntu22 minimal image", "ubuntu", "(ubuntu22)"),
+@pytest.mark.parametrize(("text", "family", "flag", "dist"), [
+    ("RHEL-compatible el9 web server with httpd", "redhat-compatible-distro", "9 (el9)", "el10"),
+    ("debian bookworm box with postgresql", "debian", "Debian 12 (bookworm)", "debian13"),
+    ("jammy image with docker", "ubuntu", "Ubuntu 22.04 (jammy)", "ubuntu24"),
+    ("azl2 container host", "azure-linux", "Azure Linux 2 (azl2)", "azl3"),
+    ("ubuntu22 minimal image", "ubuntu", "(ubuntu22)", "ubuntu24"),
+    ("ubuntu 22.04 with docker", "ubuntu", "Ubuntu 22.04", "ubuntu24"),  # the nearest, not the newest (26.04)
+    ("debian 12 bookworm server", "debian", "Debian 12 (bookworm)", "debian13"),
 ])
-def test_a_release_that_cannot_be_built_named_by_codename_or_code_is_flagged_and_names_its_family(text, family,
-                                                                                                  flag):
+def test_a_release_that_cannot_be_built_is_flagged_once_and_the_nearest_supported_one_is_used(text, family, flag,
+                                                                                              dist):
     spec = parse_request(text)
-    assert spec.os == family and spec.dist is None and not spec.corrected
-    assert any(flag in u and "release not supported; closest supported" in u for u in spec.unsupported), spec.unsupported
+    assert spec.os == family and spec.dist == dist and not spec.corrected
+    assert [u for u in spec.unsupported if flag in u and "release not supported; closest supported" in u
+            and f"(using {dist})" in u], spec.unsupported
+    assert len(spec.unsupported) == 1, spec.unsupported
 
 
 @pytest.mark.parametrize(("text", "dist"), [("ubuntu24 image", "ubuntu24"), ("debian13 kiosk", "debian13"),
@@ -303,3 +307,11 @@ def test_a_hypervisor_named_as_where_the_image_runs_asks_for_its_guest_agent(tex
 
 def test_nothing_else_asks_for_nothing_beyond_what_was_named():
     assert parse_request("debian 13 with ssh and curl, nothing else").minimal
+
+
+@pytest.mark.parametrize(("text", "params"), [
+    ("debian 13 with kernel parameter console=ttyS0,115200", ["console=ttyS0,115200"]),
+    ("kernel parameters quiet, console=ttyS0,115200 and nomodeset", ["quiet", "console=ttyS0,115200", "nomodeset"]),
+])
+def test_a_kernel_parameter_keeps_the_commas_of_its_value(text, params):
+    assert parse_request(text).kernel_cmdline_append == params

@@ -45,9 +45,7 @@ def drop_services(system: dict[str, Any], gone: set[str], names: frozenset[str] 
             new = re.sub(r"systemctl\s+(?:--\S+\s+)*enable\s*(?:&&|;)?\s*", "", new).strip(" ;&")
         if new:
             keep.append({**entry, "cmd": new})
-    system["configurations"] = keep
-    if not keep:
-        system.pop("configurations")
+    _store_configurations(system, keep)
     return dropped
 
 
@@ -62,15 +60,21 @@ def drop_commands(system: dict[str, Any], gone: set[str], names: frozenset[str])
     keep: list[Any] = []
     for entry in configs:
         cmd = entry.get("cmd") if isinstance(entry, dict) else None
-        if isinstance(cmd, str) and (runs_any(cmd, set(names), gone) or path_words(cmd) & gone):
+        if isinstance(cmd, str) and (runs_any(cmd, names, gone) or path_words(cmd) & gone):
             dropped.append(cmd if len(cmd) <= 60 else cmd[:57] + "...")
         else:
             keep.append(entry)
     if dropped:
-        system["configurations"] = keep
-        if not keep:
-            system.pop("configurations")
+        _store_configurations(system, keep)
     return dropped
+
+
+def _store_configurations(system: dict[str, Any], keep: list[Any]) -> None:
+    """The commands left, or no ``configurations`` key when none is (an empty list is no command)."""
+    if keep:
+        system["configurations"] = keep
+    else:
+        system.pop("configurations", None)
 
 
 def drop_user_groups(system: dict[str, Any], gone: set[str]) -> list[str]:

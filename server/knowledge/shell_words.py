@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 _SEGMENT = re.compile(r"&&|\|\||[;|]")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
@@ -48,7 +49,7 @@ def daemon_names(packages: Iterable[str]) -> set[str]:
     return out
 
 
-def runs_any(cmd: str, names: set[str], stems_: set[str]) -> list[str]:
+def runs_any(cmd: str, names: AbstractSet[str], stems_: AbstractSet[str]) -> list[str]:
     """The programs of ``cmd`` that belong to ``names`` (package names with their daemon spellings) or whose
     first word is one of ``stems_`` (``firewall-offline-cmd`` is firewalld's, ``ufw`` ufw's)."""
     hits: list[str] = []

@@ -60,6 +60,7 @@ def findings(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str
     installed = stems(names, caps) | {n.lower() for n in names}
     known = _known_stems()
     have = _installed_names(names)
+    missing = _optional_names() - have  # software whose programs a command may not run
     out: list[tuple[tuple[str | int, ...], str, str, str]] = []
     for i, entry in enumerate(_list(system.get("configurations"))):
         cmd = entry.get("cmd") if isinstance(entry, dict) else None
@@ -73,7 +74,7 @@ def findings(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str, str
                             f"enables {unit}, but no installed package provides it",
                             "consistency.service_without_package",
                             f"install the package that ships {unit}, or drop it from the command"))
-        for program in runs_any(cmd, set(_optional_names()) - have, set()):
+        for program in runs_any(cmd, missing, frozenset()):
             out.append((("systemConfig", "configurations", i, "cmd"),
                         f"runs {program}, but no installed package provides it: the build's command would fail",
                         "consistency.program_without_package",

@@ -184,7 +184,8 @@ def full_sync(roots: list[Path], vectors_by_text: dict[str, np.ndarray], model_i
 
 def leave_mirror(roots: list[Path], cache_dir: Path, first_query: str) -> dict[str, Any]:
     """What a server that ran before leaves for the next start: one search, then its background work (the
-    mirror on disk below the IVF switch point, server/library/snapshot.py). In a process of its own."""
+    mirror on disk below the IVF switch point, server/library/snapshot.py; above it the vector leg's 8-bit
+    codes and the full-text leg's postings beside the table). In a process of its own."""
     return engine_process(roots, cache_dir, first_query, [], None, prime=True)
 
 

@@ -364,8 +364,9 @@ def _beside_baseline(results: dict[str, Any]) -> list[str]:
             "under the latency table) can differ by more than the interval's width.", "",
             "Warm start means a server ran on this cache before. Below the IVF switch point it left the mirror of "
             "its index on disk (`server/library/snapshot.py`), which answers the next start's searches without "
-            "importing LanceDB; the bench makes that mirror with one server start and one search before timing "
-            "(`bench/inproc.py` `leave_mirror`), and times a start without it on its own row.", ""]
+            "importing LanceDB; above it, the vector leg's 8-bit codes and the full-text leg's postings beside the "
+            "table. The bench leaves them with one server start, one search and its background work before timing "
+            "any size (`bench/inproc.py` `leave_mirror`), and times a start without the mirror on its own row.", ""]
     during = [(label, _get(speed, label, "inproc")) for label in labels]
     notes = [f"{int(label):,} templates: {e['background_s']:.2f} s, {e['searches_during_background']} searches "
              f"meanwhile, p95 {_f(_get(e, 'latency_during_background', 'p95_ms'), 1, ' ms')}"

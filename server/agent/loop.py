@@ -330,7 +330,7 @@ class Agent:
         strip = strip_plan(name, base, spec, request, caps)
         result = composer.compose(request, base, base_file=name, spec=copy.deepcopy(spec), strip_groups=strip)
         report = validate_text(result.yaml)
-        notes = [f"not understood: {u}" for u in result.unhandled]
+        notes = result.notes()
         return Draft(result.yaml, report, "offline", 1, notes, result.changes)
 
     async def _llm_generate(self, provider: ChatProvider, request: str, constraints: dict[str, str | None],

@@ -308,8 +308,7 @@ class Refiner:
         result = await anyio.to_thread.run_sync(
             lambda: composer.apply_instruction(data, instruction, spec=copy.deepcopy(spec)))
         report = await anyio.to_thread.run_sync(validate_text, result.yaml)
-        offline = Draft(result.yaml, report, "offline", 1, [f"not understood: {u}" for u in result.unhandled],
-                        result.changes)
+        offline = Draft(result.yaml, report, "offline", 1, result.notes(), result.changes)
         return offline, bool(result.changes and not result.unhandled and report.valid)
 
     async def _planned_edit(self, provider: ChatProvider, instruction: str, data: dict, spec: RequestSpec,
@@ -332,7 +331,7 @@ class Refiner:
         if not report.valid and offline.report.valid:
             offline.notes.append(f"{provider.name}'s edit plan gave an invalid template; kept the offline edit")
             return offline
-        notes = [f"not understood: {u}" for u in result.unhandled if u not in {p for t in taken for p in t.split()}]
+        notes = result.notes(skip={p for t in taken for p in t.split()})
         return Draft(result.yaml, report, f"{provider.name}+composer", 1,
                       [*notes, f"from {provider.name}'s plan: {', '.join(taken)}"], result.changes)
 

@@ -36,7 +36,14 @@ class ComposeResult:
     yaml: str
     changes: list[str]
     spec: RequestSpec
-    unhandled: list[str] = field(default_factory=list)
+    unhandled: list[str] = field(default_factory=list)  # every wish left undone: words unread, then problems
+    problems: list[str] = field(default_factory=list)  # of those, the wishes read but not applicable here
+
+    def notes(self, skip: set[str] | frozenset[str] = frozenset()) -> list[str]:
+        """One line per wish left undone (``skip``: ones another reading took): a word nothing read is "not
+        understood", a wish read but impossible on this target is "not applied" (it was understood)."""
+        return [f"{'not applied' if u in self.problems else 'not understood'}: {u}" for u in self.unhandled
+                if u not in skip]
 
 
 # --------------------------------------------------------------------------- public API
@@ -103,7 +110,7 @@ def compose(
     if base_file:
         changes.insert(0, f"started from {base_file}")
     _name_and_describe(data, spec, request, caps, changes)
-    return ComposeResult(data, dump_yaml(data), changes, spec, [*spec.unparsed, *problems])
+    return ComposeResult(data, dump_yaml(data), changes, spec, [*spec.unparsed, *problems], problems)
 
 
 def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None = None,
@@ -122,7 +129,7 @@ def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None 
     unhandled = [*spec.unparsed, *problems]
     if spec.is_empty() and not unhandled:
         unhandled.append(f"could not find an edit in: {instruction!r}")
-    return ComposeResult(new, dump_yaml(new), changes, spec, unhandled)
+    return ComposeResult(new, dump_yaml(new), changes, spec, unhandled, problems)
 
 
 def apply_spec(data: dict, spec: RequestSpec) -> tuple[dict, list[str]]:
@@ -153,7 +160,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.switch_image_type(spec)
         self.remove_groups(spec.remove_groups)
         self.remove_named_packages(spec.remove_packages)
-        self.add_groups(spec.add_groups)
+        self.add_groups(spec.add_groups, spec.group_modes)
         self.add_named_packages(spec.add_packages)
         self.one_per_role()
         self.kernel_edits(spec)

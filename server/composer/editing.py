@@ -271,9 +271,10 @@ class TemplateEdit:
             else:
                 self.changes.append(f"nothing to remove: {name} is not in the package list")
 
-    def add_groups(self, groups: list[str]) -> None:
+    def add_groups(self, groups: list[str], modes: dict[str, str] | None = None) -> None:
         caps = self.caps
         where = self.dist or self.family
+        modes = modes or {}
         for group in groups:
             if not where:
                 self.problems.append(f"cannot add {group}: the template has no target.os/dist")
@@ -297,7 +298,8 @@ class TemplateEdit:
                     old_in_list = self.remove_packages(set(old) | set(caps.kernel_packages(where, self.arch)))
                     if old_in_list:
                         extra.append(f"replaced {', '.join(old_in_list)} in packages")
-            for param in caps.group_cmdline(group, where):
+            mode = modes.get(group)
+            for param in caps.group_cmdline(group, where, mode):
                 if self._append_cmdline(param):
                     extra.append(f"kernel parameter {param}")
             for repo in caps.group_repositories(group, where):
@@ -322,6 +324,18 @@ class TemplateEdit:
             note = caps.group_note(group, where)
             if note:
                 self.changes.append(f"note: {note}")
+            if mode:
+                self._report_mode(group, mode, where)
+
+    def _report_mode(self, group: str, mode: str, where: str) -> None:
+        """Say the mode was applied, or why it was not (a mode with nothing to set on this target)."""
+        note = self.caps.mode_note(group, mode, where)
+        if note:
+            self.problems.append(f"{group} {mode}: {note}")
+        elif self.caps.group_cmdline(group, where, mode) != self.caps.group_cmdline(group, where):
+            self.changes.append(f"{group} runs {mode}")
+        else:
+            self.problems.append(f"{group} {mode}: this target has no setting for it")
 
     def _add_repo(self, repo: dict) -> bool:
         repos = self.data.setdefault("packageRepositories", [])

@@ -17,6 +17,9 @@ _WORDS = load_request_words()
 
 _FS = rf"({alternatives(_WORDS.filesystems)})"
 _MOUNT = rf"(/[\w./-]*|{alternatives(_WORDS.mount_words)})"
+# A mount point with no "partition" beside it: a path ("/boot", "/", not "/64GB"), or a word that names a place
+# in the filesystem by itself ("root", "boot"; see hierarchy_mounts).
+_PLACE = rf"(/(?:[a-z_][\w./-]*)?|(?:{alternatives(_WORDS.hierarchy_mounts)})\b)"
 # "a data partition", "a data disk partition", "a data volume": the noun of a partition, with a filler noun.
 _PARTITION = r"(?:(?:disk|drive|storage)\s+)?(?:partition|volume)"
 
@@ -52,11 +55,17 @@ class DiskPhrases(ParserState):
                 {"action": "resize", "mountPoint": _mount(g[0]), "size": size, "fsType": _fs(fs)}
             )
             self._mask(m.start(), m.end())
+        own = r"(?:its\s+own|a\s+separate|a\s+dedicated|a\s+distinct)"
         for m in self._each(
-            rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:its\s+own|a\s+separate|a\s+dedicated|an?)\s+(?:{_SIZE}\s+)?"
+            rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:{own[3:-1]}|an?)\s+(?:{_SIZE}\s+)?"
+            rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
+            # no verb: "/var on its own 20 GB partition", "home in a separate partition of 50G"
+            rf"|\b{_MOUNT}\s+(?:on|in|gets?|has|with)\s+{own}\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
         ):
             g = m.groups()
+            if g[0] is None:  # the second form, without a verb
+                g = g[6:]
             size = _size(g[1], g[2]) if g[1] else _size(g[4], g[5]) if g[4] else None
             spec.partitions.append(
                 {
@@ -81,7 +90,8 @@ class DiskPhrases(ParserState):
             rf"(?:{_SIZE}\s+)?(?:{_FS}\s+)?(?:separate\s+|dedicated\s+|new\s+|extra\s+|additional\s+|own\s+|its\s+own\s+)?"
             rf"(?:{_FS}\s+)?{_MOUNT}\s+{_PARTITION}(?!\s+table)"
             rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
-            rf"(?:\s+(?:formatted\s+)?(?:as|with|using|in)\s+{_FS})?",
+            rf"(?:\s+(?:formatted\s+)?(?:as|with|using|in)\s+{_FS})?"
+            rf"(?:\s+mounted\s+(?:at|on|as)\s+(/[\w./-]*))?",  # "a data partition mounted at /srv/data"
             rf"\bpartition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)(?:\s+(?:of|with|sized?)\s+{_SIZE})?",
             rf"\b{_SIZE}\s+(?:of\s+)?swap\b",
             rf"\bswap\s+(?:space\s+)?(?:of\s+)?{_SIZE}",
@@ -92,7 +102,7 @@ class DiskPhrases(ParserState):
                 if index == 0:
                     size = _size(g[0], g[1]) if g[0] else _size(g[5], g[6]) if g[5] else None
                     fs = g[2] or g[3] or g[7]
-                    mount = _mount(g[4])
+                    mount = _mount(g[8] or g[4])
                 elif index == 1:
                     mount, size, fs = _mount(g[0]), _size(g[1], g[2]) if g[1] else None, None
                 else:
@@ -115,6 +125,19 @@ class DiskPhrases(ParserState):
                 purpose = re.match(r"\s+for\s+(?:the\s+|my\s+|our\s+|its\s+)?[a-z][\w-]*(?:\s+(?:data|files|storage))?",
                                    self.work[m.end():], re.I)
                 self._mask(m.start(), m.end() + (purpose.end() if purpose else 0))
+        # "a 500MB /boot and 8G for /", "2 GB boot, 10 GB root", "/var 20G": a size beside a mount point, with
+        # no "partition": a partition of that size there (the root one is fixed at it). After the forms with
+        # "partition", which say more (what is separate, its filesystem).
+        for m in self._each(
+            rf"{_SIZE}\s+(?:{_FS}\s+)?(?:for|of|on|at)?\s*(?:the\s+)?{_PLACE}(?![\w/])"
+            rf"(?:\s+(?:partition|filesystem|file\s+system|fs|volume|mount)\b)?"
+            rf"|(?<![\w/])(/(?:[a-z_][\w./-]*)?)\s+(?:partition\s+)?(?:of\s+|at\s+|with\s+|=\s*|:\s*)?{_SIZE}"
+        ):
+            g = m.groups()
+            mount, size, fs = (g[3], _size(g[0], g[1]), g[2]) if g[3] else (g[4], _size(g[5], g[6]), None)
+            spec.partitions.append({"action": "add", "mountPoint": _mount(mount), "size": size, "fsType": _fs(fs),
+                                    "fill": False})
+            self._mask(m.start(), m.end())
 
     def _disk_size(self) -> None:
         spec = self.spec

@@ -38,11 +38,13 @@ _NEUTRAL_WORDS = {
 }
 
 
-# "ROS not needed", "docker is unnecessary": a negation after its object. The object runs back to the start of
-# its phrase (punctuation, "but", "with").
+# "ROS not needed", "docker is unnecessary", "selinux disabled": a negation after its object. The object runs
+# back to the start of its phrase (punctuation, "but", "with"). A thing switched off is left out: the composer
+# writes packages, not service states, and says what it removed.
 _POSTFIX_NEGATION = re.compile(
-    r"(^|[,;:(]|\bbut\b|\bwith\b)((?:(?!\bbut\b|\bwith\b)[^,;:(])*?)\s+(?:(?:is|are)\s+)?(?:(?:not|n't|isn't|aren't)\s+"
-    r"(?:needed|required|wanted|necessary|used)|unnecessary|unneeded|unwanted|not\s+a\s+requirement)\b"
+    r"(^|[,;:(]|\bbut\b|\bwith\b)((?:(?!\bbut\b|\bwith\b)[^,;:(])*?)\s+(?:(?:is|are|be)\s+)?(?:(?:not|n't|isn't|aren't)\s+"
+    r"(?:needed|required|wanted|necessary|used)|unnecessary|unneeded|unwanted|not\s+a\s+requirement"
+    r"|disabled|turned\s+off|switched\s+off|left\s+out|excluded|omitted)\b"
 )
 
 

@@ -279,6 +279,25 @@ class SystemPhrases(ParserState):
             self._mask(m.start(), after.end() if after else m.end())
 
 
+    def _group_modes(self) -> None:
+        """"SELinux in permissive mode", "apparmor complain mode", "permissive": a group asked for in one of its
+        modes (capabilities.yaml ``modes``), with the group's own words beside the mode's taken along."""
+        for gid, group in self.caps.groups.items():
+            if not group.modes:
+                continue
+            own = alternatives(group.triggers, between=r"[\s-]")
+            for mode, way in group.modes.items():
+                words = alternatives(way.words, between=r"[\s-]")
+                for m in self._each(
+                    rf"\b(?:(?:{own})\s+(?:(?:is\s+|runs?\s+)?(?:in|set\s+to|to|=|on|at)\s+)?)?(?:{words})"
+                    rf"(?:\s+mode)?(?:\s+(?:for\s+)?(?:{own}))?\b"
+                ):
+                    self.spec.group_modes[gid] = mode
+                    if gid not in self.spec.add_groups:
+                        self.spec.add_groups.append(gid)
+                    self._mask(m.start(), m.end())
+
+
 def _unquote(value: str) -> str:
     value = value.strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`":

@@ -33,6 +33,11 @@ def _by_nearness(dists: Iterable[Dist], release: str) -> list[str]:
     return [d for d, _n in sorted(known, key=lambda k: (abs((k[1] or 0.0) - (wanted or 0.0)), -(k[1] or 0.0)))]
 
 
+
+# The particle of a phrasal verb ("turned off", "locked down", "set up") after a word; not "on", which
+# mostly says where ("dokcer on ubuntu" is still a slip).
+_PARTICLE = re.compile(r"\s+(?:off|up|down|out)\b", re.I)
+
 class TargetPhrases(ParserState):
     """The distribution, architecture and image type phrases of a request."""
 
@@ -46,6 +51,8 @@ class TargetPhrases(ParserState):
             word = m.group(1).lower()
             if (word in vocabulary or word in STOPWORDS or word in ADD_WORDS or word in REMOVE_WORDS
                     or self._release_code(word)):
+                continue
+            if _PARTICLE.match(self.work, m.end()):  # "turned off", "locked down": a phrasal verb, English
                 continue
             fixed = misspelling_of(word, vocabulary)
             if fixed is None:

@@ -47,6 +47,7 @@ class RequestSpec:
     minimal: bool = False  # "minimal", "bare", "slim": start from the target's minimal base
     corrected: list[str] = field(default_factory=list)  # spelling fixes applied ("dokcer -> docker")
     arch_named: bool = False  # the text or the caller named the architecture (else x86_64 is a default)
+    group_modes: dict[str, str] = field(default_factory=dict)  # group -> how it runs ("mac": "permissive")
 
     def is_empty(self) -> bool:
         """True when the text asked for nothing the composer can act on."""

@@ -65,6 +65,16 @@ class Group:
     # a request for a robot arm needs no ROS, but a template's "robot" account is ROS's).
     account_words: tuple[str, ...] = ()
     as_platform: str | None = None  # the group a trigger means right after "for"/"on" (where the image runs)
+    # Ways the group can run ("permissive" MAC): mode -> its words, and its kernel parameters and notes per
+    # family, which stand in for the group's own where given.
+    modes: Mapping[str, GroupMode] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroupMode:
+    words: tuple[str, ...]
+    cmdline_append: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -158,8 +168,12 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
         mounts=as_tuple(spec.get("mounts")),
         account_words=as_tuple(spec.get("account_words")),
         as_platform=str(spec["as_platform"]) if spec.get("as_platform") else None,
+        modes={str(name): GroupMode(as_tuple(mode.get("words")),
+                                    {k: as_tuple(v) for k, v in (mode.get("cmdline_append") or {}).items()},
+                                    {k: str(v) for k, v in (mode.get("notes") or {}).items()})
+               for name, mode in (spec.get("modes") or {}).items() if isinstance(mode, dict)},
     )
 
 
-__all__ = ["NOT_TARGET_KEYS", "Dist", "Family", "Group", "UseCase", "VendorStack", "as_tuple", "entry_names",
+__all__ = ["NOT_TARGET_KEYS", "Dist", "Family", "Group", "GroupMode", "UseCase", "VendorStack", "as_tuple", "entry_names",
            "read_family", "read_group"]

@@ -299,9 +299,19 @@ class Capabilities:
         spec = self.groups.get(group)
         return [dict(u) for u in (self._pick(spec.users, os_or_dist) or ())] if spec else []
 
-    def group_cmdline(self, group: str, os_or_dist: str) -> list[str]:
+    def group_cmdline(self, group: str, os_or_dist: str, mode: str | None = None) -> list[str]:
         spec = self.groups.get(group)
-        return list(self._pick(spec.cmdline_append, os_or_dist) or ()) if spec else []
+        if spec is None:
+            return []
+        way = spec.modes.get(mode or "")
+        chosen = self._pick(way.cmdline_append, os_or_dist) if way is not None else None
+        return list(chosen if chosen is not None else self._pick(spec.cmdline_append, os_or_dist) or ())
+
+    def mode_note(self, group: str, mode: str, os_or_dist: str) -> str | None:
+        """What to say about running ``group`` in ``mode`` on this target (e.g. that it has no such switch)."""
+        spec = self.groups.get(group)
+        way = spec.modes.get(mode) if spec else None
+        return self._pick(way.notes, os_or_dist) if way is not None else None
 
     def group_tuning(self, group: str, cmdline: str) -> list[str]:
         """The parameters of ``cmdline`` that ``group`` tunes (``cmdline_tuning``, by name, or its own)."""

@@ -315,3 +315,40 @@ def test_nothing_else_asks_for_nothing_beyond_what_was_named():
 ])
 def test_a_kernel_parameter_keeps_the_commas_of_its_value(text, params):
     assert parse_request(text).kernel_cmdline_append == params
+
+
+@pytest.mark.parametrize(("text", "partitions", "disk"), [
+    ("azure linux 3 image with a 500MB /boot and 8G for /", [("/boot", "500MiB"), ("/", "8GiB")], None),
+    ("ubuntu image, 2 GB boot, 10 GB root", [("/boot", "2GiB"), ("/", "10GiB")], None),
+    ("el10 image with /var on its own 20 GB partition", [("/var", "20GiB")], None),
+    ("debian image with /home 30G and /var 10G, 64GB disk", [("/home", "30GiB"), ("/var", "10GiB")], "64GiB"),
+    ("emt image with a 4 GB data partition mounted at /srv/data", [("/srv/data", "4GiB")], None),
+])
+def test_a_size_beside_a_mount_point_is_that_partition_not_the_disk(text, partitions, disk):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == partitions
+    assert spec.disk_size == disk
+    assert not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["ubuntu image, 32GB/64GB", "debian with 16 GB data"])
+def test_a_size_without_a_place_in_the_filesystem_stays_the_disk(text):
+    spec = parse_request(text)
+    assert not spec.partitions and spec.disk_size is not None
+
+
+@pytest.mark.parametrize("text", ["el10 image with SELinux in permissive mode", "azl3, selinux permissive",
+                                  "debian with apparmor in complain mode", "permissive selinux on emt"])
+def test_a_mode_named_for_a_group_asks_for_the_group_in_that_mode(text):
+    spec = parse_request(text)
+    assert spec.add_groups == ["mac"] and spec.group_modes == {"mac": "permissive"}
+    assert not spec.unparsed and not spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "removed"), [("debian 13 image with selinux disabled", "mac"),
+                                               ("ubuntu image with the ssh server disabled", "ssh"),
+                                               ("azure linux with docker, firewall turned off", "firewall")])
+def test_a_thing_switched_off_after_it_is_left_out(text, removed):
+    spec = parse_request(text)
+    assert removed in spec.remove_groups and removed not in spec.add_groups
+    assert not spec.unparsed

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -38,16 +39,21 @@ GROUNDING = 3
 PLAIN_BASE_QUERY = "minimal base image"
 
 
-def newest_dist(family_id: str) -> str | None:
-    """The newest supported release of an OS family (by its release number), e.g. ubuntu -> ubuntu26."""
-    family = load_capabilities().families.get(family_id)
+def newest_dist(family_id: str, groups: Iterable[str] = (), arch: str | None = None) -> str | None:
+    """The newest supported release of an OS family (by its release number), e.g. ubuntu -> ubuntu26; with
+    ``groups``, the newest of the releases that have the most of them (ubuntu with AI inference -> ubuntu24,
+    whose archives have OpenVINO where ubuntu26's lack it)."""
+    caps = load_capabilities()
+    family = caps.families.get(family_id)
     if family is None or not family.dists:
         return None
+    wanted = list(groups)
 
-    def release(dist: Any) -> tuple[int, ...]:
-        return tuple(int(x) for x in re.findall(r"\d+", dist.release or dist.id))
+    def rank(dist: Any) -> tuple[int, tuple[int, ...]]:
+        has = sum(caps.group_available(g, dist.id, arch) for g in wanted)
+        return has, tuple(int(x) for x in re.findall(r"\d+", dist.release or dist.id))
 
-    return max(family.dists.values(), key=release).id
+    return max(family.dists.values(), key=rank).id
 
 
 class Agent:
@@ -194,10 +200,17 @@ class Agent:
         if given.get("imageType"):
             spec.image_type = given["imageType"]
         if spec.os and not spec.dist:
-            spec.dist = newest_dist(spec.os)
+            spec.dist = newest_dist(spec.os, spec.add_groups, spec.arch)
+            newest = newest_dist(spec.os)
             family = caps.families.get(spec.os)
             if family and len(family.dists) > 1 and spec.dist:
-                spec.notes.append(f"no release named: using the newest supported, {caps.dists[spec.dist].label}")
+                if spec.dist == newest or newest is None:
+                    spec.notes.append(f"no release named: using the newest supported, {caps.dists[spec.dist].label}")
+                else:
+                    lacking = [g for g in spec.add_groups if caps.group_available(g, spec.dist, spec.arch)
+                               and not caps.group_available(g, newest, spec.arch)]
+                    spec.notes.append(f"no release named: using {caps.dists[spec.dist].label}, the newest supported "
+                                      f"release with {', '.join(lacking)} ({caps.dists[newest].label} lacks it)")
         if not spec.arch:
             spec.arch = "x86_64"  # the default target; the explanation says so
         self._place_by_index(spec)

@@ -30,6 +30,7 @@ class TemplateEdit:
         self.keep_root = True
         self.removed: list[str] = []  # every package taken out, for the coherence pass
         self.named: set[str] = set()  # packages the request named (after translation), for exclusive roles
+        self.group_added: set[str] = set()  # packages this edit added as part of a group (reported with it)
         self.translated: list[tuple[str, str]] = []  # (old, new) package names of a distribution switch
         target = mapping_at(self.data, "target")
         self.dist = caps.dist_of(str(target.get("dist") or "")) or str(target.get("dist") or "")
@@ -287,6 +288,7 @@ class TemplateEdit:
                 )
                 continue
             added = [p for p in caps.packages_for(group, where, self.arch) if self.add_package(p)]
+            self.group_added.update(added)
             extra: list[str] = []
             kernel_pkgs = caps.group_kernel_packages(group, where, self.arch)
             if kernel_pkgs:
@@ -360,7 +362,7 @@ class TemplateEdit:
             if self.add_package(renamed):
                 how = f" (the {where} name for {name})" if renamed != name else ""
                 self.changes.append(f"added package {renamed}{how}")
-            else:
+            elif renamed not in self.group_added:  # else the group's line above says it was added
                 self.changes.append(f"{renamed} already present")
 
 

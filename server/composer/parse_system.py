@@ -21,6 +21,7 @@ _CMDLINE_WORDS = (
 )
 
 # A bootloader word with its parts spelt "systemd-boot" or "systemd boot" -> the provider it names.
+_PLAIN_KERNEL = load_request_words().plain_kernel_words
 _BOOTLOADERS = {w: provider for provider, words in load_request_words().bootloaders.items() for w in words}
 _BOOTLOADER_WORDS = alternatives(_BOOTLOADERS, between=r"[\s-]")
 
@@ -203,6 +204,15 @@ class SystemPhrases(ParserState):
                 if 3 <= major <= 9 and minor <= 40:
                     self.spec.kernel_version = version
                     self._mask(m.start(), m.end())
+        # "the lowlatency kernel": a flavour no group knows is reported, not read past as prose.
+        known = {w for t in self.caps.triggers() for w in (t.lower(), *re.split(r"[\s_-]+", t.lower()))}
+        for m in self._each(r"\b([a-z][a-z0-9-]{1,30})\s+kernel\b(?!\s*(?:parameters?|params?|options?|args?|arguments?"
+                            r"|cmdline|command[\s-]*line|modules?|headers?|version|packages?|flags?|settings?))"):
+            word = m.group(1).lower()
+            if word in known or word in _PLAIN_KERNEL or all(part in known for part in word.split("-")):
+                continue
+            self.spec.unparsed.append(f"{word} kernel")
+            self._mask(m.start(), m.end())
 
     def _bootloader(self) -> None:
         for m in self._each(

@@ -27,6 +27,7 @@ class RequestWords:
     filesystems: Mapping[str, str]  # word -> upstream fsType
     mount_words: Mapping[str, str]  # word -> mount point
     hierarchy_mounts: tuple[str, ...]  # mount words that need no "partition" after a size
+    plain_kernel_words: frozenset[str]  # words before "kernel" that name no flavour ("latest")
     bootloaders: Mapping[str, tuple[str, ...]]  # provider -> words
     package_name_suffixes: tuple[str, ...]
     everyday_names: frozenset[str]  # package names that are everyday words: packages only where one is named
@@ -60,6 +61,7 @@ def load_request_words() -> RequestWords:
         filesystems={str(k): str(v) for k, v in (raw.get("filesystems") or {}).items()},
         mount_words={str(k): str(v) for k, v in (raw.get("mount_words") or {}).items()},
         hierarchy_mounts=_words(raw.get("hierarchy_mounts")),
+        plain_kernel_words=frozenset(_words(raw.get("plain_kernel_words"))),
         bootloaders={str(k): _words(v) for k, v in (raw.get("bootloaders") or {}).items()},
         package_name_suffixes=_words(raw.get("package_name_suffixes")),
         everyday_names=frozenset(_words(raw.get("everyday_names"))),

@@ -215,3 +215,21 @@ def test_a_parameter_that_turns_a_group_off_is_not_that_group():
     assert caps.group_tuning("realtime", "isolcpus=2-3 quiet") == ["isolcpus=2-3"]  # tuning: any value
     base = _template("el10-x86_64-minimal-base-raw")
     assert "mac" not in baggage(base, parse_request("el10 mail server with postfix"), caps)
+
+
+def test_a_package_a_group_just_added_is_not_also_reported_as_already_present():
+    base = _template("debian13-x86_64-minimal-base-raw")
+    request = "hardened debian image with auditd, aide and fail2ban"
+    result = compose(request, base, base_file="debian13-x86_64-minimal-base-raw", spec=parse_request(request))
+    assert not [c for c in result.changes if "already present" in c], result.changes
+    assert any(c.startswith("added security") and "auditd" in c for c in result.changes)
+
+
+def test_a_group_mode_is_applied_where_the_target_has_it_and_reported_where_not():
+    for name, param, applied in (("el10-x86_64-minimal-base-raw", "enforcing=0", True),
+                                 ("debian13-x86_64-minimal-base-raw", None, False)):
+        request = "image with selinux in permissive mode"
+        result = compose(request, _template(name), base_file=name, spec=parse_request(request))
+        assert (param in _params(result.data)) if param else "enforcing=1" not in _params(result.data)
+        assert bool([p for p in result.problems if "permissive" in p]) is not applied
+        assert any("not applied: mac permissive" in n for n in result.notes()) is not applied

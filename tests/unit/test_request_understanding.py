@@ -352,3 +352,21 @@ def test_a_thing_switched_off_after_it_is_left_out(text, removed):
     spec = parse_request(text)
     assert removed in spec.remove_groups and removed not in spec.add_groups
     assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "reported"), [("ubuntu image using the lowlatency kernel", "lowlatency kernel"),
+                                                ("ubuntu 24 with the hwe kernel", "hwe kernel")])
+def test_a_kernel_flavour_no_group_knows_is_reported_not_read_past(text, reported):
+    assert reported in parse_request(text).unparsed
+
+
+@pytest.mark.parametrize("text", ["emt with the realtime kernel", "the latest kernel with kernel parameters quiet",
+                                  "ubuntu with the generic kernel"])
+def test_a_kernel_named_by_a_known_or_plain_word_is_not_reported(text):
+    assert not [u for u in parse_request(text).unparsed if "kernel" in u]
+
+
+@pytest.mark.parametrize("text", ["ubuntu image for running LXC system containers", "lxc containers host on debian"])
+def test_system_containers_are_lxc_not_the_docker_engine(text):
+    spec = parse_request(text)
+    assert "system-containers" in spec.add_groups and "containers" not in spec.add_groups

@@ -122,13 +122,19 @@ class PackagePhrases(ParserState):
 
             i = 0
             added = self._added()
+            named_again = -2  # the token last read as what was just added, said again
             while i < len(tokens):
                 token = tokens[i]
                 # "postgresql 15", "python 3.12": a version right after what was just added
                 adjacent = i and last_end == found[i - 1][2] and not clause[last_end:found[i][1]].strip()
                 just_added, added = adjacent and self._added() != added, self._added()
-                if just_added and token in load_request_words().package_name_suffixes:
-                    i += 1  # "openvpn client", "samba server": what was just added, said again
+                words = load_request_words()
+                if (just_added or (adjacent and named_again == i - 1)) and (
+                        token in words.package_name_suffixes or (token in words.kind_nouns and token not in self.known
+                                                                 and not self.caps.group_for_word(token))):
+                    # "openvpn client", "chromium browser", "wireguard vpn client": what was just added, said again
+                    named_again, last_end = i, found[i][2]
+                    i += 1
                     continue
                 if just_added and re.fullmatch(r"v?\d+(?:\.\d+)*", token):
                     self.spec.notes.append(

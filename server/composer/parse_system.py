@@ -289,6 +289,15 @@ class SystemPhrases(ParserState):
             self._mask(m.start(), after.end() if after else m.end())
 
 
+    def _logins(self) -> None:
+        """"logs in automatically", "autologin": logging in is no request for system logs. Automatic login is
+        the display manager's or getty's set-up, which the composer does not write: reported."""
+        for m in self._each(r"\bauto[\s-]?log(?:s|ged)?[\s-]?(?:in|on)\b|\bautomatic(?:ally)?\s+log(?:s|ged)?[\s-]?(?:in|on)\b"
+                            r"|\blog(?:s|ged)?[\s-]?(?:in|on)\s+automatically\b|\blog(?:s|ged)?\s+(?:in|on)(?:to)?\b"):
+            if "auto" in m.group(0).lower():  # reported in the request's own words
+                self.spec.unparsed.append(" ".join(m.group(0).lower().split()))
+            self._mask(m.start(), m.end())
+
     def _group_modes(self) -> None:
         """"SELinux in permissive mode", "apparmor complain mode", "permissive": a group asked for in one of its
         modes (capabilities.yaml ``modes``), with the group's own words beside the mode's taken along."""

@@ -193,7 +193,7 @@ class TargetPhrases(ParserState):
         for vendor, stack in self.caps.vendor_stacks.items():
             # The vendor's word with the hardware word it qualifies ("nvidia gpu", "nvidia driver").
             hits = [m for w in stack.words for m in self._each(
-                NB + re.escape(w) + r"(?:\s+(?:gpus?|drivers?|cards?|toolkit|runtime))?" + NA)]
+                NB + re.escape(w) + r"(?:\s+(?:gpus?|graphics|drivers?|cards?|toolkit|runtime)){0,2}" + NA)]
             if hits:
                 self.spec.notes.append(f"{vendor}: {stack.note}")
                 self.vendor_instead_of.update(stack.instead_of)

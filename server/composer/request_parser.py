@@ -78,6 +78,7 @@ class _Parser(SystemPhrases, DiskPhrases, TargetPhrases, PackagePhrases):
         self._artifacts()
         self._bootloader()
         self._secure_boot()  # before immutability: "turn off immutability and secure boot"
+        self._logins()  # before the scan, which would read "logs" in "logs in" as system logging
         self._group_modes()  # before the scan, which would read "selinux" alone as the enforcing group
         self._immutability()
         self._typos()

@@ -30,6 +30,7 @@ class RequestWords:
     plain_kernel_words: frozenset[str]  # words before "kernel" that name no flavour ("latest")
     bootloaders: Mapping[str, tuple[str, ...]]  # provider -> words
     package_name_suffixes: tuple[str, ...]
+    kind_nouns: frozenset[str]  # "chromium browser": the kind of what was just named
     everyday_names: frozenset[str]  # package names that are everyday words: packages only where one is named
     kernel_package: re.Pattern[str]
     realtime_kernel: re.Pattern[str]
@@ -64,6 +65,7 @@ def load_request_words() -> RequestWords:
         plain_kernel_words=frozenset(_words(raw.get("plain_kernel_words"))),
         bootloaders={str(k): _words(v) for k, v in (raw.get("bootloaders") or {}).items()},
         package_name_suffixes=_words(raw.get("package_name_suffixes")),
+        kind_nouns=frozenset(_words(raw.get("kind_nouns"))),
         everyday_names=frozenset(_words(raw.get("everyday_names"))),
         kernel_package=re.compile(str(raw.get("kernel_package_pattern") or r"^$")),
         realtime_kernel=re.compile(str(raw.get("realtime_kernel_pattern") or r"^$")),

@@ -370,3 +370,20 @@ def test_a_kernel_named_by_a_known_or_plain_word_is_not_reported(text):
 def test_system_containers_are_lxc_not_the_docker_engine(text):
     spec = parse_request(text)
     assert "system-containers" in spec.add_groups and "containers" not in spec.add_groups
+
+
+@pytest.mark.parametrize(("text", "package"), [("ubuntu desktop with chromium browser", "chromium"),
+                                               ("ubuntu with mosquitto broker", "mosquitto"),
+                                               ("debian with postgresql database and redis", "postgresql")])
+def test_the_kind_of_what_was_just_named_is_said_again_not_wished_for(text, package):
+    spec = parse_request(text)
+    assert package in spec.add_packages and not spec.unparsed
+    assert not {"browser", "broker", "database"} & set(spec.add_packages)
+
+
+@pytest.mark.parametrize(("text", "reported"), [("debian kiosk that logs in automatically", ["logs in automatically"]),
+                                                ("ubuntu desktop with autologin", ["autologin"]),
+                                                ("users log in over ssh on ubuntu", [])])
+def test_logging_in_is_no_request_for_system_logs(text, reported):
+    spec = parse_request(text)
+    assert "logging" not in spec.add_groups and spec.unparsed == reported

@@ -55,12 +55,12 @@ class DiskPhrases(ParserState):
                 {"action": "resize", "mountPoint": _mount(g[0]), "size": size, "fsType": _fs(fs)}
             )
             self._mask(m.start(), m.end())
-        own = r"(?:its\s+own|a\s+separate|a\s+dedicated|a\s+distinct)"
+        own = r"its\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
         for m in self._each(
-            rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:{own[3:-1]}|an?)\s+(?:{_SIZE}\s+)?"
+            rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
             # no verb: "/var on its own 20 GB partition", "home in a separate partition of 50G"
-            rf"|\b{_MOUNT}\s+(?:on|in|gets?|has|with)\s+{own}\s+(?:{_SIZE}\s+)?"
+            rf"|\b{_MOUNT}\s+(?:on|in|gets?|has|with)\s+(?:{own})\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
         ):
             g = m.groups()

@@ -104,6 +104,7 @@ class PackagePhrases(ParserState):
         text = _negations_first(self.work.lower())
         triggers = self.caps.triggers()
         max_words = max((len(t.split()) for t in triggers), default=1)
+        request_words = load_request_words()
         use_case_words = {
             normalize_phrase(w): uid for uid, uc in self.caps.use_cases.items() for w in uc.words
         }
@@ -128,10 +129,10 @@ class PackagePhrases(ParserState):
                 # "postgresql 15", "python 3.12": a version right after what was just added
                 adjacent = i and last_end == found[i - 1][2] and not clause[last_end:found[i][1]].strip()
                 just_added, added = adjacent and self._added() != added, self._added()
-                words = load_request_words()
                 if (just_added or (adjacent and named_again == i - 1)) and (
-                        token in words.package_name_suffixes or (token in words.kind_nouns and token not in self.known
-                                                                 and not self.caps.group_for_word(token))):
+                        token in request_words.package_name_suffixes or (
+                            token in request_words.kind_nouns and token not in self.known
+                            and not self.caps.group_for_word(token))):
                     # "openvpn client", "chromium browser", "wireguard vpn client": what was just added, said again
                     named_again, last_end = i, found[i][2]
                     i += 1

@@ -19,17 +19,24 @@ from ..knowledge.shell_words import daemon_names, path_words, runs_any
 from ..knowledge.stems import service_spans, stems, unit_stem
 
 
-def drop_services(system: dict[str, Any], gone: set[str], names: frozenset[str] = frozenset()) -> list[str]:
-    """Take units whose stem is in ``gone``, or that are named as a removed package is (``names``:
-    dnf-automatic.timer), out of ``systemctl enable`` lines; a line left empty goes."""
+def _commands(system: dict[str, Any]) -> list[tuple[Any, str | None]]:
+    """Each configuration entry with its command (None for an entry that has none); [] without a list."""
     configs = system.get("configurations")
     if not isinstance(configs, list):
         return []
+    return [(entry, entry["cmd"] if isinstance(entry, dict) and isinstance(entry.get("cmd"), str) else None)
+            for entry in configs]
+
+
+def drop_services(system: dict[str, Any], gone: set[str], names: frozenset[str] = frozenset()) -> list[str]:
+    """Take units whose stem is in ``gone``, or that are named as a removed package is (``names``:
+    dnf-automatic.timer), out of ``systemctl enable`` lines; a line left empty goes."""
+    if not isinstance(system.get("configurations"), list):
+        return []
     dropped: list[str] = []
     keep: list[Any] = []
-    for entry in configs:
-        cmd = entry.get("cmd") if isinstance(entry, dict) else None
-        if not isinstance(cmd, str):
+    for entry, cmd in _commands(system):
+        if cmd is None:
             keep.append(entry)
             continue
         spans = [s for s in service_spans(cmd) if unit_stem(s[2]) in gone or s[2].lower() in names]
@@ -53,14 +60,10 @@ def drop_commands(system: dict[str, Any], gone: set[str], names: frozenset[str])
     """Configuration commands that run a removed package's program (``firewall-offline-cmd`` once firewalld has
     gone, ``ufw``) or write into its directories (``/etc/docker/daemon.json``): they would fail the build or
     configure nothing, so each goes whole."""
-    configs = system.get("configurations")
-    if not isinstance(configs, list):
-        return []
     dropped: list[str] = []
     keep: list[Any] = []
-    for entry in configs:
-        cmd = entry.get("cmd") if isinstance(entry, dict) else None
-        if isinstance(cmd, str) and (runs_any(cmd, names, gone) or path_words(cmd) & gone):
+    for entry, cmd in _commands(system):
+        if cmd is not None and (runs_any(cmd, names, gone) or path_words(cmd) & gone):
             dropped.append(cmd if len(cmd) <= 60 else cmd[:57] + "...")
         else:
             keep.append(entry)

@@ -60,7 +60,7 @@ class DiskPhrases(ParserState):
             rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
             # no verb: "/var on its own 20 GB partition", "home in a separate partition of 50G"
-            rf"|\b{_MOUNT}\s+(?:on|in|gets?|has|with)\s+(?:{own})\s+(?:{_SIZE}\s+)?"
+            rf"|(?<![\w/.-]){_MOUNT}\s+(?:on|in|gets?|has|with)\s+(?:{own})\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
         ):
             g = m.groups()
@@ -92,7 +92,9 @@ class DiskPhrases(ParserState):
             rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
             rf"(?:\s+(?:formatted\s+)?(?:as|with|using|in)\s+{_FS})?"
             rf"(?:\s+mounted\s+(?:at|on|as)\s+(/[\w./-]*))?",  # "a data partition mounted at /srv/data"
-            rf"\bpartition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)(?:\s+(?:of|with|sized?)\s+{_SIZE})?",
+            # "a partition for /srv/backup of 100G", "a 100G partition for /srv/backup"
+            rf"(?:\b{_SIZE}\s+)?\bpartition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"
+            rf"(?:\s+(?:of|with|sized?)\s+{_SIZE})?",
             rf"\b{_SIZE}\s+(?:of\s+)?swap\b",
             rf"\bswap\s+(?:space\s+)?(?:of\s+)?{_SIZE}",
         ]
@@ -104,7 +106,8 @@ class DiskPhrases(ParserState):
                     fs = g[2] or g[3] or g[7]
                     mount = _mount(g[8] or g[4])
                 elif index == 1:
-                    mount, size, fs = _mount(g[0]), _size(g[1], g[2]) if g[1] else None, None
+                    size = _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None
+                    mount, fs = _mount(g[2]), None
                 else:
                     mount, size, fs = "swap", _size(g[0], g[1]), None
                 tail = self.work[m.end() : m.end() + 60]

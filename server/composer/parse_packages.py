@@ -238,7 +238,8 @@ class PackagePhrases(ParserState):
     def _report_bare_items(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int]) -> None:
         """An item of a list ("chromium kiosk, autologin, no ssh") that is one or two words nothing read is a
         wish that was not understood: it is reported, not dropped. Longer items and purpose phrases ("for a
-        point-of-sale terminal") are prose."""
+        point-of-sale terminal") are prose, but for their last word when a list joins it to software."""
+        reported: set[int] = set()
         cuts = [0, *(m.end() for m in re.finditer(r"[,:;()]|\band\b|\bor\b", clause)), len(clause) + 1]
         for start, end in zip(cuts, cuts[1:], strict=False):
             inside = [i for i, (_t, s, _e) in enumerate(found) if start <= s < end]
@@ -246,6 +247,18 @@ class PackagePhrases(ParserState):
             if (words and len(words) <= 2 and set(words) <= ignored
                     and found[inside[0]][0] not in _PURPOSE_WORDS):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))
+                reported.update(words)
+        for i in sorted(ignored - reported):
+            # "runs modbus and mosquitto": a word joined to software in a list is a wish of the same kind, however
+            # long the phrase it ends ("a gateway that runs modbus").
+            j = i + 2 if i + 2 < len(found) and found[i + 1][0] in ("and", "or") else i + 1
+            joined = j < len(found) and re.fullmatch(r"\s*(?:[,&]|,?\s*(?:and|or))\s*", clause[found[i][2]:found[j][1]])
+            if joined and found[i][0] not in _ITEM_FILLER and self._software(found[j][0]):
+                self.spec.unparsed.append(found[i][0])
+
+    def _software(self, word: str) -> bool:
+        """A word that names a package or a capability group."""
+        return word in self.known or bool(self.caps.group_for_word(word))
 
     def _list_item(self, clause: str, found: list[tuple[str, int, int]], i: int) -> bool:
         """A known package that stands alone as an item of a list ("gcc, make, git"), though the word is a verb."""

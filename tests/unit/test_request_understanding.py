@@ -323,6 +323,8 @@ def test_a_kernel_parameter_keeps_the_commas_of_its_value(text, params):
     ("el10 image with /var on its own 20 GB partition", [("/var", "20GiB")], None),
     ("debian image with /home 30G and /var 10G, 64GB disk", [("/home", "30GiB"), ("/var", "10GiB")], "64GiB"),
     ("emt image with a 4 GB data partition mounted at /srv/data", [("/srv/data", "4GiB")], None),
+    ("ubuntu server, /srv/backup on a separate 100G partition", [("/srv/backup", "100GiB")], None),
+    ("debian with a 100G partition for /srv/backup", [("/srv/backup", "100GiB")], None),
 ])
 def test_a_size_beside_a_mount_point_is_that_partition_not_the_disk(text, partitions, disk):
     spec = parse_request(text)
@@ -387,3 +389,19 @@ def test_the_kind_of_what_was_just_named_is_said_again_not_wished_for(text, pack
 def test_logging_in_is_no_request_for_system_logs(text, reported):
     spec = parse_request(text)
     assert "logging" not in spec.add_groups and spec.unparsed == reported
+
+
+@pytest.mark.parametrize(("text", "package", "reported"), [
+    ("an EMT image for a factory gateway that runs modbus and mosquitto", "mosquitto", "modbus"),
+    ("ubuntu image with modbus, mosquitto", "mosquitto", "modbus"),
+    ("debian with mosquitto and modbus", "mosquitto", "modbus"),
+])
+def test_a_word_listed_with_software_is_a_wish_of_that_kind_reported_when_unknown(text, package, reported):
+    spec = parse_request(text)
+    assert package in spec.add_packages
+    assert spec.unparsed.count(reported) == 1, spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["a small and fast debian with docker", "a secure and hardened ubuntu with nginx"])
+def test_words_listed_with_each_other_before_the_software_are_not_reported(text):
+    assert not parse_request(text).unparsed

@@ -256,6 +256,10 @@ class PackagePhrases(ParserState):
             if joined and found[i][0] not in _ITEM_FILLER and self._software(found[j][0]):
                 self.spec.unparsed.append(found[i][0])
 
+    def _short_name(self, word: str) -> bool:
+        """A word that is one dash-part short of a known package ("timesyncd" for systemd-timesyncd)."""
+        return any(r.endswith("-" + word) or r.startswith(word + "-") for r in self.real)
+
     def _software(self, word: str) -> bool:
         """A word that names a package or a capability group."""
         return word in self.known or bool(self.caps.group_for_word(word))
@@ -333,7 +337,11 @@ class PackagePhrases(ParserState):
         resolved = self.resolve(token) if not is_known else None
         if resolved:
             token, is_known = resolved, True
-        if mode == "remove":
+        if mode == "remove" and not (is_known or looks_like_package(token) or self._short_name(token)):
+            # "no password login", "the root user disabled": a word that names no package we know, in the template
+            # or elsewhere, is no removal to report as done ("nothing to remove"): the wish was not understood.
+            self.spec.unparsed.append(f"no {token}")
+        elif mode == "remove":
             self.spec.remove_packages.append(token)
         elif mode == "add" and is_known:
             self.spec.add_packages.append(token)

@@ -405,3 +405,17 @@ def test_a_word_listed_with_software_is_a_wish_of_that_kind_reported_when_unknow
 @pytest.mark.parametrize("text", ["a small and fast debian with docker", "a secure and hardened ubuntu with nginx"])
 def test_words_listed_with_each_other_before_the_software_are_not_reported(text):
     assert not parse_request(text).unparsed
+
+
+@pytest.mark.parametrize(("text", "reported"), [
+    ("azure linux 3 vm image with cloud-init and no password login", ["no password", "no login"]),
+    ("give me an ubuntu image where the root user is disabled", ["no root"]),
+])
+def test_a_removal_of_a_word_that_names_no_package_is_not_understood_not_done(text, reported):
+    spec = parse_request(text)
+    assert spec.unparsed == reported and not spec.remove_packages
+
+
+def test_a_removal_by_the_short_name_of_an_installed_package_stays_a_removal():
+    spec = parse_request("debian without timesyncd", known_packages=["systemd-timesyncd"])
+    assert spec.remove_packages == ["timesyncd"] and not spec.unparsed

@@ -218,7 +218,7 @@ class PackagePhrases(ParserState):
                 if matched:
                     last_end = found[i - 1][2]
                     continue
-                if token in load_request_words().everyday_names and not self._named_as_package(clause, found, i):
+                if token in request_words.everyday_names and not self._named_as_package(clause, found, i):
                     ignored.add(i)  # "a digital signage screen": the word, not the package
                     last_end = found[i][2]
                     i += 1

@@ -20,8 +20,8 @@ _CMDLINE_WORDS = (
     r"|kernel\s+(?:args|arguments|parameters|params|options))"
 )
 
-# A bootloader word with its parts spelt "systemd-boot" or "systemd boot" -> the provider it names.
 _PLAIN_KERNEL = load_request_words().plain_kernel_words
+# A bootloader word with its parts spelt "systemd-boot" or "systemd boot" -> the provider it names.
 _BOOTLOADERS = {w: provider for provider, words in load_request_words().bootloaders.items() for w in words}
 _BOOTLOADER_WORDS = alternatives(_BOOTLOADERS, between=r"[\s-]")
 
@@ -287,7 +287,6 @@ class SystemPhrases(ParserState):
             after = _OFF_AFTER.match(self.work, m.end())  # "secure boot turned off"
             self.spec.secure_boot = not (negated or after)
             self._mask(m.start(), after.end() if after else m.end())
-
 
     def _logins(self) -> None:
         """"logs in automatically", "autologin": logging in is no request for system logs. Automatic login is

@@ -33,10 +33,10 @@ def _by_nearness(dists: Iterable[Dist], release: str) -> list[str]:
     return [d for d, _n in sorted(known, key=lambda k: (abs((k[1] or 0.0) - (wanted or 0.0)), -(k[1] or 0.0)))]
 
 
-
 # The particle of a phrasal verb ("turned off", "locked down", "set up") after a word; not "on", which
 # mostly says where ("dokcer on ubuntu" is still a slip).
 _PARTICLE = re.compile(r"\s+(?:off|up|down|out)\b", re.I)
+
 
 class TargetPhrases(ParserState):
     """The distribution, architecture and image type phrases of a request."""

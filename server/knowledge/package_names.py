@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
+from .entries import NOT_TARGET_KEYS
 from .loader import Capabilities, load_capabilities
 
 
@@ -37,7 +38,7 @@ def _entry_group(entry: dict[str, Any]) -> tuple[str, ...]:
     """An equivalence entry's names in suggestion order: ``suggest``, then the distributions' names, then aliases."""
     names: list[str] = [str(n) for n in entry.get("suggest") or ()]
     for key, value in entry.items():
-        if key not in ("aliases", "substitutes", "suggest") and value:
+        if key not in NOT_TARGET_KEYS and value:
             names.append(str(value))
     names.extend(str(n) for n in entry.get("aliases") or ())
     return tuple(dict.fromkeys(names))

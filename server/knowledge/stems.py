@@ -37,4 +37,3 @@ def service_spans(cmd: str) -> list[tuple[int, int, str]]:
 
 def unit_stem(unit: str) -> str:
     return re.split(r"[-.@_]", unit.lower(), maxsplit=1)[0]
-

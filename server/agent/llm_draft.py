@@ -112,6 +112,9 @@ def request_hints(spec: RequestSpec, constraints: dict[str, str | None] | None =
         hints.append(f"disk.size = {spec.disk_size}")
     if spec.kernel_cmdline_append:
         hints.append("add to systemConfig.kernel.cmdline: " + " ".join(spec.kernel_cmdline_append))
+    for entry in spec.configurations:
+        hints.append(f"add to systemConfig.configurations: - cmd: {entry['cmd']!r}"
+                     + (f" (and the package {', '.join(entry['packages'])})" if entry.get("packages") else ""))
     return hints
 
 

@@ -80,6 +80,9 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     problems += [f"no user {u}" for u in _as_list(want.get("user")) if u not in users]
     types = {str(a.get("type")) for a in (disk.get("artifacts") or []) if isinstance(a, dict)}
     problems += [f"no {a} artifact" for a in _as_list(want.get("artifact")) if a not in types]
+    configs = system.get("configurations")
+    commands = {str(c.get("cmd")) for c in (configs if isinstance(configs, list) else []) if isinstance(c, dict)}
+    problems += [f"no configuration command `{c}`" for c in _as_list(want.get("config")) if c not in commands]
     services = enabled_services(doc)
     problems += [f"service {s} is still enabled" for s in _as_list(want.get("no_enable")) if s in services]
     return problems
@@ -101,7 +104,9 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
                       ("size", "disk_size")):
         if getattr(spec, attr, None):
             want[key] = getattr(spec, attr)
-    has = [n for n in (local(p) for p in spec.add_packages) if n]
+    configurations = list(getattr(spec, "configurations", None) or [])
+    needed = [p for c in configurations for p in c.get("packages") or ()]
+    has = list(dict.fromkeys(n for n in (local(p) for p in [*spec.add_packages, *needed]) if n))
     lacks = [n for p in spec.remove_packages for n in {p, local(p)} if n and n not in has]
     if has:
         want["has"] = has
@@ -115,6 +120,8 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
         want["no_mount"] = gone
     if spec.kernel_cmdline_append:
         want["cmdline"] = list(spec.kernel_cmdline_append)
+    if configurations:
+        want["config"] = [str(c["cmd"]) for c in configurations]
     if spec.immutability is not None:
         want["immutable"] = spec.immutability
     users = [u["name"] for u in spec.users if u.get("action") == "add" and u.get("name")]

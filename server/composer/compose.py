@@ -164,6 +164,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.add_named_packages(spec.add_packages)
         self.one_per_role()
         self.kernel_edits(spec)
+        self.configurations(spec.configurations)
         self.hostname(spec.hostname)
         self.users(spec.users)
         self.bootloader(spec)

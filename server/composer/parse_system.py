@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ..knowledge.request_words import load_request_words
+from .parse_settings import is_setting_key
 from .phrasing import EDIT_VERBS, NA, NB, STOPWORDS, ParserState, alternatives
 
 _HOST = re.compile(
@@ -63,7 +64,7 @@ class SystemPhrases(ParserState):
         # Bare key=value tokens only ever mean kernel parameters in a template request.
         for m in self._each(r"(?<![\w/.-])([a-z][a-z0-9_.-]*=[^\s,;'\"]+(?:,[^\s,;'\"]+)*)", re.I):
             key = m.group(1).split("=", 1)[0].lower()
-            if key in ("hostname", "name", "user", "size", "disk"):
+            if key in ("hostname", "name", "user", "size", "disk") or is_setting_key(key):
                 continue
             self.spec.kernel_cmdline_append.append(m.group(1))
             self._mask(m.start(), m.end())

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from ..knowledge.loader import load_capabilities
 from .parse_disk import DiskPhrases
 from .parse_packages import PackagePhrases
+from .parse_settings import SettingPhrases
 from .parse_system import SystemPhrases
 from .parse_target import TargetPhrases
 from .phrasing import EDIT_VERBS
@@ -63,11 +64,12 @@ def parse_request(text: str, *, known_packages: Iterable[str] = ()) -> RequestSp
     return spec
 
 
-class _Parser(SystemPhrases, DiskPhrases, TargetPhrases, PackagePhrases):
+class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, PackagePhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
         self._cmdline()
+        self._settings()
         self._ports()
         self._hostname()
         self._name()
@@ -97,6 +99,7 @@ class _Parser(SystemPhrases, DiskPhrases, TargetPhrases, PackagePhrases):
         for name in ("add_packages", "remove_packages", "add_groups", "remove_groups", "kernel_cmdline_append",
                      "kernel_cmdline_remove", "artifacts", "remove_artifacts", "use_cases", "unparsed", "notes"):  # fmt: skip
             setattr(spec, name, list(dict.fromkeys(getattr(spec, name))))
+        spec.configurations = list({c["cmd"]: c for c in spec.configurations}.values())
         # Asking to add and remove the same thing: the removal is the later, more specific wish.
         spec.add_groups = [g for g in spec.add_groups if g not in spec.remove_groups and g not in self.vendor_instead_of]
         spec.add_packages = [p for p in spec.add_packages if p not in spec.remove_packages]

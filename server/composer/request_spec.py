@@ -48,6 +48,10 @@ class RequestSpec:
     corrected: list[str] = field(default_factory=list)  # spelling fixes applied ("dokcer -> docker")
     arch_named: bool = False  # the text or the caller named the architecture (else x86_64 is a default)
     group_modes: dict[str, str] = field(default_factory=dict)  # group -> how it runs ("mac": "permissive")
+    # System settings written as configuration commands (server/knowledge/system_settings.py): {"cmd": str,
+    # "label": "timezone Europe/Berlin", "setting": str, "replaces": regex of the commands it stands in for,
+    # "packages": [what the command needs]}
+    configurations: list[dict] = field(default_factory=list)
 
     def is_empty(self) -> bool:
         """True when the text asked for nothing the composer can act on."""

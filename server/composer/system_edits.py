@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .editing import TemplateEdit, list_at, mapping_at
 from .request_spec import RequestSpec
 
@@ -34,6 +36,24 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(f"kernel cmdline: removed {param}")
             else:
                 self.changes.append(f"kernel cmdline has no {param}")
+
+    def configurations(self, entries: list[dict]) -> None:
+        """Settings written as configuration commands (RequestSpec.configurations): each replaces the commands
+        that set the same thing before (an earlier time zone, the same sysctl key) and brings the packages it
+        needs."""
+        for entry in entries:
+            cmd = str(entry["cmd"])
+            configs = [c for c in self.system().get("configurations") or [] if c is not None]
+            pattern = re.compile(str(entry.get("replaces") or r"(?!)"))
+            old = [c for c in configs if isinstance(c, dict) and pattern.search(str(c.get("cmd") or ""))]
+            added = [p for p in entry.get("packages") or () if self.add_package(p)]
+            label = entry.get("label") or entry.get("setting") or "setting"
+            if [c.get("cmd") for c in old] == [cmd]:
+                self.changes.append(f"{label}: already set (`{cmd}`)")
+                continue
+            self.system()["configurations"] = [c for c in configs if c not in old] + [{"cmd": cmd}]
+            what = [f"configuration `{cmd}`"] + [f"replaces `{c.get('cmd')}`" for c in old]
+            self.changes.append(f"set {label}: " + "; ".join(what + ([f"package {', '.join(added)}"] if added else [])))
 
     def hostname(self, hostname: str | None) -> None:
         if not hostname:

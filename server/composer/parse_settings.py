@@ -1,0 +1,154 @@
+"""Reading system settings named in words with a value (server/knowledge/system_settings.py): "isolated cpus
+2-3", "1024 huge pages", "ipv4 forwarding on", "no ipv6", "Europe/Berlin timezone", and sysctl keys written
+out ("net.core.somaxconn=1024").
+
+A setting's words with a value it takes are written as the setting says. Its words with no value that can be
+read are reported with the shape the value takes, never dropped; a switch named in the direction that is the
+kernel's default is a note, not a change."""
+
+from __future__ import annotations
+
+import re
+
+from ..knowledge.system_settings import Setting, load_settings, zone_named
+from .phrasing import ParserState, alternatives
+
+# A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
+_CPUS = r"\d+(?:\s*-\s*\d+)?(?:\s*(?:,|\band\b|&)\s*\d+(?:\s*-\s*\d+)?(?!\s*(?:[kmgtp]i?b?\b|%)))*"
+# What may stand between a setting's words and its value: "swappiness = 10", "time zone set to UTC".
+_LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for)\b)\s*){0,3}"
+_ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate|with|want|need)"
+_ON_AFTER = r"(?:(?:is|are|be|being)\s+)?(?:on|enabled|turned\s+on|switched\s+on|allowed|active|activated)"
+_OFF = r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill)"
+_OFF_AFTER = (r"(?:(?:is|are|be|being)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
+              r"|not\s+(?:needed|wanted|required))")
+_ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
+# key=value whose key is a sysctl path: procfs roots no kernel parameter starts with ("net.ifnames" is one,
+# so net. needs its subsystem).
+_SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.[a-z0-9_.]*[a-z0-9_]"
+_SYSCTL = re.compile(rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})\s*=\s*([\w.:-]+)(?![\w/])", re.I)
+
+
+def is_setting_key(key: str) -> bool:
+    """A ``key=value`` that is a setting written by a command, not a kernel parameter: a sysctl path
+    (``vm.swappiness=10``) or a setting's words (``timezone=UTC``)."""
+    if re.fullmatch(_SYSCTL_KEY, key, re.I):
+        return True
+    return any(not s.cmdline and key.lower().replace("_", " ") in s.words for s in load_settings().values())
+
+
+class SettingPhrases(ParserState):
+    """The system settings of a request."""
+
+    def _settings(self) -> None:
+        for m in self._each(_SYSCTL.pattern, re.I):
+            key, value = m.group(1).lower(), m.group(2)
+            path = f"/etc/sysctl.d/90-{key.replace('.', '-')}.conf"
+            self._configure(f"sysctl {key}", {"cmd": f"echo '{key} = {value}' > {path}",
+                                              "setting": key, "replaces": rf"{re.escape(key)}\s*="})
+            self._mask(m.start(), m.end())
+        # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), and longest
+        # words first ("ipv6 forwarding" is not "ipv6").
+        order = {"count": 0, "zone": 0, "cpus": 1}
+        for setting in sorted(load_settings().values(),
+                              key=lambda s: (order.get(s.value, 2), -max(map(len, s.words)))):
+            words = alternatives(setting.words, between=r"[\s_-]*")
+            if setting.value in ("on", "off"):
+                self._switch(setting, words)
+            else:
+                self._valued(setting, words)
+
+    def _switch(self, setting: Setting, words: str) -> None:
+        w = rf"\b(?:{words})\b"
+        # A switch after the words wins over a word before them: "with ipv6 disabled" is off.
+        forms = ((True, rf"{w}\s+{_ON_AFTER}\b"), (False, rf"{w}\s+{_OFF_AFTER}\b"),
+                 (True, rf"\b{_ON}\s+{_ARTICLE}{w}"), (False, rf"\b{_OFF}\s+{_ARTICLE}{w}"),
+                 (True, w))  # named with no switch: wanted, as a feature named is
+        for on, form in forms:
+            for m in self._each(form):
+                self._mask(m.start(), m.end())
+                if on == (setting.value == "on"):
+                    self._write(setting, setting.value)
+                else:
+                    self.spec.notes.append(f"{setting.name} {'on' if on else 'off'} is the kernel's default: "
+                                           "nothing written for it")
+
+    def _valued(self, setting: Setting, words: str) -> None:
+        w = rf"\b(?:{words})\b"
+        # Each form: the pattern, and whether the value's words are read from their start (after the
+        # setting's words) or from their end (before them).
+        if setting.value == "cpus":
+            forms = [(rf"{w}{_LINK}(?:(?:cpus?|cores?)\s+)?({_CPUS})(?![\w.-])", True)]
+        elif setting.value == "count":
+            forms = [(rf"{w}{_LINK}(\d+)(?![\w.-])", True), (rf"(?<![\w.-])(\d+)\s+{w}", False)]
+        else:  # a zone: one name, or a place of up to three words
+            zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
+            forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False)]
+        for pattern, forward in forms:
+            for m in self._each(pattern):
+                found = self._value(setting, m.group(1), forward)
+                if found is None:
+                    self._not_a_zone(setting, m, forward)
+                    continue
+                value, length = found
+                self._write(setting, value)
+                if forward:
+                    self._mask(m.start(), m.start(1) + length)
+                else:
+                    self._mask(m.end(1) - length, m.end())
+        for m in self._each(w):  # the words are left, with no value they take
+            self._mask(m.start(), m.end())
+            self.spec.unparsed.append(f"{setting.name}: no {self._shape(setting)} named with it "
+                                      f"(e.g. '{self._example(setting)}')")
+
+    def _not_a_zone(self, setting: Setting, m: re.Match[str], forward: bool) -> None:
+        """A name shaped like a zone ("Mars/Olympus") next to the words that is none: reported with them."""
+        words = m.group(1).split()
+        shaped = words[0] if forward else words[-1]
+        if setting.value == "zone" and "/" in shaped:
+            at = m.start(1) if forward else m.end(1) - len(shaped)
+            self._mask(m.start() if forward else at, at + len(shaped) if forward else m.end())
+            self.spec.unparsed.append(f"{setting.name} {shaped} (not a time zone of the tz database, e.g. "
+                                      f"'{self._example(setting)}')")
+
+    def _value(self, setting: Setting, text: str, forward: bool) -> tuple[str, int] | None:
+        """The value ``text`` gives ``setting``, normalised, with the length of ``text`` it takes; None when it
+        gives none. A zone is read from the most words next to the setting's that name one ("berlin and
+        docker" -> Europe/Berlin, "the new york" -> America/New_York). An out-of-range count is reported and
+        gives the value ""."""
+        if setting.value == "cpus":
+            parts = re.split(r"\s*(?:,|\band\b|&)\s*", text.strip())
+            return ",".join(re.sub(r"\s*-\s*", "-", p) for p in parts if p), len(text)
+        if setting.value == "count":
+            number, low, high = int(text), setting.low, setting.high
+            if (low is not None and number < low) or (high is not None and number > high):
+                self.spec.unparsed.append(f"{setting.name} {number} (it takes {low} to {high})")
+                return "", len(text)
+            return str(number), len(text)
+        spans = [m.span() for m in re.finditer(r"\S+", text)]
+        for n in range(len(spans), 0, -1):
+            start, end = (spans[0][0], spans[n - 1][1]) if forward else (spans[-n][0], spans[-1][1])
+            zone = zone_named(text[start:end])
+            if zone:
+                return zone, end if forward else len(text) - start
+        return None
+
+    def _write(self, setting: Setting, value: str) -> None:
+        if not value:
+            return  # reported by _value
+        self.spec.kernel_cmdline_append += setting.parameters(value)
+        entry = setting.configuration(value)
+        if entry is not None:
+            self._configure(f"{setting.name} {value}", {**entry, "packages": list(setting.packages)})
+
+    def _configure(self, label: str, entry: dict) -> None:
+        self.spec.configurations.append({**entry, "label": label})
+
+    @staticmethod
+    def _shape(setting: Setting) -> str:
+        return {"cpus": "CPU list", "count": "number", "zone": "time zone"}[setting.value]
+
+    @staticmethod
+    def _example(setting: Setting) -> str:
+        word = setting.words[0]
+        return {"cpus": f"{word} 2-3", "count": f"{word} 10", "zone": f"{word} Europe/Berlin"}[setting.value]

@@ -1,0 +1,91 @@
+"""System settings a request names in words with a value (resources/system_settings.yaml): CPU isolation, huge
+pages, IP forwarding, swappiness, the time zone, switches such as IPv6 or SMT off. What each writes: kernel
+parameters, sysctl lines or a configuration command, with the packages that command needs.
+
+The request parser reads the words and values here, the composer writes what they give, so a new setting is a
+data change. Time zone names are checked against the tz database (the ``tzdata`` dependency carries it on every
+platform).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zoneinfo
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.paths import resource_text
+from ..core.yamlsafe import load_mapping
+
+RESOURCE = "system_settings.yaml"
+VALUE_KINDS = ("cpus", "count", "zone", "on", "off")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    words: tuple[str, ...]
+    value: str  # one of VALUE_KINDS
+    cmdline: tuple[str, ...] = ()
+    sysctl: tuple[str, ...] = ()
+    command: str = ""
+    replaces: str = ""
+    packages: tuple[str, ...] = ()
+    low: int | None = None
+    high: int | None = None
+
+    def configuration(self, value: str) -> dict[str, str] | None:
+        """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
+        its command, the setting's name, and the pattern of the commands it replaces (an earlier value)."""
+        if self.sysctl:
+            lines = [line.format(value=value) for line in self.sysctl]
+            path = f"/etc/sysctl.d/90-{self.name.replace(' ', '-')}.conf"
+            keys = "|".join(re.escape(line.split("=", 1)[0].strip()) for line in lines)
+            body = f"echo '{lines[0]}'" if len(lines) == 1 else "printf '" + r"\n".join(lines) + r"\n'"
+            return {"cmd": f"{body} > {path}", "setting": self.name, "replaces": rf"(?:{keys})\s*="}
+        if self.command:
+            return {"cmd": self.command.format(value=value), "setting": self.name, "replaces": self.replaces}
+        return None
+
+    def parameters(self, value: str) -> list[str]:
+        return [p.format(value=value) for p in self.cmdline]
+
+
+@functools.lru_cache(maxsize=1)
+def load_settings() -> Mapping[str, Setting]:
+    """The bundled settings by name, parsed once."""
+    raw: Mapping[str, Any] = load_mapping(resource_text(RESOURCE)).data
+    out: dict[str, Setting] = {}
+    for name, spec in (raw.get("settings") or {}).items():
+        value = str(spec.get("value"))
+        if value not in VALUE_KINDS:
+            raise ValueError(f"{RESOURCE}: setting {name!r} has value {value!r}; use one of {', '.join(VALUE_KINDS)}")
+        out[str(name)] = Setting(
+            name=str(name), words=tuple(str(w).lower() for w in spec.get("words") or ()), value=value,
+            cmdline=tuple(str(p) for p in spec.get("cmdline") or ()),
+            sysctl=tuple(str(s) for s in spec.get("sysctl") or ()), command=str(spec.get("command") or ""),
+            replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
+            low=spec.get("min"), high=spec.get("max"))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _zones() -> Mapping[str, str]:
+    """Every tz database name by its lower-case spelling, and by its last part where that is one zone's alone
+    ("berlin", "new york" -> Europe/Berlin, America/New_York)."""
+    names = sorted(zoneinfo.available_timezones())
+    by_name = {n.lower(): n for n in names}
+    by_place: dict[str, set[str]] = {}
+    for n in names:
+        if "/" in n and not n.startswith(("Etc/", "SystemV/", "posix/", "right/")):
+            by_place.setdefault(n.rsplit("/", 1)[1].lower().replace("_", " "), set()).add(n)
+    places = {place: next(iter(zones)) for place, zones in by_place.items() if len(zones) == 1}
+    return {**places, **by_name}
+
+
+def zone_named(text: str) -> str | None:
+    """The tz database name ``text`` spells ("europe/berlin", "UTC", "New York"), or None."""
+    key = " ".join(text.replace("_", " ").split()).lower()
+    return _zones().get(key) or _zones().get(key.replace(" ", "_"))

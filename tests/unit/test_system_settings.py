@@ -1,0 +1,128 @@
+"""System settings named in words with a value (resources/system_settings.yaml, server/composer/parse_settings.py):
+read by the kind of value they take, written as kernel parameters or configuration commands, replaced on a later
+edit, and reported when the value cannot be read. Rules about kinds of words, not phrases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from image_composer_mcp.server.composer.adherence import unmet, want_from_spec
+from image_composer_mcp.server.composer.compose import apply_instruction
+from image_composer_mcp.server.composer.request_parser import parse_request
+from image_composer_mcp.server.knowledge.system_settings import load_settings, zone_named
+
+LIBRARY = Path(__file__).resolve().parents[2] / "image-templates"
+
+
+def _template(name: str) -> dict:
+    return yaml.safe_load((LIBRARY / f"{name}.yml").read_text(encoding="utf-8"))
+
+
+def _commands(spec_or_doc) -> list[str]:
+    if isinstance(spec_or_doc, dict):
+        return [c["cmd"] for c in spec_or_doc["systemConfig"].get("configurations") or []]
+    return [c["cmd"] for c in spec_or_doc.configurations]
+
+
+@pytest.mark.parametrize(("text", "param"), [
+    ("realtime controller with isolated cpus 2-3", "isolcpus=2-3"),
+    ("isolate cores 2 and 3 for the control loop", "isolcpus=2,3"),
+    ("cpu isolation on cores 4-7", "isolcpus=4-7"),
+    ("a dpdk box with 1024 huge pages", "hugepages=1024"),
+    ("hugepages: 64", "hugepages=64"),
+    ("ipv6 disabled", "ipv6.disable=1"),
+    ("no ipv6", "ipv6.disable=1"),
+    ("with hyperthreading turned off", "nosmt"),
+    ("disable cpu mitigations", "mitigations=off"),
+])
+def test_kernel_settings_in_words_become_their_parameters(text, param):
+    spec = parse_request(text)
+    assert param in spec.kernel_cmdline_append
+    assert not spec.unparsed and not spec.remove_packages
+
+
+def test_several_settings_in_one_list_keep_their_own_values():
+    spec = parse_request("a debian image, isolate cores 2 and 3, 512 huge pages, swappiness 10")
+    assert {"isolcpus=2,3", "hugepages=512"} <= set(spec.kernel_cmdline_append)
+    assert _commands(spec) == ["echo 'vm.swappiness = 10' > /etc/sysctl.d/90-swappiness.conf"]
+    assert not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["an image set to the Europe/Berlin timezone", "time zone: europe/berlin",
+                                  "timezone=Europe/Berlin", "the berlin time zone"])
+def test_a_time_zone_is_read_before_or_after_its_words_in_any_spelling(text):
+    spec = parse_request(text)
+    assert _commands(spec) == ["ln -sf /usr/share/zoneinfo/Europe/Berlin /etc/localtime"]
+    assert spec.configurations[0]["packages"] == ["tzdata"]
+    assert not spec.unparsed and not spec.kernel_cmdline_append
+
+
+def test_a_place_of_several_words_names_its_zone():
+    assert zone_named("new york") == "America/New_York" and zone_named("UTC") == "UTC"
+    assert "America/New_York" in _commands(parse_request("an azure linux image in the new york time zone"))[0]
+
+
+@pytest.mark.parametrize(("text", "reported"), [
+    ("ubuntu image with the timezone Mars/Olympus", "Mars/Olympus"),
+    ("ubuntu image with the local timezone", "no time zone named"),
+    ("hugepages enabled, lots of them", "no number named"),
+    ("swappiness 500", "it takes 0 to 200"),
+])
+def test_a_setting_whose_value_cannot_be_read_is_reported_not_dropped(text, reported):
+    spec = parse_request(text)
+    assert any(reported in u for u in spec.unparsed), spec.unparsed
+    assert not spec.configurations and not spec.kernel_cmdline_append
+
+
+@pytest.mark.parametrize("text", ["enable ipv6", "ip forwarding disabled"])
+def test_a_switch_to_the_kernels_default_is_a_note_and_writes_nothing(text):
+    spec = parse_request(text)
+    assert not spec.configurations and not spec.kernel_cmdline_append
+    assert any("kernel's default" in n for n in spec.notes) and not spec.unparsed
+
+
+def test_a_switch_after_the_words_wins_over_with_before_them():
+    spec = parse_request("a debian router with ipv6 disabled and ip forwarding")
+    assert spec.kernel_cmdline_append == ["ipv6.disable=1"]
+    assert _commands(spec) == ["echo 'net.ipv4.ip_forward = 1' > /etc/sysctl.d/90-ip-forwarding.conf"]
+
+
+def test_sysctl_keys_written_out_are_sysctl_settings_and_kernel_parameters_stay_parameters():
+    spec = parse_request("add net.core.somaxconn=4096 and vm.swappiness=5 and net.ifnames=0")
+    assert _commands(spec) == ["echo 'net.core.somaxconn = 4096' > /etc/sysctl.d/90-net-core-somaxconn.conf",
+                               "echo 'vm.swappiness = 5' > /etc/sysctl.d/90-vm-swappiness.conf"]
+    assert spec.kernel_cmdline_append == ["net.ifnames=0"]
+
+
+def test_a_later_value_replaces_the_earlier_command_and_the_template_gets_what_the_command_needs():
+    first = apply_instruction(_template("debian13-x86_64-minimal-base-raw"), "set the timezone to Europe/Berlin")
+    assert "tzdata" in first.data["systemConfig"]["packages"]
+    assert "ln -sf /usr/share/zoneinfo/Europe/Berlin /etc/localtime" in _commands(first.data)
+    second = apply_instruction(first.data, "change the time zone to Asia/Tokyo")
+    commands = _commands(second.data)
+    assert "ln -sf /usr/share/zoneinfo/Asia/Tokyo /etc/localtime" in commands
+    assert not any("Europe/Berlin" in c for c in commands)
+    assert any("replaces" in c and "Europe/Berlin" in c for c in second.changes), second.changes
+    again = apply_instruction(second.data, "timezone Asia/Tokyo")
+    assert _commands(again.data) == commands and any("already set" in c for c in again.changes)
+
+
+def test_adherence_checks_the_settings_commands():
+    spec = parse_request("debian image with ip forwarding and the UTC timezone")
+    want = want_from_spec(spec, "debian13")
+    bare = _template("debian13-x86_64-minimal-base-raw")
+    problems = unmet(bare, want)
+    assert any("net.ipv4.ip_forward" in p for p in problems) and "package tzdata missing" in problems
+    done = apply_instruction(bare, "debian image with ip forwarding and the UTC timezone").data
+    assert unmet(done, want) == []
+
+
+def test_the_settings_data_names_each_word_once():
+    seen: dict[str, str] = {}
+    for setting in load_settings().values():
+        for word in setting.words:
+            assert word not in seen, f"{word!r} names both {seen[word]} and {setting.name}"
+            seen[word] = setting.name
+        assert setting.cmdline or setting.sysctl or setting.command, setting.name

@@ -68,6 +68,12 @@ _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
 
 
+# A token that is a value: a number, with a unit or dots ("2222", "30", "2g", "1.1.1.1", "10.0.0.0/24").
+_VALUE = re.compile(r"\d[\d.:]*(?:[a-z]{0,3}|/\d+)")
+# Words that join a value to what it is for ("changed to 2222", "logs for 30 days").
+_LINKERS = {"to", "at", "of", "for", "on", "is", "be", "as", "every", "per", "="}
+
+
 _PLATFORM_WORDS = {"for", "on", "under", "inside", "in"}  # "an image for qemu": where it runs
 _HOST_WORDS = {"host", "server", "hypervisor", "node", "machine"}  # "for kvm hosts": what it is
 
@@ -119,6 +125,7 @@ class PackagePhrases(ParserState):
             tokens = [t for t, _, _ in found]
             run: list[str] = []  # adjacent unknown words after a strong add ("the nvidia driver")
             ignored: set[int] = set()  # tokens nothing read (prose, or a wish not understood)
+            values: set[int] = set()  # numbers and addresses nothing read ("port 2222", "1.1.1.1")
             last_end = -1
 
             i = 0
@@ -230,10 +237,15 @@ class PackagePhrases(ParserState):
                     self._flush_run(run)
                 if verdict == "ignored":
                     ignored.add(i)
+                elif verdict == "skip" and _VALUE.fullmatch(token) and not (
+                        found[i][1] and clause[found[i][1] - 1] in ".-"):
+                    # (after "." or "-" it is the tail of a name another reader took: "azure linux 3.0")
+                    values.add(i)
                 last_end = found[i][2]
                 i += 1
             self._flush_run(run)
             self._report_bare_items(clause, found, ignored)
+            self._report_values(found, ignored, values)
 
     def _report_bare_items(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int]) -> None:
         """An item of a list ("chromium kiosk, autologin, no ssh") that is one or two words nothing read is a
@@ -255,6 +267,27 @@ class PackagePhrases(ParserState):
             joined = j < len(found) and re.fullmatch(r"\s*(?:[,&]|,?\s*(?:and|or))\s*", clause[found[i][2]:found[j][1]])
             if joined and found[i][0] not in _ITEM_FILLER and self._software(found[j][0]):
                 self.spec.unparsed.append(found[i][0])
+
+    def _report_values(self, found: list[tuple[str, int, int]], ignored: set[int], values: set[int]) -> None:
+        """A number or address nothing read is a constraint, never prose: it is reported with the unread words
+        around it ("port changed to 2222", "30 days", "1.1.1.1"), not dropped. Values the other readers took
+        (sizes, releases, versions, kernel parameters) are no longer in the text."""
+        unread = ignored | values
+        done: set[int] = set()
+        for i in sorted(values):
+            if i in done:
+                continue
+            start, end = i, i
+            while start > 0 and (start - 1 in unread or found[start - 1][0] in _LINKERS):
+                start -= 1
+            while end + 1 < len(found) and (end + 1 in unread):
+                end += 1
+            while start < i and (found[start][0] in _LINKERS or found[start][0] in _ITEM_FILLER):
+                start += 1
+            done.update(range(start, end + 1))
+            phrase = " ".join(found[j][0] for j in range(start, end + 1))
+            if phrase not in self.spec.unparsed:
+                self.spec.unparsed.append(phrase)
 
     def _short_name(self, word: str) -> bool:
         """A word that is one dash-part short of a known package ("timesyncd" for systemd-timesyncd)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.system_settings import Setting, load_settings, zone_named
-from .phrasing import ParserState, alternatives
+from .phrasing import STOPWORDS, ParserState, alternatives
 
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
 _CPUS = r"\d+(?:\s*-\s*\d+)?(?:\s*(?:,|\band\b|&)\s*\d+(?:\s*-\s*\d+)?(?!\s*(?:[kmgtp]i?b?\b|%)))*"
@@ -53,10 +53,25 @@ class SettingPhrases(ParserState):
         for setting in sorted(load_settings().values(),
                               key=lambda s: (order.get(s.value, 2), -max(map(len, s.words)))):
             words = alternatives(setting.words, between=r"[\s_-]*")
-            if setting.value in ("on", "off"):
+            if setting.value == "none":
+                self._not_written(setting, words)
+            elif setting.value in ("on", "off"):
                 self._switch(setting, words)
             else:
                 self._valued(setting, words)
+
+    def _not_written(self, setting: Setting, words: str) -> None:
+        """A setting the composer does not write, reported with the words next to it that say which ("German
+        locale", "locale de_DE.UTF-8"), never dropped."""
+        word = r"[\w.@-]+"
+        pattern = rf"(?:({word})\s+)?\b((?:{words}))\b(?:\s*(?:[:=]|\b(?:to|is|set\s+to)\b)?\s*({word}))?"
+        for m in self._each(pattern):
+            before, after = (x if x and x.lower() not in STOPWORDS else "" for x in (m.group(1), m.group(3)))
+            start = m.start(1) if before else m.start(2)
+            end = m.end(3) if after else m.end(2)
+            self._mask(start, end)
+            phrase = " ".join(x for x in (before, " ".join(m.group(2).split()), after) if x)
+            self.spec.unparsed.append(f"{phrase} ({setting.reason})")
 
     def _switch(self, setting: Setting, words: str) -> None:
         w = rf"\b(?:{words})\b"

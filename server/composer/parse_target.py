@@ -135,6 +135,8 @@ class TargetPhrases(ParserState):
                 continue
             info = caps.families[fam_id]
             number = after.group(1)
+            at = pos + len(self.work[pos:]) - len(self.work[pos:].lstrip(" "))
+            self._mask(at, at + len(number))  # read: the release, supported or not
             same = [d.id for d in info.dists.values()
                     if number in (str(getattr(d, "release", "") or ""), re.sub(r"^\D+", "", d.id))]
             if same:
@@ -220,7 +222,9 @@ class TargetPhrases(ParserState):
         # A machine named instead ("a raspberry pi 5", "aws graviton"): its architecture, and what it needs.
         for arch, info in self.caps.arch_info.items():
             for machine, note in (info.get("hardware") or {}).items():
-                hits = self._each(NB + r"[\s-]*".join(map(re.escape, str(machine).split())) + NA)
+                # with its model, if one follows ("pi 5", "graviton 3", "altra max")
+                hits = self._each(NB + r"[\s-]*".join(map(re.escape, str(machine).split()))
+                                  + r"(?:\s+(?:\d+[a-z]?|max|pro|plus)(?![\w.-]))?" + NA)
                 if hits:
                     m = hits[0]
                     self.spec.arch = arch

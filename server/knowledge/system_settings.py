@@ -20,7 +20,7 @@ from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
 
 RESOURCE = "system_settings.yaml"
-VALUE_KINDS = ("cpus", "count", "zone", "on", "off")
+VALUE_KINDS = ("cpus", "count", "zone", "on", "off", "none")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Setting:
     packages: tuple[str, ...] = ()
     low: int | None = None
     high: int | None = None
+    reason: str = ""  # why a setting of value "none" is not written
 
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
@@ -67,7 +68,7 @@ def load_settings() -> Mapping[str, Setting]:
             cmdline=tuple(str(p) for p in spec.get("cmdline") or ()),
             sysctl=tuple(str(s) for s in spec.get("sysctl") or ()), command=str(spec.get("command") or ""),
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
-            low=spec.get("min"), high=spec.get("max"))
+            low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""))
     return out
 
 

@@ -125,4 +125,37 @@ def test_the_settings_data_names_each_word_once():
         for word in setting.words:
             assert word not in seen, f"{word!r} names both {seen[word]} and {setting.name}"
             seen[word] = setting.name
-        assert setting.cmdline or setting.sysctl or setting.command, setting.name
+        writes = bool(setting.cmdline or setting.sysctl or setting.command)
+        assert writes != (setting.value == "none"), setting.name  # a setting writes something or says why not
+        assert setting.value != "none" or setting.reason, setting.name
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("an ubuntu image with the ssh port changed to 2222", "2222"),
+    ("an ubuntu image with dns servers 1.1.1.1 and 8.8.8.8", "1.1.1.1"),
+    ("a debian image where journald keeps logs for 30 days", "30 days"),
+])
+def test_a_number_or_address_nothing_read_is_reported_with_its_words(text, value):
+    assert any(value in u for u in parse_request(text).unparsed), parse_request(text).unparsed
+
+
+@pytest.mark.parametrize("text", ["a debian 12 image with docker", "ubuntu 24.04 with docker and a 20G disk",
+                                  "rocky 10 web server", "python 3.12 on azure linux 3",
+                                  "an 8GB image with a 2 GB /var partition"])
+def test_values_another_reader_took_are_not_reported_again(text):
+    spec = parse_request(text)
+    assert not [u for u in spec.unparsed if any(ch.isdigit() for ch in u)], spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "said"), [("an azure linux image set to the German locale", "German locale"),
+                                            ("ubuntu with locale de_DE.UTF-8", "locale de_DE.UTF-8"),
+                                            ("a debian image with a german keyboard layout", "german keyboard layout")])
+def test_a_setting_the_composer_does_not_write_is_reported_with_its_words(text, said):
+    spec = parse_request(text)
+    assert any(u.startswith(said) and "not written by the composer" in u for u in spec.unparsed), spec.unparsed
+
+
+def test_a_machine_model_and_the_tail_of_a_release_are_read_with_their_names():
+    for text in ("debian 13 for a raspberry pi 4 with wifi tools", "build me an azure linux 3.0 iso installer"):
+        assert not [u for u in parse_request(text).unparsed if any(ch.isdigit() for ch in u)], text
+    assert parse_request("2222 as the ssh port").unparsed  # a value at the very start is still one

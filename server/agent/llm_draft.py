@@ -113,6 +113,9 @@ def request_hints(spec: RequestSpec, constraints: dict[str, str | None] | None =
     if spec.kernel_cmdline_append:
         hints.append("add to systemConfig.kernel.cmdline: " + " ".join(spec.kernel_cmdline_append))
     for entry in spec.configurations:
+        if entry.get("remove"):
+            hints.append(f"remove from systemConfig.configurations the commands that set {entry['label']}")
+            continue
         hints.append(f"add to systemConfig.configurations: - cmd: {entry['cmd']!r}"
                      + (f" (and the package {', '.join(entry['packages'])})" if entry.get("packages") else ""))
     return hints

@@ -104,7 +104,7 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
                       ("size", "disk_size")):
         if getattr(spec, attr, None):
             want[key] = getattr(spec, attr)
-    configurations = list(getattr(spec, "configurations", None) or [])
+    configurations = [c for c in getattr(spec, "configurations", None) or [] if not c.get("remove")]
     needed = [p for c in configurations for p in c.get("packages") or ()]
     has = list(dict.fromkeys(n for n in (local(p) for p in [*spec.add_packages, *needed]) if n))
     lacks = [n for p in spec.remove_packages for n in {p, local(p)} if n and n not in has]

@@ -52,7 +52,7 @@ def drop_services(system: dict[str, Any], gone: set[str], names: frozenset[str] 
             new = re.sub(r"systemctl\s+(?:--\S+\s+)*enable\s*(?:&&|;)?\s*", "", new).strip(" ;&")
         if new:
             keep.append({**entry, "cmd": new})
-    _store_configurations(system, keep)
+    store_configurations(system, keep)
     return dropped
 
 
@@ -68,11 +68,11 @@ def drop_commands(system: dict[str, Any], gone: set[str], names: frozenset[str])
         else:
             keep.append(entry)
     if dropped:
-        _store_configurations(system, keep)
+        store_configurations(system, keep)
     return dropped
 
 
-def _store_configurations(system: dict[str, Any], keep: list[Any]) -> None:
+def store_configurations(system: dict[str, Any], keep: list[Any]) -> None:
     """The commands left, or no ``configurations`` key when none is (an empty list is no command)."""
     if keep:
         system["configurations"] = keep

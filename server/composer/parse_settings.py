@@ -4,7 +4,8 @@ out ("net.core.somaxconn=1024").
 
 A setting's words with a value it takes are written as the setting says. Its words with no value that can be
 read are reported with the shape the value takes, never dropped; a switch named in the direction that is the
-kernel's default is a note, not a change."""
+kernel's default takes the setting out where a template has it ("turn ip forwarding off" on a router), and
+writes nothing."""
 
 from __future__ import annotations
 
@@ -85,8 +86,16 @@ class SettingPhrases(ParserState):
                 if on == (setting.value == "on"):
                     self._write(setting, setting.value)
                 else:
-                    self.spec.notes.append(f"{setting.name} {'on' if on else 'off'} is the kernel's default: "
-                                           "nothing written for it")
+                    self._take_out(setting, "on" if on else "off")
+
+    def _take_out(self, setting: Setting, direction: str) -> None:
+        """The kernel's default asked for: what the setting writes the other way goes, if the template has it."""
+        self.spec.kernel_cmdline_remove += setting.parameters(setting.value)
+        entry = setting.configuration(setting.value)
+        if entry is not None:
+            self.spec.configurations.append({"remove": True, "replaces": entry["replaces"], "cmd": "",
+                                             "label": f"{setting.name} {setting.value}"})
+        self.spec.notes.append(f"{setting.name} {direction} is the kernel's default: nothing is written for it")
 
     def _valued(self, setting: Setting, words: str) -> None:
         w = rf"\b(?:{words})\b"

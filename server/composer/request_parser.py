@@ -99,7 +99,7 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
         for name in ("add_packages", "remove_packages", "add_groups", "remove_groups", "kernel_cmdline_append",
                      "kernel_cmdline_remove", "artifacts", "remove_artifacts", "use_cases", "unparsed", "notes"):  # fmt: skip
             setattr(spec, name, list(dict.fromkeys(getattr(spec, name))))
-        spec.configurations = list({c["cmd"]: c for c in spec.configurations}.values())
+        spec.configurations = list({c["cmd"] or c["replaces"]: c for c in spec.configurations}.values())
         # Asking to add and remove the same thing: the removal is the later, more specific wish.
         spec.add_groups = [g for g in spec.add_groups if g not in spec.remove_groups and g not in self.vendor_instead_of]
         spec.add_packages = [p for p in spec.add_packages if p not in spec.remove_packages]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at
 from .request_spec import RequestSpec
 
@@ -43,15 +44,20 @@ class SystemEdit(TemplateEdit):
         needs."""
         for entry in entries:
             cmd = str(entry["cmd"])
-            configs = [c for c in self.system().get("configurations") or [] if c is not None]
+            configs = [c for c in self.system(create=False).get("configurations") or [] if c is not None]
             pattern = re.compile(str(entry.get("replaces") or r"(?!)"))
             old = [c for c in configs if isinstance(c, dict) and pattern.search(str(c.get("cmd") or ""))]
-            added = [p for p in entry.get("packages") or () if self.add_package(p)]
             label = entry.get("label") or entry.get("setting") or "setting"
+            if entry.get("remove"):
+                if old:
+                    store_configurations(self.system(), [c for c in configs if c not in old])
+                    self.changes.append(f"took out {label}: " + "; ".join(f"`{c.get('cmd')}`" for c in old))
+                continue
+            added = [p for p in entry.get("packages") or () if self.add_package(p)]
             if [c.get("cmd") for c in old] == [cmd]:
                 self.changes.append(f"{label}: already set (`{cmd}`)")
                 continue
-            self.system()["configurations"] = [c for c in configs if c not in old] + [{"cmd": cmd}]
+            store_configurations(self.system(), [c for c in configs if c not in old] + [{"cmd": cmd}])
             what = [f"configuration `{cmd}`"] + [f"replaces `{c.get('cmd')}`" for c in old]
             self.changes.append(f"set {label}: " + "; ".join(what + ([f"package {', '.join(added)}"] if added else [])))
 

@@ -23,7 +23,7 @@ def _template(name: str) -> dict:
 def _commands(spec_or_doc) -> list[str]:
     if isinstance(spec_or_doc, dict):
         return [c["cmd"] for c in spec_or_doc["systemConfig"].get("configurations") or []]
-    return [c["cmd"] for c in spec_or_doc.configurations]
+    return [c["cmd"] for c in spec_or_doc.configurations if not c.get("remove")]
 
 
 @pytest.mark.parametrize(("text", "param"), [
@@ -79,7 +79,7 @@ def test_a_setting_whose_value_cannot_be_read_is_reported_not_dropped(text, repo
 @pytest.mark.parametrize("text", ["enable ipv6", "ip forwarding disabled"])
 def test_a_switch_to_the_kernels_default_is_a_note_and_writes_nothing(text):
     spec = parse_request(text)
-    assert not spec.configurations and not spec.kernel_cmdline_append
+    assert not _commands(spec) and not spec.kernel_cmdline_append
     assert any("kernel's default" in n for n in spec.notes) and not spec.unparsed
 
 
@@ -159,3 +159,14 @@ def test_a_machine_model_and_the_tail_of_a_release_are_read_with_their_names():
     for text in ("debian 13 for a raspberry pi 4 with wifi tools", "build me an azure linux 3.0 iso installer"):
         assert not [u for u in parse_request(text).unparsed if any(ch.isdigit() for ch in u)], text
     assert parse_request("2222 as the ssh port").unparsed  # a value at the very start is still one
+
+
+def test_a_switch_back_to_the_default_takes_the_setting_out_of_the_template():
+    router = apply_instruction(_template("debian13-x86_64-minimal-base-raw"),
+                               "enable ip forwarding and disable ipv6").data
+    assert any("ip_forward" in c for c in _commands(router))
+    assert "ipv6.disable=1" in router["systemConfig"]["kernel"]["cmdline"]
+    back = apply_instruction(router, "turn ip forwarding off and enable ipv6")
+    assert not any("ip_forward" in c for c in _commands(back.data))
+    assert "ipv6.disable=1" not in back.data["systemConfig"]["kernel"]["cmdline"]
+    assert any(c.startswith("took out ip forwarding") for c in back.changes), back.changes

@@ -68,8 +68,8 @@ _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
 
 
-# A token that is a value: a number, with a unit or dots ("2222", "30", "2g", "1.1.1.1", "10.0.0.0/24").
-_VALUE = re.compile(r"\d[\d.:]*(?:[a-z]{0,3}|/\d+)")
+# A token that is a value: a number, with a unit, dots or a range ("2222", "2g", "1.1.1.1", "10.0.0.0/24", "4-7").
+_VALUE = re.compile(r"\d[\d.:]*(?:-\d[\d.]*)?(?:[a-z]{0,3}|/\d+)")
 # Words that join a value to what it is for ("changed to 2222", "logs for 30 days").
 _LINKERS = {"to", "at", "of", "for", "on", "is", "be", "as", "every", "per", "="}
 
@@ -237,7 +237,7 @@ class PackagePhrases(ParserState):
                     self._flush_run(run)
                 if verdict == "ignored":
                     ignored.add(i)
-                elif verdict == "skip" and _VALUE.fullmatch(token) and not (
+                if verdict in ("skip", "ignored") and _VALUE.fullmatch(token) and not (
                         found[i][1] and clause[found[i][1] - 1] in ".-"):
                     # (after "." or "-" it is the tail of a name another reader took: "azure linux 3.0")
                     values.add(i)

@@ -16,6 +16,7 @@ from .phrasing import STOPWORDS, ParserState, alternatives
 
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
 _CPUS = r"\d+(?:\s*-\s*\d+)?(?:\s*(?:,|\band\b|&)\s*\d+(?:\s*-\s*\d+)?(?!\s*(?:[kmgtp]i?b?\b|%)))*"
+_CPU_NOUN = r"(?:cpus?|cores?|processors?)"
 # What may stand between a setting's words and its value: "swappiness = 10", "time zone set to UTC".
 _LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for)\b)\s*){0,3}"
 _ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate|with|want|need)"
@@ -102,7 +103,13 @@ class SettingPhrases(ParserState):
         # Each form: the pattern, and whether the value's words are read from their start (after the
         # setting's words) or from their end (before them).
         if setting.value == "cpus":
-            forms = [(rf"{w}{_LINK}(?:(?:cpus?|cores?)\s+)?({_CPUS})(?![\w.-])", True)]
+            forms = [(rf"{w}{_LINK}(?:{_CPU_NOUN}\s+)?({_CPUS})(?![\w.-])", True)]
+            # The name turned round with the list inside: "cores 4-7 isolated" for "isolated cores".
+            firsts = {x.split()[0] for x in setting.words if len(x.split()) == 2
+                      and re.fullmatch(_CPU_NOUN, x.split()[1])}
+            if firsts:
+                forms.append((rf"\b{_CPU_NOUN}\s+({_CPUS})\s+(?:(?:are|is|kept|to\s+be)\s+)?"
+                              rf"(?:{alternatives(firsts)})\b", True))
         elif setting.value == "count":
             forms = [(rf"{w}{_LINK}(\d+)(?![\w.-])", True), (rf"(?<![\w.-])(\d+)\s+{w}", False)]
         else:  # a zone: one name, or a place of up to three words
@@ -120,6 +127,12 @@ class SettingPhrases(ParserState):
                     self._mask(m.start(), m.start(1) + length)
                 else:
                     self._mask(m.end(1) - length, m.end())
+        if setting.value == "zone":  # a tz name names its setting by its shape ("set the clock to Asia/Kolkata")
+            for m in self._each(r"(?<![\w/.-])([a-z]+(?:/[\w+-]+){1,2})(?![\w/.-])"):
+                named = zone_named(m.group(1))
+                if named and "/" in named:
+                    self._write(setting, named)
+                    self._mask(m.start(), m.end())
         for m in self._each(w):  # the words are left, with no value they take
             self._mask(m.start(), m.end())
             self.spec.unparsed.append(f"{setting.name}: no {self._shape(setting)} named with it "

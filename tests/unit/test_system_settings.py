@@ -170,3 +170,15 @@ def test_a_switch_back_to_the_default_takes_the_setting_out_of_the_template():
     assert not any("ip_forward" in c for c in _commands(back.data))
     assert "ipv6.disable=1" not in back.data["systemConfig"]["kernel"]["cmdline"]
     assert any(c.startswith("took out ip forwarding") for c in back.changes), back.changes
+
+
+def test_a_cpu_list_inside_the_name_turned_round_and_a_bare_zone_name_are_read():
+    spec = parse_request("low latency box on debian, cores 4-7 isolated from the scheduler, 2048 hugepages")
+    assert {"isolcpus=4-7", "hugepages=2048"} <= set(spec.kernel_cmdline_append) and not spec.unparsed
+    spec = parse_request("set the system clock zone to Asia/Kolkata on an ubuntu 24.04 server")
+    assert _commands(spec) == ["ln -sf /usr/share/zoneinfo/Asia/Kolkata /etc/localtime"]
+    assert not _commands(parse_request("route tcp/udp traffic through /srv/data"))
+
+
+def test_a_range_nothing_read_is_reported():
+    assert "threads 4-7 pinned" in parse_request("threads 4-7 pinned").unparsed

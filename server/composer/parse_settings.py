@@ -28,7 +28,7 @@ _ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
 # key=value whose key is a sysctl path: procfs roots no kernel parameter starts with ("net.ifnames" is one,
 # so net. needs its subsystem).
 _SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.[a-z0-9_.]*[a-z0-9_]"
-_SYSCTL = re.compile(rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})\s*=\s*([\w.:-]+)(?![\w/])", re.I)
+_SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})\s*=\s*([\w.:-]+)(?![\w/])"
 
 
 def is_setting_key(key: str) -> bool:
@@ -43,7 +43,7 @@ class SettingPhrases(ParserState):
     """The system settings of a request."""
 
     def _settings(self) -> None:
-        for m in self._each(_SYSCTL.pattern, re.I):
+        for m in self._each(_SYSCTL):
             key, value = m.group(1).lower(), m.group(2)
             path = f"/etc/sysctl.d/90-{key.replace('.', '-')}.conf"
             self._configure(f"sysctl {key}", {"cmd": f"echo '{key} = {value}' > {path}",

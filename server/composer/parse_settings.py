@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..knowledge.system_settings import Setting, load_settings, zone_named
+from ..knowledge.system_settings import Setting, load_settings, sysctl_configuration, zone_named
 from .phrasing import STOPWORDS, ParserState, alternatives
 
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
@@ -45,9 +45,7 @@ class SettingPhrases(ParserState):
     def _settings(self) -> None:
         for m in self._each(_SYSCTL):
             key, value = m.group(1).lower(), m.group(2)
-            path = f"/etc/sysctl.d/90-{key.replace('.', '-')}.conf"
-            self._configure(f"sysctl {key}", {"cmd": f"echo '{key} = {value}' > {path}",
-                                              "setting": key, "replaces": rf"{re.escape(key)}\s*="})
+            self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
         # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), and longest
         # words first ("ipv6 forwarding" is not "ipv6").

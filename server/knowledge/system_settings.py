@@ -29,7 +29,7 @@ class Setting:
     words: tuple[str, ...]
     value: str  # one of VALUE_KINDS
     cmdline: tuple[str, ...] = ()
-    sysctl: tuple[str, ...] = ()
+    sysctl: str = ""  # one "key = value" line
     command: str = ""
     replaces: str = ""
     packages: tuple[str, ...] = ()
@@ -41,17 +41,21 @@ class Setting:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
         its command, the setting's name, and the pattern of the commands it replaces (an earlier value)."""
         if self.sysctl:
-            lines = [line.format(value=value) for line in self.sysctl]
-            path = f"/etc/sysctl.d/90-{self.name.replace(' ', '-')}.conf"
-            keys = "|".join(re.escape(line.split("=", 1)[0].strip()) for line in lines)
-            body = f"echo '{lines[0]}'" if len(lines) == 1 else "printf '" + r"\n".join(lines) + r"\n'"
-            return {"cmd": f"{body} > {path}", "setting": self.name, "replaces": rf"(?:{keys})\s*="}
+            return sysctl_configuration(self.sysctl.format(value=value), self.name.replace(" ", "-"), self.name)
         if self.command:
             return {"cmd": self.command.format(value=value), "setting": self.name, "replaces": self.replaces}
         return None
 
     def parameters(self, value: str) -> list[str]:
         return [p.format(value=value) for p in self.cmdline]
+
+
+def sysctl_configuration(line: str, file: str, setting: str) -> dict[str, str]:
+    """The command that writes one sysctl ``line`` ("vm.swappiness = 10") to /etc/sysctl.d/90-<file>.conf, with
+    the pattern of the commands that set the same key (which it replaces)."""
+    key = line.split("=", 1)[0].strip()
+    return {"cmd": f"echo '{line}' > /etc/sysctl.d/90-{file}.conf", "setting": setting,
+            "replaces": rf"{re.escape(key)}\s*="}
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,7 +70,7 @@ def load_settings() -> Mapping[str, Setting]:
         out[str(name)] = Setting(
             name=str(name), words=tuple(str(w).lower() for w in spec.get("words") or ()), value=value,
             cmdline=tuple(str(p) for p in spec.get("cmdline") or ()),
-            sysctl=tuple(str(s) for s in spec.get("sysctl") or ()), command=str(spec.get("command") or ""),
+            sysctl=str(spec.get("sysctl") or ""), command=str(spec.get("command") or ""),
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
             low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""))
     return out

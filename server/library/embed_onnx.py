@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from . import page_cache
+
 log = logging.getLogger(__name__)
 
 GRAPH_VERSION = 5  # bump when _build_graph or _save_graph changes: cached graph files carry it in their name
@@ -180,6 +182,8 @@ def word_table(weights_path: Path) -> np.ndarray:
     start, end = entry["data_offsets"]
     shape = tuple(int(n) for n in entry["shape"])
     if entry["dtype"] == "F32" and end - start == 4 * shape[0] * shape[1]:
+        with open(weights_path, "rb") as f:  # a query looks rows up one by one: see page_cache
+            page_cache.read_through(f.fileno(), 8 + header_len + start, end - start)
         return np.memmap(weights_path, dtype="<f4", mode="r", offset=8 + header_len + start, shape=shape)
     from safetensors import safe_open
 

@@ -10,7 +10,8 @@ an external initializer, which onnxruntime copies while loading: its C API (AddE
 the caller's buffer go after that.
 
 Exact, as LanceDB's refine is: the ``REFINE`` x ``limit`` best rows by code are re-scored with their float32
-vectors, read with ``pread`` from a file beside the index (the page cache holds it, not the process). The
+vectors, read with ``pread`` from a file beside the index (the page cache holds it, not the process; it is
+read through once when the codes load, page_cache.py). The
 codes are per-dimension symmetric (scale = the dimension's largest magnitude / 127), the query is quantised
 to unsigned 8 bits per query; the shortlist's recall against exact search is measured in ``make bench``
 and tested. A local index keeps the codes and that file for the next start (:func:`load`); otherwise the
@@ -37,7 +38,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from . import heap, npz_file
+from . import heap, npz_file, page_cache
 from .background_build import BackgroundBuild
 from .lance_table import VECTOR_INDEX_REFINE, sql_quote, vector_matrix
 from .templates import TemplateRecord
@@ -77,6 +78,7 @@ class _Codes:
         self.fd = rows_file.fileno()
         self.session = _session(codes, threads)  # the caller drops ``codes``: onnxruntime has its own copy
         self.no_bias = np.zeros((1, len(uids)), dtype=np.int32)
+        page_cache.read_through(self.fd)  # re-scoring reads rows one by one: see page_cache
 
 
 class QuantizedMirror(FilterColumns):

@@ -11,11 +11,10 @@ the caller's buffer go after that.
 
 Exact, as LanceDB's refine is: the ``REFINE`` x ``limit`` best rows by code are re-scored with their float32
 vectors, read with ``pread`` from a file beside the index (the page cache holds it, not the process; it is
-read through once when the codes load, page_cache.py). The
-codes are per-dimension symmetric (scale = the dimension's largest magnitude / 127), the query is quantised
-to unsigned 8 bits per query; the shortlist's recall against exact search is measured in ``make bench``
-and tested. A local index keeps the codes and that file for the next start (:func:`load`); otherwise the
-file has no name and goes with its handle.
+read through once when the codes load, page_cache.py). The codes are per-dimension symmetric (scale = the
+dimension's largest magnitude / 127), the query is quantised to unsigned 8 bits per query; the shortlist's
+recall against exact search is measured in ``make bench`` and tested. A local index keeps the codes and that
+file for the next start (:func:`load`); otherwise the file has no name and goes with its handle.
 
 Built in the background from one snapshot of the table when the index starts. When the catalog moves on,
 the rows that changed are searched exactly beside the codes (their float32 vectors read from the table),

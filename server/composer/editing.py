@@ -212,6 +212,22 @@ class TemplateEdit:
                     f"nothing to remove for {group}: none of its packages are in the template"
                 )
 
+    def _supersede(self, group: str, where: str) -> list[str]:
+        """What adding ``group`` takes out of the groups it stands in for (Xfce for the desktop: GNOME's packages
+        and login manager), as change notes; its own packages and members stay."""
+        caps = self.caps
+        own = {n.lower() for n in caps.packages_for(group, where, self.arch)}
+        spec = caps.groups[group]
+        out: list[str] = []
+        for other in spec.supersedes:
+            installed = template_packages(self.data)
+            theirs = set(caps.group_members(other, installed, where)) | set(caps.packages_for(other, where, self.arch))
+            gone = self.remove_packages({n for n in theirs if n.lower() not in own
+                                         and not any(m.search(n.lower()) for m in spec.members)})
+            if gone:
+                out.append(f"in place of the {other} packages {', '.join(gone)}")
+        return out
+
     def _remove_group_users(self, group: str) -> list[str]:
         """The service accounts the group's software ran as: users named for the group ("kiosk", "podman-svc")."""
         users = self.system(create=False).get("users")
@@ -287,9 +303,9 @@ class TemplateEdit:
                     + (f": {note}" if note else "")
                 )
                 continue
+            extra = self._supersede(group, where)
             added = [p for p in caps.packages_for(group, where, self.arch) if self.add_package(p)]
             self.group_added.update(added)
-            extra: list[str] = []
             kernel_pkgs = caps.group_kernel_packages(group, where, self.arch)
             if kernel_pkgs:
                 kernel = self.kernel()

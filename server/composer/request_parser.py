@@ -102,6 +102,9 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
         spec.configurations = list({c["cmd"] or c["replaces"]: c for c in spec.configurations}.values())
         # Asking to add and remove the same thing: the removal is the later, more specific wish.
         spec.add_groups = [g for g in spec.add_groups if g not in spec.remove_groups and g not in self.vendor_instead_of]
+        # "a desktop with xfce": the kind named stands in for the group it is a kind of
+        kinds = {s for g in spec.add_groups if g in self.caps.groups for s in self.caps.groups[g].supersedes}
+        spec.add_groups = [g for g in spec.add_groups if g not in kinds]
         spec.add_packages = [p for p in spec.add_packages if p not in spec.remove_packages]
         spec.artifacts = [a for a in spec.artifacts if a not in spec.remove_artifacts]
         if not spec.os and not spec.dist and self.unsupported_target:

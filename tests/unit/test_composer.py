@@ -803,3 +803,17 @@ def test_other_requests_name_what_the_starting_template_brought_unasked() -> Non
     assert "hwloc" in packages(result.data)
     kept = [c for c in result.changes if c.startswith("kept from the starting template (not asked for)")]
     assert kept and "hwloc" in kept[0] and "curl" not in kept[0], result.changes
+
+
+def test_a_named_desktop_environment_replaces_the_templates_own():
+    library = Path(__file__).resolve().parents[2] / "image-templates"
+    gnome = yaml.safe_load((library / "ubuntu24-x86_64-desktop-workstation-raw.yml").read_text(encoding="utf-8"))
+    assert "ubuntu-desktop-minimal" in gnome["systemConfig"]["packages"]
+    done = apply_instruction(gnome, "switch the desktop to xfce")
+    packages = done.data["systemConfig"]["packages"]
+    assert {"xfce4", "lightdm"} <= set(packages)
+    assert "ubuntu-desktop-minimal" not in packages and "gdm3" not in packages
+    assert any("in place of the desktop packages" in c for c in done.changes), done.changes
+    el10 = apply_instruction(yaml.safe_load((library / "el10-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8")),
+                             "add the kde desktop")
+    assert any("kde-desktop" in p and "not available" in p for p in el10.problems), el10.problems

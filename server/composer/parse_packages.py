@@ -44,7 +44,8 @@ _NEUTRAL_WORDS = {
 _POSTFIX_NEGATION = re.compile(
     r"(^|[,;:(]|\bbut\b|\bwith\b)((?:(?!\bbut\b|\bwith\b)[^,;:(])*?)\s+(?:(?:is|are|be)\s+)?(?:(?:not|n't|isn't|aren't)\s+"
     r"(?:needed|required|wanted|necessary|used)|unnecessary|unneeded|unwanted|not\s+a\s+requirement"
-    r"|disabled|turned\s+off|switched\s+off|left\s+out|excluded|omitted)\b"
+    r"|disabled|turned\s+off|switched\s+off|left\s+out|excluded|omitted|removed|uninstalled|deleted|dropped|purged"
+    r"|taken\s+out|stripped(?:\s+out)?|ripped\s+out|gone)\b"
 )
 
 
@@ -53,9 +54,15 @@ _AFFIRMED = re.compile(r"(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:is|are)\s+
                        r"|(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:stays|can\s+stay)\b")
 
 
+# "remove nano if present": a condition on the wish that changes nothing a template can say (blanked out).
+_CONDITION = re.compile(r"\b(?:if|when|where)\s+(?:it\s+is\s+|they\s+are\s+|it's\s+)?(?:present|installed|there|"
+                        r"any|available|included|found|exists?)\b")
+
+
 def _negations_first(text: str) -> str:
     """Postfix negations turned around ("ros not needed" -> "without ros;"), each ending its phrase so that
     the removal does not run on into the next item; an affirmed item is its own phrase ("; keep podman;")."""
+    text = _CONDITION.sub(lambda m: " " * len(m.group(0)), text)
     text = _AFFIRMED.sub(lambda m: f"{m.group(1) or m.group(3) or ''}; keep {m.group(2) or m.group(4)}; ", text)
     return _POSTFIX_NEGATION.sub(lambda m: f"{m.group(1)} without {m.group(2).strip()}; ", text)
 

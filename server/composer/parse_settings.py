@@ -47,6 +47,7 @@ class SettingPhrases(ParserState):
             key, value = m.group(1).lower(), m.group(2)
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
+        self._listed_off = self._switched_in_lists()
         # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), and longest
         # words first ("ipv6 forwarding" is not "ipv6").
         order = {"count": 0, "zone": 0, "cpus": 1}
@@ -73,6 +74,20 @@ class SettingPhrases(ParserState):
             phrase = " ".join(x for x in (before, " ".join(m.group(2).split()), after) if x)
             self.spec.unparsed.append(f"{phrase} ({setting.reason})")
 
+    def _switched_in_lists(self) -> set[int]:
+        """Where the words of a switch stand as a later item of a list after an off word ("disable root login
+        and password authentication"): the off word governs every item, not only the first."""
+        between = r"[\s_-]*"
+        switches = alternatives([w for s in load_settings().values() if s.value in ("on", "off") for w in s.words],
+                                between=between)
+        item = rf"{_ARTICLE}(?:{switches})\b"
+        joint = r"\s*(?:,\s*(?:and\s+|or\s+)?|\band\s+|\bor\s+)"
+        starts: set[int] = set()
+        for m in self._each(rf"\b{_OFF}\s+{item}(?:{joint}{item})+"):
+            words = [w.start() for w in re.finditer(rf"\b(?:{switches})\b", m.group(0), re.I)]
+            starts.update(m.start() + at for at in words[1:])
+        return starts
+
     def _switch(self, setting: Setting, words: str) -> None:
         w = rf"\b(?:{words})\b"
         # A switch after the words wins over a word before them: "with ipv6 disabled" is off.
@@ -82,19 +97,22 @@ class SettingPhrases(ParserState):
         for on, form in forms:
             for m in self._each(form):
                 self._mask(m.start(), m.end())
+                if form == w and m.start() in self._listed_off:
+                    on = False  # a later item of a list an off word governs
                 if on == (setting.value == "on"):
                     self._write(setting, setting.value)
                 else:
                     self._take_out(setting, "on" if on else "off")
 
     def _take_out(self, setting: Setting, direction: str) -> None:
-        """The kernel's default asked for: what the setting writes the other way goes, if the template has it."""
+        """The default asked for (the kernel's, sshd's): what the setting writes the other way goes, if the
+        template has it."""
         self.spec.kernel_cmdline_remove += setting.parameters(setting.value)
         entry = setting.configuration(setting.value)
         if entry is not None:
             self.spec.configurations.append({"remove": True, "replaces": entry["replaces"], "cmd": "",
                                              "label": f"{setting.name} {setting.value}"})
-        self.spec.notes.append(f"{setting.name} {direction} is the kernel's default: nothing is written for it")
+        self.spec.notes.append(f"{setting.name} {direction} is {setting.default}: nothing is written for it")
 
     def _valued(self, setting: Setting, words: str) -> None:
         w = rf"\b(?:{words})\b"

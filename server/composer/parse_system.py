@@ -115,10 +115,13 @@ class SystemPhrases(ParserState):
             for m in self._each(pattern):
                 self.spec.users.append({"action": "remove", "name": m.group(1)})
                 self._mask(m.start(), m.end())
+        qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
         add = (
-            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*)"
+            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*"
+            # or anywhere, when a name is given to it ("there is a user called ops")
+            rf"|\b(?=(?:a|an|the|one)\s+(?:new\s+)?(?:{qualifiers}\s+)?(?:user|account)\s+(?:named|called)\b))"
             r"(?:a\s+|an\s+|the\s+|one\s+)?(?:new\s+)?"
-            r"(?:(?P<qual>admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login)\s+)?"
+            rf"(?:(?P<qual>{qualifiers})\s+)?"
             # "user data", "user namespaces", "user session": compound nouns, not a user's name
             r"(?:user|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
             r"(?:\s+(?:(?:named|called|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"

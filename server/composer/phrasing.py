@@ -24,6 +24,8 @@ ADD_WORDS = {
     "add", "adds", "adding", "install", "installing", "include", "includes", "including", "with", "plus", "also",
     "enable", "need", "needs", "want", "wants", "require", "requires", "support", "supporting", "containing",
     "bundle", "ship", "put", "use", "using", "preinstall", "preinstalled", "have", "has",
+    # what an image holds, said of the image ("an image that ships X", "it carries Y", "bundles Z")
+    "ships", "bundles", "bundled", "contain", "contains", "carry", "carries",
 }  # fmt: skip
 REMOVE_WORDS = {
     "remove", "removing", "uninstall", "drop", "delete", "without", "exclude", "excluding", "except", "no", "not",

@@ -36,6 +36,7 @@ class Setting:
     low: int | None = None
     high: int | None = None
     reason: str = ""  # why a setting of value "none" is not written
+    default: str = "the kernel's default"  # whose default the other direction of a switch is
 
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
@@ -72,7 +73,8 @@ def load_settings() -> Mapping[str, Setting]:
             cmdline=tuple(str(p) for p in spec.get("cmdline") or ()),
             sysctl=str(spec.get("sysctl") or ""), command=str(spec.get("command") or ""),
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
-            low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""))
+            low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""),
+            default=str(spec.get("default") or Setting.default))
     return out
 
 

@@ -182,3 +182,30 @@ def test_a_cpu_list_inside_the_name_turned_round_and_a_bare_zone_name_are_read()
 
 def test_a_range_nothing_read_is_reported():
     assert "threads 4-7 pinned" in parse_request("threads 4-7 pinned").unparsed
+
+
+@pytest.mark.parametrize(("text", "conf"), [
+    ("make an ubuntu image where root login is disabled", "PermitRootLogin no"),
+    ("debian server, no root ssh login", "PermitRootLogin no"),
+    ("azure linux vm with cloud-init and no password login", "PasswordAuthentication no"),
+    ("el10 with ssh password authentication disabled", "PasswordAuthentication no"),
+])
+def test_sshd_switches_write_a_drop_in_that_sshd_reads_on_every_family(text, conf):
+    spec = parse_request(text)
+    (command,) = _commands(spec)
+    assert conf in command and "/etc/ssh/sshd_config.d/" in command
+    assert "Include /etc/ssh/sshd_config.d/*.conf" in command  # put at the top where a family's file lacks it
+    assert "openssh-server" in want_from_spec(spec, "azl3")["has"]
+
+
+def test_an_off_word_governs_every_switch_listed_after_it():
+    spec = parse_request("debian server, disable root login and password authentication")
+    commands = " ".join(_commands(spec))
+    assert "PermitRootLogin no" in commands and "PasswordAuthentication no" in commands
+    assert not spec.notes and not spec.unparsed
+    assert parse_request("disable ipv6, and smt").kernel_cmdline_append == ["nosmt", "ipv6.disable=1"]
+
+
+def test_a_switch_back_to_sshds_default_names_whose_default_it_is():
+    spec = parse_request("ubuntu with root login enabled")
+    assert not _commands(spec) and any("sshd's default" in n for n in spec.notes), spec.notes

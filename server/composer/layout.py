@@ -198,11 +198,19 @@ class Layout:
         return pid
 
     def add(self, mount: str, size: str | None, fs: str | None, fill: bool) -> None:
-        if self._find(mount) is not None:
+        found = self._find(mount)
+        if found is not None:
+            fill_i = self._fill_index()
             if size:
                 self.resize(mount, size)
-            else:
+            elif not fill:
                 self.edit.changes.append(f"the disk already has a {mount} partition")
+            elif fill_i == found:
+                self.edit.changes.append(f"{mount} already fills the rest of the disk")
+            else:  # another partition takes the end of the disk: moving partitions is not done here
+                taker = f"{part_id(self.parts[fill_i])} does" if fill_i is not None else "no partition does"
+                self.edit.problems.append(f"{mount} does not fill the rest of the disk ({taker}); remove or size "
+                                          "the partition after it")
             return
         size_mib = _mib(size) if size else None
         if size and size_mib is None:

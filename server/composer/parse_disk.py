@@ -141,6 +141,20 @@ class DiskPhrases(ParserState):
             spec.partitions.append({"action": "add", "mountPoint": _mount(mount), "size": size, "fsType": _fs(fs),
                                     "fill": False})
             self._mask(m.start(), m.end())
+        # "the rest as root", "root takes the remaining space": the root partition fills the disk
+        rest = (r"(?:the\s+)?(?:rest|remainder|remaining(?:\s+space)?|leftover(?:\s+space)?|free\s+space)"
+                r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?")
+        root = r"(?:the\s+)?(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
+        for m in self._each(rf"\b{rest}\s+(?:goes\s+|going\s+)?(?:as|for|to|on|in|into)\s+{root}"
+                            rf"|(?<![\w/]){root}\s+(?:gets|takes|fills|uses|on|with|in|for)\s+(?:up\s+)?{rest}"):
+            spec.partitions.append({"action": "add", "mountPoint": "/", "size": None, "fsType": None, "fill": True})
+            self._mask(m.start(), m.end())
+        # "ext4 on root", "root as xfs", "an xfs root filesystem": the root partition's filesystem
+        for m in self._each(rf"\b{_FS}\s+(?:on|for)\s+{root}|(?<![\w/]){root}\s+(?:as|in|on|with|formatted\s+as|=|:)"
+                            rf"\s*{_FS}\b|\b{_FS}\s+(?:root|rootfs)(?:\s+(?:partition|filesystem|file\s+system|fs))?\b"):
+            fs = next(g for g in m.groups() if g)
+            spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(fs)})
+            self._mask(m.start(), m.end())
 
     def _disk_size(self) -> None:
         spec = self.spec
@@ -163,7 +177,8 @@ class DiskPhrases(ParserState):
             spec.disk_size_delta = "x2"
             self._mask(m.start(), m.end())
         patterns = [
-            rf"\b(?:disk|drive|storage|image)(?:\s+image)?(?:\s+size)?\s*(?:to|=|:|of|at|is|should\s+be|be|with)?\s*{_SIZE}",
+            rf"\b(?:disk|drive|storage|image)(?:\s+image)?(?:\s+size)?\s*(?:(?:grown|increased|enlarged|expanded|bumped|"
+            rf"raised|resized|shrunk|reduced|changed|set)\s+)?(?:to|=|:|of|at|is|should\s+be|be|with)?\s*{_SIZE}",
             rf"\bsize\s+(?:of\s+(?:the\s+)?)?(?:disk|image|drive)?\s*(?:to|=|:|of|at|is)?\s*{_SIZE}",
             rf"\b{_SIZE}\s+(?:raw\s+)?(?:disk|drive|storage|image|raw)\b",
         ]
@@ -174,6 +189,12 @@ class DiskPhrases(ParserState):
         if spec.disk_size is None and not spec.disk_size_delta:
             # A lone size ("edge image with docker, 32GiB") can only mean the disk; memory sizes are not ours.
             for m in self._each(rf"(?<![\w/.]){_SIZE}(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
+                # "a cache of 500MB", "logs: 2G": a size said of something else is no disk size (what it is
+                # said of is reported as a value nothing read)
+                said_of = re.search(r"\b([a-z][\w-]*)\s*(?:\bof|\bat|=|:)\s*$", self.work[:m.start()], re.I)
+                word = said_of.group(1).lower() if said_of else ""
+                if word and word not in _DISK_WORDS and not (self.caps.family_of(word) or self.caps.dist_of(word)):
+                    continue
                 spec.disk_size = _size(m.group(1), m.group(2))
                 self._mask(m.start(), m.end())
 
@@ -215,6 +236,10 @@ class DiskPhrases(ParserState):
             self._mask(m.start(), m.end())
         for m in self._each(r"\b(?:artifacts?|outputs?|formats?)\b"):
             self._mask(m.start(), m.end())
+
+
+# Words a lone size may be said of and still be the disk's ("a total of 32G", "disk: 8G", "size = 16G")
+_DISK_WORDS = {"disk", "drive", "storage", "image", "size", "total", "capacity", "space", "a", "an", "with"}
 
 
 def _size(number: str, unit: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual
 from ..knowledge.system_settings import Setting, load_settings, sysctl_configuration, zone_named
 from .phrasing import STOPWORDS, ParserState, alternatives
 
@@ -25,6 +26,7 @@ _OFF = r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deacti
 _OFF_AFTER = (r"(?:(?:is|are|be|being)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
               r"|not\s+(?:needed|wanted|required))")
 _ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
+_SIZE_TEXT = re.sub(r"\((?!\?)", "(?:", CASUAL_SIZE)  # a size, as one piece of text ("2G", "half a gig")
 # key=value whose key is a sysctl path: procfs roots no kernel parameter starts with ("net.ifnames" is one,
 # so net. needs its subsystem).
 _SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.[a-z0-9_.]*[a-z0-9_]"
@@ -50,7 +52,7 @@ class SettingPhrases(ParserState):
         self._listed_off = self._switched_in_lists()
         # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), and longest
         # words first ("ipv6 forwarding" is not "ipv6").
-        order = {"count": 0, "zone": 0, "cpus": 1}
+        order = {"count": 0, "size": 0, "zone": 0, "cpus": 1}
         for setting in sorted(load_settings().values(),
                               key=lambda s: (order.get(s.value, 2), -max(map(len, s.words)))):
             words = alternatives(setting.words, between=r"[\s_-]*")
@@ -128,6 +130,8 @@ class SettingPhrases(ParserState):
                               rf"(?:{alternatives(firsts)})\b", True))
         elif setting.value == "count":
             forms = [(rf"{w}{_LINK}(\d+)(?![\w.-])", True), (rf"(?<![\w.-])(\d+)\s+{w}", False)]
+        elif setting.value == "size":
+            forms = [(rf"{w}{_LINK}({_SIZE_TEXT})", True), (rf"({_SIZE_TEXT})\s+(?:of\s+)?{w}", False)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
             forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False)]
@@ -172,6 +176,9 @@ class SettingPhrases(ParserState):
         if setting.value == "cpus":
             parts = re.split(r"\s*(?:,|\band\b|&)\s*", text.strip())
             return ",".join(re.sub(r"\s*-\s*", "-", p) for p in parts if p), len(text)
+        if setting.value == "size":
+            mib = parse_casual(text)
+            return (fmt_size(mib) if mib else ""), len(text)
         if setting.value == "count":
             number, low, high = int(text), setting.low, setting.high
             if (low is not None and number < low) or (high is not None and number > high):
@@ -199,9 +206,10 @@ class SettingPhrases(ParserState):
 
     @staticmethod
     def _shape(setting: Setting) -> str:
-        return {"cpus": "CPU list", "count": "number", "zone": "time zone"}[setting.value]
+        return {"cpus": "CPU list", "count": "number", "size": "size", "zone": "time zone"}[setting.value]
 
     @staticmethod
     def _example(setting: Setting) -> str:
         word = setting.words[0]
-        return {"cpus": f"{word} 2-3", "count": f"{word} 10", "zone": f"{word} Europe/Berlin"}[setting.value]
+        return {"cpus": f"{word} 2-3", "count": f"{word} 10", "size": f"{word} of 2G",
+                "zone": f"{word} Europe/Berlin"}[setting.value]

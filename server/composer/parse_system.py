@@ -46,6 +46,16 @@ class SystemPhrases(ParserState):
         ):
             self.spec.kernel_cmdline_append += _params(m.group(1))
             self._mask(m.start(), m.end())
+        # "the kernel command line should include console=ttyS0,115200 and quiet": flags after a verb of having.
+        # A value keeps its own commas ("console=ttyS0,115200"); ", " separates flags.
+        flag = r"[a-z][a-z0-9_.-]*(?:=(?:[^\s,;'\"]|,(?=[^\s,;]))+)?"
+        flags = rf"({flag}(?:\s*(?:,|\band\b)\s*{flag})*)"
+        for m in self._each(rf"{_CMDLINE_WORDS}\s+(?:(?:should|must|shall|to|will|needs?\s+to)\s+)?"
+                            rf"(?:include|contain|have|get|carry|list)s?\s+(?:the\s+)?(?:flags?\s+|parameters?\s+)?{flags}"):
+            params = [p for p in _params(m.group(1)) if p.lower() not in STOPWORDS]
+            if params:
+                self.spec.kernel_cmdline_append += params
+                self._mask(m.start(), m.end())
         for m in self._each(
             rf"{_CMDLINE_WORDS}\s*(?:(?::|=|of)\s*(\"[^\"]*\"|'[^']*'|\S+(?:\s+\S+=\S+)*)|(\"[^\"]*\"|'[^']*'|\S+=\S+(?:\s+\S+=\S+)*))"
         ):
@@ -53,10 +63,7 @@ class SystemPhrases(ParserState):
             self.spec.kernel_cmdline_append += _params(value)
             self._mask(m.start(), m.end())
         # "kernel option nomodeset", "boot flags quiet and splash": flags named after the word for them.
-        # A value keeps its own commas ("console=ttyS0,115200"); ", " separates flags.
-        flag = r"[a-z][a-z0-9_.-]*(?:=(?:[^\s,;'\"]|,(?=[^\s,;]))+)?"
-        for m in self._each(rf"\b(?:kernel|boot)\s+(?:option|parameter|param|flag|arg|argument)s?\s+"
-                            rf"({flag}(?:\s*(?:,|\band\b)\s*{flag})*)"):
+        for m in self._each(rf"\b(?:kernel|boot)\s+(?:option|parameter|param|flag|arg|argument)s?\s+{flags}"):
             params = [p for p in _params(m.group(1)) if p.lower() not in STOPWORDS]
             if params:
                 self.spec.kernel_cmdline_append += params
@@ -115,6 +122,12 @@ class SystemPhrases(ParserState):
             for m in self._each(pattern):
                 self.spec.users.append({"action": "remove", "name": m.group(1)})
                 self._mask(m.start(), m.end())
+        # "zsh as the default shell for user dev": the shell named before the user it is for
+        for m in self._each(r"\b(bash|zsh|fish|sh|/[\w/.-]+)\s+as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?"
+                            r"(?:default\s+|login\s+)?shell\s+(?:for|of)\s+(?:the\s+)?(?:user|account)\s+"
+                            r"[\"'`]?([a-z_][a-z0-9_-]*)"):
+            self.spec.users.append({"action": "add", "name": m.group(2), "shell": self._login_shell(m.group(1))})
+            self._mask(m.start(), m.end())
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
         add = (
             r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*"
@@ -184,7 +197,7 @@ class SystemPhrases(ParserState):
             shell = re.search(r"\bshell\s*(?:=|:|of|is)?\s*(/[\w/.-]+|bash|zsh|sh|fish)", clause, re.I)
             if shell:
                 value = shell.group(1)
-                user["shell"] = value if value.startswith("/") else f"/bin/{value}"
+                user["shell"] = self._login_shell(value)
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)
@@ -195,6 +208,12 @@ class SystemPhrases(ParserState):
                 )
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
+
+    def _login_shell(self, shell: str) -> str:
+        """The path of a user's login shell; a shell the base system lacks (zsh, fish) is installed with it."""
+        if shell.rsplit("/", 1)[-1] in _SHELL_PACKAGES:
+            self.spec.add_packages.append(shell.rsplit("/", 1)[-1])
+        return shell if shell.startswith("/") else f"/bin/{shell}"
 
     def _kernel_version(self) -> None:
         patterns = [
@@ -318,6 +337,10 @@ class SystemPhrases(ParserState):
                     if gid not in self.spec.add_groups:
                         self.spec.add_groups.append(gid)
                     self._mask(m.start(), m.end())
+
+
+# Login shells that are packages of their own name on every family (bash and sh are in every base system).
+_SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
 
 def _unquote(value: str) -> str:

@@ -218,8 +218,9 @@ class TargetPhrases(ParserState):
                 )
             ]
             self.spec.arch = (preferred or sorted(found))[-1][1]
-            return
-        # A machine named instead ("a raspberry pi 5", "aws graviton"): its architecture, and what it needs.
+        # A machine named instead or as well ("a raspberry pi 5", "aws graviton"): its architecture, and what it
+        # needs. An architecture named outright wins, and a machine of another one is said to be.
+        named = self.spec.arch
         for arch, info in self.caps.arch_info.items():
             for machine, note in (info.get("hardware") or {}).items():
                 # with its model, if one follows ("pi 5", "graviton 3", "altra max")
@@ -227,9 +228,12 @@ class TargetPhrases(ParserState):
                                   + r"(?:\s+(?:\d+[a-z]?|max|pro|plus)(?![\w.-]))?" + NA)
                 if hits:
                     m = hits[0]
-                    self.spec.arch = arch
-                    if note:
-                        self.spec.notes.append(f"{m.group(0)}: {note}")
+                    if named and named != arch:
+                        self.spec.unparsed.append(f"{m.group(0)} is an {arch} machine; built for {named} as named")
+                    else:
+                        self.spec.arch = arch
+                        if note:
+                            self.spec.notes.append(f"{m.group(0)}: {note}")
                     self._mask(m.start(), m.end())
 
     def _image_type(self) -> None:

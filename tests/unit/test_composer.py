@@ -817,3 +817,17 @@ def test_a_named_desktop_environment_replaces_the_templates_own():
     el10 = apply_instruction(yaml.safe_load((library / "el10-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8")),
                              "add the kde desktop")
     assert any("kde-desktop" in p and "not available" in p for p in el10.problems), el10.problems
+
+
+@pytest.mark.parametrize("text", ["4 GB swap and the rest as root", "root takes the remaining space",
+                                  "the rest of the disk for /"])
+def test_the_rest_of_the_disk_for_root_is_read_and_checked(text):
+    library = Path(__file__).resolve().parents[2] / "image-templates"
+    plain = yaml.safe_load((library / "azl3-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
+    done = apply_instruction(plain, text)
+    assert any("/ already fills the rest of the disk" in c for c in done.changes), done.changes
+    assert not done.problems and not any("not understood" in c for c in done.changes)
+    # Where another partition takes the end of the disk, the wish is reported, not claimed.
+    opt = yaml.safe_load((library / "emt3-x86_64-immutable-secureboot-raw.yml").read_text(encoding="utf-8"))
+    kept = apply_instruction(opt, text)
+    assert any("/ does not fill the rest of the disk" in p for p in kept.problems), kept.problems

@@ -465,3 +465,57 @@ def test_a_user_given_a_name_is_read_without_a_verb(text, user):
 def test_a_desktop_named_by_its_environment_stands_in_for_the_generic_one(text, group):
     spec = parse_request(text)
     assert group in spec.add_groups and "desktop" not in spec.add_groups
+
+
+@pytest.mark.parametrize(("text", "params"), [
+    ("ubuntu image, kernel command line should include console=ttyS0,115200 and quiet",
+     ["console=ttyS0,115200", "quiet"]),
+    ("debian, the kernel cmdline must have nomodeset", ["nomodeset"]),
+])
+def test_kernel_flags_after_a_verb_of_having_are_parameters(text, params):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_append == params and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "disk", "unread"), [
+    ("debian with a package cache of 500MB", None, "500mb"),
+    ("journald logs at 2G max, debian", None, "2g"),
+    ("edge image with docker, 32GiB", "32GiB", None),
+    ("ubuntu, total of 40G", "40GiB", None),
+    ("ubuntu24: 8G", "8GiB", None),
+    ("azure linux 3 with the disk grown to 12GB", "12GiB", None),
+])
+def test_a_lone_size_is_the_disk_unless_it_is_said_of_something_else(text, disk, unread):
+    spec = parse_request(text)
+    assert spec.disk_size == disk
+    assert (unread in spec.unparsed) if unread else not spec.unparsed, spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "fs"), [("azure linux 3 with ext4 on root", "ext4"),
+                                          ("debian with an xfs root filesystem", "xfs"),
+                                          ("ubuntu, root as btrfs", "btrfs")])
+def test_the_root_filesystem_named_in_words(text, fs):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "resize", "mountPoint": "/", "size": None, "fsType": fs}]
+    assert not spec.unparsed
+
+
+def test_a_shell_named_before_the_user_it_is_for():
+    spec = parse_request("ubuntu 26.04 minimal with zsh as the default shell for user dev")
+    assert spec.users == [{"action": "add", "name": "dev", "shell": "/bin/zsh"}] and not spec.unparsed
+    assert spec.add_packages == ["zsh"]  # the shell is installed with the user who logs in with it
+    assert parse_request("add user ops with shell fish").add_packages == ["fish"]
+
+
+def test_a_machine_named_beside_an_architecture_keeps_its_note_or_says_it_differs():
+    pi = parse_request("debian 13 arm64 image for a raspberry pi 5")
+    assert pi.arch == "aarch64" and any(n.startswith("raspberry pi 5: ") for n in pi.notes) and not pi.unparsed
+    other = parse_request("x86_64 image for a raspberry pi")
+    assert other.arch == "x86_64" and any("aarch64 machine" in u for u in other.unparsed)
+
+
+@pytest.mark.parametrize(("text", "group"), [("debian with bluetooth", "bluetooth"), ("ubuntu with zram", "zram"),
+                                             ("azure linux for hyper-v with the hyperv daemons", "hyperv-guest")])
+def test_more_capabilities_by_their_words(text, group):
+    spec = parse_request(text)
+    assert group in spec.add_groups and not spec.unparsed

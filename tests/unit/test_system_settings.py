@@ -209,3 +209,15 @@ def test_an_off_word_governs_every_switch_listed_after_it():
 def test_a_switch_back_to_sshds_default_names_whose_default_it_is():
     spec = parse_request("ubuntu with root login enabled")
     assert not _commands(spec) and any("sshd's default" in n for n in spec.notes), spec.notes
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("elxr with a swap file of 2G and zram", "2GiB"),
+    ("ubuntu with a 2G swap file", "2GiB"),
+    ("swapfile: 512 MB", "512MiB"),
+])
+def test_a_swap_file_is_a_file_of_its_size_not_a_partition_or_the_disk(text, size):
+    spec = parse_request(text)
+    (command,) = _commands(spec)
+    assert command.startswith(f"fallocate -l {size} /swapfile") and "mkswap /swapfile" in command
+    assert not spec.partitions and spec.disk_size is None and not spec.unparsed

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..knowledge.loader import Capabilities
 from ..knowledge.request_words import load_request_words
+from ..knowledge.stems import service_spans
 from . import coherence
 from .layout import Layout
 
@@ -226,6 +227,15 @@ class TemplateEdit:
                                          and not any(m.search(n.lower()) for m in spec.members)})
             if gone:
                 out.append(f"in place of the {other} packages {', '.join(gone)}")
+            # The other's units the template enables (gdm.service, which ubuntu-desktop-minimal brought): a unit
+            # of software that is no longer there fails the build.
+            system = self.system(create=False)
+            units = {unit for _s, _e, unit in (span for c in system.get("configurations") or [] if isinstance(c, dict)
+                                               for span in service_spans(str(c.get("cmd") or "")))
+                     if caps.group_members(other, [unit, unit.rstrip("0123456789")], where)
+                     and not any(m.search(unit.lower()) for m in spec.members)}
+            if units and (dropped := coherence.drop_services(system, set(), frozenset(units))):
+                out.append(f"no longer enabled: {', '.join(dropped)}")
         return out
 
     def _remove_group_users(self, group: str) -> list[str]:

@@ -91,21 +91,30 @@ class PackagePhrases(ParserState):
     def _replacements(self) -> None:
         """'replace X with Y' and 'Y instead of X' become a removal plus an addition."""
         word = r"([a-z0-9][\w.+:~-]*(?:\s+[a-z0-9][\w.+:~-]*)?)"
+        the = r"(?:the\s+|a\s+|an\s+|my\s+)?"
         patterns = [
-            (rf"\b(?:replace|swap|substitute)\s+{word}\s+(?:with|by|for)\s+{word}", 1, 2),
-            (rf"\b(?:use\s+)?{word}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+{word}", 2, 1),
+            (rf"\b(?:replace|swap|substitute)\s+{the}{word}\s+(?:with|by|for)\s+{the}{word}", 1, 2),
+            (rf"\b(?:use\s+)?{the}{word}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+{the}{word}", 2, 1),
         ]
         for pattern, old_i, new_i in patterns:
             for m in self._each(pattern):
                 old, new = m.group(old_i), m.group(new_i)
                 if self._is_os_or_arch(old) or self._is_os_or_arch(new):
                     continue  # "ubuntu instead of debian" is a distribution switch, handled below
-                for part in old.split():
+                for part in self._named(old):
                     self._classify(part, mode="remove", strength="strong")
-                for part in new.split():
+                for part in self._named(new):
                     if self._classify(part, mode="add", strength="strong") == "unknown-strong":
                         self.spec.add_packages.append(part.lower())
                 self._mask(m.start(), m.end())
+
+    @staticmethod
+    def _named(words: str) -> list[str]:
+        """The words of "the ssh server", "the nano editor" that name software: a kind noun after a name says
+        what it is ("server" is no package, though openssh-server ends with it)."""
+        kinds = {*load_request_words().kind_nouns, "server", "client", "daemon"}
+        parts = words.split()
+        return [p for i, p in enumerate(parts) if not (i and p.lower() in kinds)]
 
     def _scan(self) -> None:
         """Walk the remaining words with a mode (add / remove / neutral) and classify them.
@@ -208,12 +217,12 @@ class PackagePhrases(ParserState):
                         continue
                     if size == 1 and tokens[i] in self.real:
                         break
-                    group = self._as_platform(group, tokens, i, size)
+                    platform = self._as_platform(group, tokens, i, size)
                     if mode == "remove":
-                        self.spec.remove_groups.append(group)
+                        self.spec.remove_groups.append(platform)
                     else:
-                        self.spec.add_groups.append(group)
-                        if phrase in use_case_words:
+                        self.spec.add_groups.append(platform)
+                        if phrase in use_case_words and platform == group:  # where it runs is no use of it
                             self.spec.use_cases.append(use_case_words[phrase])
                     i += size
                     matched = True
@@ -316,10 +325,23 @@ class PackagePhrases(ParserState):
         """A group named right after "for"/"on"/"under" as where the image runs ("an image for qemu") means its
         platform group (the guest agent), unless a host word follows ("for kvm hosts")."""
         spec = self.caps.groups.get(group)
-        if spec is None or not spec.as_platform or not i or tokens[i - 1] not in _PLATFORM_WORDS:
+        if spec is None or not spec.as_platform or not i or not (tokens[i - 1] in _PLATFORM_WORDS
+                                                                 or self._listed_after_platform(tokens, i)):
             return group
         after = tokens[i + size] if i + size < len(tokens) else ""
         return group if after.rstrip("s") in _HOST_WORDS else spec.as_platform
+
+    def _listed_after_platform(self, tokens: list[str], i: int) -> bool:
+        """"for hyper-v and kvm": an item joined by "and"/"or" to a platform named after "for" is one too."""
+        if i < 3 or tokens[i - 1] not in ("and", "or"):
+            return False
+        triggers = self.caps.triggers()
+        for size in (1, 2):
+            start = i - 1 - size
+            if start >= 1 and tokens[start - 1] in _PLATFORM_WORDS and normalize_phrase(
+                    " ".join(tokens[start:i - 1])) in triggers:
+                return True
+        return False
 
     def _named_as_package(self, clause: str, found: list[tuple[str, int, int]], i: int) -> bool:
         """A package name that is an everyday word names the package right after a verb that adds or removes

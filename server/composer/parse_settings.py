@@ -21,9 +21,12 @@ _CPU_NOUN = r"(?:cpus?|cores?|processors?)"
 # What may stand between a setting's words and its value: "swappiness = 10", "time zone set to UTC".
 _LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for)\b)\s*){0,3}"
 _ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate|with|want|need)"
-_ON_AFTER = r"(?:(?:is|are|be|being)\s+)?(?:on|enabled|turned\s+on|switched\s+on|allowed|active|activated)"
+# "root login should be off", "ipv6 must stay disabled": a modal verb may stand before the switch
+_MODAL = r"(?:(?:should|must|shall|will|would|to|can|needs?\s+to|has\s+to|have\s+to)\s+)?"
+_ON_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?"
+             r"(?:on|enabled|turned\s+on|switched\s+on|allowed|active|activated)")
 _OFF = r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill)"
-_OFF_AFTER = (r"(?:(?:is|are|be|being)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
+_OFF_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
               r"|not\s+(?:needed|wanted|required))")
 _ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
 _SIZE_TEXT = re.sub(r"\((?!\?)", "(?:", CASUAL_SIZE)  # a size, as one piece of text ("2G", "half a gig")

@@ -257,9 +257,11 @@ class RetargetEdit(TemplateEdit):
             )
 
     def _rename_everywhere(self, old: str, new: str) -> None:
-        """Keep names honest: 'azl3-x86_64-edge' becomes 'ubuntu24-x86_64-edge' after a switch."""
+        """Keep names honest: 'azl3-x86_64-edge' becomes 'ubuntu24-x86_64-edge' after a switch, and a host
+        named after the old release ('debian13', 'azl3-minimal') is named after the new one."""
         pairs = [(old, new)]
-        for section, key in (("image", "name"), ("systemConfig", "name"), ("disk", "name")):
+        for section, key in (("image", "name"), ("systemConfig", "name"), ("disk", "name"),
+                             ("systemConfig", "hostname")):
             holder = self.data.get(section)
             if isinstance(holder, dict) and isinstance(holder.get(key), str):
                 value = holder[key]

@@ -831,3 +831,20 @@ def test_the_rest_of_the_disk_for_root_is_read_and_checked(text):
     opt = yaml.safe_load((library / "emt3-x86_64-immutable-secureboot-raw.yml").read_text(encoding="utf-8"))
     kept = apply_instruction(opt, text)
     assert any("/ does not fill the rest of the disk" in p for p in kept.problems), kept.problems
+
+
+def test_switching_the_desktop_stops_enabling_the_old_display_manager():
+    library = Path(__file__).resolve().parents[2] / "image-templates"
+    gnome = yaml.safe_load((library / "ubuntu24-x86_64-desktop-workstation-raw.yml").read_text(encoding="utf-8"))
+    assert any("gdm.service" in c["cmd"] for c in gnome["systemConfig"]["configurations"])
+    done = apply_instruction(gnome, "switch to xfce")
+    commands = [c["cmd"] for c in done.data["systemConfig"]["configurations"]]
+    assert not any("gdm" in c for c in commands) and any("NetworkManager.service" in c for c in commands)
+
+
+def test_a_host_named_after_the_old_release_follows_a_switch():
+    library = Path(__file__).resolve().parents[2] / "image-templates"
+    debian = yaml.safe_load((library / "debian13-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
+    assert debian["systemConfig"]["hostname"] == "debian13"
+    done = apply_instruction(debian, "actually make it ubuntu 24.04")
+    assert done.data["systemConfig"]["hostname"] == "ubuntu24"

@@ -519,3 +519,40 @@ def test_a_machine_named_beside_an_architecture_keeps_its_note_or_says_it_differ
 def test_more_capabilities_by_their_words(text, group):
     spec = parse_request(text)
     assert group in spec.add_groups and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "configured"), [("also root login should be off", "PermitRootLogin no"),
+                                                  ("password login must stay disabled", "PasswordAuthentication no")])
+def test_a_modal_verb_before_a_switch_keeps_its_direction(text, configured):
+    spec = parse_request(text)
+    assert any(configured in c["cmd"] for c in spec.configurations) and not spec.notes
+    assert parse_request("ipv6 must stay disabled").kernel_cmdline_append == ["ipv6.disable=1"]
+
+
+@pytest.mark.parametrize(("text", "removed", "added"), [
+    ("swap the ssh server for dropbear", {"remove_groups": ["ssh"]}, ["dropbear"]),
+    ("replace the nano editor with vim", {"remove_packages": ["nano"]}, ["vim"]),
+])
+def test_a_replacement_reads_past_articles_and_the_kind_of_software(text, removed, added):
+    spec = parse_request(text)
+    for field, names in removed.items():
+        assert getattr(spec, field) == names
+    assert spec.add_packages == added and "server" not in spec.remove_packages and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "groups"), [
+    ("azure linux 3 cloud vm image for hyper-v and kvm", ["hyperv-guest", "vm-guest"]),
+    ("ubuntu for proxmox or vmware", ["vm-guest", "vmware-guest"]),
+    ("debian for kvm hosts and docker", ["virtualization", "containers"]),
+])
+def test_platforms_listed_after_for_are_all_where_the_image_runs(text, groups):
+    spec = parse_request(text)
+    assert spec.add_groups == groups
+    assert "virt" not in spec.use_cases or "virtualization" in groups
+
+
+@pytest.mark.parametrize(("text", "azure"), [("an azure vm image on azure linux", True),
+                                             ("ubuntu 24.04 vm for azure", True),
+                                             ("azure linux 3 minimal", False), ("azure-linux 3 with nginx", False)])
+def test_azure_the_cloud_is_not_azure_linux_the_distribution(text, azure):
+    assert ("azure-guest" in parse_request(text).add_groups) == azure

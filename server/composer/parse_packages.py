@@ -24,6 +24,7 @@ _STRONG_ADD = {
 }
 _NEUTRAL_WORDS = {
     "set",
+    "turn",
     "change",
     "make",
     "switch",
@@ -59,10 +60,16 @@ _CONDITION = re.compile(r"\b(?:if|when|where)\s+(?:it\s+is\s+|they\s+are\s+|it's
                         r"any|available|included|found|exists?)\b")
 
 
+# "make nginx go away", "have telnet removed": a causative verb, the items, then what happens to them
+_CAUSED_REMOVAL = re.compile(r"\b(?:make|have|let|get)\s+((?:the\s+)?[a-z0-9][\w.+-]*(?:\s*(?:,|and)\s*[a-z0-9][\w.+-]*)*)"
+                             r"\s+(?:go\s+away|gone|disappear|vanish|removed|uninstalled|deleted|dropped)\b")
+
+
 def _negations_first(text: str) -> str:
     """Postfix negations turned around ("ros not needed" -> "without ros;"), each ending its phrase so that
     the removal does not run on into the next item; an affirmed item is its own phrase ("; keep podman;")."""
     text = _CONDITION.sub(lambda m: " " * len(m.group(0)), text)
+    text = _CAUSED_REMOVAL.sub(lambda m: f"without {m.group(1)};", text)
     text = _AFFIRMED.sub(lambda m: f"{m.group(1) or m.group(3) or ''}; keep {m.group(2) or m.group(4)}; ", text)
     return _POSTFIX_NEGATION.sub(lambda m: f"{m.group(1)} without {m.group(2).strip()}; ", text)
 
@@ -185,9 +192,14 @@ class PackagePhrases(ParserState):
                     i += 2 if two in ("do not", "no need", "not want") else 1
                     continue
                 three = " ".join(tokens[i : i + 3])
-                if three in ("get rid of", "leave out of") or two in ("get rid", "leave out", "take out"):
+                if three in ("get rid of", "leave out of") or two in ("get rid", "leave out", "take out", "turn off",
+                                                                     "switch off", "shut off"):
                     mode, strength = "remove", "strong"
                     i += 3 if three in ("get rid of", "leave out of") else 2
+                    continue
+                if two in ("turn on", "switch on", "put in", "bring in", "throw in", "add in"):
+                    mode, strength, negate = "add", "strong", False
+                    i += 2
                     continue
                 if token in REMOVE_WORDS:
                     mode, strength, negate = "remove", "strong", False

@@ -556,3 +556,18 @@ def test_platforms_listed_after_for_are_all_where_the_image_runs(text, groups):
                                              ("azure linux 3 minimal", False), ("azure-linux 3 with nginx", False)])
 def test_azure_the_cloud_is_not_azure_linux_the_distribution(text, azure):
     assert ("azure-guest" in parse_request(text).add_groups) == azure
+
+
+@pytest.mark.parametrize(("text", "field", "value"), [
+    ("turn off docker", "remove_groups", ["containers"]),
+    ("switch off the firewall", "remove_groups", ["firewall"]),
+    ("switch on the firewall", "add_groups", ["firewall"]),
+    ("make nginx go away and use apache instead", "remove_packages", ["nginx"]),
+    ("have telnet and nano removed", "remove_packages", ["telnet", "nano"]),
+    ("harden it", "add_groups", ["security"]),
+    ("actually put ssh back", "add_groups", ["ssh"]),
+])
+def test_phrasal_and_causative_verbs_keep_their_direction(text, field, value):
+    spec = parse_request(text, known_packages=["nginx", "apache2", "telnet", "nano"])
+    assert getattr(spec, field) == value and not spec.unparsed, spec
+    assert not (set(spec.add_packages) & set(spec.remove_packages))

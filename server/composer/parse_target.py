@@ -205,8 +205,12 @@ class TargetPhrases(ParserState):
     def _architecture(self) -> None:
         found: list[tuple[int, str]] = []
         for arch, info in self.caps.arch_info.items():
+            not_after = {str(w) for w in info.get("not_after") or ()}
             for alias in sorted({arch, *(str(a) for a in info.get("aliases") or ())}, key=len, reverse=True):
                 for m in self._each(NB + re.escape(alias) + NA):
+                    before = self.work[:m.start()].split()
+                    if before and before[-1].lower() in not_after:
+                        continue  # "a robot arm": the word, not the architecture
                     found.append((m.start(), arch))
                     self._mask(m.start(), m.end())
         if found:

@@ -318,7 +318,9 @@ class QueryAnalyzer:
         # "wind river", "red hat", "centos stream" name a target in two words; "cbl-mariner" in one dashed word.
         pairs = [f"{a}-{b}" for a, b in zip(content, content[1:], strict=False)]
         parts = [p for tok in content if "-" in tok for p in tok.split("-")]
-        for tok in [*content, *parts, *pairs]:
+        limbs = {i for i, tok in enumerate(content) if i and any(
+            tok in vocab.ARCH_WORDS.get(a, ()) and content[i - 1] in after for a, after in vocab.ARCH_NOT_AFTER.items())}
+        for tok in [*(t for i, t in enumerate(content) if i not in limbs), *parts, *pairs]:
             for arch, words in vocab.ARCH_WORDS.items():
                 if tok in words and tok not in ("intel",):
                     wants["arch"] = arch

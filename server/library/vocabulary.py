@@ -24,6 +24,9 @@ OS_WORDS: dict[str, list[str]] = {f.id: list(f.search_words) for f in _CAPS.fami
 OS_FOR_DIST: dict[str, str] = {d.id: d.family for d in _CAPS.dists.values()}
 ARCH_WORDS: dict[str, list[str]] = {a: list(_CAPS.arch_search_words(a)) for a in _CAPS.arch_info
                                     if _CAPS.arch_search_words(a)}
+# arch -> words after which its words name something else ("robot arm")
+ARCH_NOT_AFTER: dict[str, set[str]] = {a: {str(w) for w in info.get("not_after") or ()}
+                                       for a, info in _CAPS.arch_info.items()}
 
 IMAGE_TYPE_WORDS: dict[str, list[str]] = {k: list(v) for k, v in _WORDS.image_types.items()}
 FILENAME_HINTS: dict[str, list[str]] = {k: list(v) for k, v in _WORDS.filename_hints.items()}

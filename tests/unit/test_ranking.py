@@ -108,3 +108,10 @@ def test_kept_is_the_one_candidate_rule_for_every_candidate(packages: list[str])
     assert kept == expected
     assert 0 < len(kept) < n  # both sides of the rule were taken
     assert ranked.kept(0.0, bool(packages)) == ranked.order
+
+
+def test_a_query_about_a_robot_arm_asks_for_no_architecture():
+    from image_composer_mcp.server.library.query_analysis import QueryAnalyzer
+
+    assert "arch" not in QueryAnalyzer._wants(["ros", "jazzy", "robot", "arm"])
+    assert QueryAnalyzer._wants(["edge", "gateway", "arm", "azure"])["arch"] == "aarch64"

@@ -571,3 +571,10 @@ def test_phrasal_and_causative_verbs_keep_their_direction(text, field, value):
     spec = parse_request(text, known_packages=["nginx", "apache2", "telnet", "nano"])
     assert getattr(spec, field) == value and not spec.unparsed, spec
     assert not (set(spec.add_packages) & set(spec.remove_packages))
+
+
+@pytest.mark.parametrize(("text", "arch"), [("ubuntu for a robot arm controller", None),
+                                            ("ros 2 on a robotic arm", None),
+                                            ("an arm board with ubuntu", "aarch64")])
+def test_arm_after_a_word_for_a_machine_limb_is_not_the_architecture(text, arch):
+    assert parse_request(text).arch == arch

@@ -46,6 +46,15 @@ class SystemPhrases(ParserState):
         ):
             self.spec.kernel_cmdline_append += _params(m.group(1))
             self._mask(m.start(), m.end())
+        # "without splash", "no quiet boot", "with nomodeset": kernel flags that are no package, by name
+        flags = "|".join(_BARE_FLAGS)
+        for m in self._each(rf"\b(?:without|no|remove|drop|disable)\s+(?:the\s+)?({flags})\b"
+                            r"(?:\s+(?:boot|flag|option|parameter|screen))?"):
+            self.spec.kernel_cmdline_remove.append(m.group(1).lower())
+            self._mask(m.start(), m.end())
+        for m in self._each(rf"\b(?:with|add|enable)\s+(?:the\s+)?({flags})\b(?:\s+(?:boot|flag|option|parameter))?"):
+            self.spec.kernel_cmdline_append.append(m.group(1).lower())
+            self._mask(m.start(), m.end())
         # "the kernel command line should include console=ttyS0,115200 and quiet": flags after a verb of having.
         # A value keeps its own commas ("console=ttyS0,115200"); ", " separates flags.
         flag = r"[a-z][a-z0-9_.-]*(?:=(?:[^\s,;'\"]|,(?=[^\s,;]))+)?"
@@ -85,6 +94,25 @@ class SystemPhrases(ParserState):
                 f"{m.group(0).strip()} (firewall rules are not written by the composer: add a configuration "
                 "command, e.g. firewall-offline-cmd, ufw or an nftables rule)")
             self._mask(m.start(), m.end())
+
+    def _boot_services(self) -> None:
+        """"nginx started at boot", "enable chrony on boot", "node exporter enabled as a service": the software is
+        read as asked for; starting it is reported, not written. A unit's name is not the package's on every
+        family (openssh-server runs ssh.service or sshd.service), and a wrong one fails the build."""
+        name = r"([a-z0-9][\w.+-]*)(?:\s+(?:service|daemon))?"
+        boot = r"(?:at|on|during|after)\s+(?:boot(?:\s*time)?|start-?up)"
+        for pattern, tail in (
+                (rf"\b(?:enable|start|run|launch)\s+(?:the\s+)?{name}\s+({boot})\b", 2),
+                (rf"\b{name}\s+((?:started|enabled|running|starting|starts|runs|launched)\s+{boot})\b", 2),
+                (rf"\b{name}\s+((?:enabled|running|started)\s+as\s+an?\s+(?:service|daemon))\b", 2)):
+            for m in self._each(pattern):
+                self.spec.notes.append(
+                    f"starting {m.group(1)} at boot not applied: the composer writes no service units; add "
+                    "`systemctl enable <unit>` as a configuration command (Debian and Ubuntu packages enable "
+                    "their services when installed)")
+                self._mask(m.start(tail), m.end(tail))
+                if m.group(0).lower().split()[0] in ("enable", "start", "run", "launch"):
+                    self._mask(m.start(), m.start(1))
 
     def _hostname(self) -> None:
         patterns = [
@@ -128,6 +156,7 @@ class SystemPhrases(ParserState):
                             r"[\"'`]?([a-z_][a-z0-9_-]*)"):
             self.spec.users.append({"action": "add", "name": m.group(2), "shell": self._login_shell(m.group(1))})
             self._mask(m.start(), m.end())
+        self._user_lists()
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
         add = (
             r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*"
@@ -208,6 +237,27 @@ class SystemPhrases(ParserState):
                 )
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
+
+    def _user_lists(self) -> None:
+        """"two users: alice with sudo and bob without", "users alice, bob": several names after "users"."""
+        head = r"\b(?:(?:two|three|four|five|\d+)\s+)?(?:users|accounts)\s*(?::|-|named|called)?\s*"
+        item = r"[a-z_][a-z0-9_-]*(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
+        for m in self._each(rf"{head}({item}(?:\s*(?:,|\band\b)\s*{item})+)"):
+            users = []
+            for part in re.split(r"\s*(?:,|\band\b)\s*", m.group(1)):
+                words = part.lower().split()
+                if not words or words[0] in STOPWORDS or words[0] in ("with", "without", "no"):
+                    continue
+                user: dict[str, Any] = {"action": "add", "name": words[0]}
+                rest = " ".join(words[1:])
+                if re.search(r"\b(?:without|no)\b", rest):
+                    user["sudo"] = False
+                elif re.search(r"\b(?:sudo|admin\w*|root)\b", rest):
+                    user["sudo"] = True
+                users.append(user)
+            if len(users) >= 2:
+                self.spec.users += users
+                self._mask(m.start(), m.end())
 
     def _login_shell(self, shell: str) -> str:
         """The path of a user's login shell; a shell the base system lacks (zsh, fish) is installed with it."""
@@ -339,6 +389,9 @@ class SystemPhrases(ParserState):
                     self._mask(m.start(), m.end())
 
 
+# Kernel flags without a value people name by themselves (the kernel's admin-guide/kernel-parameters; splash is
+# read by Plymouth from the command line)
+_BARE_FLAGS = ("quiet", "splash", "nomodeset", "nosplash")
 # Login shells that are packages of their own name on every family (bash and sh are in every base system).
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 

@@ -192,12 +192,13 @@ class TargetPhrases(ParserState):
 
     def _vendor_stacks(self) -> None:
         """A vendor whose drivers the archives do not carry ("nvidia gpu", "cuda"): said, not replaced."""
-        for vendor, stack in self.caps.vendor_stacks.items():
+        for stack in self.caps.vendor_stacks.values():
             # The vendor's word with the hardware word it qualifies ("nvidia gpu", "nvidia driver").
             hits = [m for w in stack.words for m in self._each(
                 NB + re.escape(w) + r"(?:\s+(?:gpus?|graphics|drivers?|cards?|toolkit|runtime)){0,2}" + NA)]
-            if hits:
-                self.spec.notes.append(f"{vendor}: {stack.note}")
+            if hits:  # nothing is added for them: said as not applied, in the request's words
+                named = ", ".join(dict.fromkeys(" ".join(m.group(0).lower().split()) for m in hits))
+                self.spec.notes.append(f"{named} not applied: {stack.note}")
                 self.vendor_instead_of.update(stack.instead_of)
                 for m in hits:
                     self._mask(m.start(), m.end())

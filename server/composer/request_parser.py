@@ -71,6 +71,7 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
         self._cmdline()
         self._settings()
         self._ports()
+        self._boot_services()
         self._hostname()
         self._name()
         self._users()

@@ -252,7 +252,7 @@ def test_bounds_on_a_size_are_read_as_the_size():
 def test_a_vendor_stack_the_archives_lack_is_said_and_not_replaced_by_a_generic_one():
     spec = parse_request("ubuntu 24.04 nvidia gpu compute node with cuda")
     assert "graphics" not in spec.add_groups  # the Intel/Mesa media stack is no NVIDIA driver
-    assert any(n.startswith("nvidia:") and "repositories" in n for n in spec.notes)
+    assert any(n.startswith("nvidia gpu, cuda not applied: ") and "repositories" in n for n in spec.notes), spec.notes
     assert "graphics" in parse_request("ubuntu with gpu media acceleration").add_groups
 
 
@@ -578,3 +578,29 @@ def test_phrasal_and_causative_verbs_keep_their_direction(text, field, value):
                                             ("an arm board with ubuntu", "aarch64")])
 def test_arm_after_a_word_for_a_machine_limb_is_not_the_architecture(text, arch):
     assert parse_request(text).arch == arch
+
+
+@pytest.mark.parametrize("text", ["ubuntu 24.04 with nginx started at boot", "enable nginx on boot",
+                                  "debian with nginx enabled as a service"])
+def test_starting_a_service_at_boot_adds_the_software_and_says_the_start_is_not_written(text):
+    spec = parse_request(text, known_packages=["nginx"])
+    assert spec.add_packages == ["nginx"] and not spec.unparsed and not spec.configurations
+    assert any(n.startswith("starting nginx at boot not applied") for n in spec.notes), spec.notes
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("debian 13 with two users: alice with sudo and bob without",
+     [{"action": "add", "name": "alice", "sudo": True}, {"action": "add", "name": "bob", "sudo": False}]),
+    ("ubuntu, users alice, bob and carol",
+     [{"action": "add", "name": n} for n in ("alice", "bob", "carol")]),
+])
+def test_several_users_listed_after_users(text, users):
+    spec = parse_request(text)
+    assert spec.users == users and not spec.unparsed
+
+
+def test_kernel_flags_named_alone_are_added_or_taken_out():
+    spec = parse_request("ubuntu 24.04 with the kernel parameter nomodeset and without splash")
+    assert spec.kernel_cmdline_append == ["nomodeset"] and spec.kernel_cmdline_remove == ["splash"]
+    assert parse_request("ubuntu desktop, no quiet boot").kernel_cmdline_remove == ["quiet"]
+    assert not parse_request("ubuntu desktop, no quiet boot").unparsed

@@ -298,10 +298,14 @@ class TemplateEdit:
             else:
                 self.changes.append(f"nothing to remove: {name} is not in the package list")
 
-    def add_groups(self, groups: list[str], modes: dict[str, str] | None = None) -> None:
+    def add_groups(self, groups: list[str], modes: dict[str, str] | None = None, without: Iterable[str] = ()) -> None:
+        """``without``: packages the request takes out ("docker, but not docker-compose"), in any family's name:
+        a group brings the rest of its packages."""
         caps = self.caps
         where = self.dist or self.family
         modes = modes or {}
+        excluded = {n.lower() for name in without for n in (name, caps.translate_package(name, where) if where else name)
+                    if n}
         for group in groups:
             if not where:
                 self.problems.append(f"cannot add {group}: the template has no target.os/dist")
@@ -314,7 +318,8 @@ class TemplateEdit:
                 )
                 continue
             extra = self._supersede(group, where)
-            added = [p for p in caps.packages_for(group, where, self.arch) if self.add_package(p)]
+            added = [p for p in caps.packages_for(group, where, self.arch)
+                     if p.lower() not in excluded and self.add_package(p)]
             self.group_added.update(added)
             kernel_pkgs = caps.group_kernel_packages(group, where, self.arch)
             if kernel_pkgs:

@@ -173,8 +173,15 @@ class DiskPhrases(ParserState):
             sign = "-" if m.group(1).lower() in ("remove", "take") else "+"
             spec.disk_size_delta = sign + _size(m.group(2), m.group(3))
             self._mask(m.start(), m.end())
-        for m in self._each(r"\b(?:double)\s+(?:the\s+)?(?:disk|image)(?:\s+size)?"):
+        for m in self._each(r"\b(?:double)\s+(?:the\s+)?(?:disk|image)(?:\s+size)?"
+                            r"|\b(?:make\s+)?(?:the\s+)?(?:disk|image)(?:\s+size)?\s+(?:twice|2x|two\s+times)\s+"
+                            r"(?:as\s+(?:big|large)|bigger|larger|the\s+size)"):
             spec.disk_size_delta = "x2"
+            self._mask(m.start(), m.end())
+        # "shrink it back to 4GB", "grow the disk to 40G": a size the disk is taken to
+        for m in self._each(rf"\b(?:shrink|grow|resize|increase|decrease|reduce|enlarge|expand|bump|take|bring|set)\s+"
+                            rf"(?:it|the\s+disk|the\s+image|disk|image)\s+(?:back\s+)?(?:down\s+|up\s+)?to\s+{_SIZE}"):
+            spec.disk_size = _size(m.group(1), m.group(2))
             self._mask(m.start(), m.end())
         patterns = [
             rf"\b(?:disk|drive|storage|image)(?:\s+image)?(?:\s+size)?\s*(?:(?:grown|increased|enlarged|expanded|bumped|"

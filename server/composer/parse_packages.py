@@ -283,7 +283,8 @@ class PackagePhrases(ParserState):
         cuts = [0, *(m.end() for m in re.finditer(r"[,:;()]|\band\b|\bor\b", clause)), len(clause) + 1]
         for start, end in zip(cuts, cuts[1:], strict=False):
             inside = [i for i, (_t, s, _e) in enumerate(found) if start <= s < end]
-            words = [i for i in inside if found[i][0] not in _ITEM_FILLER]
+            # the verb of an item ("use caddy") is no part of the wish
+            words = [i for i in inside if found[i][0] not in _ITEM_FILLER and found[i][0] not in ADD_WORDS]
             if (words and len(words) <= 2 and set(words) <= ignored
                     and found[inside[0]][0] not in _PURPOSE_WORDS):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))

@@ -157,6 +157,23 @@ class SystemPhrases(ParserState):
             self.spec.users.append({"action": "add", "name": m.group(2), "shell": self._login_shell(m.group(1))})
             self._mask(m.start(), m.end())
         self._user_lists()
+        # "change deploy's shell to bash", "give the admin user a zsh shell": a user's shell, set
+        shells = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
+        for pattern, name_i, shell_i in (
+                (rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*?)(?:'s|s')?\s+(?:user\s+)?"
+                 rf"(?:login\s+|default\s+)?shell\s+(?:to|=|:|into)\s*{shells}", 1, 2),
+                (rf"\bgive\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*)(?:\s+user)?\s+an?\s+{shells}\s+(?:login\s+)?shell\b",
+                 1, 2)):
+            for m in self._each(pattern):
+                name = m.group(name_i).lower()
+                if name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an"):
+                    continue  # "change the login shell": no user named
+                self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(shell_i))})
+                self._mask(m.start(), m.end())
+        for m in self._each(rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:login\s+|default\s+|user\s+)?shell\s+"
+                            rf"(?:to|=|:|into)\s*{shells}"):
+            self.spec.unparsed.append(f"shell {m.group(1)}: no user named (say e.g. 'change ops's shell to {m.group(1)}')")
+            self._mask(m.start(), m.end())
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
         add = (
             r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*"

@@ -35,7 +35,7 @@ STOPWORDS = {
     "a", "an", "the", "and", "or", "of", "in", "into", "it", "its", "this", "that", "these", "those", "my", "our",
     "me", "us", "we", "i", "you", "please", "also", "some", "any", "all", "more", "few", "other", "too", "as",
     "be", "by", "at", "from", "then", "so", "but", "just", "only", "very", "really", "well", "up", "out", "off",
-    "back",  # "put ssh back"
+    "back", "anymore",  # "put ssh back", "nginx is not needed anymore"
     "package", "packages", "pkg", "pkgs", "tool", "tools", "utility", "utilities", "software", "stuff", "things",
     "image", "images", "template", "templates", "os", "system", "build", "version", "based", "ready", "new",
     "support", "capability", "capabilities", "feature", "features", "config", "configuration", "setup",

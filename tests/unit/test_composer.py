@@ -848,3 +848,10 @@ def test_a_host_named_after_the_old_release_follows_a_switch():
     assert debian["systemConfig"]["hostname"] == "debian13"
     done = apply_instruction(debian, "actually make it ubuntu 24.04")
     assert done.data["systemConfig"]["hostname"] == "ubuntu24"
+
+
+def test_a_group_asked_for_without_one_of_its_packages_brings_the_rest():
+    done = apply_instruction(UBUNTU_BASE, "add docker, but not docker-compose")
+    packages = done.data["systemConfig"]["packages"]
+    assert "docker.io" in packages and not any(p.startswith("docker-compose") for p in packages)
+    assert not done.problems

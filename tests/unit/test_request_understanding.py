@@ -604,3 +604,33 @@ def test_kernel_flags_named_alone_are_added_or_taken_out():
     assert spec.kernel_cmdline_append == ["nomodeset"] and spec.kernel_cmdline_remove == ["splash"]
     assert parse_request("ubuntu desktop, no quiet boot").kernel_cmdline_remove == ["quiet"]
     assert not parse_request("ubuntu desktop, no quiet boot").unparsed
+
+
+@pytest.mark.parametrize(("text", "field", "value"), [
+    ("make the disk twice as big", "disk_size_delta", "x2"),
+    ("shrink it back to 4GB", "disk_size", "4GiB"),
+    ("grow the disk to 40G", "disk_size", "40GiB"),
+])
+def test_disk_size_edits_said_of_it(text, field, value):
+    spec = parse_request(text)
+    assert getattr(spec, field) == value and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "user"), [
+    ("change deploy's shell to bash", {"action": "add", "name": "deploy", "shell": "/bin/bash"}),
+    ("give the admin user a zsh shell", {"action": "add", "name": "admin", "shell": "/bin/zsh"}),
+])
+def test_a_users_shell_changed_in_words(text, user):
+    spec = parse_request(text)
+    assert spec.users == [user] and not spec.unparsed
+    assert "bash" not in spec.add_packages  # bash is in every base system; the word is the shell, not a wish
+
+
+def test_a_shell_with_no_user_is_reported():
+    spec = parse_request("change the login shell to zsh")
+    assert not spec.users and any("no user named" in u for u in spec.unparsed)
+
+
+def test_an_unknown_name_after_a_quiet_verb_is_reported_not_dropped():
+    spec = parse_request("nginx is not needed anymore, use caddy", known_packages=["nginx"])
+    assert spec.remove_packages == ["nginx"] and spec.unparsed == ["caddy"]

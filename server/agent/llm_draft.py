@@ -116,6 +116,10 @@ def request_hints(spec: RequestSpec, constraints: dict[str, str | None] | None =
         if entry.get("remove"):
             hints.append(f"remove from systemConfig.configurations the commands that set {entry['label']}")
             continue
+        if entry.get("edits_only"):
+            hints.append(f"where systemConfig.configurations has a command matching /{entry['replaces']}/, replace "
+                         f"it with: {entry['cmd']!r}")
+            continue
         hints.append(f"add to systemConfig.configurations: - cmd: {entry['cmd']!r}"
                      + (f" (and the package {', '.join(entry['packages'])})" if entry.get("packages") else ""))
     return hints

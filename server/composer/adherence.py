@@ -120,8 +120,10 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
         want["no_mount"] = gone
     if spec.kernel_cmdline_append:
         want["cmdline"] = list(spec.kernel_cmdline_append)
-    if configurations:
-        want["config"] = [str(c["cmd"]) for c in configurations]
+    # A value for a command the template may lack (a kiosk's page) is checked where it is applied, not here.
+    written = [str(c["cmd"]) for c in configurations if not c.get("edits_only")]
+    if written:
+        want["config"] = written
     if spec.immutability is not None:
         want["immutable"] = spec.immutability
     users = [u["name"] for u in spec.users if u.get("action") == "add" and u.get("name")]

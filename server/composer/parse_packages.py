@@ -154,8 +154,15 @@ class PackagePhrases(ParserState):
             i = 0
             added = self._added()
             named_again = -2  # the token last read as what was just added, said again
+            # "no" takes one item, up to a comma ("no root, fail2ban and auditd"), where "without" takes a list:
+            # the mode before it then comes back. A list joined by "or" stays negated ("no docker, podman or lxc").
+            after_no: tuple[str | None, str] | None = None
             while i < len(tokens):
                 token = tokens[i]
+                if after_no is not None and i and "," in clause[found[i - 1][2]:found[i][1]]:
+                    joint = re.search(r"\b(or|and)\b", clause[found[i][1]:])
+                    if not (joint and joint.group(1) == "or"):
+                        (mode, strength), after_no = after_no, None
                 # "postgresql 15", "python 3.12": a version right after what was just added
                 adjacent = i and last_end == found[i - 1][2] and not clause[last_end:found[i][1]].strip()
                 just_added, added = adjacent and self._added() != added, self._added()
@@ -202,6 +209,7 @@ class PackagePhrases(ParserState):
                     i += 2
                     continue
                 if token in REMOVE_WORDS:
+                    after_no = (mode, strength) if token == "no" and mode != "remove" else None
                     mode, strength, negate = "remove", "strong", False
                     i += 1
                     continue

@@ -95,6 +95,17 @@ class SystemPhrases(ParserState):
                 "command, e.g. firewall-offline-cmd, ufw or an nftables rule)")
             self._mask(m.start(), m.end())
 
+    def _urls(self) -> None:
+        """"a kiosk showing https://example.com": the page a kiosk opens. Read before anything else reads the
+        address's words ("https" is no typo of httpd)."""
+        for m in self._each(r"\bhttps?://[^\s'\"`<>]+"):
+            url = m.group(0).rstrip(".,;:)")
+            self.spec.configurations.append({
+                "cmd": f"mkdir -p /etc/kiosk && echo '{url}' > /etc/kiosk/url",
+                "replaces": r"echo '[^']*' > /etc/kiosk/url", "label": f"kiosk page {url}", "setting": "kiosk page",
+                "edits_only": "the image has no kiosk to show it (ask for a kiosk, on Debian)"})
+            self._mask(m.start(), m.start() + len(url))
+
     def _boot_services(self) -> None:
         """"nginx started at boot", "enable chrony on boot", "node exporter enabled as a service": the software is
         read as asked for; starting it is reported, not written. A unit's name is not the package's on every

@@ -39,8 +39,8 @@ def is_question(text: str) -> bool:
     stripped = text.strip()
     if not stripped:
         return False
-    if _POLITE_EDIT.match(stripped):
-        return False
+    if _POLITE_EDIT.match(stripped) or re.match(r"\s*(?:please\s+)?(?:show|display|open)\s+https?://", stripped, re.I):
+        return False  # "show https://… on the kiosk" sets a page; "show me …" asks
     if _QUESTION_START.match(stripped):
         # "show me ... and add docker" style mixes are rare; an explicit imperative later wins.
         return not re.search(
@@ -68,6 +68,7 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
+        self._urls()
         self._cmdline()
         self._settings()
         self._ports()

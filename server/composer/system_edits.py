@@ -53,6 +53,9 @@ class SystemEdit(TemplateEdit):
                     store_configurations(self.system(), [c for c in configs if c not in old])
                     self.changes.append(f"took out {label}: " + "; ".join(f"`{c.get('cmd')}`" for c in old))
                 continue
+            if entry.get("edits_only") and not old:  # a value for a command the template must already have
+                self.problems.append(f"{label}: {entry['edits_only']}")
+                continue
             added = [p for p in entry.get("packages") or () if self.add_package(p)]
             if [c.get("cmd") for c in old] == [cmd]:
                 self.changes.append(f"{label}: already set (`{cmd}`)")

@@ -9,6 +9,7 @@ platform).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import zoneinfo
@@ -75,6 +76,13 @@ def load_settings() -> Mapping[str, Setting]:
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
             low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""),
             default=str(spec.get("default") or Setting.default))
+    for name, spec in (raw.get("settings") or {}).items():
+        if spec.get("writes_as"):
+            same = out.get(str(spec["writes_as"]))
+            if same is None:
+                raise ValueError(f"{RESOURCE}: setting {name!r} writes as {spec['writes_as']!r}, which is no setting")
+            out[str(name)] = dataclasses.replace(out[str(name)], cmdline=same.cmdline, sysctl=same.sysctl,
+                                                 command=same.command, replaces=same.replaces, packages=same.packages)
     return out
 
 

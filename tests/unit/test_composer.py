@@ -855,3 +855,14 @@ def test_a_group_asked_for_without_one_of_its_packages_brings_the_rest():
     packages = done.data["systemConfig"]["packages"]
     assert "docker.io" in packages and not any(p.startswith("docker-compose") for p in packages)
     assert not done.problems
+
+
+def test_a_kiosk_page_replaces_the_kiosks_default_and_is_reported_where_there_is_no_kiosk():
+    library = Path(__file__).resolve().parents[2] / "image-templates"
+    kiosk = yaml.safe_load((library / "debian13-x86_64-kiosk-chromium-raw.yml").read_text(encoding="utf-8"))
+    done = apply_instruction(kiosk, "show https://example.com on the kiosk")
+    commands = [c["cmd"] for c in done.data["systemConfig"]["configurations"]]
+    assert "mkdir -p /etc/kiosk && echo 'https://example.com' > /etc/kiosk/url" in commands
+    assert not any("localhost" in c for c in commands) and any("kiosk.service" in c for c in commands)
+    plain = apply_instruction(UBUNTU_BASE, "open https://example.com at boot")
+    assert any("no kiosk" in p for p in plain.problems), plain.problems

@@ -634,3 +634,28 @@ def test_a_shell_with_no_user_is_reported():
 def test_an_unknown_name_after_a_quiet_verb_is_reported_not_dropped():
     spec = parse_request("nginx is not needed anymore, use caddy", known_packages=["nginx"])
     assert spec.remove_packages == ["nginx"] and spec.unparsed == ["caddy"]
+
+
+def test_a_web_address_is_the_kiosks_page_and_no_words_of_its_own():
+    spec = parse_request("debian 13 for a kiosk showing https://example.com/board?id=3 in chromium")
+    (entry,) = spec.configurations
+    assert entry["cmd"] == "mkdir -p /etc/kiosk && echo 'https://example.com/board?id=3' > /etc/kiosk/url"
+    assert entry["edits_only"] and "kiosk" in spec.add_groups
+    assert "httpd" not in spec.add_packages and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "added", "removed"), [
+    ("a hardened debian, no root, fail2ban and auditd", ["fail2ban", "auditd"], []),
+    ("debian with nginx, no docker, redis", ["nginx", "redis"], []),
+    ("no docker, podman or lxc", [], ["podman", "lxc"]),
+    ("without docker, podman and lxc", [], ["podman", "lxc"]),
+])
+def test_no_takes_one_item_up_to_a_comma_unless_the_list_is_joined_by_or(text, added, removed):
+    spec = parse_request(text, known_packages=["fail2ban", "auditd", "nginx", "redis", "podman", "lxc"])
+    assert spec.add_packages == added and spec.remove_packages == removed
+
+
+def test_ssh_with_keys_only_turns_password_login_off():
+    spec = parse_request("a hardened debian that only allows ssh with keys")
+    (entry,) = spec.configurations
+    assert "PasswordAuthentication no" in entry["cmd"] and not spec.unparsed

@@ -77,6 +77,9 @@ class DiskPhrases(ParserState):
                 }
             )
             self._mask(m.start(), m.end())
+        # "2 partitions: / 10G and /data ...": the count of a list that follows
+        for m in self._each(r"\b(?:two|three|four|five|\d)\s+partitions?\s*:"):
+            self._mask(m.start(), m.start() + len(m.group(0).split()[0]))
         # "partitions: /home 2G and /srv 3G": a list of mount points, each with its size.
         pair = rf"(/[\w./-]*)\s+(?:of\s+|at\s+|with\s+)?{_SIZE}"
         for m in self._each(rf"\bpartitions?\s*(?::|=|like|for)?\s*{pair}(?:\s*(?:,|\band\b|;)\s*{pair})*"):
@@ -140,6 +143,13 @@ class DiskPhrases(ParserState):
             mount, size, fs = (g[3], _size(g[0], g[1]), g[2]) if g[3] else (g[4], _size(g[5], g[6]), None)
             spec.partitions.append({"action": "add", "mountPoint": _mount(mount), "size": size, "fsType": _fs(fs),
                                     "fill": False})
+            self._mask(m.start(), m.end())
+        # "/data using the rest", "/srv takes the remaining space": a partition there that fills the disk
+        for m in self._each(r"(?<![\w/])(/[a-z_][\w./-]*)\s+(?:partition\s+)?(?:using|with|taking|gets?|takes?|fills?|on|in)"
+                            r"\s+(?:up\s+)?(?:all\s+)?(?:the\s+)?(?:rest|remainder|remaining(?:\s+space)?)"
+                            r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?"):
+            spec.partitions.append({"action": "add", "mountPoint": _mount(m.group(1)), "size": None, "fsType": None,
+                                    "fill": True})
             self._mask(m.start(), m.end())
         # "the rest as root", "root takes the remaining space": the root partition fills the disk
         rest = (r"(?:the\s+)?(?:rest|remainder|remaining(?:\s+space)?|leftover(?:\s+space)?|free\s+space)"

@@ -88,8 +88,9 @@ class SystemPhrases(ParserState):
     def _ports(self) -> None:
         """Opening ports is firewall configuration the composer does not write: reported, never read as
         packages ("open" is no package)."""
-        for m in self._each(r"\b(?:open|allow|expose|forward|unblock)\s+(?:the\s+)?(?:tcp\s+|udp\s+)?ports?\s*"
-                            r"[\d/]+(?:\s*(?:,|and|to|-)\s*[\d/]+)*(?:\s*(?:tcp|udp))?"):
+        ports = r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*[\d/]+)*(?:\s*(?:tcp|udp))?"
+        for m in self._each(rf"\b(?:open|allow|expose|forward|unblock)\s+(?:the\s+)?{ports}"
+                            rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b"):
             self.spec.unparsed.append(
                 f"{m.group(0).strip()} (firewall rules are not written by the composer: add a configuration "
                 "command, e.g. firewall-offline-cmd, ufw or an nftables rule)")
@@ -168,6 +169,21 @@ class SystemPhrases(ParserState):
             self.spec.users.append({"action": "add", "name": m.group(2), "shell": self._login_shell(m.group(1))})
             self._mask(m.start(), m.end())
         self._user_lists()
+        # "the default user is pi, with password …": a user named by "is", where the name ends the phrase
+        for m in self._each(r"\b(?:the|a|an)\s+(?:(default|main|first|admin|administrator|sudo|only)\s+)?(?:user|account)"
+                            r"\s+is\s+[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
+                            r"(?=\s*(?:$|[,;.]|\band\b|\bwith\b|\bhaving\b|\bin\b))"):
+            named: dict[str, Any] = {"action": "add", "name": m.group(2)}
+            if (m.group(1) or "").lower() in ("admin", "administrator", "sudo"):
+                named["sudo"] = True
+            self.spec.users.append(named)
+            self._mask(m.start(), m.end())
+            password = re.match(r"\s*,?\s*(?:with|having)\s+(?:the\s+|a\s+)?password\s+\S+", self.work[m.end():], re.I)
+            if password:
+                self.spec.notes.append(
+                    f"password for user {m.group(2)} not stored: plain-text passwords do not belong in a template; "
+                    "set a hashed password (password + hash_algo) or use SSH keys")
+                self._mask(m.end(), m.end() + password.end())
         # "change deploy's shell to bash", "give the admin user a zsh shell": a user's shell, set
         shells = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
         for pattern, name_i, shell_i in (

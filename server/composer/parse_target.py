@@ -45,34 +45,48 @@ class TargetPhrases(ParserState):
         """Correct misspelt distribution, capability and package words ("ubunut", "dokcer"): the rule is
         server/knowledge/typos.py's. Ordinary words stay as they are because they are far from every known name.
         """
-        vocabulary = self._vocabulary()
+        vocabulary, parts, phrases = self._vocabulary()
         # Right to left, so that a correction of another length leaves earlier offsets valid.
         for m in reversed(self._each(r"(?<![\w./-])([a-z][a-z0-9]{4,})(?![\w/-])")):
             word = m.group(1).lower()
-            if (word in vocabulary or word in STOPWORDS or word in ADD_WORDS or word in REMOVE_WORDS
-                    or self._release_code(word)):
+            if (word in vocabulary or word in parts or word in STOPWORDS or word in ADD_WORDS
+                    or word in REMOVE_WORDS or self._release_code(word)):
                 continue
             if _PARTICLE.match(self.work, m.end()):  # "turned off", "locked down": a phrasal verb, English
                 continue
             fixed = misspelling_of(word, vocabulary)
+            if fixed is None:  # a part of a longer name, where its neighbour completes the name ("centos strem")
+                part = misspelling_of(word, parts)
+                before = self.work[:m.start()].split()[-1:]
+                after = self.work[m.end():].split()[:1]
+                if part and ({f"{w.lower()} {part}" for w in before} | {f"{part} {w.lower()}" for w in after}) & phrases:
+                    fixed = part
             if fixed is None:
                 continue
             self.spec.corrected.insert(0, f"{m.group(1)} -> {fixed}")
             self.work = self.work[: m.start()] + fixed + self.work[m.end():]
 
-    def _vocabulary(self) -> set[str]:
+    def _vocabulary(self) -> tuple[set[str], set[str], set[str]]:
+        """The words a misspelling is corrected to; the words that are only part of a longer name ("stream" of
+        "centos stream"), known, so never corrected, and corrected to only beside the rest of their name, since
+        alone they name nothing ("steam" is no misspelt "stream"); and each two words in a row of such names."""
         # Whole package names and their first word ("wireguard" of wireguard-tools), which resolve() completes.
         words = {w for name in self.real for w in (name, re.split(r"[-.+_]", name)[0])
                  if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
-        for phrase in list(self.caps.triggers()) + [w for f in self.caps.families.values() for w in f.words]:
-            words |= {w for w in re.split(r"[\s_-]+", phrase.lower()) if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
-        words |= {w for uc in self.caps.use_cases.values() for p in uc.words for w in p.lower().split()}
+        phrases = [*self.caps.triggers(), *(w for f in self.caps.families.values() for w in f.words),
+                   *(p for uc in self.caps.use_cases.values() for p in uc.words),
+                   *(p for f in self.caps.families.values() for d in f.dists.values() for p in d.words)]
+        parts: set[str] = set()
+        pairs: set[str] = set()  # each two words in a row of a longer name
+        for phrase in phrases:
+            split = [w for w in re.split(r"[\s_-]+", phrase.lower()) if w]
+            (words if len(split) == 1 else parts).update(split)
+            pairs.update(f"{a} {b}" for a, b in zip(split, split[1:], strict=False))
         for family in self.caps.families.values():  # release codenames, supported or not
-            words |= {w for d in family.dists.values() for p in d.words for w in re.split(r"[\s_-]+", p.lower())}
             words |= set(family.other_releases)
         words |= set(self.caps.unsupported_os) | {"image", "images", "minimal", "server", "install", "instead",
                                                     "remove", "partition", "hostname", "kernel", "gateway"}
-        return words
+        return words, parts - words, pairs
 
     def _release_code(self, word: str) -> bool:
         """A distribution code with a release number ("ubuntu24", "el9"): read as a release, never as a typo."""

@@ -36,6 +36,7 @@ STOPWORDS = {
     "me", "us", "we", "i", "you", "please", "also", "some", "any", "all", "more", "few", "other", "too", "as",
     "be", "by", "at", "from", "then", "so", "but", "just", "only", "very", "really", "well", "up", "out", "off",
     "back", "anymore",  # "put ssh back", "nginx is not needed anymore"
+    "open",  # "ports open": a verb, not the one package named open-* (open-iscsi)
     "package", "packages", "pkg", "pkgs", "tool", "tools", "utility", "utilities", "software", "stuff", "things",
     "image", "images", "template", "templates", "os", "system", "build", "version", "based", "ready", "new",
     "support", "capability", "capabilities", "feature", "features", "config", "configuration", "setup",

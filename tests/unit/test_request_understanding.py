@@ -659,3 +659,30 @@ def test_ssh_with_keys_only_turns_password_login_off():
     spec = parse_request("a hardened debian that only allows ssh with keys")
     (entry,) = spec.configurations
     assert "PasswordAuthentication no" in entry["cmd"] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "user", "password_note"), [
+    ("debian 13 image where the default user is pi with password raspberry", {"action": "add", "name": "pi"}, True),
+    ("a debian where the admin user is ops", {"action": "add", "name": "ops", "sudo": True}, False),
+])
+def test_a_user_named_by_is(text, user, password_note):
+    spec = parse_request(text)
+    assert spec.users == [user] and not spec.unparsed
+    assert any("not stored" in n for n in spec.notes) == password_note
+    assert not parse_request("ubuntu where the user is created later").users
+
+
+def test_a_word_that_is_only_part_of_a_longer_name_is_corrected_to_only_beside_the_rest():
+    assert parse_request("ubuntu 24.04 for gaming with steam").unparsed == ["steam"]  # no misspelt "stream"
+    assert parse_request("centos strem 10").dist == "el10"
+
+
+def test_a_partition_that_takes_the_rest_and_ports_said_open_after_them():
+    spec = parse_request("debian 13 with 2 partitions: / 10G and /data using the rest")
+    assert spec.partitions == [
+        {"action": "add", "mountPoint": "/", "size": "10GiB", "fsType": None, "fill": False},
+        {"action": "add", "mountPoint": "/data", "size": None, "fsType": None, "fill": True}]
+    assert not spec.unparsed
+    ports = parse_request("ubuntu with the firewall enabled and only ports 22 and 443 open")
+    assert ports.add_groups == ["firewall"] and not ports.add_packages  # "open" is no open-iscsi
+    assert len(ports.unparsed) == 1 and "firewall rules are not written" in ports.unparsed[0]

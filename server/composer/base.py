@@ -25,6 +25,8 @@ def _installed(data: dict[str, Any]) -> set[str]:
 def asked_groups(spec: RequestSpec, caps: Capabilities) -> set[str]:
     """Groups the request asked for, by trigger word or by naming one of their packages."""
     groups = set(spec.add_groups)
+    # a kind of a group asks for the group too ("gnome desktop": a desktop template is a fine start)
+    groups |= {other for g in spec.add_groups if g in caps.groups for other in caps.groups[g].supersedes}
     named = {p.lower() for p in spec.add_packages}
     for gid in caps.groups:
         universe = {n.lower() for n in caps.group_package_universe(gid)}

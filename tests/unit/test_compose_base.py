@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from image_composer_mcp.server.composer.base import baggage, choose_base, strip_plan
+from image_composer_mcp.server.composer.base import asked_groups, baggage, choose_base, strip_plan
 from image_composer_mcp.server.composer.compose import apply_instruction, compose
 from image_composer_mcp.server.composer.request_parser import parse_request
 from image_composer_mcp.server.knowledge.loader import load_capabilities
@@ -233,3 +233,9 @@ def test_a_group_mode_is_applied_where_the_target_has_it_and_reported_where_not(
         assert (param in _params(result.data)) if param else "enforcing=1" not in _params(result.data)
         assert bool([p for p in result.problems if "permissive" in p]) is not applied
         assert any("not applied: mac permissive" in n for n in result.notes()) is not applied
+
+
+def test_a_kind_of_a_group_asks_for_the_group_it_stands_in_for():
+    spec = parse_request("ubuntu 24.04 workstation with the gnome desktop")
+    assert spec.add_groups == ["gnome-desktop"]
+    assert {"gnome-desktop", "desktop"} <= asked_groups(spec, load_capabilities())

@@ -162,45 +162,9 @@ class SystemPhrases(ParserState):
             for m in self._each(pattern):
                 self.spec.users.append({"action": "remove", "name": m.group(1)})
                 self._mask(m.start(), m.end())
-        # "zsh as the default shell for user dev": the shell named before the user it is for
-        for m in self._each(r"\b(bash|zsh|fish|sh|/[\w/.-]+)\s+as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?"
-                            r"(?:default\s+|login\s+)?shell\s+(?:for|of)\s+(?:the\s+)?(?:user|account)\s+"
-                            r"[\"'`]?([a-z_][a-z0-9_-]*)"):
-            self.spec.users.append({"action": "add", "name": m.group(2), "shell": self._login_shell(m.group(1))})
-            self._mask(m.start(), m.end())
+        self._user_shells()
         self._user_lists()
-        # "the default user is pi, with password …": a user named by "is", where the name ends the phrase
-        for m in self._each(r"\b(?:the|a|an)\s+(?:(default|main|first|admin|administrator|sudo|only)\s+)?(?:user|account)"
-                            r"\s+is\s+[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
-                            r"(?=\s*(?:$|[,;.]|\band\b|\bwith\b|\bhaving\b|\bin\b))"):
-            named: dict[str, Any] = {"action": "add", "name": m.group(2)}
-            if (m.group(1) or "").lower() in ("admin", "administrator", "sudo"):
-                named["sudo"] = True
-            self.spec.users.append(named)
-            self._mask(m.start(), m.end())
-            password = re.match(r"\s*,?\s*(?:with|having)\s+(?:the\s+|a\s+)?password\s+\S+", self.work[m.end():], re.I)
-            if password:
-                self.spec.notes.append(
-                    f"password for user {m.group(2)} not stored: plain-text passwords do not belong in a template; "
-                    "set a hashed password (password + hash_algo) or use SSH keys")
-                self._mask(m.end(), m.end() + password.end())
-        # "change deploy's shell to bash", "give the admin user a zsh shell": a user's shell, set
-        shells = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
-        for pattern, name_i, shell_i in (
-                (rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*?)(?:'s|s')?\s+(?:user\s+)?"
-                 rf"(?:login\s+|default\s+)?shell\s+(?:to|=|:|into)\s*{shells}", 1, 2),
-                (rf"\bgive\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*)(?:\s+user)?\s+an?\s+{shells}\s+(?:login\s+)?shell\b",
-                 1, 2)):
-            for m in self._each(pattern):
-                name = m.group(name_i).lower()
-                if name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an"):
-                    continue  # "change the login shell": no user named
-                self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(shell_i))})
-                self._mask(m.start(), m.end())
-        for m in self._each(rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:login\s+|default\s+|user\s+)?shell\s+"
-                            rf"(?:to|=|:|into)\s*{shells}"):
-            self.spec.unparsed.append(f"shell {m.group(1)}: no user named (say e.g. 'change ops's shell to {m.group(1)}')")
-            self._mask(m.start(), m.end())
+        self._user_named_by_is()
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
         add = (
             r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*"
@@ -275,12 +239,56 @@ class SystemPhrases(ParserState):
             if home:
                 user["home"] = home.group(1)
             if re.search(r"\bpassword\b", clause, re.I):
-                self.spec.notes.append(
-                    f"password for user {name} not stored: plain-text passwords do not belong in a template; "
-                    "set a hashed password (password + hash_algo) or use SSH keys"
-                )
+                self._password_not_stored(name)
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
+
+    def _user_shells(self) -> None:
+        """A user's login shell said on its own: "zsh as the default shell for user dev", "change deploy's shell
+        to bash", "give the admin user a zsh shell"; a shell with no user is reported."""
+        # "zsh as the default shell for user dev": the shell named before the user it is for
+        for m in self._each(r"\b(bash|zsh|fish|sh|/[\w/.-]+)\s+as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?"
+                            r"(?:default\s+|login\s+)?shell\s+(?:for|of)\s+(?:the\s+)?(?:user|account)\s+"
+                            r"[\"'`]?([a-z_][a-z0-9_-]*)"):
+            self.spec.users.append({"action": "add", "name": m.group(2), "shell": self._login_shell(m.group(1))})
+            self._mask(m.start(), m.end())
+        # "change deploy's shell to bash", "give the admin user a zsh shell": a user's shell, set
+        shells = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
+        for pattern, name_i, shell_i in (
+                (rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*?)(?:'s|s')?\s+(?:user\s+)?"
+                 rf"(?:login\s+|default\s+)?shell\s+(?:to|=|:|into)\s*{shells}", 1, 2),
+                (rf"\bgive\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*)(?:\s+user)?\s+an?\s+{shells}\s+(?:login\s+)?shell\b",
+                 1, 2)):
+            for m in self._each(pattern):
+                name = m.group(name_i).lower()
+                if name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an"):
+                    continue  # "change the login shell": no user named
+                self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(shell_i))})
+                self._mask(m.start(), m.end())
+        for m in self._each(rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:login\s+|default\s+|user\s+)?shell\s+"
+                            rf"(?:to|=|:|into)\s*{shells}"):
+            self.spec.unparsed.append(f"shell {m.group(1)}: no user named (say e.g. 'change ops's shell to {m.group(1)}')")
+            self._mask(m.start(), m.end())
+
+    def _user_named_by_is(self) -> None:
+        """"the default user is pi, with password …": a user named by "is", where the name ends the phrase (so
+        "the user is created later" names no one)."""
+        for m in self._each(r"\b(?:the|a|an)\s+(?:(default|main|first|admin|administrator|sudo|only)\s+)?(?:user|account)"
+                            r"\s+is\s+[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
+                            r"(?=\s*(?:$|[,;.]|\band\b|\bwith\b|\bhaving\b|\bin\b))"):
+            named: dict[str, Any] = {"action": "add", "name": m.group(2)}
+            if (m.group(1) or "").lower() in ("admin", "administrator", "sudo"):
+                named["sudo"] = True
+            self.spec.users.append(named)
+            self._mask(m.start(), m.end())
+            password = re.match(r"\s*,?\s*(?:with|having)\s+(?:the\s+|a\s+)?password\s+\S+", self.work[m.end():], re.I)
+            if password:
+                self._password_not_stored(m.group(2))
+                self._mask(m.end(), m.end() + password.end())
+
+    def _password_not_stored(self, name: str) -> None:
+        self.spec.notes.append(f"password for user {name} not stored: plain-text passwords do not belong in a "
+                               "template; set a hashed password (password + hash_algo) or use SSH keys")
 
     def _user_lists(self) -> None:
         """"two users: alice with sudo and bob without", "users alice, bob": several names after "users"."""

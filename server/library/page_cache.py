@@ -17,6 +17,7 @@ resident memory at 100,000 templates over the baseline's peak.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -35,6 +36,9 @@ def read_through(fd: int, offset: int = 0, length: int | None = None) -> threadi
 
 
 def _read(fd: int, offset: int, length: int | None) -> None:
+    # The lowest CPU priority: the first searches after a start run beside this thread (Linux: per thread).
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
     buffer = bytearray(CHUNK)
     end = None if length is None else offset + length
     try:

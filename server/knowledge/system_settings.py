@@ -60,6 +60,18 @@ def sysctl_configuration(line: str, file: str, setting: str) -> dict[str, str]:
             "replaces": rf"{re.escape(key)}\s*="}
 
 
+def sshd_configuration(lines: tuple[str, ...], file: str, setting: str) -> dict[str, str]:
+    """The command that writes sshd_config ``lines`` to the drop-in /etc/ssh/sshd_config.d/20-<file>.conf, with
+    the pattern of that command (which it replaces). It also puts the Include of that directory at the top of
+    sshd_config where a family's own file lacks it, so the drop-in is read everywhere: sshd takes the first value
+    it reads, so the top wins over the file's own lines."""
+    text = "".join(f"{line}\\n" for line in lines)
+    return {"cmd": f"mkdir -p /etc/ssh/sshd_config.d && printf '{text}' > /etc/ssh/sshd_config.d/20-{file}.conf "
+                   "&& (grep -q '^Include /etc/ssh/sshd_config.d/' /etc/ssh/sshd_config "
+                   "|| sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config)",
+            "setting": setting, "replaces": rf"sshd_config\.d/20-{re.escape(file)}\.conf"}
+
+
 @functools.lru_cache(maxsize=1)
 def load_settings() -> Mapping[str, Setting]:
     """The bundled settings by name, parsed once."""
@@ -76,13 +88,18 @@ def load_settings() -> Mapping[str, Setting]:
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
             low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""),
             default=str(spec.get("default") or Setting.default))
+        if spec.get("sshd"):  # sshd_config lines: their drop-in is the setting's command
+            entry = sshd_configuration(tuple(str(line) for line in spec["sshd"]), str(name).replace(" ", "-"),
+                                       str(name))
+            out[str(name)] = dataclasses.replace(out[str(name)], command=entry["cmd"], replaces=entry["replaces"])
     for name, spec in (raw.get("settings") or {}).items():
         if spec.get("writes_as"):
             same = out.get(str(spec["writes_as"]))
             if same is None:
                 raise ValueError(f"{RESOURCE}: setting {name!r} writes as {spec['writes_as']!r}, which is no setting")
             out[str(name)] = dataclasses.replace(out[str(name)], cmdline=same.cmdline, sysctl=same.sysctl,
-                                                 command=same.command, replaces=same.replaces, packages=same.packages)
+                                                 command=same.command, replaces=same.replaces,
+                                                 packages=same.packages)
     return out
 
 

@@ -4,6 +4,7 @@ following the catalog's content, kept for the next start, and LanceDB's leg when
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -161,4 +162,44 @@ def test_rows_the_catalog_lacks_are_left_out(tmp_path: Path, monkeypatch) -> Non
     assert sorted(leg.uids) == sorted(partial)
     found = leg.rows("docker edge minimal ubuntu image", {}, 1000)
     assert found and {row["uid"] for row in found} <= set(partial)
+    index.close()
+
+
+def _slowed(monkeypatch, name: str, seconds: float) -> None:
+    real = getattr(text_leg, name)
+
+    def slow(*args: object, **kwargs: object) -> object:
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(text_leg, name, slow)
+
+
+def test_a_search_waits_for_the_kept_postings_being_read(tmp_path: Path, monkeypatch) -> None:
+    """A second start reads the postings in the background; a search meanwhile gets them instead of LanceDB."""
+    first, _ = _index(tmp_path, monkeypatch)
+    first.close()
+    _slowed(monkeypatch, "load", 0.5)
+    emb = HashEmbedder(dimensions=64)
+    index = TemplateIndex(tmp_path / "cache", [LIBRARY], emb)
+    index.start()  # starts the read
+    keeper = index._text_leg
+    assert keeper.current(index._table, index.catalog) is None  # not waiting: LanceDB's leg meanwhile
+    leg = keeper.current(index._table, index.catalog, wait=30)
+    assert leg is not None and keeper.ready_for(index.catalog)
+    found = index.candidates(emb.embed_query("docker"), "docker", None, 10, filters={})
+    assert any(c.in_text_leg for c in found)
+    index.close()
+
+
+def test_a_search_does_not_wait_for_a_build(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(vector_mirror, "MIRROR_MAX_ROWS", 0)
+    _slowed(monkeypatch, "build", 3.0)
+    index = TemplateIndex(tmp_path / "cache", [LIBRARY], HashEmbedder(dimensions=64))
+    index.sync()
+    keeper = index._text_leg
+    assert keeper.current(index._table, index.catalog, wait=30) is None  # nothing kept: a build, not waited for
+    assert keeper.busy()
+    keeper.join(60)
+    assert keeper.current(index._table, index.catalog) is not None
     index.close()

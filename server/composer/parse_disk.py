@@ -22,6 +22,8 @@ _MOUNT = rf"(/[\w./-]*|{alternatives(_WORDS.mount_words)})"
 _PLACE = rf"(/(?:[a-z_][\w./-]*)?|(?:{alternatives(_WORDS.hierarchy_mounts)})\b)"
 # "a data partition", "a data disk partition", "a data volume": the noun of a partition, with a filler noun.
 _PARTITION = r"(?:(?:disk|drive|storage)\s+)?(?:partition|volume)"
+# The root partition in words: "the root partition", "rootfs", "/".
+_ROOT = r"(?:the\s+)?(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
 
 
 class DiskPhrases(ParserState):
@@ -29,6 +31,10 @@ class DiskPhrases(ParserState):
 
     def _partitions(self) -> None:
         spec = self.spec
+        # "btrfs for the root partition": before the patterns below read "the root partition" as one to add
+        for m in self._each(rf"\b{_FS}\s+(?:on|for)\s+{_ROOT}"):
+            spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(m.group(1))})
+            self._mask(m.start(), m.end())
         for m in self._each(
             rf"\b(?:remove|drop|delete|get\s+rid\s+of)\s+(?:the\s+)?(?:separate\s+|extra\s+)?{_MOUNT}\s+partition\b"
             rf"|\b(?:remove|drop|delete)\s+(?:the\s+)?partition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"
@@ -154,17 +160,41 @@ class DiskPhrases(ParserState):
         # "the rest as root", "root takes the remaining space": the root partition fills the disk
         rest = (r"(?:the\s+)?(?:rest|remainder|remaining(?:\s+space)?|leftover(?:\s+space)?|free\s+space)"
                 r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?")
-        root = r"(?:the\s+)?(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
+        root = _ROOT
         for m in self._each(rf"\b{rest}\s+(?:goes\s+|going\s+)?(?:as|for|to|on|in|into)\s+{root}"
                             rf"|(?<![\w/]){root}\s+(?:gets|takes|fills|uses|on|with|in|for)\s+(?:up\s+)?{rest}"):
             spec.partitions.append({"action": "add", "mountPoint": "/", "size": None, "fsType": None, "fill": True})
             self._mask(m.start(), m.end())
         # "ext4 on root", "root as xfs", "an xfs root filesystem": the root partition's filesystem
-        for m in self._each(rf"\b{_FS}\s+(?:on|for)\s+{root}|(?<![\w/]){root}\s+(?:as|in|on|with|formatted\s+as|=|:)"
-                            rf"\s*{_FS}\b|\b{_FS}\s+(?:root|rootfs)(?:\s+(?:partition|filesystem|file\s+system|fs))?\b"):
+        for m in self._each(rf"(?<![\w/]){root}\s+(?:as|in|on|with|formatted\s+as|=|:|is|be|to\s+be|should\s+be|"
+                            rf"must\s+be|needs\s+to\s+be|will\s+be)"
+                            rf"\s*{_FS}\b|\b{_FS}\s+(?:root|rootfs)(?:\s+(?:partition|filesystem|file\s+system|fs))?\b"
+                            rf"|\b{_FS}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?{_FS}\b"):
             fs = next(g for g in m.groups() if g)
             spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
+        # "... btrfs for root instead of ext4": the filesystem replaced is the one read above, no package
+        for m in self._each(rf"\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?{_FS}\b"):
+            if any(p.get("fsType") for p in spec.partitions):
+                self._mask(m.start(), m.end())
+        self._supported_filesystems()
+
+    def _supported_filesystems(self) -> None:
+        """A filesystem the build cannot make is said so and not written: the partition keeps its own, and a
+        wish that was only the filesystem is dropped."""
+        supported = load_template_format().filesystems
+        kept = []
+        for part in self.spec.partitions:
+            fs = part.get("fsType")
+            if fs and fs not in supported:
+                where = "root" if part.get("mountPoint") == "/" else part.get("mountPoint") or "a partition"
+                self.spec.unsupported.append(f"{fs} on {where}: os-image-composer's build does not make {fs} "
+                                             f"filesystems; supported: {', '.join(supported)}")
+                part["fsType"] = None
+                if part.get("action") == "resize" and not part.get("size"):
+                    continue
+            kept.append(part)
+        self.spec.partitions = kept
 
     def _disk_size(self) -> None:
         spec = self.spec

@@ -137,7 +137,9 @@ class PackagePhrases(ParserState):
         use_case_words = {
             normalize_phrase(w): uid for uid, uc in self.caps.use_cases.items() for w in uc.words
         }
-        for clause in re.split(r"[;.!?\n]+(?:\s|$)|\bthen\b", text):
+        # A comma before a subject of its own starts a new clause ("get rid of ssh, we use the console"): the
+        # verb before it does not govern what that clause names.
+        for clause in re.split(r"[;.!?\n]+(?:\s|$)|\bthen\b|,\s*(?=(?:we|i|they|you|we're|i'm|they're)\s)", text):
             mode: str | None = None
             strength = ""
             negate = False  # "don't", "do not", "never": the next add verb means remove
@@ -298,12 +300,22 @@ class PackagePhrases(ParserState):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))
                 reported.update(words)
         for i in sorted(ignored - reported):
-            # "runs modbus and mosquitto": a word joined to software in a list is a wish of the same kind, however
-            # long the phrase it ends ("a gateway that runs modbus").
-            j = i + 2 if i + 2 < len(found) and found[i + 1][0] in ("and", "or") else i + 1
-            joined = j < len(found) and re.fullmatch(r"\s*(?:[,&]|,?\s*(?:and|or))\s*", clause[found[i][2]:found[j][1]])
-            if joined and found[i][0] not in _ITEM_FILLER and self._software(found[j][0]):
+            # "runs modbus and mosquitto", "pip and numpy on emt": a word joined to software in a list is a wish
+            # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus").
+            if found[i][0] not in _ITEM_FILLER and (self._joined_to_software(clause, found, i, i + 1)
+                                                   or self._joined_to_software(clause, found, i, i - 1)):
                 self.spec.unparsed.append(found[i][0])
+
+    def _joined_to_software(self, clause: str, found: list[tuple[str, int, int]], i: int, toward: int) -> bool:
+        """Whether word ``i`` is joined by a comma, "&", "and" or "or" to the software word on its side of ``toward``
+        (``i + 1``: after it, ``i - 1``: before it)."""
+        step = toward - i
+        j = toward + step if 0 <= toward + step < len(found) and found[toward][0] in ("and", "or") else toward
+        if not 0 <= j < len(found):
+            return False
+        first, second = (i, j) if step > 0 else (j, i)
+        between = clause[found[first][2]:found[second][1]]
+        return bool(re.fullmatch(r"\s*(?:[,&]|,?\s*(?:and|or))\s*", between)) and self._software(found[j][0])
 
     def _report_values(self, found: list[tuple[str, int, int]], ignored: set[int], values: set[int]) -> None:
         """A number or address nothing read is a constraint, never prose: it is reported with the unread words

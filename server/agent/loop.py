@@ -324,10 +324,34 @@ class Agent:
                 log.warning("grounding template %s unreadable: %s", record.name, exc)
         return out
 
+    def _able_base(self, request: str, spec: RequestSpec, grounding: list[tuple[str, str, dict]]
+                   ) -> list[tuple[str, str, dict]]:
+        """With no distribution named, the best-ranked template whose target can have every asked group, when
+        none of the grounding's can ("digital signage" reads like an EMT video template; only Debian has the
+        kiosk): choose_base then prefers it."""
+        caps = load_capabilities()
+        asked = [g for g in spec.add_groups if g in caps.groups]
+        if spec.os or spec.dist or not asked:
+            return []
+
+        def able(dist: str, arch: str | None) -> bool:
+            return bool(dist) and all(caps.group_available(g, dist, arch) for g in asked)
+
+        if any(able(str((d.get("target") or {}).get("dist") or ""), (d.get("target") or {}).get("arch"))
+               for _n, _t, d in grounding):
+            return []
+        searcher = self.engine.searcher
+        assert searcher is not None
+        have = {name for name, _t, _d in grounding}
+        outcome = searcher.search(request, 50, use_threshold=False, arch=spec.arch, image_type=spec.image_type)
+        found = [r.record for r in outcome.results if r.record.name not in have and able(r.record.dist, r.record.arch)]
+        return self._read(found[:1])
+
     def ground(self, request: str, spec: RequestSpec) -> list[tuple[str, str, dict]]:
         """The templates a spec is grounded on, the composer's base first."""
         grounding = self._grounding(request, spec.os, spec.dist, spec.arch, spec.image_type or "raw")
         grounding += self._plain_base(request, spec, {name for name, _t, _d in grounding})
+        grounding += self._able_base(request, spec, grounding)
         if not grounding:
             raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")
         return choose_base(grounding, spec, load_capabilities(), request)[:GROUNDING]

@@ -113,7 +113,8 @@ def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabiliti
 
 def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
                 caps: Capabilities, request: str | None = None) -> list[tuple[str, str, dict]]:
-    """Candidates reordered: matching target first, then the least unrequested baggage, then search rank."""
+    """Candidates reordered: matching target first, then the fewest asked groups their target lacks, then the least
+    unrequested baggage, then search rank."""
     def target_miss(data: dict[str, Any]) -> int:
         target = data.get("target") or {}
         # An image type nobody named is the default raw disk, not whatever the closest template is.
@@ -121,9 +122,19 @@ def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
         return sum(1 for key, want in (("dist", spec.dist), ("arch", spec.arch), ("imageType", kind))
                    if want and target.get(key) != want)
 
-    def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, int]:
+    def unavailable(data: dict[str, Any]) -> int:
+        """Asked groups the template's target cannot have (a kiosk where browsers are snaps only): with no target
+        named, a family that has them is the better start."""
+        target = data.get("target") or {}
+        where = target.get("dist") or target.get("os")
+        if not where:
+            return 0
+        return sum(1 for g in spec.add_groups if g in caps.groups and not caps.group_available(g, where,
+                                                                                                target.get("arch")))
+
+    def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, int, int]:
         rank, (name, _text, data) = item
-        return target_miss(data), unasked(name, data, spec, caps, request), rank
+        return target_miss(data), unavailable(data), unasked(name, data, spec, caps, request), rank
 
     return [c for _r, c in sorted(enumerate(candidates), key=score)]
 

@@ -58,6 +58,22 @@ async def test_ordinary_english_never_becomes_a_package(client):
     assert "added package separate" not in out["explanation"]
 
 
+async def test_with_no_distribution_named_the_base_is_one_that_can_have_the_asked_groups(client):
+    """Signage reads like a video-analytics template (EMT), whose target has no kiosk; a family that has one is
+    the start, and what was asked comes in its names there."""
+    out, doc = await _gen(client, "digital signage player on an intel NUC with gstreamer")
+    assert doc["target"]["dist"] == "debian13", out["explanation"]
+    assert {"cage", "chromium", "gstreamer1.0-tools"} <= installed(doc)
+    assert "not available" not in out["explanation"]
+
+
+async def test_a_filesystem_the_build_cannot_make_is_reported_and_the_result_stays_valid(client):
+    out, doc = await _gen(client, "debian 13 that uses btrfs for root instead of ext4")
+    assert {p.get("fsType") for p in doc["disk"]["partitions"]} <= {"fat32", "ext4", "xfs", None}
+    assert not {"uses", "ext4"} & installed(doc)
+    assert "btrfs" in out["explanation"] and "does not make btrfs" in out["explanation"]
+
+
 async def test_casual_sizes_are_understood(client):
     _out, doc = await _gen(client, "debian trixie with 32 gigs disk and ssh")
     assert doc["disk"]["size"] == "32GiB"

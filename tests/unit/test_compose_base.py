@@ -239,3 +239,16 @@ def test_a_kind_of_a_group_asks_for_the_group_it_stands_in_for():
     spec = parse_request("ubuntu 24.04 workstation with the gnome desktop")
     assert spec.add_groups == ["gnome-desktop"]
     assert {"gnome-desktop", "desktop"} <= asked_groups(spec, load_capabilities())
+
+
+def test_with_no_target_named_a_template_whose_target_has_the_asked_groups_comes_first():
+    caps = load_capabilities()
+    request = "a kiosk with gstreamer"
+    spec = parse_request(request)
+    assert "kiosk" in spec.add_groups and not spec.dist
+    plain = _template("ubuntu26-x86_64-minimal-base-raw")  # nothing unasked, but Ubuntu's browsers are snaps
+    debian = _template("debian13-x86_64-kiosk-chromium-raw")
+    assert not caps.group_available("kiosk", "ubuntu26", "x86_64") and caps.group_available("kiosk", "debian13",
+                                                                                            "x86_64")
+    candidates = [("ubuntu26-x86_64-minimal-base-raw", "", plain), ("debian13-x86_64-kiosk-chromium-raw", "", debian)]
+    assert choose_base(candidates, spec, caps, request)[0][0] == "debian13-x86_64-kiosk-chromium-raw"

@@ -493,7 +493,7 @@ def test_a_lone_size_is_the_disk_unless_it_is_said_of_something_else(text, disk,
 
 @pytest.mark.parametrize(("text", "fs"), [("azure linux 3 with ext4 on root", "ext4"),
                                           ("debian with an xfs root filesystem", "xfs"),
-                                          ("ubuntu, root as btrfs", "btrfs")])
+                                          ("ubuntu, root as ext3", "ext3")])
 def test_the_root_filesystem_named_in_words(text, fs):
     spec = parse_request(text)
     assert spec.partitions == [{"action": "resize", "mountPoint": "/", "size": None, "fsType": fs}]
@@ -686,3 +686,49 @@ def test_a_partition_that_takes_the_rest_and_ports_said_open_after_them():
     ports = parse_request("ubuntu with the firewall enabled and only ports 22 and 443 open")
     assert ports.add_groups == ["firewall"] and not ports.add_packages  # "open" is no open-iscsi
     assert len(ports.unparsed) == 1 and "firewall rules are not written" in ports.unparsed[0]
+
+
+@pytest.mark.parametrize(("text", "fs", "where"), [
+    ("an image that uses btrfs for root instead of ext4", "btrfs", "root"),
+    ("debian with root on f2fs", "f2fs", "root"),
+    ("a 20G /data partition formatted as zfs", "zfs", "/data"),
+])
+def test_a_filesystem_the_build_cannot_make_is_reported_and_not_written(text, fs, where):
+    spec = parse_request(text)
+    assert not any(p.get("fsType") for p in spec.partitions)
+    assert any(u.startswith(f"{fs} on {where}:") and "ext4" in u for u in spec.unsupported)
+    assert not spec.add_packages and not spec.remove_packages  # neither "uses" nor "ext4" is a package
+    if where != "root":
+        assert [p["mountPoint"] for p in spec.partitions] == [where]  # the partition itself is still added
+
+
+@pytest.mark.parametrize("text", ["xfs instead of ext4", "use xfs for root rather than ext4"])
+def test_one_filesystem_instead_of_another_is_the_roots(text):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "resize", "mountPoint": "/", "size": None, "fsType": "xfs"}]
+    assert not spec.remove_packages and not spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "unknown"), [
+    ("python3, pip and numpy on emt", "numpy"),
+    ("docker, portainer", "portainer"),
+    ("a gateway that runs modbus and mosquitto", "modbus"),
+])
+def test_an_unknown_word_joined_to_software_in_a_list_is_reported(text, unknown):
+    assert unknown in parse_request(text, known_packages=["mosquitto"]).unparsed
+
+
+@pytest.mark.parametrize("text", ["use xfs for the root partition", "the root filesystem should be xfs",
+                                  "root must be xfs", "xfs on the root filesystem"])
+def test_the_roots_filesystem_said_with_a_verb_or_for_the_root_partition(text):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "resize", "mountPoint": "/", "size": None, "fsType": "xfs"}]
+    assert not spec.unparsed and not spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "removed"), [("get rid of ssh, we use the console", "ssh"),
+                                               ("remove docker, I run podman myself", "containers")])
+def test_a_comma_before_a_subject_of_its_own_ends_what_the_verb_governs(text, removed):
+    spec = parse_request(text)
+    assert removed in spec.remove_groups
+    assert not spec.remove_packages and not spec.unparsed

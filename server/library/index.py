@@ -409,8 +409,7 @@ class TemplateIndex(IndexSync):
         # A text hit's cosine needs its vector: from the table only when no mirror holds it (~1.7 ms of a
         # 4-6 ms full-text leg at 100,000 templates).
         columns = ["uid"] if mirror is not None or quantized is not None else ["uid", "vector"]
-        postings = self._text_leg.current(table, self.catalog, text_leg.READ_WAIT) if quantized is not None \
-            else None
+        postings = self._text_leg.current(table, self.catalog, text_leg.READ_WAIT) if quantized else None
         text_rows = None if in_memory else start_text_leg(self._leg_pool(), table, fts_query, where, limit, columns,
                                                           postings, filters)
         vector = qvec() if callable(qvec) else qvec

@@ -235,6 +235,9 @@ class Agent:
     def _honesty_notes(self, draft: Draft, spec: RequestSpec, *, arch_named: bool) -> list[str]:
         """What the answer must say: unsupported targets, defaults chosen, stated facts that did not land."""
         notes = [f"unsupported: {u}" for u in spec.unsupported]
+        # What the reading itself adjusted or could not apply ("cuda not applied: ...", "password not stored"):
+        # in the changes as "note: ...", and here with every other wish left undone.
+        notes += [n for n in spec.notes if n not in draft.notes]
         if not arch_named:
             notes.append("no architecture named: built for x86_64")
         if spec.corrected:
@@ -420,7 +423,8 @@ class Agent:
                  f"{', '.join(n for n, _t, _d in grounding)}."]
         if draft.changes:
             parts.append("Changes from the base template: " + "; ".join(draft.changes[:12]) + ".")
-        parts.extend(n[0].upper() + n[1:] + "." for n in draft.notes if n)
+        said = set(draft.changes[:12])  # a note of the reading is a change too ("note: ..."): said once
+        parts.extend(n[0].upper() + n[1:] + "." for n in draft.notes if n and f"note: {n}" not in said)
         parts.append(verdict(draft.report, packages))
         return " ".join(parts)
 

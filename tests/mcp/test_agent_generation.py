@@ -74,6 +74,12 @@ async def test_a_filesystem_the_build_cannot_make_is_reported_and_the_result_sta
     assert "btrfs" in out["explanation"] and "does not make btrfs" in out["explanation"]
 
 
+async def test_what_the_reading_could_not_apply_is_in_the_notes_and_said_once(client):
+    out, _doc = await _gen(client, "ubuntu 24.04 image for a board with cuda")
+    assert any(n.startswith("cuda not applied") for n in out["notes"]), out["notes"]
+    assert out["explanation"].lower().count("cuda not applied") == 1
+
+
 async def test_casual_sizes_are_understood(client):
     _out, doc = await _gen(client, "debian trixie with 32 gigs disk and ssh")
     assert doc["disk"]["size"] == "32GiB"

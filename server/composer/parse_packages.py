@@ -55,6 +55,10 @@ _AFFIRMED = re.compile(r"(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:is|are)\s+
                        r"|(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:stays|can\s+stay)\b")
 
 
+# "changed my mind about docker", "change of mind on ssh": a wish taken back, a removal of what follows
+_CHANGED_MIND = re.compile(r"(?:changed|change)\s+(?:my|our)\s+minds?\s+(?:about|on)\b|change\s+of\s+mind\s+(?:about|on)\b")
+
+
 # "remove nano if present": a condition on the wish that changes nothing a template can say (blanked out).
 _CONDITION = re.compile(r"\b(?:if|when|where)\s+(?:it\s+is\s+|they\s+are\s+|it's\s+)?(?:present|installed|there|"
                         r"any|available|included|found|exists?)\b")
@@ -148,6 +152,7 @@ class PackagePhrases(ParserState):
                 for m in re.finditer(r"[a-z0-9][a-z0-9+_.:~/'-]*", clause)
             ]
             tokens = [t for t, _, _ in found]
+            removals = self._removed_since(0)  # what this clause's removals are counted from
             run: list[str] = []  # adjacent unknown words after a strong add ("the nvidia driver")
             ignored: set[int] = set()  # tokens nothing read (prose, or a wish not understood)
             values: set[int] = set()  # numbers and addresses nothing read ("port 2222", "1.1.1.1")
@@ -206,6 +211,11 @@ class PackagePhrases(ParserState):
                     mode, strength = "remove", "strong"
                     i += 3 if three in ("get rid of", "leave out of") else 2
                     continue
+                mind = _CHANGED_MIND.match(" ".join(tokens[i : i + 4]))
+                if mind:  # "I changed my mind about docker": a wish taken back
+                    mode, strength, negate = "remove", "strong", False
+                    i += len(mind.group(0).split())
+                    continue
                 if two in ("turn on", "switch on", "put in", "bring in", "throw in", "add in"):
                     mode, strength, negate = "add", "strong", False
                     i += 2
@@ -216,8 +226,10 @@ class PackagePhrases(ParserState):
                     i += 1
                     continue
                 if token in ADD_WORDS:
-                    if negate or (token in _WEAK_ADD and mode == "remove"):
-                        negate = False  # "don't want", "do not include": stays a removal
+                    if negate or (token in _WEAK_ADD and mode == "remove" and not self._removed_since(removals)):
+                        # "don't want", "do not include", "no need", "(without) I want telnet (removed)": stays a
+                        # removal; after the items of one ("remove docker, use podman") a verb of using asks again
+                        negate = False
                     elif token in _WEAK_ADD:
                         mode, strength = "add", "quiet"
                     else:
@@ -382,6 +394,10 @@ class PackagePhrases(ParserState):
         before = found[i - 1][0] if i else ""
         return before in ADD_WORDS or before in REMOVE_WORDS or before in ("no", "without") or self._list_item(
             clause, found, i)
+
+    def _removed_since(self, mark: int) -> int:
+        """How many packages and groups were taken out after ``mark`` of them (0: all so far)."""
+        return len(self.spec.remove_packages) + len(self.spec.remove_groups) - mark
 
     def _added(self) -> tuple[int, int]:
         """How many packages and groups are asked for so far (a change: the last word added one)."""

@@ -732,3 +732,17 @@ def test_a_comma_before_a_subject_of_its_own_ends_what_the_verb_governs(text, re
     spec = parse_request(text)
     assert removed in spec.remove_groups
     assert not spec.remove_packages and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["remove docker, use podman", "without docker, need podman",
+                                  "I changed my mind about docker, use podman", "drop docker and use podman"])
+def test_a_verb_of_using_after_the_items_of_a_removal_asks_again(text):
+    spec = parse_request(text)
+    assert "containers" in spec.remove_groups
+    assert "podman" in spec.add_packages and "podman" not in spec.remove_packages
+
+
+@pytest.mark.parametrize("text", ["don't want docker", "no need for docker", "we do not need docker"])
+def test_a_verb_of_wanting_right_after_a_negation_stays_a_removal(text):
+    spec = parse_request(text)
+    assert "containers" in spec.remove_groups and "containers" not in spec.add_groups

@@ -4,11 +4,20 @@ like one."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..knowledge.loader import normalize_phrase
 from ..knowledge.request_words import load_request_words
-from .phrasing import ADD_WORDS, PACKAGE_SHAPE, REMOVE_WORDS, STOPWORDS, ParserState, looks_like_package
+from .phrasing import (
+    ADD_WORDS,
+    PACKAGE_SHAPE,
+    REMOVE_WORDS,
+    STOPWORDS,
+    ParserState,
+    alternatives,
+    looks_like_package,
+)
 
 _WEAK_ADD = {"need", "needs", "want", "wants", "use", "using", "have", "has"}
 _STRONG_ADD = {
@@ -69,10 +78,17 @@ _CAUSED_REMOVAL = re.compile(r"\b(?:make|have|let|get)\s+((?:the\s+)?[a-z0-9][\w
                              r"\s+(?:go\s+away|gone|disappear|vanish|removed|uninstalled|deleted|dropped)\b")
 
 
+@functools.cache
+def _asides() -> re.Pattern[str]:
+    """request_words.yaml ``asides``: "after all", "for now" (blanked out)."""
+    return re.compile(rf"\b(?:{alternatives(load_request_words().asides)})\b")
+
+
 def _negations_first(text: str) -> str:
     """Postfix negations turned around ("ros not needed" -> "without ros;"), each ending its phrase so that
     the removal does not run on into the next item; an affirmed item is its own phrase ("; keep podman;")."""
     text = _CONDITION.sub(lambda m: " " * len(m.group(0)), text)
+    text = _asides().sub(lambda m: " " * len(m.group(0)), text)
     text = _CAUSED_REMOVAL.sub(lambda m: f"without {m.group(1)};", text)
     text = _AFFIRMED.sub(lambda m: f"{m.group(1) or m.group(3) or ''}; keep {m.group(2) or m.group(4)}; ", text)
     return _POSTFIX_NEGATION.sub(lambda m: f"{m.group(1)} without {m.group(2).strip()}; ", text)

@@ -25,9 +25,10 @@ _ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate
 _MODAL = r"(?:(?:should|must|shall|will|would|to|can|needs?\s+to|has\s+to|have\s+to)\s+)?"
 _ON_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?"
              r"(?:on|enabled|turned\s+on|switched\s+on|allowed|active|activated)")
-_OFF = r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill)"
+_OFF = (r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill|block|forbid|prevent"
+        r"|lock\s+down|lock\s+out|lock)")
 _OFF_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
-              r"|not\s+(?:needed|wanted|required))")
+              r"|blocked|forbidden|locked(?:\s+down)?|not\s+(?:needed|wanted|required|allowed|permitted))")
 _ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
 _SIZE_TEXT = re.sub(r"\((?!\?)", "(?:", CASUAL_SIZE)  # a size, as one piece of text ("2G", "half a gig")
 # key=value whose key is a sysctl path: procfs roots no kernel parameter starts with ("net.ifnames" is one,

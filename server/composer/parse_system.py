@@ -27,6 +27,11 @@ _BOOTLOADERS = {w: provider for provider, words in load_request_words().bootload
 _BOOTLOADER_WORDS = alternatives(_BOOTLOADERS, between=r"[\s-]")
 
 
+# Words after "hostname" that say how it is chosen, not what it is ("make the hostname match the role: web-01")
+_NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror|mirrors|equal|equals|same|like|after|" \
+              r"describe|describes|based|say|says|show|shows|include|includes|contain|contains)"
+
+
 class SystemPhrases(ParserState):
     """The kernel, host, user and boot phrases of a request."""
 
@@ -128,7 +133,10 @@ class SystemPhrases(ParserState):
 
     def _hostname(self) -> None:
         patterns = [
-            r"\bhost\s*-?\s*name\s*(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            rf"\bhost\s*-?\s*name\s*(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command)\b)"
+            r"[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            # "make the hostname match the role: web-01": the name comes after the colon
+            r"\bhost\s*-?\s*name\b[^.;,:=]{0,40}[:=]\s*[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
             r"\b(?:call|name)\s+the\s+(?:host|machine|device|system|box)\s+[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
         ]
         for pattern in patterns:
@@ -139,6 +147,9 @@ class SystemPhrases(ParserState):
                 else:
                     self.spec.unparsed.append(f"hostname {value!r} is not a valid host name")
                 self._mask(m.start(), m.end())
+        for m in self._each(rf"\bhost\s*-?\s*name\s+{_NOT_A_NAME}\b[^.;,]*"):
+            self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (no name given: say e.g. 'hostname web-01')")
+            self._mask(m.start(), m.end())
 
     def _name(self) -> None:
         patterns = [

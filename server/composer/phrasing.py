@@ -29,7 +29,7 @@ ADD_WORDS = {
 }  # fmt: skip
 REMOVE_WORDS = {
     "remove", "removing", "uninstall", "drop", "delete", "without", "exclude", "excluding", "except", "no", "not",
-    "minus", "disable", "purge", "strip", "omit", "skip", "lose", "ditch",
+    "minus", "disable", "purge", "strip", "omit", "skip", "lose", "ditch", "kill", "nuke", "scrap", "axe",
 }  # fmt: skip
 STOPWORDS = {
     "a", "an", "the", "and", "or", "of", "in", "into", "it", "its", "this", "that", "these", "those", "my", "our",

@@ -29,7 +29,9 @@ _QUESTION_START = re.compile(
     re.I,
 )
 _POLITE_EDIT = re.compile(
-    rf"^\s*(?:please\s+)?(?:can|could|would|will)\s+(?:you|we)\s+(?:please\s+)?(?:also\s+)?(?:{EDIT_VERBS})\b",
+    rf"^\s*(?:please\s+)?(?:can|could|would|will)\s+(?:you|we)\s+(?:please\s+)?(?:also\s+)?(?:{EDIT_VERBS}|get|have)\b"
+    # "can I get nginx in there?", "could I have a 10G disk?": asking to be given something is an edit
+    r"|^\s*(?:please\s+)?(?:can|could|may)\s+i\s+(?:please\s+)?(?:also\s+)?(?:get|have)\b",
     re.I,
 )
 

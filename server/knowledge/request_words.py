@@ -32,6 +32,7 @@ class RequestWords:
     package_name_suffixes: tuple[str, ...]
     kind_nouns: frozenset[str]  # "chromium browser": the kind of what was just named
     everyday_names: frozenset[str]  # package names that are everyday words: packages only where one is named
+    asides: tuple[str, ...]  # discourse phrases that carry no wish ("after all", "for now")
     kernel_package: re.Pattern[str]
     realtime_kernel: re.Pattern[str]
     name_slugs: Mapping[str, Mapping[str, str]]  # group -> family or "default" -> slug
@@ -67,6 +68,7 @@ def load_request_words() -> RequestWords:
         package_name_suffixes=_words(raw.get("package_name_suffixes")),
         kind_nouns=frozenset(_words(raw.get("kind_nouns"))),
         everyday_names=frozenset(_words(raw.get("everyday_names"))),
+        asides=_words(raw.get("asides")),
         kernel_package=re.compile(str(raw.get("kernel_package_pattern") or r"^$")),
         realtime_kernel=re.compile(str(raw.get("realtime_kernel_pattern") or r"^$")),
         name_slugs={str(k): _slugs(v) for k, v in (raw.get("name_slugs") or {}).items()},

@@ -746,3 +746,42 @@ def test_a_verb_of_using_after_the_items_of_a_removal_asks_again(text):
 def test_a_verb_of_wanting_right_after_a_negation_stays_a_removal(text):
     spec = parse_request(text)
     assert "containers" in spec.remove_groups and "containers" not in spec.add_groups
+
+
+@pytest.mark.parametrize(("text", "edit"), [("can we get nginx in there as well?", True),
+                                            ("could I have a 10G disk?", True),
+                                            ("can i use btrfs for root?", False)])
+def test_asking_to_be_given_something_is_an_edit(text, edit):
+    from image_composer_mcp.server.composer.request_parser import is_question
+    assert is_question(text) is not edit
+
+
+@pytest.mark.parametrize(("text", "removed"), [("kill the cloud-init stuff", "cloud-init"), ("nuke telnet", "telnet"),
+                                               ("scrap telnet", "telnet")])
+def test_blunt_verbs_of_removal(text, removed):
+    spec = parse_request(text, known_packages=["cloud-init", "telnet"])
+    assert spec.remove_packages == [removed] and not spec.add_packages
+
+
+@pytest.mark.parametrize("text", ["lock down root login", "root login must be blocked", "block root login"])
+def test_locking_or_blocking_a_switch_turns_it_off(text):
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == ["root login off"]
+    assert not spec.unparsed and not spec.notes
+
+
+@pytest.mark.parametrize("text", ["let's not have docker after all", "no docker for now", "on second thought, no docker"])
+def test_asides_carry_no_wish(text):
+    spec = parse_request(text)
+    assert spec.remove_groups == ["containers"] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "hostname", "unread"), [
+    ("make the hostname match the role: web-01", "web-01", None),
+    ("make the hostname match the role", None, "hostname match the role"),
+    ("add the hostname package", None, None),
+])
+def test_a_hostname_is_a_name_never_the_verb_after_it(text, hostname, unread):
+    spec = parse_request(text)
+    assert spec.hostname == hostname
+    assert any(u.startswith(unread) for u in spec.unparsed) if unread else not spec.unparsed

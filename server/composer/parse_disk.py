@@ -22,6 +22,8 @@ _MOUNT = rf"(/[\w./-]*|{alternatives(_WORDS.mount_words)})"
 _PLACE = rf"(/(?:[a-z_][\w./-]*)?|(?:{alternatives(_WORDS.hierarchy_mounts)})\b)"
 # "a data partition", "a data disk partition", "a data volume": the noun of a partition, with a filler noun.
 _PARTITION = r"(?:(?:disk|drive|storage)\s+)?(?:partition|volume)"
+# What an image is written to, said instead of "disk" ("a 16GB card", "a 32G eMMC").
+_MEDIA = r"(?:(?:sd|micro\s*sd|microsd|cf)\s+)?card|emmc|ssd|nvme(?:\s+drive)?|usb\s+(?:stick|drive|key)|flash(?:\s+drive)?|stick"
 # The root partition in words: "the root partition", "rootfs", "/".
 _ROOT = r"(?:the\s+)?(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
 
@@ -143,7 +145,9 @@ class DiskPhrases(ParserState):
         for m in self._each(
             rf"{_SIZE}\s+(?:{_FS}\s+)?(?:for|of|on|at)?\s*(?:the\s+)?{_PLACE}(?![\w/])"
             rf"(?:\s+(?:partition|filesystem|file\s+system|fs|volume|mount)\b)?"
-            rf"|(?<![\w/])(/(?:[a-z_][\w./-]*)?)\s+(?:partition\s+)?(?:of\s+|at\s+|with\s+|=\s*|:\s*)?{_SIZE}"
+            # "/ (16G)": the size may stand in parentheses after the mount point
+            rf"|(?<![\w/])(/(?:[a-z_][\w./-]*)?)\s+(?:partition\s+)?(?:of\s+|at\s+|with\s+|=\s*|:\s*|\(\s*)?{_SIZE}"
+            rf"(?:\s*\))?"
         ):
             g = m.groups()
             mount, size, fs = (g[3], _size(g[0], g[1]), g[2]) if g[3] else (g[4], _size(g[5], g[6]), None)
@@ -151,9 +155,10 @@ class DiskPhrases(ParserState):
                                     "fill": False})
             self._mask(m.start(), m.end())
         # "/data using the rest", "/srv takes the remaining space": a partition there that fills the disk
-        for m in self._each(r"(?<![\w/])(/[a-z_][\w./-]*)\s+(?:partition\s+)?(?:using|with|taking|gets?|takes?|fills?|on|in)"
-                            r"\s+(?:up\s+)?(?:all\s+)?(?:the\s+)?(?:rest|remainder|remaining(?:\s+space)?)"
-                            r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?"):
+        # "/data (rest)", "/home the rest": the verb may be left out, the rest put in parentheses
+        for m in self._each(r"(?<![\w/])(/[a-z_][\w./-]*)\s+(?:partition\s+)?(?:(?:using|with|taking|gets?|takes?|fills?|on|in)"
+                            r"\s+|\(\s*|(?=the\s))(?:up\s+)?(?:all\s+)?(?:the\s+)?(?:rest|remainder|remaining(?:\s+space)?)"
+                            r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?(?:\s*\))?"):
             spec.partitions.append({"action": "add", "mountPoint": _mount(m.group(1)), "size": None, "fsType": None,
                                     "fill": True})
             self._mask(m.start(), m.end())
@@ -162,7 +167,7 @@ class DiskPhrases(ParserState):
                 r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?")
         root = _ROOT
         for m in self._each(rf"\b{rest}\s+(?:goes\s+|going\s+)?(?:as|for|to|on|in|into)\s+{root}"
-                            rf"|(?<![\w/]){root}\s+(?:gets|takes|fills|uses|on|with|in|for)\s+(?:up\s+)?{rest}"):
+                            rf"|(?<![\w/]){root}\s+(?:(?:gets|takes|fills|uses|on|with|in|for)\s+(?:up\s+)?|\(\s*){rest}(?:\s*\))?"):
             spec.partitions.append({"action": "add", "mountPoint": "/", "size": None, "fsType": None, "fill": True})
             self._mask(m.start(), m.end())
         # "ext4 on root", "root as xfs", "an xfs root filesystem": the root partition's filesystem
@@ -227,7 +232,7 @@ class DiskPhrases(ParserState):
             rf"\b(?:disk|drive|storage|image)(?:\s+image)?(?:\s+size)?\s*(?:(?:grown|increased|enlarged|expanded|bumped|"
             rf"raised|resized|shrunk|reduced|changed|set)\s+)?(?:to|=|:|of|at|is|should\s+be|be|with)?\s*{_SIZE}",
             rf"\bsize\s+(?:of\s+(?:the\s+)?)?(?:disk|image|drive)?\s*(?:to|=|:|of|at|is)?\s*{_SIZE}",
-            rf"\b{_SIZE}\s+(?:raw\s+)?(?:disk|drive|storage|image|raw)\b",
+            rf"\b{_SIZE}\s+(?:raw\s+)?(?:disk|drive|storage|image|raw|{_MEDIA})\b",
         ]
         for pattern in patterns:
             for m in self._each(pattern):

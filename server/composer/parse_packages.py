@@ -59,9 +59,11 @@ _POSTFIX_NEGATION = re.compile(
 )
 
 
-# "podman is fine", "nano stays": an item affirmed after a removal is kept (or taken), not removed.
+# "podman is fine", "nano stays", "without docker, ssh allowed": an item affirmed after a removal is kept (or
+# taken), not removed.
 _AFFIRMED = re.compile(r"(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:is|are)\s+(?:fine|ok|okay|good|enough|welcome)\b"
-                       r"|(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:stays|can\s+stay)\b")
+                       r"|(^|[,;:(]|\bbut\b)\s*([a-z0-9][\w.+-]*)\s+(?:stays|can\s+stay|(?:is\s+|are\s+)?(?:allowed|permitted|"
+                       r"kept))\b")
 
 
 # "changed my mind about docker", "change of mind on ssh": a wish taken back, a removal of what follows

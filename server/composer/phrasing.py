@@ -52,6 +52,7 @@ STOPWORDS = {
     "did", "are", "was", "were", "has", "have", "had", "if", "with", "without", "via", "per", "about", "around",
     "kernel", "cmdline", "partition", "partitions", "disk", "size", "user", "users", "hostname", "name", "lts",
     "least", "most", "minimum", "min", "maximum", "max", "approximately", "roughly",
+    "split", "divided", "divide", "partitioned", "laid", "layout",  # "a 32 GB disk split into / (16G) and ..."
 }  # fmt: skip
 
 

@@ -785,3 +785,28 @@ def test_a_hostname_is_a_name_never_the_verb_after_it(text, hostname, unread):
     spec = parse_request(text)
     assert spec.hostname == hostname
     assert any(u.startswith(unread) for u in spec.unparsed) if unread else not spec.unparsed
+
+
+def test_partition_sizes_in_parentheses_and_the_rest_without_a_verb():
+    spec = parse_request("a 32 GB disk split into / (16G) and /data (rest)")
+    assert spec.disk_size == "32GiB" and not spec.unparsed
+    assert [(p["mountPoint"], p["size"], p["fill"]) for p in spec.partitions] == [("/", "16GiB", False),
+                                                                                   ("/data", None, True)]
+    spec = parse_request("partitions: /boot 1G, / 20G, /home the rest")
+    assert [(p["mountPoint"], p["size"], p["fill"]) for p in spec.partitions] == [
+        ("/boot", "1GiB", False), ("/", "20GiB", False), ("/home", None, True)]
+
+
+@pytest.mark.parametrize(("text", "size"), [("debian, python3 and a 16GB card", "16GiB"),
+                                            ("ubuntu for a 64GB eMMC", "64GiB"), ("flash it to a 32G sd card", "32GiB")])
+def test_the_medium_an_image_is_written_to_is_its_disk(text, size):
+    spec = parse_request(text)
+    assert spec.disk_size == size and not spec.unparsed
+
+
+def test_an_item_allowed_after_a_removal_is_kept_and_keys_only_is_read():
+    spec = parse_request("ubuntu 24 with podman but without docker, ssh allowed only with keys")
+    assert "ssh" in spec.add_groups and "ssh" not in spec.remove_groups and "containers" in spec.remove_groups
+    assert [c["label"] for c in spec.configurations] == ["key-only ssh on"]
+    assert "PasswordAuthentication no" in spec.configurations[0]["cmd"]
+    assert not spec.unparsed

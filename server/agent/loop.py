@@ -17,7 +17,7 @@ import anyio
 
 from ..composer import compose as composer
 from ..composer.adherence import unmet, want_from_spec
-from ..composer.base import choose_base, strip_plan, unasked
+from ..composer.base import choose_base, strip_plan, unasked, unavailable_groups
 from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
@@ -333,21 +333,15 @@ class Agent:
         none of the grounding's can ("digital signage" reads like an EMT video template; only Debian has the
         kiosk): choose_base then prefers it."""
         caps = load_capabilities()
-        asked = [g for g in spec.add_groups if g in caps.groups]
-        if spec.os or spec.dist or not asked:
-            return []
-
-        def able(dist: str, arch: str | None) -> bool:
-            return bool(dist) and all(caps.group_available(g, dist, arch) for g in asked)
-
-        if any(able(str((d.get("target") or {}).get("dist") or ""), (d.get("target") or {}).get("arch"))
-               for _n, _t, d in grounding):
+        if spec.os or spec.dist or not any(g in caps.groups for g in spec.add_groups) or any(
+                not unavailable_groups(spec, d.get("target") or {}, caps) for _n, _t, d in grounding):
             return []
         searcher = self.engine.searcher
         assert searcher is not None
         have = {name for name, _t, _d in grounding}
         outcome = searcher.search(request, 50, use_threshold=False, arch=spec.arch, image_type=spec.image_type)
-        found = [r.record for r in outcome.results if r.record.name not in have and able(r.record.dist, r.record.arch)]
+        found = [r.record for r in outcome.results if r.record.name not in have and not unavailable_groups(
+            spec, {"dist": r.record.dist, "os": r.record.os, "arch": r.record.arch}, caps)]
         return self._read(found[:1])
 
     def ground(self, request: str, spec: RequestSpec) -> list[tuple[str, str, dict]]:

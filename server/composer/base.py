@@ -111,6 +111,16 @@ def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabiliti
     return extra
 
 
+def unavailable_groups(spec: RequestSpec, target: dict[str, Any], caps: Capabilities) -> int:
+    """How many asked groups a target (its ``dist`` or ``os``, and ``arch``) cannot have (a kiosk where browsers are
+    snaps only)."""
+    where = target.get("dist") or target.get("os")
+    if not where:
+        return 0
+    return sum(1 for g in spec.add_groups if g in caps.groups and not caps.group_available(g, where,
+                                                                                            target.get("arch")))
+
+
 def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
                 caps: Capabilities, request: str | None = None) -> list[tuple[str, str, dict]]:
     """Candidates reordered: matching target first, then the fewest asked groups their target lacks, then the least
@@ -122,19 +132,11 @@ def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
         return sum(1 for key, want in (("dist", spec.dist), ("arch", spec.arch), ("imageType", kind))
                    if want and target.get(key) != want)
 
-    def unavailable(data: dict[str, Any]) -> int:
-        """Asked groups the template's target cannot have (a kiosk where browsers are snaps only): with no target
-        named, a family that has them is the better start."""
-        target = data.get("target") or {}
-        where = target.get("dist") or target.get("os")
-        if not where:
-            return 0
-        return sum(1 for g in spec.add_groups if g in caps.groups and not caps.group_available(g, where,
-                                                                                                target.get("arch")))
-
     def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, int, int]:
         rank, (name, _text, data) = item
-        return target_miss(data), unavailable(data), unasked(name, data, spec, caps, request), rank
+        # with no target named, a family that has the asked groups is the better start
+        lacking = unavailable_groups(spec, data.get("target") or {}, caps)
+        return target_miss(data), lacking, unasked(name, data, spec, caps, request), rank
 
     return [c for _r, c in sorted(enumerate(candidates), key=score)]
 
@@ -148,4 +150,5 @@ def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
     return sorted(g for g in baggage(data, spec, caps) if g not in spec.remove_groups)  # those: the request's own
 
 
-__all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "related", "strip_plan", "unasked"]
+__all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "related", "strip_plan", "unasked",
+           "unavailable_groups"]

@@ -170,7 +170,7 @@ class PackagePhrases(ParserState):
                 for m in re.finditer(r"[a-z0-9][a-z0-9+_.:~/'-]*", clause)
             ]
             tokens = [t for t, _, _ in found]
-            removals = self._removed_since(0)  # what this clause's removals are counted from
+            removals = self._removed()  # what this clause's removals are counted from
             run: list[str] = []  # adjacent unknown words after a strong add ("the nvidia driver")
             ignored: set[int] = set()  # tokens nothing read (prose, or a wish not understood)
             values: set[int] = set()  # numbers and addresses nothing read ("port 2222", "1.1.1.1")
@@ -244,7 +244,7 @@ class PackagePhrases(ParserState):
                     i += 1
                     continue
                 if token in ADD_WORDS:
-                    if negate or (token in _WEAK_ADD and mode == "remove" and not self._removed_since(removals)):
+                    if negate or (token in _WEAK_ADD and mode == "remove" and self._removed() == removals):
                         # "don't want", "do not include", "no need", "(without) I want telnet (removed)": stays a
                         # removal; after the items of one ("remove docker, use podman") a verb of using asks again
                         negate = False
@@ -413,9 +413,9 @@ class PackagePhrases(ParserState):
         return before in ADD_WORDS or before in REMOVE_WORDS or before in ("no", "without") or self._list_item(
             clause, found, i)
 
-    def _removed_since(self, mark: int) -> int:
-        """How many packages and groups were taken out after ``mark`` of them (0: all so far)."""
-        return len(self.spec.remove_packages) + len(self.spec.remove_groups) - mark
+    def _removed(self) -> int:
+        """How many packages and groups are taken out so far."""
+        return len(self.spec.remove_packages) + len(self.spec.remove_groups)
 
     def _added(self) -> tuple[int, int]:
         """How many packages and groups are asked for so far (a change: the last word added one)."""

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..composer import compose as composer
+from ..composer import index_names
 from ..composer.adherence import unmet, want_from_spec
-from ..composer.base import choose_base, strip_plan, unasked, unavailable_groups
+from ..composer.base import choose_base, named_in, strip_plan, unasked, unavailable_groups
 from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 GROUNDING = 3
 PLAIN_BASE_QUERY = "minimal base image"
+PLAIN_CANDIDATES = 8  # the target's templates weighed as a plainer start than the request's search found
 
 
 def newest_dist(family_id: str, groups: Iterable[str] = (), arch: str | None = None) -> str | None:
@@ -213,24 +215,24 @@ class Agent:
                                       f"release with {', '.join(lacking)} ({caps.dists[newest].label} lacks it)")
         if not spec.arch:
             spec.arch = "x86_64"  # the default target; the explanation says so
-        self._place_by_index(spec)
+        self._place_by_index(spec, text)
         return spec
 
-    def _place_by_index(self, spec: RequestSpec) -> None:
-        """Words the rules could not place that the target's repository index knows are packages after all
-        ("debian 13 with valkey"). Uses the package verifier, so its settings decide whether indexes are
-        downloaded or only read from the cache; without an index the words stay reported as not understood."""
-        words = [u for u in spec.unparsed if re.fullmatch(r"[a-z][a-z0-9+._-]{1,60}", u)]
-        if not words or not self.settings.agent.verify_packages or not spec.dist:
+    def _place_by_index(self, spec: RequestSpec, request: str) -> None:
+        """Words the rules could not place that the target's repository index knows are packages after all, as
+        written or by the distributions' naming conventions (server/composer/index_names.py). Uses the package
+        verifier, so its settings decide whether indexes are downloaded or only read from the cache; without
+        an index the words stay reported as not understood."""
+        candidates = index_names.readings(spec, request)
+        if not candidates or not self.settings.agent.verify_packages or not spec.dist:
             return
         try:
-            found = set(self.engine.verify_packages(words, os=spec.os, dist=spec.dist, arch=spec.arch).found)
+            found = set(self.engine.verify_packages(list(candidates), os=spec.os, dist=spec.dist,
+                                                    arch=spec.arch).found)
         except (ValueError, RuntimeError, OSError) as exc:
-            log.debug("index check of %s skipped: %s", words, exc)
+            log.debug("index check of %s skipped: %s", list(candidates), exc)
             return
-        placed = [w for w in words if w in found]
-        spec.add_packages += [w for w in placed if w not in spec.add_packages]
-        spec.unparsed = [u for u in spec.unparsed if u not in placed]
+        index_names.place(spec, found, candidates)
 
     def _honesty_notes(self, draft: Draft, spec: RequestSpec, *, arch_named: bool) -> list[str]:
         """What the answer must say: unsupported targets, defaults chosen, stated facts that did not land."""
@@ -301,19 +303,32 @@ class Agent:
                 break
         return self._read(records[:GROUNDING])
 
-    def _plain_base(self, request: str, spec: RequestSpec, have: set[str]) -> list[tuple[str, str, dict]]:
-        """The target's plain template, when it carries nothing the request did not ask for: a request search
-        ranks by likeness, and "a web server" reads like many purpose-built templates whose extras nobody
-        asked for."""
+    def _plain_base(self, request: str, spec: RequestSpec, grounding: list[tuple[str, str, dict]]
+                    ) -> list[tuple[str, str, dict]]:
+        """The target's template that carries the least the request did not ask for, when that is less than
+        every grounding template carries: a request search ranks by likeness, and "a server for data crunching"
+        reads like a purpose-built monitoring template whose Prometheus and Grafana nobody asked for. The
+        target's plainest templates come first in a search for a minimal base; PLAIN_CANDIDATES of them are
+        weighed, or only the first, carrying nothing unasked, when the request names what a grounding template
+        is for ("an edge gateway": that one is the start, whatever else it has)."""
         searcher, index = self.engine.searcher, self.engine.index
         assert searcher is not None and index is not None
         exact = {"os": spec.os, "dist": spec.dist, "arch": spec.arch, "image_type": spec.image_type or "raw"}
         if not spec.dist or not all(v in index.known_values(k) for k, v in exact.items() if v):
             return []
-        found = searcher.search(PLAIN_BASE_QUERY, 1, use_threshold=False, **exact)
-        plain = self._read([r.record for r in found.results if r.record.name not in have])
         caps = load_capabilities()
-        return [p for p in plain if unasked(p[0], p[2], spec, caps, request) == 0]
+        weights = [unasked(name, data, spec, caps, request) for name, _t, data in grounding]
+        if weights and min(weights) == 0:
+            return []
+        named = any(named_in(name, request, caps) for name, _t, _d in grounding)
+        have = {name for name, _t, _d in grounding}
+        found = searcher.search(PLAIN_BASE_QUERY, 1 if named else PLAIN_CANDIDATES, use_threshold=False, **exact)
+        plain = [(unasked(p[0], p[2], spec, caps, request), i, p)
+                 for i, p in enumerate(self._read([r.record for r in found.results if r.record.name not in have]))]
+        if not plain:
+            return []
+        weight, _i, best = min(plain)
+        return [best] if weight == 0 or not named and (not weights or weight < min(weights)) else []
 
     def _read(self, records: list[Any]) -> list[tuple[str, str, dict]]:
         index = self.engine.index
@@ -347,7 +362,7 @@ class Agent:
     def ground(self, request: str, spec: RequestSpec) -> list[tuple[str, str, dict]]:
         """The templates a spec is grounded on, the composer's base first."""
         grounding = self._grounding(request, spec.os, spec.dist, spec.arch, spec.image_type or "raw")
-        grounding += self._plain_base(request, spec, {name for name, _t, _d in grounding})
+        grounding += self._plain_base(request, spec, grounding)
         grounding += self._able_base(request, spec, grounding)
         if not grounding:
             raise AgentError("no templates are indexed to ground generation on; check OIC_AI_TEMPLATES_DIR")

@@ -61,10 +61,12 @@ def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict
     return out
 
 
-def _purpose_words(name: str, caps: Capabilities) -> set[str]:
-    """Words of a template file name that name its software (nginx, docker, ros2): not its dist, arch or image
-    type, and not deployment words (edge, gateway, server, cloud: the use cases), which fit many templates."""
-    generic = {w for uc in caps.use_cases.values() for phrase in uc.words for w in phrase.lower().split()}
+def _name_words(name: str, caps: Capabilities, *, purpose: bool = True) -> set[str]:
+    """Words of a template file name that say what it is for: not its dist, arch or image type. ``purpose``: only
+    those naming its software (nginx, docker, ros2), not deployment words (edge, gateway, server, cloud: the use
+    cases), which fit many templates."""
+    generic = {w for uc in caps.use_cases.values() for phrase in uc.words for w in phrase.lower().split()} \
+        if purpose else set()
     words = set(re.split(r"[-_.\s]+", name.lower()))
     formats = {*load_request_words().image_types, *load_request_words().artifacts}
     return {w for w in words if w.isalnum() and not w.isdigit() and len(w) > 2 and w not in generic
@@ -75,7 +77,13 @@ def _purpose_words(name: str, caps: Capabilities) -> set[str]:
 def related(name: str, request: str, caps: Capabilities) -> bool:
     """Whether the software a template is named for is something the request talks about."""
     said = set(re.findall(r"[a-z0-9]+", request.lower()))
-    return bool(_purpose_words(name, caps) & said)
+    return bool(_name_words(name, caps) & said)
+
+
+def named_in(name: str, request: str, caps: Capabilities) -> bool:
+    """Whether the request says what a template is for, in any of its name's words ("an edge gateway")."""
+    said = set(re.findall(r"[a-z0-9]+", request.lower()))
+    return bool(_name_words(name, caps, purpose=False) & said)
 
 
 def leftovers(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> list[str]:
@@ -96,6 +104,15 @@ def leftovers(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> li
             and not caps.is_specific_to(name, family)]
 
 
+def unasked_formats(data: dict[str, Any], spec: RequestSpec) -> list[str]:
+    """The disk formats (``disk.artifacts`` types other than raw) a template writes that the request did not ask
+    for: a cloud template's qcow2 and vmdk for a request that named no format."""
+    disk = data.get("disk")
+    artifacts = disk.get("artifacts") if isinstance(disk, dict) else None
+    kinds = [str(a.get("type")) for a in artifacts or [] if isinstance(a, dict) and a.get("type")]
+    return [k for k in dict.fromkeys(kinds) if k != "raw" and k not in spec.artifacts]
+
+
 def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabilities, request: str | None) -> int:
     """How much of a template the request did not ask for: its baggage, and what no group explains unless the
     template's purpose is what the request is about (a ROS template's navigation stack for a robotics request,
@@ -108,7 +125,7 @@ def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabiliti
     immutability = immutability if isinstance(immutability, dict) else {}
     if immutability.get("enabled") and spec.immutability is not True:
         extra += 1 + (spec.secure_boot is not True and bool(immutability.get("secureBootDBKey")))
-    return extra
+    return extra  # disk formats nobody asked for weigh nothing: they leave whole (compose._without_formats)
 
 
 def unavailable_groups(spec: RequestSpec, target: dict[str, Any], caps: Capabilities) -> int:
@@ -150,5 +167,5 @@ def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
     return sorted(g for g in baggage(data, spec, caps) if g not in spec.remove_groups)  # those: the request's own
 
 
-__all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "related", "strip_plan", "unasked",
-           "unavailable_groups"]
+__all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "named_in", "related", "strip_plan", "unasked",
+           "unasked_formats", "unavailable_groups"]

@@ -93,6 +93,13 @@ def drop_user_groups(system: dict[str, Any], gone: set[str]) -> list[str]:
     return dropped
 
 
+def sudo_without_sudo(system: dict[str, Any], gone: set[str]) -> list[str]:
+    """Users a template still lets use sudo (the users' ``sudo: true``) once the sudo package has left."""
+    users = system.get("users") if "sudo" in gone else None
+    return [f"user {u['name']}" for u in users or [] if isinstance(u, dict) and u.get("sudo") is True
+            and isinstance(u.get("name"), str)]
+
+
 def mounts_of(disk: dict[str, Any] | None, gone: set[str]) -> list[str]:
     """Mount points that hold a removed package's data: a path component equal to one of its stems."""
     out: list[str] = []

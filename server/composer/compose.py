@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.request_words import load_request_words
 from ..validation.upstream import conform
-from .base import leftovers
+from .base import leftovers, unasked_formats
 from .disk_edits import DiskEdit
 from .editing import image_section, mapping_at, template_packages
 from .output import dump_yaml
@@ -96,6 +96,8 @@ def compose(
                          for c in edit.changes if c.startswith("removed ")]
         start_changes += [c.replace("also removed what the removed software needed", "left out with it")
                           for c in edit.changes if c.startswith("also removed ")]
+    base, left_out = _without_formats(base, spec)
+    start_changes += left_out
     data, changes, problems = _apply(base, spec, caps)
     changes = start_changes + changes
     if not spec.hostname:
@@ -111,6 +113,22 @@ def compose(
         changes.insert(0, f"started from {base_file}")
     _name_and_describe(data, spec, request, caps, changes)
     return ComposeResult(data, dump_yaml(data), changes, spec, [*spec.unparsed, *problems], problems)
+
+
+def _without_formats(base: dict, spec: RequestSpec) -> tuple[dict, list[str]]:
+    """A new image writes the disk formats its request asked for: ``base`` without the others, and the change."""
+    formats = unasked_formats(base, spec) if spec.image_type == "raw" else []
+    if not formats:
+        return base, []
+    base = copy.deepcopy(base)
+    disk = base["disk"]
+    left = [a for a in disk["artifacts"] if not (isinstance(a, dict) and a.get("type") in formats)]
+    if left:
+        disk["artifacts"] = left
+    else:
+        disk.pop("artifacts")
+    return base, [f"left out of the starting template (not asked for): disk formats {', '.join(formats)}"
+                  + ("" if left else " (the build writes the raw disk only)")]
 
 
 def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None = None,

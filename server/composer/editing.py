@@ -160,6 +160,9 @@ class TemplateEdit:
         if not gone and not names:
             return
         system = self.system(create=False)
+        if privileged := coherence.sudo_without_sudo(system, gone):
+            self.changes.append(f"note: {', '.join(privileged)} still set to use sudo (sudo: true), which is no "
+                                "longer installed: the setting does nothing until sudo is added back")
         services = coherence.drop_services(system, gone, names) if system else []
         commands = coherence.drop_commands(system, gone, names) if system else []
         groups = coherence.drop_user_groups(system, gone) if system else []

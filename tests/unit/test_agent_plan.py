@@ -201,7 +201,8 @@ def valkey_repo(tmp_path: Path):
     root = tmp_path / "repo"
     root.mkdir()
     (root / "Packages").write_text("".join(f"Package: {n}\nVersion: 1.0\nArchitecture: amd64\n\n"
-                                           for n in ("valkey", "openssh-server", "curl")))
+                                           for n in ("valkey", "openssh-server", "curl", "python3",
+                                                     "python3-numpy", "postgresql", "postgresql-16")))
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/Packages"
@@ -219,6 +220,22 @@ async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache
     doc = load_mapping(r.yaml).data
     assert "valkey" in installed(doc)  # in no template or capability, but in the ubuntu24 index
     assert "frobnitz" not in installed(doc) and "not understood: frobnitz" in r.explanation.lower()
+
+
+async def test_the_index_places_a_python_library_and_a_versioned_name_and_the_answer_says_how(library_cache,
+                                                                                                valkey_repo):
+    settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)},
+                             overrides={"packages.sources": {"ubuntu24": [valkey_repo]}})
+    engine = build_engine(settings)
+    try:
+        r = await engine.agent.generate("ubuntu 24.04 server with python3, numpy and postgresql 16")
+    finally:
+        engine.close()
+    have = installed(load_mapping(r.yaml).data)
+    assert {"python3-numpy", "postgresql-16"} <= have and "postgresql" not in have
+    said = " ".join(r.notes)
+    assert "numpy -> python3-numpy" in said and "postgresql 16 -> postgresql-16" in said
+    assert "version not pinned" not in r.explanation and "not understood: numpy" not in r.explanation.lower()
 
 
 

@@ -6,7 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from image_composer_mcp.server.composer.base import asked_groups, baggage, choose_base, strip_plan
+from image_composer_mcp.server.composer.base import (
+    asked_groups,
+    baggage,
+    choose_base,
+    named_in,
+    related,
+    strip_plan,
+    unasked,
+    unasked_formats,
+)
 from image_composer_mcp.server.composer.compose import apply_instruction, compose
 from image_composer_mcp.server.composer.request_parser import parse_request
 from image_composer_mcp.server.knowledge.loader import load_capabilities
@@ -252,3 +261,44 @@ def test_with_no_target_named_a_template_whose_target_has_the_asked_groups_comes
                                                                                             "x86_64")
     candidates = [("ubuntu26-x86_64-minimal-base-raw", "", plain), ("debian13-x86_64-kiosk-chromium-raw", "", debian)]
     assert choose_base(candidates, spec, caps, request)[0][0] == "debian13-x86_64-kiosk-chromium-raw"
+
+
+def test_a_new_image_writes_only_the_disk_formats_asked_for_and_says_what_left():
+    cloud = _template("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw")
+    assert {a["type"] for a in cloud["disk"]["artifacts"]} == {"qcow2", "vmdk"}
+    plain = compose("ubuntu 24.04 server with python3", cloud)
+    assert "artifacts" not in plain.data["disk"]  # the raw disk only
+    assert any("disk formats qcow2, vmdk" in c and "raw disk only" in c for c in plain.changes), plain.changes
+    asked = compose("ubuntu 24.04 qcow2 image for kvm", cloud)
+    assert [a["type"] for a in asked.data["disk"]["artifacts"]] == ["qcow2"]
+    assert any("disk formats vmdk" in c for c in asked.changes), asked.changes
+    assert cloud["disk"]["artifacts"][1]["type"] == "vmdk"  # the starting template itself is not edited
+
+
+def test_disk_formats_nobody_asked_for_weigh_nothing_in_choosing_a_start_since_they_leave_whole():
+    caps = load_capabilities()
+    spec = parse_request("ubuntu 24.04 server with python3")
+    cloud = _template("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw")
+    raw_only = {**cloud, "disk": {**cloud["disk"], "artifacts": [{"type": "raw", "compression": "gz"}]}}
+    assert unasked_formats(cloud, spec) == ["qcow2", "vmdk"] and unasked_formats(raw_only, spec) == []
+    assert unasked_formats(cloud, parse_request("ubuntu qcow2 server")) == ["vmdk"]
+    assert unasked("a", cloud, spec, caps, None) == unasked("a", raw_only, spec, caps, None)
+
+
+def test_a_request_names_a_template_by_its_use_case_words_as_well_as_its_software():
+    caps = load_capabilities()
+    name = "ubuntu24-x86_64-edge-gateway-docker-raw"
+    assert named_in(name, "an ubuntu edge gateway", caps) and not related(name, "an ubuntu edge gateway", caps)
+    assert not named_in(name, "ubuntu 24.04 image with node.js 20", caps)
+    assert not named_in(name, "an x86_64 ubuntu24 raw image", caps)  # target words say nothing of a purpose
+
+
+def test_removing_sudo_says_which_users_are_still_set_to_use_it():
+    data = _template("azl3-x86_64-minimal-base-raw")
+    data["systemConfig"]["users"] = [{"name": "deploy", "sudo": True}, {"name": "guest"}]
+    result = apply_instruction(data, "remove sudo")
+    assert "sudo" not in result.data["systemConfig"]["packages"]
+    said = [c for c in result.changes if "sudo: true" in c]
+    assert said and "user deploy" in said[0] and "guest" not in said[0], result.changes
+    kept = apply_instruction(data, "remove tdnf")
+    assert not [c for c in kept.changes if "sudo: true" in c]

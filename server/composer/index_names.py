@@ -1,0 +1,76 @@
+"""Package names a request's words may stand for in a repository index, by the distributions' naming conventions.
+
+Words the rules could not place may still be packages: as written ("debian 13 with valkey"), as a Python library
+named beside Python, which every family packages as ``python3-<name>`` ("python with numpy" -> python3-numpy),
+or as a name with its version right after it, which a release may package under both ("postgresql 16" ->
+postgresql-16, "python 3.12" -> python3.12, "gcc 13" -> gcc-13). :func:`readings` lists the candidates; the agent
+asks the target's index which exist (``Agent._place_by_index``) and :func:`place` uses only those.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .request_spec import RequestSpec
+
+NAME = re.compile(r"[a-z][a-z0-9+._-]{1,60}")
+PYTHON = re.compile(r"\b(?:python3?|pip3?)\b")  # the request talks about Python: a library word is its package
+VERSIONED = re.compile(r"\b([a-z][a-z0-9+._-]*[a-z])\s+v?(\d+(?:\.\d+)*)\b")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a candidate package name stands for: ``said`` as the request put it, the not-understood ``tokens`` it
+    places, and the package it ``replaces`` (a version of one already added)."""
+    said: str
+    tokens: tuple[str, ...]
+    replaces: str | None = None
+
+
+def readings(spec: RequestSpec, request: str) -> dict[str, Reading]:
+    """Candidate package name -> its reading, the words as written first."""
+    words = [u for u in spec.unparsed if NAME.fullmatch(u)]
+    out: dict[str, Reading] = {w: Reading(w, (w,)) for w in words}
+    text = request.lower()
+    if PYTHON.search(text):
+        for w in words:
+            if not w.startswith("python"):
+                out.setdefault(f"python3-{w}", Reading(w, (w,)))
+    added = {p.lower(): p for p in spec.add_packages}
+    unparsed = set(spec.unparsed)
+    for match in VERSIONED.finditer(text):
+        word, version = match.group(1), match.group(2)
+        if word in added:
+            reading = Reading(f"{word} {version}", (), added[word])
+        elif word in unparsed and version in unparsed:
+            reading = Reading(f"{word} {version}", (word, version))
+        else:
+            continue
+        for name in (f"{word}-{version}", f"{word}{version}"):
+            out.setdefault(name, reading)
+    return out
+
+
+def place(spec: RequestSpec, found: set[str], candidates: dict[str, Reading]) -> None:
+    """The candidates the index has, into ``spec``: each reading once, a name other than the words said reported
+    as read ("numpy -> python3-numpy"), a version's package instead of the package and its 'not pinned' note."""
+    done: set[Reading] = set()
+    for name, reading in candidates.items():
+        if name not in found or reading in done or any(t not in spec.unparsed for t in reading.tokens):
+            continue
+        if reading.replaces is not None:
+            if reading.replaces not in spec.add_packages:
+                continue
+            spec.add_packages = [name if p == reading.replaces else p for p in spec.add_packages]
+            pinned = f"{reading.said}: version not pinned"
+            spec.notes = [n for n in spec.notes if not n.lower().startswith(pinned)]
+        elif name not in spec.add_packages:
+            spec.add_packages.append(name)
+        done.add(reading)
+        spec.unparsed = [u for u in spec.unparsed if u not in reading.tokens]
+        if name != reading.said:
+            spec.corrected.append(f"{reading.said} -> {name}")
+
+
+__all__ = ["Reading", "place", "readings"]

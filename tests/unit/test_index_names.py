@@ -1,0 +1,58 @@
+"""Words a repository index may know by the distributions' naming conventions (server/composer/index_names.py)."""
+
+from __future__ import annotations
+
+from image_composer_mcp.server.composer.index_names import place, readings
+from image_composer_mcp.server.composer.request_parser import parse_request
+
+
+def _read(request: str, found: set[str]):
+    spec = parse_request(request)
+    candidates = readings(spec, request)
+    place(spec, found, candidates)
+    return spec, candidates
+
+
+def test_a_library_named_beside_python_is_its_python3_package_and_is_said_to_be_read_so():
+    spec, candidates = _read("ubuntu server with python3 and numpy, pandas for data crunching",
+                             {"python3-numpy", "python3-pandas"})
+    assert {"numpy", "python3-numpy", "pandas", "python3-pandas"} <= set(candidates)
+    assert {"python3-numpy", "python3-pandas"} <= set(spec.add_packages)
+    assert "numpy" not in spec.unparsed and "pandas" not in spec.unparsed
+    assert "numpy -> python3-numpy" in spec.corrected
+    assert "crunching" in spec.unparsed  # nothing the index has: still reported
+
+
+def test_without_python_in_the_request_a_word_is_not_taken_for_a_python_library():
+    spec, candidates = _read("debian image with frobnitz", {"python3-frobnitz"})
+    assert "python3-frobnitz" not in candidates and "python3-frobnitz" not in spec.add_packages
+    assert "frobnitz" in spec.unparsed
+
+
+def test_a_word_the_index_has_as_written_wins_over_its_python_package():
+    spec, _ = _read("python3 with valkey", {"valkey", "python3-valkey"})
+    assert "valkey" in spec.add_packages and "python3-valkey" not in spec.add_packages
+    assert not any("valkey" in c for c in spec.corrected)
+
+
+def test_a_version_the_release_packages_by_name_replaces_the_package_and_its_not_pinned_note():
+    spec = parse_request("ubuntu 24.04 with postgresql 16")
+    assert "postgresql" in spec.add_packages and any("version not pinned" in n for n in spec.notes)
+    place(spec, {"postgresql-16"}, readings(spec, "ubuntu 24.04 with postgresql 16"))
+    assert "postgresql-16" in spec.add_packages and "postgresql" not in spec.add_packages
+    assert not any("version not pinned" in n for n in spec.notes)
+    assert "postgresql 16 -> postgresql-16" in spec.corrected
+
+
+def test_a_version_the_index_lacks_leaves_the_package_and_the_note():
+    spec = parse_request("debian 13 with postgresql 16")
+    place(spec, {"postgresql", "postgresql-17"}, readings(spec, "debian 13 with postgresql 16"))
+    assert "postgresql" in spec.add_packages and "postgresql-16" not in spec.add_packages
+    assert any("postgresql 16: version not pinned" in n for n in spec.notes)
+
+
+def test_an_unknown_name_and_its_version_are_placed_together():
+    spec = parse_request("ubuntu image with frobnitz 3")
+    assert {"frobnitz", "3"} <= set(spec.unparsed)
+    place(spec, {"frobnitz3"}, readings(spec, "ubuntu image with frobnitz 3"))
+    assert "frobnitz3" in spec.add_packages and not {"frobnitz", "3"} & set(spec.unparsed)

@@ -76,14 +76,12 @@ def _name_words(name: str, caps: Capabilities, *, purpose: bool = True) -> set[s
 
 def related(name: str, request: str, caps: Capabilities) -> bool:
     """Whether the software a template is named for is something the request talks about."""
-    said = set(re.findall(r"[a-z0-9]+", request.lower()))
-    return bool(_name_words(name, caps) & said)
+    return bool(_name_words(name, caps) & set(re.findall(r"[a-z0-9]+", request.lower())))
 
 
 def named_in(name: str, request: str, caps: Capabilities) -> bool:
     """Whether the request says what a template is for, in any of its name's words ("an edge gateway")."""
-    said = set(re.findall(r"[a-z0-9]+", request.lower()))
-    return bool(_name_words(name, caps, purpose=False) & said)
+    return bool(_name_words(name, caps, purpose=False) & set(re.findall(r"[a-z0-9]+", request.lower())))
 
 
 def leftovers(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> list[str]:

@@ -209,14 +209,19 @@ def valkey_repo(tmp_path: Path):
     server.shutdown()
 
 
-async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache, valkey_repo):
+async def _generate_with_index(library_cache: Path, repo: str, request: str) -> Any:
+    """``request`` generated with ``repo`` as ubuntu24's only repository index."""
     settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)},
-                             overrides={"packages.sources": {"ubuntu24": [valkey_repo]}})
+                             overrides={"packages.sources": {"ubuntu24": [repo]}})
     engine = build_engine(settings)
     try:
-        r = await engine.agent.generate("ubuntu 24.04 image with valkey and frobnitz")
+        return await engine.agent.generate(request)
     finally:
         engine.close()
+
+
+async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache, valkey_repo):
+    r = await _generate_with_index(library_cache, valkey_repo, "ubuntu 24.04 image with valkey and frobnitz")
     doc = load_mapping(r.yaml).data
     assert "valkey" in installed(doc)  # in no template or capability, but in the ubuntu24 index
     assert "frobnitz" not in installed(doc) and "not understood: frobnitz" in r.explanation.lower()
@@ -224,13 +229,8 @@ async def test_a_word_the_repository_index_knows_becomes_a_package(library_cache
 
 async def test_the_index_places_a_python_library_and_a_versioned_name_and_the_answer_says_how(library_cache,
                                                                                                 valkey_repo):
-    settings = load_settings(env={"OIC_AI_CACHE_DIR": str(library_cache)},
-                             overrides={"packages.sources": {"ubuntu24": [valkey_repo]}})
-    engine = build_engine(settings)
-    try:
-        r = await engine.agent.generate("ubuntu 24.04 server with python3, numpy and postgresql 16")
-    finally:
-        engine.close()
+    r = await _generate_with_index(library_cache, valkey_repo,
+                                   "ubuntu 24.04 server with python3, numpy and postgresql 16")
     have = installed(load_mapping(r.yaml).data)
     assert {"python3-numpy", "postgresql-16"} <= have and "postgresql" not in have
     said = " ".join(r.notes)

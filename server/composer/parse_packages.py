@@ -110,6 +110,13 @@ _VALUE = re.compile(r"\d[\d.:]*(?:-\d[\d.]*)?(?:[a-z]{0,3}|/\d+)")
 _LINKERS = {"to", "at", "of", "for", "on", "is", "be", "as", "every", "per", "="}
 
 
+# The nouns a role ends in ("the web server", "a reverse proxy", "the container engine"): what software is for.
+_ROLE_NOUNS = {"server", "webserver", "proxy", "engine", "runtime", "firewall", "broker", "manager", "client",
+               "daemon", "desktop", "agent", "backend", "frontend", "balancer"}
+# Words that name the machine itself, never software: "use it as a web server", "the box as a firewall".
+_NOT_SOFTWARE = {"it", "this", "that", "one", "image", "machine", "box", "vm", "node", "host", "system", "device",
+                 "server", "computer", "instance", "appliance", "workstation", "laptop", "pc", "gateway", "them"}
+
 _PLATFORM_WORDS = {"for", "on", "under", "inside", "in"}  # "an image for qemu": where it runs
 _HOST_WORDS = {"host", "server", "hypervisor", "node", "machine"}  # "for kvm hosts": what it is
 
@@ -136,6 +143,46 @@ class PackagePhrases(ParserState):
                     if self._classify(part, mode="add", strength="strong") == "unknown-strong":
                         self.spec.add_packages.append(part.lower())
                 self._mask(m.start(), m.end())
+
+    def _role_fillers(self) -> None:
+        """"podman as the container engine", "haproxy as a reverse proxy", "apache web server": software given a
+        role fills it, so the capability group the role's words name (with its own docker, nginx) is not added.
+        After "as" any name counts (one not known here is reported); before a role noun, a known package only
+        ("a small web server" names no web server)."""
+        triggers = self.caps.triggers()
+        roles = alternatives(triggers, between=r"[\s-]+")
+        tail = rf"(?:\s+(?:{alternatives(_ROLE_NOUNS)}))?"
+        name = r"([a-z0-9][a-z0-9+_.-]*)"
+        the = r"(?:the|a|an|my|our|its|their)\s+"
+        for m in self._each(rf"\b{name}\s+as\s+(?:{the})?(?:(?:main|default|only|primary|preferred)\s+)?({roles}){tail}\b"):
+            self._fill_role(m, strong=True)
+        for m in self._each(rf"\b{name}\s+({roles})\s*(?:\s(?:{alternatives(_ROLE_NOUNS)}))?\b"):
+            if m.group(0).split()[-1].lower() in _ROLE_NOUNS:
+                self._fill_role(m, strong=False)
+
+    def _fill_role(self, m: re.Match[str], *, strong: bool) -> None:
+        word, phrase = m.group(1).lower(), normalize_phrase(m.group(2))
+        group = self.caps.triggers().get(phrase)
+        if not group or word in STOPWORDS or word in _NOT_SOFTWARE:
+            return
+        own = self.caps.triggers().get(normalize_phrase(word)) or self.caps.group_for_word(word)
+        if own == group and word not in self.real:
+            return  # "nginx web server", "docker container host": the group's own word
+        if own == group:  # "chrony as the ntp client": one of the group's packages, not all of them
+            own = None
+        if own and strong:
+            self.spec.add_groups.append(own)
+        elif own:
+            return
+        elif word in self.known or self.resolve(word):
+            self.spec.add_packages.append(word if word in self.known else str(self.resolve(word)))
+        elif strong and PACKAGE_SHAPE.match(word):
+            self.spec.unparsed.append(word)
+            self.spec.notes.append(f"{word} as the {phrase}: not known here, so no {phrase} was added in its place "
+                                   f"(the {group} group would have brought its own)")
+        else:
+            return
+        self._mask(m.start(), m.end())
 
     @staticmethod
     def _named(words: str) -> list[str]:
@@ -199,6 +246,9 @@ class PackagePhrases(ParserState):
                     named_again, last_end = i, found[i][2]
                     i += 1
                     continue
+                if just_added and re.fullmatch(r"v?\d+(?:\.\d+)*", token) and tokens[i - 1] + token in self.real:
+                    i += 1  # "python 3": the major version is part of the name (python3), no pin
+                    continue
                 if just_added and re.fullmatch(r"v?\d+(?:\.\d+)*", token):
                     self.spec.notes.append(
                         f"{tokens[i - 1]} {token}: version not pinned; a template names packages without versions "
@@ -258,6 +308,10 @@ class PackagePhrases(ParserState):
                 if token in _NEUTRAL_WORDS and not (mode == "add" and self._list_item(clause, found, i)):
                     if token not in ("for", "on", "to", "is") or mode is None:
                         mode, strength = None, ""
+                    elif token == "for" and strength == "with":
+                        # "flask and gunicorn for a small web app": what follows says what it is for (prose), and
+                        # only names this reading knows are taken
+                        strength = "quiet"
                     i += 1
                     continue
                 # Longest capability trigger starting here (exact package names win over one-word triggers).

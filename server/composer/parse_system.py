@@ -32,6 +32,12 @@ _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror
               r"describe|describes|based|say|says|show|shows|include|includes|contain|contains)"
 
 
+# Sudo that asks no password ("passwordless sudo", "sudo without a password", "NOPASSWD"): upstream templates
+# write it as a sudoers.d file from a configuration command (the schema's ``sudo: true`` alone asks for one).
+_NOPASSWD = re.compile(r"\b(?:password[\s-]?less|password[\s-]?free|no[\s-]password|nopasswd)\s+sudo\b"
+                       r"|\bsudo\s+(?:without|with\s+no|w/o)\s+(?:a\s+|any\s+)?password\b|\bnopasswd\b", re.I)
+
+
 class SystemPhrases(ParserState):
     """The kernel, host, user and boot phrases of a request."""
 
@@ -229,6 +235,8 @@ class SystemPhrases(ParserState):
                 user["sudo"] = True
             if re.search(r"\b(?:no|without)\s+sudo\b", clause, re.I):
                 user["sudo"] = False
+            if _NOPASSWD.search(clause):
+                user["sudo"] = user["nopasswd"] = True
             groups = re.search(
                 r"\b(?:in|to|into|member\s+of)\s+(?:the\s+)?(?:groups?\s+)?([a-z_][\w-]*(?:\s*(?:,|and)\s*[a-z_][\w-]*)*)\s*(?:groups?)?",
                 clause,
@@ -249,10 +257,54 @@ class SystemPhrases(ParserState):
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)
-            if re.search(r"\bpassword\b", clause, re.I):
+            if re.search(r"\bpassword\b", _NOPASSWD.sub(" ", clause), re.I):
                 self._password_not_stored(name)
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
+
+    def _passwordless_sudo(self) -> None:
+        """Passwordless sudo said outside a user's own clause: "give ops passwordless sudo", "passwordless sudo
+        for deploy", or alone when the request adds exactly one user ("user bob, passwordless sudo")."""
+        who = r"[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
+        for m in self._each(rf"\b(?:give|grant|allow|let)\s+(?:the\s+)?(?:user\s+)?{who}\s+(?:use\s+)?"
+                            rf"(?:{_NOPASSWD.pattern})"
+                            rf"|(?:{_NOPASSWD.pattern})\s+(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"):
+            name = (m.group(1) or m.group(2)).lower()
+            if name in STOPWORDS or name in ("user", "users", "everyone", "everybody", "all"):
+                continue
+            self._grant_nopasswd(name)
+            self._mask(m.start(), m.end())
+        for m in self._each(_NOPASSWD.pattern):
+            added = [u for u in self.spec.users if u.get("action") == "add"]
+            if len({u["name"] for u in added}) == 1:
+                self._grant_nopasswd(added[0]["name"])
+            else:
+                self.spec.unparsed.append("passwordless sudo: for which user? (say e.g. 'passwordless sudo for ops')")
+            self._mask(m.start(), m.end())
+
+    def _sudo_taken_away(self) -> None:
+        """Sudo taken from a user the template has: "ops should not have sudo", "revoke sudo from ops", "no sudo
+        for dev". The user keeps its account; a name the template does not have is said, not created."""
+        who = r"[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
+        rights = r"sudo(?:\s+(?:rights|access|privileges|permissions))?"
+        denied = (r"(?:should\s+not|shouldn't|must\s+not|mustn't|may\s+not|can\s*not|can't|won't|will\s+not|does\s+not"
+                  r"|doesn't|need\s+not|needn't)\s+(?:have|get|need|use|be\s+given)")
+        for m in self._each(rf"\b(?:revoke|remove|take\s+away|drop|withdraw|strip)\s+(?:the\s+)?{rights}\s+(?:from|of|for)"
+                            rf"\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
+                            rf"|\bno\s+(?:more\s+)?{rights}\s+for\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{denied}\s+(?:any\s+)?{rights}"):
+            name = next(g for g in m.groups() if g).lower()
+            if name in STOPWORDS or name in ("user", "users", "everyone", "everybody", "nobody", "it", "image", "all"):
+                continue
+            self.spec.users.append({"action": "add", "name": name, "sudo": False, "existing_only": True})
+            self._mask(m.start(), m.end())
+
+    def _grant_nopasswd(self, name: str) -> None:
+        user = next((u for u in self.spec.users if u.get("action") == "add" and u.get("name") == name), None)
+        if user is None:
+            user = {"action": "add", "name": name}
+            self.spec.users.append(user)
+        user["sudo"] = user["nopasswd"] = True
 
     def _user_shells(self) -> None:
         """A user's login shell said on its own: "zsh as the default shell for user dev", "change deploy's shell
@@ -305,9 +357,14 @@ class SystemPhrases(ParserState):
         """"two users: alice with sudo and bob without", "users alice, bob": several names after "users"."""
         head = r"\b(?:(?:two|three|four|five|\d+)\s+)?(?:users|accounts)\s*(?::|-|named|called)?\s*"
         item = r"[a-z_][a-z0-9_-]*(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
+        item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"
         for m in self._each(rf"{head}({item}(?:\s*(?:,|\band\b)\s*{item})+)"):
             users = []
+            nopasswd = False  # "users alice and bob, passwordless sudo": said of the whole list
             for part in re.split(r"\s*(?:,|\band\b)\s*", m.group(1)):
+                if _NOPASSWD.search(part):
+                    nopasswd = True
+                    continue
                 words = part.lower().split()
                 if not words or words[0] in STOPWORDS or words[0] in ("with", "without", "no"):
                     continue
@@ -319,6 +376,8 @@ class SystemPhrases(ParserState):
                     user["sudo"] = True
                 users.append(user)
             if len(users) >= 2:
+                for user in users if nopasswd else ():
+                    user["sudo"] = user["nopasswd"] = True
                 self.spec.users += users
                 self._mask(m.start(), m.end())
 

@@ -78,6 +78,8 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
         self._hostname()
         self._name()
         self._users()
+        self._passwordless_sudo()
+        self._sudo_taken_away()
         self._partitions()
         self._disk_size()
         self._kernel_version()
@@ -95,6 +97,7 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
         self._distribution()
         self._architecture()
         self._image_type()
+        self._role_fillers()
         self._scan()
         self._dedupe()
 

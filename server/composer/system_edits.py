@@ -88,10 +88,14 @@ class SystemEdit(TemplateEdit):
                     else:
                         sc.pop("users", None)
                     self.changes.append(f"removed user {name}")
+                    self._drop_passwordless_sudo(str(name))
                 else:
                     self.changes.append(f"nothing to remove: no user {name}")
                 continue
             entry = next((u for u in existing if isinstance(u, dict) and u.get("name") == name), None)
+            if entry is None and request.get("existing_only"):
+                self.changes.append(f"nothing to change: no user {name}")
+                continue
             created = entry is None
             if entry is None:
                 entry = {"name": name}
@@ -101,6 +105,8 @@ class SystemEdit(TemplateEdit):
             if request.get("sudo") is not None:
                 entry["sudo"] = bool(request["sudo"])
                 details.append("sudo" if request["sudo"] else "no sudo")
+                if not request["sudo"]:
+                    self._drop_passwordless_sudo(str(name))
             if request.get("groups"):
                 groups = list(dict.fromkeys([*(entry.get("groups") or []), *request["groups"]]))
                 entry["groups"] = [g for g in groups if not str(g).startswith("<")]
@@ -111,10 +117,25 @@ class SystemEdit(TemplateEdit):
                     details.append(f"{key} {request[key]}")
             verb = "added user" if created else "updated user"
             self.changes.append(f"{verb} {name}" + (f" ({'; '.join(details)})" if details else ""))
+            if request.get("nopasswd"):
+                self._passwordless_sudo(str(name))
             if created:
                 self.changes.append(
                     f"note: user {name} has no password; set a hashed one (password + hash_algo) or log in with SSH keys"
                 )
+
+    def _passwordless_sudo(self, name: str) -> None:
+        """sudo without a password for ``name``: a sudoers.d file written by configuration commands, as the
+        upstream templates do (the schema's ``sudo: true`` grants sudo that asks for the user's password)."""
+        self.configurations([{"cmd": cmd, "replaces": replaces, "label": f"passwordless sudo for {name}"}
+                             for cmd, replaces in _sudoers_commands(name)])
+        if self.add_package("sudo"):
+            self.changes.append("added package sudo (passwordless sudo needs it)")
+
+    def _drop_passwordless_sudo(self, name: str) -> None:
+        """A user removed, or no longer allowed sudo: the sudoers.d file the template wrote for it goes too."""
+        self.configurations([{"cmd": "", "replaces": replaces, "label": f"passwordless sudo for {name}", "remove": True}
+                             for _cmd, replaces in _sudoers_commands(name)])
 
     def bootloader(self, spec: RequestSpec) -> None:
         if not spec.bootloader and not spec.boot_type:
@@ -147,3 +168,11 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(
                     f"bootloader packages: removed {', '.join(removed) or 'none'}; added {', '.join(added) or 'none'}"
                 )
+
+
+def _sudoers_commands(name: str) -> list[tuple[str, str]]:
+    """The commands that give ``name`` sudo without a password, each with the pattern of the command it replaces."""
+    path = f"/etc/sudoers.d/{name}"
+    at = re.escape(path)
+    return [(f"echo '{name} ALL=(ALL) NOPASSWD: ALL' > {path}", rf"^echo .*>\s*{at}$"),
+            (f"chmod 440 {path}", rf"^chmod \d+ {at}$")]

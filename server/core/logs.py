@@ -9,10 +9,11 @@ import sys
 import threading
 import time
 
-# A key starts a word: "sk-" inside a word is a name ("kiosk-raw", "disk-layout"), not a key.
+# A key starts a word: "sk-" inside a word is a name ("kiosk-raw", "disk-layout"), not a key. sudoers' NOPASSWD:
+# tag is a rule, not a password ("ops ALL=(ALL) NOPASSWD: ALL").
 _SECRET = re.compile(
     r"(?i)((?<![A-Za-z0-9_.-])sk-[A-Za-z0-9_-]{8,}|bearer\s+[A-Za-z0-9._~+/=-]{8,}|"
-    r"(password|passwd|api[_-]?key|token|secret)(\"?\s*[:=]\s*\"?)([^\s\",}]+))"
+    r"(password|(?<!no)passwd|api[_-]?key|token|secret)(\"?\s*[:=]\s*\"?)([^\s\",}]+))"
 )
 # scheme://user:password@host -> scheme://host (also user@ alone: a token is often passed as the user name).
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]+@")

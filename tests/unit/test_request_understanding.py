@@ -632,8 +632,8 @@ def test_a_shell_with_no_user_is_reported():
 
 
 def test_an_unknown_name_after_a_quiet_verb_is_reported_not_dropped():
-    spec = parse_request("nginx is not needed anymore, use caddy", known_packages=["nginx"])
-    assert spec.remove_packages == ["nginx"] and spec.unparsed == ["caddy"]
+    spec = parse_request("nginx is not needed anymore, use traefik", known_packages=["nginx"])
+    assert spec.remove_packages == ["nginx"] and spec.unparsed == ["traefik"]
 
 
 def test_a_web_address_is_the_kiosks_page_and_no_words_of_its_own():

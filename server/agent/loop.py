@@ -17,7 +17,7 @@ import anyio
 
 from ..composer import compose as composer
 from ..composer import index_names
-from ..composer.adherence import unmet, want_from_spec
+from ..composer.adherence import unmet, untold, want_from_spec
 from ..composer.base import choose_base, named_in, strip_plan, unasked, unavailable_groups
 from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
@@ -247,8 +247,7 @@ class Agent:
         if isinstance(draft.report.data, dict):
             target = draft.report.data.get("target") or {}
             missed = unmet(draft.report.data, want_from_spec(spec, str(target.get("dist") or "") or None))
-            known = " ".join(draft.notes)
-            notes += [f"not applied: {m}" for m in missed if m not in known]
+            notes += [f"not applied: {m}" for m in untold(missed, [*draft.notes, *notes])]
         return notes
 
     async def _planned(self, provider: ChatProvider, request: str, spec: RequestSpec,

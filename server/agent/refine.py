@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from ..composer import compose as composer
-from ..composer.adherence import unmet, want_from_spec
+from ..composer.adherence import unmet, untold, want_from_spec
 from ..composer.answers import summarize
 from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
@@ -186,8 +186,8 @@ class Refiner:
         draft = await self._refine_draft(instruction, current.yaml, data, conv, sampling, progress, spec)
         draft.notes += [f"unsupported: {u}" for u in spec.unsupported if f"unsupported: {u}" not in draft.notes]
         if isinstance(data, dict) and isinstance(draft.report.data, dict) and not spec.is_empty():
-            draft.notes += [f"not applied: {m}" for m in unmet(draft.report.data, want_from_spec(
-                spec, str((draft.report.data.get("target") or {}).get("dist") or "") or None))]
+            draft.notes += [f"not applied: {m}" for m in untold(unmet(draft.report.data, want_from_spec(
+                spec, str((draft.report.data.get("target") or {}).get("dist") or "") or None)), draft.notes)]
         if isinstance(data, dict) and (draft.report.data == data or draft.yaml == current.yaml):
             # Nothing changed: no new revision; say why ("nothing to remove: cockpit is not in the package list")
             # and what was not understood.

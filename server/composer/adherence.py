@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..knowledge.package_names import versioned_build
 from ..knowledge.sizes import template_mib
 
 
@@ -55,7 +56,8 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     for key, field in (("dist", "dist"), ("arch", "arch"), ("type", "imageType"), ("os", "os")):
         if key in want and target.get(field) != want[key]:
             problems.append(f"{field} is {target.get(field)!r}, wanted {want[key]!r}")
-    problems += [f"package {p} missing" for p in _as_list(want.get("has")) if p not in packages]
+    problems += [f"package {p} missing" for p in _as_list(want.get("has"))
+                 if p not in packages and not any(versioned_build(str(p), q) for q in packages)]
     problems += [f"package {p} still present" for p in _as_list(want.get("lacks")) if p in packages]
     if "hostname" in want and system.get("hostname") != want["hostname"]:
         problems.append(f"hostname is {system.get('hostname')!r}, wanted {want['hostname']!r}")
@@ -154,9 +156,24 @@ def unmet_reply(reply: dict[str, Any], want: dict[str, Any], *, previous_revisio
     return problems
 
 
+def untold(missed: list[str], told: list[str]) -> list[str]:
+    """Those of ``missed`` (from :func:`unmet`) that no line of ``told`` already reports: a package the
+    answer said it did not add ("k3s not added: Kubernetes is not packaged ...") is not reported twice."""
+    said = [t for t in told if REPORTED.search(t) or re.search(r"\bnot added\b", t)]
+    out = []
+    for miss in missed:
+        subject = re.fullmatch(r"package (\S+) missing", miss)
+        if miss in " ".join(told) or (subject and any(re.search(rf"(?<![\w.-]){re.escape(subject.group(1))}(?![\w.-])", t)
+                                                    for t in said)):
+            continue
+        out.append(miss)
+    return out
+
+
 def reported(reply: dict[str, Any]) -> bool:
     """Whether the answer says that something was not done (see :data:`REPORTED`)."""
     return bool(REPORTED.search(str(reply.get("explanation") or ""))) or bool(reply.get("unsupported"))
 
 
-__all__ = ["REPORTED", "enabled_services", "installed", "reported", "unmet", "unmet_reply", "want_from_spec"]
+__all__ = ["REPORTED", "enabled_services", "installed", "reported", "unmet", "unmet_reply", "untold",
+           "want_from_spec"]

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..knowledge.loader import Capabilities
+from ..knowledge.package_names import versioned_build
 from ..knowledge.request_words import load_request_words
 from .request_spec import RequestSpec
 from .retarget import kernel_like
@@ -30,7 +31,8 @@ def asked_groups(spec: RequestSpec, caps: Capabilities) -> set[str]:
     named = {p.lower() for p in spec.add_packages}
     for gid in caps.groups:
         universe = {n.lower() for n in caps.group_package_universe(gid)}
-        if named & universe:
+        # "openvino" names the group's openvino-2025.3.0 too
+        if named & universe or any(versioned_build(n, u) for n in named for u in universe):
             groups.add(gid)
     return groups
 

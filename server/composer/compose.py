@@ -257,7 +257,9 @@ def _name_and_describe(
     for uc in spec.use_cases:
         parts.append(uc)
     words = load_request_words()
-    for group in spec.add_groups:
+    # Only what the target has: a group reported not available (kubernetes on azl3 aarch64) is not named or described.
+    groups = [g for g in spec.add_groups if g in caps.groups and caps.group_available(g, dist, arch)]
+    for group in groups:
         slug = words.name_slug(group, family)
         if slug:
             parts.append(slug)
@@ -277,7 +279,7 @@ def _name_and_describe(
         disk["name"] = slug  # upstream: "1:1 mapping to the systemConfig name"
     label = caps.dists[dist].label if dist in caps.dists else dist
     use_labels = [caps.use_cases[u].label for u in dict.fromkeys(spec.use_cases) if u in caps.use_cases]
-    group_labels = [caps.groups[g].description.split(" (")[0] for g in spec.add_groups if g in caps.groups]
+    group_labels = [caps.groups[g].description.split(" (")[0] for g in groups]
     description = f"{label} {arch} {image_type} image"
     if use_labels:
         description += " for " + ", ".join(use_labels)
@@ -288,9 +290,9 @@ def _name_and_describe(
         description += f". Requested as: {request_text[:200]}"
     if isinstance(sc, dict):
         sc["description"] = description.split(". Requested as:")[0]
-    keywords = [dist, family or "", arch, image_type, *spec.use_cases, *spec.add_groups]
-    for group in spec.add_groups:
-        first = caps.groups[group].triggers[0] if group in caps.groups and caps.groups[group].triggers else ""
+    keywords = [dist, family or "", arch, image_type, *spec.use_cases, *groups]
+    for group in groups:
+        first = caps.groups[group].triggers[0] if caps.groups[group].triggers else ""
         if first and not first.startswith(group[:5]):
             keywords.append(first)
     metadata = {

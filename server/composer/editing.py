@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..knowledge.loader import Capabilities
+from ..knowledge.package_names import versioned_build
 from ..knowledge.request_words import load_request_words
 from ..knowledge.stems import service_spans
 from . import coherence
@@ -392,12 +393,33 @@ class TemplateEdit:
             if renamed is None:
                 self.problems.append(f"{new} is built for x86_64 only")
                 continue
+            unpackaged = self._unpackaged_here(renamed)
+            if unpackaged:
+                self.problems.append(f"{renamed} not added: {unpackaged}")
+                continue
             self.named.add(renamed)
-            if self.add_package(renamed):
+            build = next((str(p) for p in self.packages() if versioned_build(renamed, str(p))), None)
+            if build:
+                self.named.add(build)
+                self.changes.append(f"{renamed} already present ({build})")
+            elif self.add_package(renamed):
                 how = f" (the {where} name for {name})" if renamed != name else ""
                 self.changes.append(f"added package {renamed}{how}")
             elif renamed not in self.group_added:  # else the group's line above says it was added
                 self.changes.append(f"{renamed} already present")
+
+
+    def _unpackaged_here(self, name: str) -> str | None:
+        """Why ``name`` is not this target's to install, when every capability group it belongs to says its
+        family does not package it ("k3s" on Ubuntu: the kubernetes group's note); None otherwise, and for a
+        package the template already has."""
+        where = self.dist or self.family
+        if not where or name in {str(p) for p in self.packages()}:
+            return None
+        owners = self.caps.groups_of_package(name)
+        if not owners or any(self.caps.packages_for(g, where) for g in owners):
+            return None
+        return next((note for g in sorted(owners) if (note := self.caps.group_note(g, where))), None)
 
 
 def mapping_at(holder: dict, key: str) -> dict[str, Any]:

@@ -165,6 +165,16 @@ def spelling_variants(name: str) -> list[str]:
     return out
 
 
+_VERSIONED = re.compile(r"[-_]v?\d+(?:\.\d+)+$")
+
+
+def versioned_build(name: str, package: str) -> bool:
+    """Whether ``package`` is a versioned build of ``name``: a vendor's ``openvino-2025.3.0`` or
+    ``intel-dlstreamer_2025.2.0`` for "openvino", "intel-dlstreamer" (its version is part of the package name)."""
+    return len(package) > len(name) and package.lower().startswith(name.lower()) \
+        and _VERSIONED.fullmatch(package[len(name):]) is not None
+
+
 @functools.cache
 def default_sources() -> dict[str, list[str]]:
     """The repositories the verifier reads per distribution (resources/package_sources.yaml)."""

@@ -1,0 +1,147 @@
+"""Words that give software a role, sudo without a password, versioned vendor builds, and software a target's
+archives do not carry (server/composer/parse_packages.py _role_fillers, parse_system.py, editing.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from image_composer_mcp.server.composer.adherence import unmet, untold
+from image_composer_mcp.server.composer.base import asked_groups
+from image_composer_mcp.server.composer.compose import apply_instruction, compose
+from image_composer_mcp.server.composer.request_parser import parse_request
+from image_composer_mcp.server.core.logs import redact
+from image_composer_mcp.server.knowledge.loader import load_capabilities
+from image_composer_mcp.server.knowledge.package_names import versioned_build
+
+LIBRARY = Path(__file__).resolve().parents[2] / "image-templates"
+
+
+def _template(name: str) -> dict:
+    return yaml.safe_load((LIBRARY / f"{name}.yml").read_text(encoding="utf-8"))
+
+
+def _packages(data: dict) -> list[str]:
+    return [str(p) for p in data["systemConfig"].get("packages") or []]
+
+
+def _commands(data: dict) -> list[str]:
+    return [str(c.get("cmd")) for c in data["systemConfig"].get("configurations") or []]
+
+
+# ---- a role filled by the software named for it ---------------------------------------------------------
+def test_software_named_as_a_role_fills_it_instead_of_the_roles_default():
+    debian = _template("debian13-x86_64-minimal-base-raw")
+    haproxy = compose("debian with haproxy as a reverse proxy", debian)
+    assert "haproxy" in _packages(haproxy.data) and "nginx" not in _packages(haproxy.data)
+    chrony = compose("debian with chrony as the ntp client", debian)
+    assert "chrony" in _packages(chrony.data) and "linuxptp" not in _packages(chrony.data)
+    ubuntu = _template("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw")
+    podman = compose("ubuntu 24.04 with podman as the container engine", ubuntu)
+    assert "podman" in _packages(podman.data)
+    assert not {"docker.io", "containerd", "docker-compose-v2"} & set(_packages(podman.data))
+
+
+def test_a_known_package_before_a_role_noun_fills_it_and_plain_words_do_not():
+    ubuntu = _template("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw")
+    lighttpd = compose("ubuntu 24.04 with lighttpd web server", ubuntu)
+    assert "lighttpd" in _packages(lighttpd.data) and "nginx" not in _packages(lighttpd.data)
+    for request in ("ubuntu 24.04 small web server", "use it as a web server, ubuntu 24.04"):
+        assert "nginx" in _packages(compose(request, ubuntu).data), request
+
+
+def test_an_unknown_name_given_a_role_is_reported_and_no_default_takes_its_place():
+    spec = parse_request("ubuntu 24.04 with traefik as the reverse proxy")
+    assert "web-server" not in spec.add_groups and "traefik" in spec.unparsed
+    assert any("traefik as the reverse proxy" in n for n in spec.notes)
+
+
+# ---- sudo without a password ----------------------------------------------------------------------------
+def test_passwordless_sudo_writes_a_sudoers_file_for_the_user_it_is_said_of():
+    ubuntu = _template("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw")
+    for request, user in (("ubuntu 24.04 with user bob, passwordless sudo", "bob"),
+                          ("give ops passwordless sudo on an ubuntu 24.04 image", "ops"),
+                          ("ubuntu 24.04, add user deploy with sudo without a password", "deploy")):
+        result = compose(request, ubuntu)
+        users = {u["name"]: u for u in result.data["systemConfig"]["users"]}
+        assert users[user]["sudo"] is True, request
+        assert f"echo '{user} ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/{user}" in _commands(result.data), request
+        assert f"chmod 440 /etc/sudoers.d/{user}" in _commands(result.data), request
+        assert "sudo" in _packages(result.data)
+        assert not any("password for user" in n for n in result.spec.notes), request  # no password was given
+
+
+def test_passwordless_sudo_after_a_list_of_users_is_said_of_each_and_alone_asks_whom():
+    spec = parse_request("debian image with users alice and bob, passwordless sudo")
+    assert {u["name"]: u.get("nopasswd") for u in spec.users} == {"alice": True, "bob": True}
+    spec = parse_request("debian image with passwordless sudo")
+    assert not spec.users and any("for which user" in u for u in spec.unparsed)
+
+
+def test_removing_the_user_or_its_sudo_takes_its_sudoers_file_out():
+    ubuntu = _template("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw")
+    made = compose("ubuntu 24.04 with users bob and ops, passwordless sudo", ubuntu).data
+    gone = apply_instruction(made, "remove user bob").data
+    assert not [c for c in _commands(gone) if "sudoers.d/bob" in c]
+    assert [c for c in _commands(gone) if "sudoers.d/ops" in c]
+    revoked = apply_instruction(gone, "ops should not have sudo")
+    assert {u["name"]: u["sudo"] for u in revoked.data["systemConfig"]["users"]} == {"ops": False}
+    assert not [c for c in _commands(revoked.data) if "sudoers.d" in c]
+    assert "sudo" in _packages(revoked.data)  # the package stays: only the user's right went
+    nobody = apply_instruction(revoked.data, "revoke sudo from dev")
+    assert any("no user dev" in c for c in nobody.changes) and "dev" not in str(nobody.data["systemConfig"]["users"])
+
+
+def test_the_sudoers_rule_is_not_taken_for_a_password_when_redacting():
+    assert redact("echo 'ops ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/ops").count("NOPASSWD: ALL") == 1
+    assert "hunter2" not in redact("password: hunter2") and "hunter2" not in redact("passwd=hunter2")
+
+
+# ---- versioned vendor builds and software a family does not package -------------------------------------
+def test_a_plain_name_names_its_versioned_vendor_build():
+    assert versioned_build("openvino", "openvino-2025.3.0") and versioned_build("intel-dlstreamer", "intel-dlstreamer_2025.2.0")
+    assert not versioned_build("openvino", "openvino-dev") and not versioned_build("openvino", "openvino")
+    emt = _template("emt3-x86_64-ai-video-analytics-dlstreamer-raw")
+    request = "emt image with the intel gpu driver and openvino"
+    # A library that installs a plain "openvino" somewhere makes the word a package name, not the ai group's word.
+    spec = parse_request(request, known_packages=["openvino"])
+    assert spec.add_packages == ["openvino"] and "ai" not in spec.add_groups
+    assert "ai" in asked_groups(spec, load_capabilities())  # so the template's OpenVINO build is not left out
+    result = compose(request, emt, spec=spec)
+    assert "openvino" not in _packages(result.data) and "openvino-2025.3.0" in _packages(result.data)
+    assert any("openvino already present (openvino-2025.3.0)" in c for c in result.changes)
+    assert not unmet(result.data, {"has": ["openvino"]})
+
+
+def test_software_its_group_says_a_family_does_not_package_is_not_added_and_said_once():
+    ubuntu = _template("ubuntu26-x86_64-minimal-base-raw")
+    result = compose("edge node running k3s on ubuntu", ubuntu)
+    assert "k3s" not in _packages(result.data)
+    said = [p for p in result.problems if p.startswith("k3s not added")]
+    assert said and "not packaged in the Debian/Ubuntu archives" in said[0]
+    missed = unmet(result.data, {"has": ["k3s"]})
+    assert missed == ["package k3s missing"] and untold(missed, said) == []
+
+
+def test_a_group_the_target_lacks_is_not_named_or_described_in_the_metadata():
+    azl = _template("azl3-aarch64-edge-gateway-containers-raw")
+    result = compose("aarch64 azure linux with docker and kubernetes", azl)
+    metadata = result.data["metadata"]
+    assert "k3s" not in result.data["image"]["name"]
+    assert "kubernetes" not in str([metadata["use_cases"], metadata["keywords"]]).lower()
+    assert "includes lightweight kubernetes" not in metadata["description"].lower()
+    assert any("kubernetes" in p and "not available for azl3/aarch64" in p for p in result.problems)
+
+
+# ---- prose after "for", versions that are part of a name, vendors' own repositories ---------------------
+def test_what_follows_for_is_a_purpose_not_a_list_of_wishes():
+    spec = parse_request("debian image with python 3 and flask and gunicorn for a small web app")
+    assert "web" not in spec.unparsed and "app" not in spec.unparsed and "flask" in spec.unparsed
+    assert not any("not pinned" in n for n in spec.notes)  # python 3 is python3, not a pin
+    assert any("not pinned" in n for n in parse_request("debian with python 3.12").notes)
+
+
+def test_software_from_a_vendors_own_repository_is_said_not_applied():
+    spec = parse_request("ubuntu noble with tailscale installed")
+    assert not spec.add_packages and not spec.unparsed
+    assert any(n.startswith("tailscale not applied") and "pkgs.tailscale.com" in n for n in spec.notes)

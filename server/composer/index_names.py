@@ -3,7 +3,8 @@
 Words the rules could not place may still be packages: as written ("debian 13 with valkey"), as a Python library
 named beside Python, which every family packages as ``python3-<name>`` ("python with numpy" -> python3-numpy),
 or as a name with its version right after it, which a release may package under both ("postgresql 16" ->
-postgresql-16, "python 3.12" -> python3.12, "gcc 13" -> gcc-13). :func:`readings` lists the candidates; the agent
+postgresql-16, "python 3.12" -> python3.12, "gcc 13" -> gcc-13), or under a name of its own
+(``versioned_names`` in request_words.yaml: "openjdk 17" -> openjdk-17-jdk-headless). :func:`readings` lists the candidates; the agent
 asks the target's index which exist (``Agent._place_by_index``) and :func:`place` uses only those.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..knowledge.request_words import load_request_words
 from .request_spec import RequestSpec
 
 NAME = re.compile(r"[a-z][a-z0-9+._-]{1,60}")
@@ -47,7 +49,8 @@ def readings(spec: RequestSpec, request: str) -> dict[str, Reading]:
             reading = Reading(f"{word} {version}", (word, version))
         else:
             continue
-        for name in (f"{word}-{version}", f"{word}{version}"):
+        conventions = load_request_words().versioned_names.get(word, ())
+        for name in (*(c.replace("{v}", version) for c in conventions), f"{word}-{version}", f"{word}{version}"):
             out.setdefault(name, reading)
     return out
 

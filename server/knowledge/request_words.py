@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.paths import resource_text
@@ -37,6 +37,7 @@ class RequestWords:
     realtime_kernel: re.Pattern[str]
     name_slugs: Mapping[str, Mapping[str, str]]  # group -> family or "default" -> slug
     placeholders: frozenset[str] = frozenset()  # lower case: what a model writes for "not given"
+    versioned_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # word -> patterns with {v}
 
     def name_slug(self, group: str, family: str | None) -> str | None:
         """The word an image name uses for ``group`` on ``family``."""
@@ -73,4 +74,5 @@ def load_request_words() -> RequestWords:
         realtime_kernel=re.compile(str(raw.get("realtime_kernel_pattern") or r"^$")),
         name_slugs={str(k): _slugs(v) for k, v in (raw.get("name_slugs") or {}).items()},
         placeholders=frozenset(w.lower() for w in _words(raw.get("placeholders"))),
+        versioned_names={str(k): _words(v) for k, v in (raw.get("versioned_names") or {}).items()},
     )

@@ -14,7 +14,7 @@ def _read(request: str, found: set[str]):
 
 
 def test_a_library_named_beside_python_is_its_python3_package_and_is_said_to_be_read_so():
-    spec, candidates = _read("ubuntu server with python3 and numpy, pandas for data crunching",
+    spec, candidates = _read("ubuntu server with python3 and numpy, pandas, crunching",
                              {"python3-numpy", "python3-pandas"})
     assert {"numpy", "python3-numpy", "pandas", "python3-pandas"} <= set(candidates)
     assert {"python3-numpy", "python3-pandas"} <= set(spec.add_packages)
@@ -56,3 +56,15 @@ def test_an_unknown_name_and_its_version_are_placed_together():
     assert {"frobnitz", "3"} <= set(spec.unparsed)
     place(spec, {"frobnitz3"}, readings(spec, "ubuntu image with frobnitz 3"))
     assert "frobnitz3" in spec.add_packages and not {"frobnitz", "3"} & set(spec.unparsed)
+
+
+def test_a_version_packaged_under_a_name_of_its_own_is_placed_by_each_familys_convention():
+    request = "image with openjdk 17 and maven for a build agent"
+    for index, name in (({"openjdk-17-jdk-headless", "openjdk-17-jre-headless", "maven"}, "openjdk-17-jdk-headless"),
+                        ({"java-17-openjdk-devel", "java-17-openjdk", "maven"}, "java-17-openjdk-devel"),
+                        ({"msopenjdk-17", "maven"}, "msopenjdk-17")):
+        spec, _ = _read(request, index)
+        assert name in spec.add_packages and {"maven"} <= set(spec.add_packages), index
+        assert not {"openjdk", "17"} & set(spec.unparsed) and f"openjdk 17 -> {name}" in spec.corrected
+    spec, _ = _read(request, {"openjdk-21-jdk-headless", "maven"})  # trixie: no 17
+    assert {"openjdk", "17"} <= set(spec.unparsed) and not any(p.startswith("openjdk") for p in spec.add_packages)

@@ -63,7 +63,8 @@ class TargetPhrases(ParserState):
                     fixed = part
             if fixed is None:
                 continue
-            self.spec.corrected.insert(0, f"{m.group(1)} -> {fixed}")
+            if word not in (fixed + "s", fixed + "es"):  # a plural ("servers") is no misspelling to report
+                self.spec.corrected.insert(0, f"{m.group(1)} -> {fixed}")
             self.work = self.work[: m.start()] + fixed + self.work[m.end():]
 
     def _vocabulary(self) -> tuple[set[str], set[str], set[str]]:
@@ -158,10 +159,10 @@ class TargetPhrases(ParserState):
             else:
                 nearest = _by_nearness(info.dists.values(), number)
                 found[n] = (pos, fam_id, nearest[0])
-                if any(u.startswith(f"{info.label} {number} ") for u in self.spec.unsupported):
+                if any(u.startswith(f"{_bare(info.label)} {number} ") for u in self.spec.unsupported):
                     continue  # "debian 12 bookworm": said once, by its codename
                 self.spec.unsupported.append(
-                    f"{info.label} {number}: release not supported; closest supported: {', '.join(nearest)} "
+                    f"{_bare(info.label)} {number}: release not supported; closest supported: {', '.join(nearest)} "
                     f"(using {nearest[0]})")
         preferred = [
             f
@@ -192,7 +193,7 @@ class TargetPhrases(ParserState):
                           if m.group(0).lower() not in family.dists]
             for m, release in named:
                 nearest = _by_nearness(family.dists.values(), release)
-                self.spec.unsupported.append(f"{family.label} {release} ({m.group(0)}): release not supported; "
+                self.spec.unsupported.append(f"{_bare(family.label)} {release} ({m.group(0)}): release not supported; "
                                              f"closest supported: {', '.join(nearest)} (using {nearest[0]})")
                 found.append((m.start(), family.id, nearest[0]))
                 self._mask(m.start(), m.end())
@@ -270,3 +271,9 @@ class TargetPhrases(ParserState):
                 )
             ]
             self.spec.image_type = (preferred or sorted(found))[-1][1]
+
+
+def _bare(label: str) -> str:
+    """A family's label without the release it names ("Red Hat compatible distribution (EL10)"), to put another
+    release's number after it."""
+    return re.sub(r"\s*\([^)]*\)$", "", label)

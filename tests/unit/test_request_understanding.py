@@ -810,3 +810,14 @@ def test_an_item_allowed_after_a_removal_is_kept_and_keys_only_is_read():
     assert [c["label"] for c in spec.configurations] == ["key-only ssh on"]
     assert "PasswordAuthentication no" in spec.configurations[0]["cmd"]
     assert not spec.unparsed
+
+
+def test_a_plural_is_read_as_its_singular_without_being_reported_as_a_misspelling():
+    spec = parse_request("aarch64 azure linux for ampere servers with docker")
+    assert "server" in spec.use_cases and not spec.corrected
+    assert parse_request("ubuntu with dokcer").corrected == ["dokcer -> docker"]
+
+
+def test_an_unsupported_release_is_named_without_the_label_of_the_supported_one():
+    (said,) = parse_request("LAMP stack on a rhel 9 compatible image").unsupported
+    assert said.startswith("Red Hat compatible distribution 9:") and "(EL10)" not in said

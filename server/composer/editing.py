@@ -408,7 +408,6 @@ class TemplateEdit:
             elif renamed not in self.group_added:  # else the group's line above says it was added
                 self.changes.append(f"{renamed} already present")
 
-
     def _unpackaged_here(self, name: str) -> str | None:
         """Why ``name`` is not this target's to install, when every capability group it belongs to says its
         family does not package it ("k3s" on Ubuntu: the kubernetes group's note); None otherwise, and for a

@@ -156,16 +156,17 @@ class PackagePhrases(ParserState):
         the = r"(?:the|a|an|my|our|its|their)\s+"
         for m in self._each(rf"\b{name}\s+as\s+(?:{the})?(?:(?:main|default|only|primary|preferred)\s+)?({roles}){tail}\b"):
             self._fill_role(m, strong=True)
-        for m in self._each(rf"\b{name}\s+({roles})\s*(?:\s(?:{alternatives(_ROLE_NOUNS)}))?\b"):
+        for m in self._each(rf"\b{name}\s+({roles}){tail}\b"):
             if m.group(0).split()[-1].lower() in _ROLE_NOUNS:
                 self._fill_role(m, strong=False)
 
     def _fill_role(self, m: re.Match[str], *, strong: bool) -> None:
         word, phrase = m.group(1).lower(), normalize_phrase(m.group(2))
-        group = self.caps.triggers().get(phrase)
+        triggers = self.caps.triggers()
+        group = triggers.get(phrase)
         if not group or word in STOPWORDS or word in _NOT_SOFTWARE:
             return
-        own = self.caps.triggers().get(normalize_phrase(word)) or self.caps.group_for_word(word)
+        own = triggers.get(normalize_phrase(word)) or self.caps.group_for_word(word)
         if own == group and word not in self.real:
             return  # "nginx web server", "docker container host": the group's own word
         if own == group:  # "chrony as the ntp client": one of the group's packages, not all of them
@@ -174,8 +175,8 @@ class PackagePhrases(ParserState):
             self.spec.add_groups.append(own)
         elif own:
             return
-        elif word in self.known or self.resolve(word):
-            self.spec.add_packages.append(word if word in self.known else str(self.resolve(word)))
+        elif package := word if word in self.known else self.resolve(word):
+            self.spec.add_packages.append(package)
         elif strong and PACKAGE_SHAPE.match(word):
             self.spec.unparsed.append(word)
             self.spec.notes.append(f"{word} as the {phrase}: not known here, so no {phrase} was added in its place "

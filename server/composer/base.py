@@ -50,8 +50,10 @@ def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict
     asked = asked_groups(spec, caps)
     named = {p.lower() for p in spec.add_packages}
     out: dict[str, list[str]] = {}
+    # a machine of its own has no use for what a base group does for a cloud (cloud-init)
+    welcome = caps.base_groups - set(caps.hardware.leave_groups) if spec.hardware else caps.base_groups
     for gid in caps.groups:
-        if gid in asked or gid in caps.base_groups:
+        if gid in asked or gid in welcome:
             continue
         mine = [p for p in caps.group_members(gid, sorted(have), where) if p.lower() not in named]
         # A group is carried by its kernel and its kernel parameters too (a real-time template's kernel-rt and
@@ -125,6 +127,10 @@ def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabiliti
     immutability = immutability if isinstance(immutability, dict) else {}
     if immutability.get("enabled") and spec.immutability is not True:
         extra += 1 + (spec.secure_boot is not True and bool(immutability.get("secureBootDBKey")))
+    if spec.hardware:  # a virtual-machine kernel on a machine of its own is swapped, and weighs like a group
+        kernel = (data.get("systemConfig") or {}).get("kernel")
+        kernels = kernel.get("packages") if isinstance(kernel, dict) else None
+        extra += any(caps.hardware.is_vm_kernel(str(k)) for k in kernels or ())
     return extra  # disk formats nobody asked for weigh nothing: they leave whole (compose._without_formats)
 
 

@@ -101,7 +101,8 @@ def compose(
     data, changes, problems = _apply(base, spec, caps)
     changes = start_changes + changes
     if not spec.hostname:
-        changes += _fresh_hostname(data, spec, [*(strip_groups or []), *spec.remove_groups], caps)
+        gone = [*(strip_groups or []), *spec.remove_groups, *(caps.hardware.leave_groups if spec.hardware else ())]
+        changes += _fresh_hostname(data, spec, gone, caps)
     # Every miss is reported: what the starting template brought that nothing the request said explains is named.
     if unexplained and not dropped:
         present = set(template_packages(data))
@@ -181,10 +182,12 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.add_groups(spec.add_groups, spec.group_modes, without=spec.remove_packages)
         self.add_named_packages(spec.add_packages)
         self.one_per_role()
+        self.on_hardware(spec)
         self.kernel_edits(spec)
         self.configurations(spec.configurations)
         self.hostname(spec.hostname)
         self.users(spec.users)
+        self.ssh_keys(spec.ssh_keys)
         self.bootloader(spec)
         # Disk size first so a dm-verity layout is cut for the final size; partitions last
         # so that an added /data sits in the final layout.

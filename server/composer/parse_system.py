@@ -142,6 +142,8 @@ class SystemPhrases(ParserState):
 
     def _hostname(self) -> None:
         patterns = [
+            # "a static hostname": a set name is static in the systemd sense (/etc/hostname), which is what this writes
+            rf"(?:\b(?:static|fixed|permanent|custom)\s+)?"
             rf"\bhost\s*-?\s*name\s*(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command)\b)"
             r"[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
             # "make the hostname match the role: web-01": the name comes after the colon
@@ -405,7 +407,7 @@ class SystemPhrases(ParserState):
         # "the lowlatency kernel": a flavour no group knows is reported, not read past as prose.
         known = {w for t in self.caps.triggers() for w in (t.lower(), *re.split(r"[\s_-]+", t.lower()))}
         for m in self._each(r"\b([a-z][a-z0-9-]{1,30})\s+kernel\b(?!\s*(?:parameters?|params?|options?|args?|arguments?"
-                            r"|cmdline|command[\s-]*line|modules?|headers?|version|packages?|flags?|settings?))"):
+                            r"|cmdline|command[\s-]*line|modules?|headers?|version|packages?|flags?|settings?|images?))"):
             word = m.group(1).lower()
             if word in known or word in _PLAIN_KERNEL or all(part in known for part in word.split("-")):
                 continue
@@ -437,6 +439,22 @@ class SystemPhrases(ParserState):
             self._mask(m.start(), m.end())
         for m in self._each(r"\b(?:boot\s*loader|bootloader)\b"):
             self._mask(m.start(), m.end())
+        self._uki()
+
+    def _uki(self) -> None:
+        """"a uki image", "no unified kernel image": the kernel built into one signed EFI binary (kernel.uki), which
+        os-image-composer boots with systemd-boot (the upstream defaults pair them)."""
+        for m in self._each(r"(?<![\w-])(?:ukis?|unified\s+kernel\s+images?)(?![\w-])"):
+            before = self.work[max(0, m.start() - 25):m.start()].lower()
+            wanted = not re.search(r"\b(?:no|not|without|disable|drop|remove|turn\s+off)\s+(?:the\s+|an?\s+)?$", before)
+            self._mask(m.start(), m.end())
+            if wanted and self.spec.bootloader not in (None, "systemd-boot"):
+                self.spec.notes.append(f"{m.group(0)}: not set; os-image-composer boots a unified kernel image with "
+                                       f"systemd-boot, and {self.spec.bootloader} was asked for")
+                continue
+            self.spec.uki = wanted
+            if wanted:
+                self.spec.bootloader = "systemd-boot"
 
     def _immutability(self) -> None:
         pattern = (

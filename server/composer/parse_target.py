@@ -256,6 +256,20 @@ class TargetPhrases(ParserState):
                             self.spec.notes.append(f"{m.group(0)}: {note}")
                     self._mask(m.start(), m.end())
 
+    def _hardware(self) -> None:
+        """"bare metal", "an intel NUC", "Dell PowerEdge servers": the image runs on a machine of its own
+        (capabilities.yaml `hardware`), read before "bare" can read as minimal."""
+        words = alternatives({w for p in self.caps.hardware.words for w in (p, p.replace("-", " "))},
+                             between=r"[\s-]+")
+        uses = {" ".join(w.lower().split()): uid for uid, uc in self.caps.use_cases.items() for w in uc.words}
+        for m in self._each(rf"{NB}(?:{words}){NA}"):
+            if use := uses.get(" ".join(re.split(r"[\s-]+", m.group(0).lower()))):
+                self.spec.use_cases.append(use)  # "a thin client" says what it is for too
+            if not re.search(r"\b(?:not|no|never|instead\s+of|rather\s+than)\s+(?:on\s+)?(?:an?\s+|the\s+)?$",
+                             self.work[max(0, m.start() - 20):m.start()], re.I):
+                self.spec.hardware = True
+            self._mask(m.start(), m.end())
+
     def _image_type(self) -> None:
         found: list[tuple[int, str]] = []
         for pattern, kind in _IMAGE_TYPES:

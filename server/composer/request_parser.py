@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from ..knowledge.loader import load_capabilities
 from .parse_disk import DiskPhrases
+from .parse_keys import KeyPhrases
 from .parse_packages import PackagePhrases
 from .parse_settings import SettingPhrases
 from .parse_system import SystemPhrases
@@ -66,10 +67,11 @@ def parse_request(text: str, *, known_packages: Iterable[str] = ()) -> RequestSp
     return spec
 
 
-class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, PackagePhrases):
+class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
+        self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._urls()
         self._cmdline()
         self._settings()
@@ -89,6 +91,7 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
         self._logins()  # before the scan, which would read "logs" in "logs in" as system logging
         self._group_modes()  # before the scan, which would read "selinux" alone as the enforcing group
         self._immutability()
+        self._hardware()  # before the scan, which would read "bare" of "bare metal" as minimal
         self._typos()
         self._replacements()
         self._from_to()
@@ -120,6 +123,10 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
             spec.arch = "x86_64"
         if spec.dist and not spec.os:
             spec.os = self.caps.family_of(spec.dist)
+        keyed = {k["user"] for k in spec.ssh_keys}  # a user given a key logs in with it: no password note
+        for user in spec.users:
+            if user.get("name") in keyed and user.get("action") == "add":
+                user["key"] = True
         spec.minimal = spec.minimal or "minimal" in spec.use_cases
         spec.unsupported = list(dict.fromkeys(spec.unsupported))
 

@@ -52,6 +52,9 @@ class RequestSpec:
     # "label": "timezone Europe/Berlin", "setting": str, "replaces": regex of the commands it stands in for,
     # "packages": [what the command needs]}
     configurations: list[dict] = field(default_factory=list)
+    ssh_keys: list[dict] = field(default_factory=list)  # {"user": str, "key": "ssh-ed25519 AAAA… comment"}
+    uki: bool | None = None  # kernel.uki: the kernel as a unified kernel image (booted by systemd-boot)
+    hardware: bool | None = None  # True: the image runs on a machine of its own (bare metal, a NUC, a board)
 
     def is_empty(self) -> bool:
         """True when the text asked for nothing the composer can act on."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
+from .base import asked_groups
 from .coherence import store_configurations
-from .editing import TemplateEdit, list_at, mapping_at
+from .editing import TemplateEdit, list_at, mapping_at, template_packages
+from .parse_keys import key_commands
 from .request_spec import RequestSpec
 
 
@@ -13,6 +15,10 @@ class SystemEdit(TemplateEdit):
     """Kernel, hostname, user and bootloader edits."""
 
     def kernel_edits(self, spec: RequestSpec) -> None:
+        if spec.uki is not None and bool(self.kernel().get("uki")) != spec.uki:
+            self.kernel()["uki"] = spec.uki
+            self.changes.append(f"kernel uki {'on' if spec.uki else 'off'} (a unified kernel image"
+                                f"{'' if spec.uki else ' no more'})")
         if spec.kernel_version:
             kernel = self.kernel()
             old = kernel.get("version")
@@ -37,6 +43,37 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(f"kernel cmdline: removed {param}")
             else:
                 self.changes.append(f"kernel cmdline has no {param}")
+
+    def on_hardware(self, spec: RequestSpec) -> None:
+        """An image for a machine of its own (RequestSpec.hardware): what its template carries for a hypervisor or
+        a cloud leaves unless asked for, and a virtual-machine kernel flavour gives way to the distribution's own
+        kernel (capabilities.yaml `hardware`)."""
+        if not spec.hardware:
+            return
+        hardware = self.caps.hardware
+        installed = template_packages(self.data)
+        asked = asked_groups(spec, self.caps)  # "keep cloud-init": named, so it stays
+        leaving = [g for g in hardware.leave_groups if g not in asked and self.caps.group_members(g, installed)]
+        before = len(self.changes)
+        self.remove_groups(leaving)
+        self.changes[before:] = [f"{c} (not for a machine of its own: no hypervisor, no cloud metadata service)"
+                                 if c.startswith("removed ") else c for c in self.changes[before:]]
+        kernel = self.system(create=False).get("kernel")
+        listed = kernel.get("packages") if isinstance(kernel, dict) else None
+        if not isinstance(kernel, dict) or not isinstance(listed, list):
+            return
+        virtual = [str(p) for p in listed if hardware.is_vm_kernel(str(p))]
+        own = [k for k in self.caps.kernel_packages(self.dist or self.family, self.arch) if not hardware.is_vm_kernel(k)]
+        if not virtual or not own:
+            return
+        kernel["packages"] = list(dict.fromkeys([*own, *(str(p) for p in listed if str(p) not in virtual)]))
+        info = self.caps.dists.get(self.dist)
+        version = f"; kernel version {kernel.get('version')} -> {info.kernel_version}" \
+            if info and info.kernel_version and str(kernel.get("version")) != info.kernel_version else ""
+        if version and info:
+            kernel["version"] = info.kernel_version
+        self.changes.append(f"kernel {', '.join(virtual)} -> {', '.join(own)}{version} (a virtual-machine kernel "
+                            "flavour lacks most hardware drivers)")
 
     def configurations(self, entries: list[dict]) -> None:
         """Settings written as configuration commands (RequestSpec.configurations): each replaces the commands
@@ -119,10 +156,34 @@ class SystemEdit(TemplateEdit):
             self.changes.append(f"{verb} {name}" + (f" ({'; '.join(details)})" if details else ""))
             if request.get("nopasswd"):
                 self._passwordless_sudo(str(name))
-            if created:
+            if created and request.get("key") and request.get("sudo") and not request.get("nopasswd"):
+                self.changes.append(f"note: user {name} logs in with its ssh key and has no password, so sudo will ask "
+                                    f"for one it does not have: ask for passwordless sudo for {name}, or set a hashed "
+                                    "password (password + hash_algo)")
+            if created and not request.get("key"):
                 self.changes.append(
                     f"note: user {name} has no password; set a hashed one (password + hash_algo) or log in with SSH keys"
                 )
+
+    def ssh_keys(self, keys: list[dict]) -> None:
+        """Each user's SSH public key, written by configuration commands (server/composer/parse_keys.py); a user the
+        template lacks is created for its key (root is always there)."""
+        for entry in keys:
+            key = str(entry["key"])
+            users = list_at(self.system(), "users")
+            named = [str(u.get("name")) for u in users if isinstance(u, dict) and u.get("name")]
+            if entry.get("user") is None and len(named) != 1:
+                self.problems.append(f"ssh key {key.split()[1][:12]}…: say which user it is for (e.g. 'ssh key … for "
+                                     f"{named[0] if named else 'admin'}'); the template has "
+                                     f"{'users ' + ', '.join(named) if named else 'no users'}")
+                continue
+            name = str(entry.get("user") or named[0])
+            if name != "root" and not any(isinstance(u, dict) and u.get("name") == name for u in users):
+                self.system()["users"] = [*users, {"name": name}]
+                self.changes.append(f"added user {name} (to log in with its ssh key; it has no password)")
+            self.configurations(key_commands(name, key))
+            if self.add_package("openssh-server"):
+                self.changes.append("added package openssh-server (ssh keys need it)")
 
     def _passwordless_sudo(self, name: str) -> None:
         """sudo without a password for ``name``: a sudoers.d file written by configuration commands, as the

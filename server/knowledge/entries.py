@@ -81,6 +81,18 @@ class GroupMode:
 
 
 @dataclass(frozen=True)
+class Hardware:
+    """Words that say an image runs on a machine of its own; the groups and VM kernel flavours that leave it."""
+
+    words: tuple[str, ...] = ()
+    leave_groups: tuple[str, ...] = ()
+    vm_kernels: tuple[re.Pattern[str], ...] = ()
+
+    def is_vm_kernel(self, name: str) -> bool:
+        return any(p.search(name) for p in self.vm_kernels)
+
+
+@dataclass(frozen=True)
 class VendorStack:
     """A vendor whose drivers the archives lack: its words, the groups it is no stand-in for, what to say."""
 

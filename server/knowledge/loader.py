@@ -25,6 +25,7 @@ from .entries import (
     Dist,
     Family,
     Group,
+    Hardware,
     UseCase,
     VendorStack,
     as_tuple,
@@ -75,6 +76,9 @@ class Capabilities:
         self.vendor_stacks: dict[str, VendorStack] = {
             str(k): VendorStack(as_tuple(v.get("words")), as_tuple(v.get("instead_of")), str(v.get("note") or ""))
             for k, v in (raw.get("vendor_stacks") or {}).items()}
+        hardware = raw.get("hardware") or {}
+        self.hardware = Hardware(as_tuple(hardware.get("words")), as_tuple(hardware.get("leave_groups")),
+                                 tuple(re.compile(p) for p in as_tuple(hardware.get("vm_kernels"))))
         self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
         self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
         # The rules package_names.py applies beyond the equivalences (see `package_names` in the YAML).

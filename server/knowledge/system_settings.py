@@ -65,7 +65,7 @@ def sshd_configuration(lines: tuple[str, ...], file: str, setting: str) -> dict[
     the pattern of that command (which it replaces). It also puts the Include of that directory at the top of
     sshd_config where a family's own file lacks it, so the drop-in is read everywhere: sshd takes the first value
     it reads, so the top wins over the file's own lines."""
-    text = "".join(f"{line}\\n" for line in lines)
+    text = "".join(line.replace("%", "%%") + "\\n" for line in lines)  # printf's format: "%u" is sshd's, not printf's
     return {"cmd": f"mkdir -p /etc/ssh/sshd_config.d && printf '{text}' > /etc/ssh/sshd_config.d/20-{file}.conf "
                    "&& (grep -q '^Include /etc/ssh/sshd_config.d/' /etc/ssh/sshd_config "
                    "|| sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config)",

@@ -146,7 +146,8 @@ class DiskPhrases(ParserState):
             rf"{_SIZE}\s+(?:{_FS}\s+)?(?:for|of|on|at)?\s*(?:the\s+)?{_PLACE}(?![\w/])"
             rf"(?:\s+(?:partition|filesystem|file\s+system|fs|volume|mount)\b)?"
             # "/ (16G)": the size may stand in parentheses after the mount point
-            rf"|(?<![\w/])(/(?:[a-z_][\w./-]*)?)\s+(?:partition\s+)?(?:of\s+|at\s+|with\s+|=\s*|:\s*|\(\s*)?{_SIZE}"
+            rf"|(?:\b(?:separate|dedicated|extra|additional)\s+)?"  # "a separate /var of 10G"
+            rf"(?<![\w/])(/(?:[a-z_][\w./-]*)?)\s+(?:partition\s+)?(?:of\s+|at\s+|with\s+|=\s*|:\s*|\(\s*)?{_SIZE}"
             rf"(?:\s*\))?"
         ):
             g = m.groups()

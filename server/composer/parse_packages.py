@@ -104,6 +104,15 @@ _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
 
 
+# Words after a run verb that say how it runs ("runs fast", "running unattended"), not what.
+_MANNER = {"fast", "faster", "offline", "online", "unattended", "headless", "everywhere", "anywhere", "forever",
+           "well", "smooth", "stable", "hot", "cool", "cold", "warm", "free", "alone", "standalone"}
+
+
+def _says_how(word: str) -> bool:
+    return word in _MANNER or (word.endswith("ly") and len(word) > 4)
+
+
 # A token that is a value: a number, with a unit, dots or a range ("2222", "2g", "1.1.1.1", "10.0.0.0/24", "4-7").
 _VALUE = re.compile(r"\d[\d.:]*(?:-\d[\d.]*)?(?:[a-z]{0,3}|/\d+)")
 # Words that join a value to what it is for ("changed to 2222", "logs for 30 days").
@@ -353,6 +362,11 @@ class PackagePhrases(ParserState):
                     last_end = found[i][2]
                     i += 1
                     continue
+                if (token in request_words.kind_nouns and token not in self.known and i + 2 < len(tokens)
+                        and tokens[i + 1] in ("for", "of") and self._software_at(tokens, i + 2, triggers)):
+                    last_end = found[i][2]  # "firmware for wifi cards", "drivers for the gpu": the kind of what follows
+                    i += 1
+                    continue
                 verdict = self._classify(token, mode=mode, strength=strength)
                 if verdict == "unknown-strong":
                     run.append(token)
@@ -370,6 +384,12 @@ class PackagePhrases(ParserState):
             self._report_bare_items(clause, found, ignored)
             self._report_values(found, ignored, values)
 
+    def _software_at(self, tokens: list[str], j: int, triggers: dict[str, str]) -> bool:
+        """Whether the words from ``j`` on (past an article) name a capability or a known package."""
+        j += tokens[j] in ("the", "a", "an", "my", "our", "its")
+        return j < len(tokens) and (tokens[j] in self.known or any(
+            normalize_phrase(" ".join(tokens[j:j + size])) in triggers for size in (3, 2, 1)))
+
     def _report_bare_items(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int]) -> None:
         """An item of a list ("chromium kiosk, autologin, no ssh") that is one or two words nothing read is a
         wish that was not understood: it is reported, not dropped. Longer items and purpose phrases ("for a
@@ -384,6 +404,20 @@ class PackagePhrases(ParserState):
                     and found[inside[0]][0] not in _PURPOSE_WORDS):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))
                 reported.update(words)
+        for k, (verb, _s, _e) in enumerate(found):
+            # "a mini pc running home assistant": one or two unread words that end what a run verb says are the
+            # software it names, not prose ("running in a mall" starts with a word that is read)
+            if verb not in ("running", "runs", "run") or k + 1 in reported:
+                continue
+            j = k + 1
+            while (j < len(found) and j in ignored and found[j][0] not in _ITEM_FILLER
+                   and re.fullmatch(r"[a-z][a-z0-9+._-]*", found[j][0]) and not _says_how(found[j][0])
+                   and not re.search(r"[,:;()]", clause[found[j - 1][2]:found[j][1]])):
+                j += 1
+            closed = j == len(found) or re.match(r"\s*(?:[,;:()]|\band\b|\bor\b)", clause[found[j - 1][2]:])
+            if 1 <= j - k - 1 <= 2 and closed:
+                self.spec.unparsed.append(" ".join(found[w][0] for w in range(k + 1, j)))
+                reported.update(range(k + 1, j))
         for i in sorted(ignored - reported):
             # "runs modbus and mosquitto", "pip and numpy on emt": a word joined to software in a list is a wish
             # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus").

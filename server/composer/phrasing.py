@@ -43,7 +43,7 @@ STOPWORDS = {
     "default", "defaults", "standard", "basic", "essential", "essentials", "common", "good", "nice", "latest",
     "one", "two", "like", "can", "could", "would", "will", "should", "must", "need", "needs", "want", "let",
     "lets", "let's", "give", "get", "create", "generate", "produce", "run", "running", "runs", "deploy",
-    "deployment", "deployments", "device", "devices", "machine", "machines", "node", "nodes", "box", "host",
+    "deployment", "deployments", "device", "devices", "appliance", "appliances", "machine", "machines", "node", "nodes", "box", "host",
     "hosts", "platform", "platforms", "workload", "workloads", "use", "case", "cases", "purpose", "kind", "type",
     "flavor", "flavour", "variant", "distro", "distribution", "linux", "arch", "architecture", "target", "named",
     "called", "here", "there", "now", "instead", "rather", "than", "same", "again", "everything", "nothing",

@@ -103,8 +103,9 @@ class DiskPhrases(ParserState):
             rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
             rf"(?:\s+(?:formatted\s+)?(?:as|with|using|in)\s+{_FS})?"
             rf"(?:\s+mounted\s+(?:at|on|as)\s+(/[\w./-]*))?",  # "a data partition mounted at /srv/data"
-            # "a partition for /srv/backup of 100G", "a 100G partition for /srv/backup"
-            rf"(?:\b{_SIZE}\s+)?\bpartition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"
+            # "a partition for /srv/backup of 100G", "a 100G partition for /srv/backup", "a partition for logs"
+            rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?(?:\b{_SIZE}\s+)?"
+            rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?\bpartition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(?:the\s+)?{_MOUNT}(?![\w/-])"
             rf"(?:\s+(?:of|with|sized?)\s+{_SIZE})?",
             rf"\b{_SIZE}\s+(?:of\s+)?swap\b",
             rf"\bswap\s+(?:space\s+)?(?:of\s+)?{_SIZE}",

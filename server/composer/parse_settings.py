@@ -34,6 +34,9 @@ _SIZE_TEXT = re.sub(r"\((?!\?)", "(?:", CASUAL_SIZE)  # a size, as one piece of 
 # key=value whose key is a sysctl path: procfs roots no kernel parameter starts with ("net.ifnames" is one,
 # so net. needs its subsystem).
 _SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.[a-z0-9_.]*[a-z0-9_]"
+# A server's address: IPv4 or a dotted host name, with an optional port.
+_ADDRESS = (r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,})"
+            r"(?::\d{1,5})?(?![\w.:-])")
 _SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})\s*=\s*([\w.:-]+)(?![\w/])"
 
 
@@ -136,6 +139,9 @@ class SettingPhrases(ParserState):
             forms = [(rf"{w}{_LINK}(\d+)(?![\w.-])", True), (rf"(?<![\w.-])(\d+)\s+{w}", False)]
         elif setting.value == "size":
             forms = [(rf"{w}{_LINK}({_SIZE_TEXT})", True), (rf"({_SIZE_TEXT})\s+(?:of\s+)?{w}", False)]
+        elif setting.value == "address":  # "send logs to the server 10.0.0.5": "the server" may stand between
+            forms = [(rf"{w}{_LINK}(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+)?(?:syslog\s+|log\s+)?(?:server|host)\s+)?"
+                      rf"(?:(?:at|on)\s+)?({_ADDRESS})", True)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
             forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False)]
@@ -180,6 +186,8 @@ class SettingPhrases(ParserState):
         if setting.value == "cpus":
             parts = re.split(r"\s*(?:,|\band\b|&)\s*", text.strip())
             return ",".join(re.sub(r"\s*-\s*", "-", p) for p in parts if p), len(text)
+        if setting.value == "address":
+            return text.lower(), len(text)
         if setting.value == "size":
             mib = parse_casual(text)
             return (fmt_size(mib) if mib else ""), len(text)
@@ -210,10 +218,11 @@ class SettingPhrases(ParserState):
 
     @staticmethod
     def _shape(setting: Setting) -> str:
-        return {"cpus": "CPU list", "count": "number", "size": "size", "zone": "time zone"}[setting.value]
+        return {"cpus": "CPU list", "count": "number", "size": "size", "zone": "time zone",
+                "address": "server address"}[setting.value]
 
     @staticmethod
     def _example(setting: Setting) -> str:
         word = setting.words[0]
         return {"cpus": f"{word} 2-3", "count": f"{word} 10", "size": f"{word} of 2G",
-                "zone": f"{word} Europe/Berlin"}[setting.value]
+                "zone": f"{word} Europe/Berlin", "address": f"{word} logs.example.com:514"}[setting.value]

@@ -821,3 +821,50 @@ def test_a_plural_is_read_as_its_singular_without_being_reported_as_a_misspellin
 def test_an_unsupported_release_is_named_without_the_label_of_the_supported_one():
     (said,) = parse_request("LAMP stack on a rhel 9 compatible image").unsupported
     assert said.startswith("Red Hat compatible distribution 9:") and "(EL10)" not in said
+
+
+# ---- words a request uses around what it wants ------------------------------------------------------------
+@pytest.mark.parametrize(("text", "reported"), [
+    ("debian 13 for a mini pc running home assistant", ["home assistant"]),
+    ("edge box running k3s and node-red", ["node-red"]),
+    ("an image that runs fast", []),
+    ("a kiosk running in a mall", []),
+])
+def test_one_or_two_unread_words_a_run_verb_names_are_reported(text, reported):
+    assert parse_request(text).unparsed == reported
+
+
+@pytest.mark.parametrize("text", [
+    "give me a bootable debian iso with firmware for wifi cards",
+    "debian 13 appliance with a static hostname sensor-07",
+    "azure linux with redis, root partition 20G, separate /var of 10G",
+    "debian with a separate partition for logs",
+])
+def test_words_that_only_describe_what_is_read_are_not_reported(text):
+    assert parse_request(text).unparsed == []
+
+
+def test_a_partition_for_a_named_place_and_a_kind_noun_for_software():
+    assert [p["mountPoint"] for p in parse_request("debian with a separate partition for logs").partitions] == \
+        ["/var/log"]
+    assert parse_request("debian iso with firmware for wifi cards").add_groups == ["wifi"]
+    assert parse_request("debian with firmware").unparsed == ["firmware"]  # alone it is still a wish
+
+
+@pytest.mark.parametrize(("text", "address"), [
+    ("forward logs to 10.0.0.5:514", "10.0.0.5:514"),
+    ("ubuntu with remote syslog server logs.example.com", "logs.example.com"),
+    ("send logs to the server 192.168.1.20", "192.168.1.20"),
+])
+def test_remote_logging_forwards_to_the_address_given(text, address):
+    spec = parse_request(text)
+    assert [c["cmd"] for c in spec.configurations] == \
+        [f"mkdir -p /etc/rsyslog.d && echo '*.* @@{address}' > /etc/rsyslog.d/90-remote.conf"]
+    assert spec.configurations[0]["packages"] == ["rsyslog"] and not spec.unparsed
+
+
+def test_remote_logging_with_no_address_is_reported_not_claimed():
+    spec = parse_request("debian image that sends its logs to a remote syslog server")
+    assert not spec.configurations
+    assert spec.unparsed == ["remote logging: no server address named with it "
+                             "(e.g. 'remote syslog server logs.example.com:514')"]

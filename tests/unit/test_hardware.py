@@ -81,3 +81,11 @@ def test_hardware_counts_a_vm_kernel_and_cloud_init_against_a_starting_template(
     assert "cloud-init" not in baggage(cloud, parse_request(plain), caps)
     # its three cloud-init packages, and its virtual kernel weighing like a group
     assert unasked(CLOUD, cloud, spec, caps, request) == unasked(CLOUD, cloud, parse_request(plain), caps, plain) + 4
+
+
+def test_no_hardware_word_hides_a_machine_the_architecture_is_read_from():
+    caps = load_capabilities()
+    machines = {" ".join(str(m).lower().split()) for info in caps.arch_info.values() for m in info.get("hardware") or {}}
+    words = {" ".join(w.lower().replace("-", " ").split()) for w in caps.hardware.words}
+    assert not {w for w in words if any(m in w for m in machines)}
+    assert parse_request("azure linux for ampere altra servers").arch == "aarch64"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.system_settings import sshd_configuration
-from .phrasing import ParserState
+from .phrasing import NOT_A_USER, WHO, ParserState
 
 # An OpenSSH public key line: its type, its base64 body, and an optional comment of the user@host kind.
 _KEY = re.compile(
@@ -23,14 +23,15 @@ _INTRO = re.compile(r"(?:\b(?:with|and|using|add|install|put)\s+)?(?:\b(?:an?|th
                     r"(?:\bssh\s+)?(?:\b(?:public|authori[sz]ed)\s+)?\b(?:keys?|pub\s*keys?|pubkeys?)\s*[:=]?\s*$", re.I)
 # "ssh key for root: ssh-ed25519 …": the key's words and its user, before it.
 _INTRO_FOR = re.compile(r"(?:\b(?:an?|the|my|our)\s+)?(?:\bssh\s+)?(?:\b(?:public|authori[sz]ed)\s+)?\bkeys?\s+(?:for|of)\s+"
-                        r"(?:(?:the\s+)?(?:user|account)\s+)?[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?\s*[:=]?\s*$", re.I)
-_USER_BEFORE = re.compile(r"\b(?:user|account|login|for|to)\s+[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
+                        rf"(?:(?:the\s+)?(?:user|account)\s+)?{WHO}\s*[:=]?\s*$", re.I)
+_USER_BEFORE = re.compile(rf"\b(?:user|account|login|for|to)\s+{WHO}"
                           r"(?:\s+(?:can|may|will|should|must|to|who|which|that|logs?|with|has|gets?)\b[^,;]*)?\s*$", re.I)
-_USER_AFTER = re.compile(r"^\s*(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?", re.I)
+_USER_AFTER = re.compile(rf"^\s*(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}", re.I)
+_USER_NAMED = re.compile(rf"\b(?:user|account)\s+{WHO}", re.I)
 # Words in a user's place that name nobody ("for the image", "to it"); not the stop words, which hold verbs that
 # are fine account names ("deploy").
-_NOT_A_NAME = {"user", "users", "it", "image", "all", "everyone", "ssh", "me", "my", "login", "log", "key", "keys",
-               "the", "a", "an", "this", "that", "them", "us", "each", "every", "any", "and", "or", "with", "can"}
+_NOT_A_NAME = NOT_A_USER | {"ssh", "me", "my", "login", "log", "key", "keys", "the", "a", "an", "this", "that",
+                            "them", "us", "each", "every", "any", "and", "or", "with", "can"}
 # Read from there as well as from each user's own file (sshd's default).
 _KEYS_FILE = "AuthorizedKeysFile .ssh/authorized_keys /etc/ssh/authorized_keys/%u"
 
@@ -50,7 +51,7 @@ class KeyPhrases(ParserState):
     """SSH public keys and the user each is for."""
 
     def _ssh_keys(self) -> None:
-        for m in reversed(self._each(_KEY.pattern, 0)):  # right to left: masking keeps earlier offsets
+        for m in reversed(list(_KEY.finditer(self.work))):  # right to left: masking keeps earlier offsets
             key = " ".join([*m.group(1).split(), *([m.group(2)] if m.group(2) else [])])
             start, user = m.start(), None
             named = _INTRO_FOR.search(self.work[:start])
@@ -75,8 +76,7 @@ class KeyPhrases(ParserState):
         if before and _is_name(before.group(1)):
             return before.group(1)
         # "debian, user ops, ssh key: …": the one user the request names before it
-        named = {u.group(1) for u in re.finditer(r"\b(?:user|account)\s+[\"'`]?([a-z_][a-z0-9_-]*)", self.work[:start], re.I)
-                 if _is_name(u.group(1))}
+        named = {u.group(1) for u in _USER_NAMED.finditer(self.work[:start]) if _is_name(u.group(1))}
         return named.pop() if len(named) == 1 else None
 
 

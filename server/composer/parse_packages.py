@@ -404,9 +404,19 @@ class PackagePhrases(ParserState):
                     and found[inside[0]][0] not in _PURPOSE_WORDS):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))
                 reported.update(words)
+        self._report_what_runs(clause, found, ignored, reported)
+        for i in sorted(ignored - reported):
+            # "runs modbus and mosquitto", "pip and numpy on emt": a word joined to software in a list is a wish
+            # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus").
+            if found[i][0] not in _ITEM_FILLER and (self._joined_to_software(clause, found, i, i + 1)
+                                                   or self._joined_to_software(clause, found, i, i - 1)):
+                self.spec.unparsed.append(found[i][0])
+
+    def _report_what_runs(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int],
+                          reported: set[int]) -> None:
+        """"a mini pc running home assistant": one or two unread words that end what a run verb says are the
+        software it names, not prose ("running in a mall" starts with a word that is read; "runs fast" says how)."""
         for k, (verb, _s, _e) in enumerate(found):
-            # "a mini pc running home assistant": one or two unread words that end what a run verb says are the
-            # software it names, not prose ("running in a mall" starts with a word that is read)
             if verb not in ("running", "runs", "run") or k + 1 in reported:
                 continue
             j = k + 1
@@ -418,12 +428,6 @@ class PackagePhrases(ParserState):
             if 1 <= j - k - 1 <= 2 and closed:
                 self.spec.unparsed.append(" ".join(found[w][0] for w in range(k + 1, j)))
                 reported.update(range(k + 1, j))
-        for i in sorted(ignored - reported):
-            # "runs modbus and mosquitto", "pip and numpy on emt": a word joined to software in a list is a wish
-            # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus").
-            if found[i][0] not in _ITEM_FILLER and (self._joined_to_software(clause, found, i, i + 1)
-                                                   or self._joined_to_software(clause, found, i, i - 1)):
-                self.spec.unparsed.append(found[i][0])
 
     def _joined_to_software(self, clause: str, found: list[tuple[str, int, int]], i: int, toward: int) -> bool:
         """Whether word ``i`` is joined by a comma, "&", "and" or "or" to the software word on its side of ``toward``

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..knowledge.request_words import load_request_words
 from .parse_settings import is_setting_key
-from .phrasing import EDIT_VERBS, NA, NB, STOPWORDS, ParserState, alternatives
+from .phrasing import EDIT_VERBS, NA, NB, NOT_A_USER, STOPWORDS, WHO, ParserState, alternatives
 
 _HOST = re.compile(
     r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I
@@ -36,9 +36,6 @@ _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror
 # write it as a sudoers.d file from a configuration command (the schema's ``sudo: true`` alone asks for one).
 _NOPASSWD = re.compile(r"\b(?:password[\s-]?less|password[\s-]?free|no[\s-]password|nopasswd)\s+sudo\b"
                        r"|\bsudo\s+(?:without|with\s+no|w/o)\s+(?:a\s+|any\s+)?password\b|\bnopasswd\b", re.I)
-# A user named in a sudo phrase ("give ops ...", "revoke sudo from 'ops'"), and words there that name nobody.
-_WHO = r"[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
-_NOT_A_USER = {"user", "users", "everyone", "everybody", "nobody", "it", "image", "all"}
 
 
 class SystemPhrases(ParserState):
@@ -270,12 +267,12 @@ class SystemPhrases(ParserState):
     def _passwordless_sudo(self) -> None:
         """Passwordless sudo said outside a user's own clause: "give ops passwordless sudo", "passwordless sudo
         for deploy", or alone when the request adds exactly one user ("user bob, passwordless sudo")."""
-        who = _WHO
+        who = WHO
         for m in self._each(rf"\b(?:give|grant|allow|let)\s+(?:the\s+)?(?:user\s+)?{who}\s+(?:use\s+)?"
                             rf"(?:{_NOPASSWD.pattern})"
                             rf"|(?:{_NOPASSWD.pattern})\s+(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"):
             name = (m.group(1) or m.group(2)).lower()
-            if name in STOPWORDS or name in _NOT_A_USER:
+            if name in STOPWORDS or name in NOT_A_USER:
                 continue
             self._grant_nopasswd(name)
             self._mask(m.start(), m.end())
@@ -290,7 +287,7 @@ class SystemPhrases(ParserState):
     def _sudo_taken_away(self) -> None:
         """Sudo taken from a user the template has: "ops should not have sudo", "revoke sudo from ops", "no sudo
         for dev". The user keeps its account; a name the template does not have is said, not created."""
-        who = _WHO
+        who = WHO
         rights = r"sudo(?:\s+(?:rights|access|privileges|permissions))?"
         denied = (r"(?:should\s+not|shouldn't|must\s+not|mustn't|may\s+not|can\s*not|can't|won't|will\s+not|does\s+not"
                   r"|doesn't|need\s+not|needn't)\s+(?:have|get|need|use|be\s+given)")
@@ -299,7 +296,7 @@ class SystemPhrases(ParserState):
                             rf"|\bno\s+(?:more\s+)?{rights}\s+for\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{denied}\s+(?:any\s+)?{rights}"):
             name = next(g for g in m.groups() if g).lower()
-            if name in STOPWORDS or name in _NOT_A_USER:
+            if name in STOPWORDS or name in NOT_A_USER:
                 continue
             self.spec.users.append({"action": "add", "name": name, "sudo": False, "existing_only": True})
             self._mask(m.start(), m.end())

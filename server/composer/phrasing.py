@@ -56,6 +56,12 @@ STOPWORDS = {
 }  # fmt: skip
 
 
+# A user named in a phrase ("give ops ...", "revoke sudo from 'ops'", "ssh key ... to deploy"), and words in a
+# user's place that name nobody.
+WHO = r"[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
+NOT_A_USER = frozenset({"user", "users", "everyone", "everybody", "nobody", "it", "image", "all"})
+
+
 def looks_like_package(word: str) -> bool:
     """A word that cannot be English: digits, or -, ., +, _ inside ("libssl3", "mod_ssl", "g++")."""
     return bool(PACKAGE_SHAPE.match(word)) and bool(re.search(r"\d|[a-z][-.+_][a-z0-9]|\+\+$", word))

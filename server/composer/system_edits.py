@@ -67,10 +67,9 @@ class SystemEdit(TemplateEdit):
         if not virtual or not own:
             return
         kernel["packages"] = list(dict.fromkeys([*own, *(str(p) for p in listed if str(p) not in virtual)]))
-        info = self.caps.dists.get(self.dist)
-        version = f"; kernel version {kernel.get('version')} -> {info.kernel_version}" \
-            if info and info.kernel_version and str(kernel.get("version")) != info.kernel_version else ""
-        if version and info:
+        info, version = self.caps.dists.get(self.dist), ""
+        if info and info.kernel_version and str(kernel.get("version")) != info.kernel_version:
+            version = f"; kernel version {kernel.get('version')} -> {info.kernel_version}"
             kernel["version"] = info.kernel_version
         self.changes.append(f"kernel {', '.join(virtual)} -> {', '.join(own)}{version} (a virtual-machine kernel "
                             "flavour lacks most hardware drivers)")

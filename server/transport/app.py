@@ -92,9 +92,10 @@ def create_app(settings: AISettings, engine: Engine | None = None) -> MCPServer:
     template_resources.register(mcp, engine)
     # -- prompts and argument aliases (resources/prompts.py, tools/_common.py) --
     from ...resources import prompts
-    from ...tools._common import install_argument_aliases
+    from ...tools._common import inline_output_schemas, install_argument_aliases
 
     prompts.register(mcp, engine)
     install_argument_aliases(mcp)
+    inline_output_schemas(mcp)
     mcp.engine = engine  # type: ignore[attr-defined]  # handy for tests and the CLI
     return mcp

@@ -31,6 +31,11 @@ async def test_tools_are_listed_with_titles_annotations_and_schemas(client):
     assert search.output_schema["properties"]["results"]
     assert set(search.input_schema["properties"]) >= {"query", "top_k", "os", "dist", "arch", "image_type"}
     assert tools["cache_stats"].annotations.read_only_hint
+    # Output schemas are published without $ref: clients check every result against them (tools/_common.py)
+    for tool in tools.values():
+        assert tool.output_schema and "$ref" not in json.dumps(tool.output_schema), tool.name
+    hit = search.output_schema["properties"]["results"]["items"]
+    assert hit["properties"]["scores"]["required"] == ["semantic", "keyword", "package"]
 
 
 async def test_search_returns_structured_and_readable_results(client):

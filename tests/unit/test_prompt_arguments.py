@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from image_composer_mcp.tools._common import rewrite_arguments
+from image_composer_mcp.tools._common import inline_definitions, rewrite_arguments
 
 
 def test_rewrite_arguments_rules():
@@ -16,3 +16,18 @@ def test_rewrite_arguments_rules():
     assert rewrite_arguments("validate_template", {"name": "n"}, {"yaml", "name"}) == {"name": "n"}
     # a tool without the canonical parameter is left alone
     assert rewrite_arguments("generate_template", {"prompt": "p"}, {"other"}) == {"prompt": "p"}
+
+
+def test_inline_definitions_replaces_references_and_keeps_recursive_ones():
+    schema = {"type": "object", "properties": {"hit": {"$ref": "#/$defs/Hit"}, "hits": {"type": "array", "items": {"$ref": "#/$defs/Hit"}},
+                                               "tree": {"$ref": "#/$defs/Node"}},
+              "$defs": {"Hit": {"type": "object", "properties": {"score": {"$ref": "#/$defs/Score"}}},
+                        "Score": {"type": "number"},
+                        "Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}}
+    out = inline_definitions(schema)
+    assert out["properties"]["hit"] == {"type": "object", "properties": {"score": {"type": "number"}}}
+    assert out["properties"]["hits"]["items"] == out["properties"]["hit"]
+    # a recursive definition is inlined once, then referred to, and its definition stays
+    assert out["properties"]["tree"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert set(out["$defs"]) == {"Node"}
+    assert inline_definitions({"type": "string"}) == {"type": "string"}

@@ -529,6 +529,23 @@ class SystemPhrases(ParserState):
                     self._mask(m.start(), m.end())
 
 
+    def _group_releases(self) -> None:
+        """"ROS 2 Humble", "humble ros": a release of a group's software that it does not install
+        (capabilities.yaml ``other_releases``). The group is asked for, and the answer says which release is not
+        written and why; a release word away from the group's own words is left alone ("a humble server")."""
+        for gid, group in self.caps.groups.items():
+            if not group.other_releases:
+                continue
+            own = alternatives(group.triggers, between=r"[\s-]")
+            named = alternatives(group.other_releases, between=r"[\s-]")
+            for m in self._each(rf"\b(?:(?:{own})\s+(?P<after>{named})|(?P<before>{named})\s+(?:{own}))\b"):
+                release = " ".join((m.group("after") or m.group("before")).lower().split())
+                self.spec.notes.append(f"{release.title()}: not written, {group.other_releases[release]}; "
+                                       f"the image gets {group.description}")
+                if gid not in self.spec.add_groups:
+                    self.spec.add_groups.append(gid)
+                self._mask(m.start(), m.end())
+
 # Kernel flags without a value people name by themselves (the kernel's admin-guide/kernel-parameters; splash is
 # read by Plymouth from the command line)
 _BARE_FLAGS = ("quiet", "splash", "nomodeset", "nosplash")

@@ -90,6 +90,7 @@ class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, Package
         self._secure_boot()  # before immutability: "turn off immutability and secure boot"
         self._logins()  # before the scan, which would read "logs" in "logs in" as system logging
         self._group_modes()  # before the scan, which would read "selinux" alone as the enforcing group
+        self._group_releases()  # before the scan, which would read "ros 2" and leave "humble" unread
         self._immutability()
         self._hardware()  # before the scan, which would read "bare" of "bare metal" as minimal
         self._typos()

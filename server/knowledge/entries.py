@@ -71,6 +71,8 @@ class Group:
     # Ways the group can run ("permissive" MAC): mode -> its words, and its kernel parameters and notes per
     # family, which stand in for the group's own where given.
     modes: Mapping[str, GroupMode] = field(default_factory=dict)
+    # Releases of the software the group does not install ("humble" of ROS 2) -> why: said, never swapped in silently
+    other_releases: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,7 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
                                     {k: as_tuple(v) for k, v in (mode.get("cmdline_append") or {}).items()},
                                     {k: str(v) for k, v in (mode.get("notes") or {}).items()})
                for name, mode in (spec.get("modes") or {}).items() if isinstance(mode, dict)},
+        other_releases={str(k).lower(): str(v) for k, v in (spec.get("other_releases") or {}).items()},
     )
 
 

@@ -208,9 +208,12 @@ class TargetPhrases(ParserState):
     def _vendor_stacks(self) -> None:
         """A vendor whose drivers the archives do not carry ("nvidia gpu", "cuda"): said, not replaced."""
         for stack in self.caps.vendor_stacks.values():
-            # The vendor's word with the hardware word it qualifies ("nvidia gpu", "nvidia driver").
+            # The vendor's word with the hardware word it qualifies ("nvidia gpu", "nvidia driver"), and what is
+            # asked for it ("drivers for the nvidia gpu").
             hits = [m for w in stack.words for m in self._each(
-                NB + re.escape(w) + r"(?:\s+(?:gpus?|graphics|drivers?|cards?|toolkit|runtime)){0,2}" + NA)]
+                NB + r"(?:(?:drivers?|support|firmware|software|stack|toolkit|runtime)\s+(?:for|of)\s+"
+                r"(?:the\s+|an?\s+|my\s+|our\s+|its\s+)?)?"
+                + re.escape(w) + r"(?:\s+(?:gpus?|graphics|drivers?|cards?|toolkit|runtime)){0,2}" + NA)]
             if hits:  # nothing is added for them: said as not applied, in the request's words
                 named = ", ".join(dict.fromkeys(" ".join(m.group(0).lower().split()) for m in hits))
                 self.spec.notes.append(f"{named} not applied: {stack.note}")

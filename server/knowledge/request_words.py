@@ -26,6 +26,7 @@ class RequestWords:
     compressions: Mapping[str, str]  # word -> upstream name
     filesystems: Mapping[str, str]  # word -> upstream fsType
     mount_words: Mapping[str, str]  # word -> mount point
+    software_mounts: frozenset[str]  # mount words that name software (asked for with their partition)
     hierarchy_mounts: tuple[str, ...]  # mount words that need no "partition" after a size
     plain_kernel_words: frozenset[str]  # words before "kernel" that name no flavour ("latest")
     bootloaders: Mapping[str, tuple[str, ...]]  # provider -> words
@@ -63,6 +64,7 @@ def load_request_words() -> RequestWords:
         compressions={str(k): str(v) for k, v in (raw.get("compressions") or {}).items()},
         filesystems={str(k): str(v) for k, v in (raw.get("filesystems") or {}).items()},
         mount_words={str(k): str(v) for k, v in (raw.get("mount_words") or {}).items()},
+        software_mounts=frozenset(str(w).lower() for w in raw.get("software_mounts") or ()),
         hierarchy_mounts=_words(raw.get("hierarchy_mounts")),
         plain_kernel_words=frozenset(_words(raw.get("plain_kernel_words"))),
         bootloaders={str(k): _words(v) for k, v in (raw.get("bootloaders") or {}).items()},

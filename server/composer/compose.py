@@ -109,11 +109,23 @@ def compose(
         kept = [p for p in unexplained if p in present]
         if kept:
             changes.append(f"kept from the starting template (not asked for): {', '.join(kept)}")
+    changes += _kept_immutability(data, spec)
     _drop_sample_repositories(data, changes)
     if base_file:
         changes.insert(0, f"started from {base_file}")
     _name_and_describe(data, spec, request, caps, changes)
     return ComposeResult(data, dump_yaml(data), changes, spec, [*spec.unparsed, *problems], problems)
+
+
+def _kept_immutability(data: dict, spec: RequestSpec) -> list[str]:
+    """A read-only root (and its signed boot chain) that the starting template had and the request did not ask
+    about shapes everything after it, so the answer says it stayed."""
+    immutability = (data.get("systemConfig") or {}).get("immutability")
+    if spec.immutability is not None or not isinstance(immutability, dict) or not immutability.get("enabled"):
+        return []
+    signed = spec.secure_boot is None and bool(immutability.get("secureBootDBKey"))
+    return [f"kept from the starting template (not asked for): an immutable root (dm-verity)"
+            f"{' with secure boot keys' if signed else ''}; say 'not immutable' for a writable root"]
 
 
 def _without_formats(base: dict, spec: RequestSpec) -> tuple[dict, list[str]]:

@@ -866,3 +866,15 @@ def test_a_kiosk_page_replaces_the_kiosks_default_and_is_reported_where_there_is
     assert not any("localhost" in c for c in commands) and any("kiosk.service" in c for c in commands)
     plain = apply_instruction(UBUNTU_BASE, "open https://example.com at boot")
     assert any("no kiosk" in p for p in plain.problems), plain.problems
+
+
+@pytest.mark.parametrize(("request_text", "said"), [("elxr image for a thin client with xfce", True),
+                                                     ("immutable elxr image with xfce", False),
+                                                     ("elxr image with xfce, not immutable", False)])
+def test_an_immutable_root_kept_from_the_starting_template_is_said(request_text, said) -> None:
+    name = "elxr12-x86_64-immutable-secureboot-raw"
+    result = compose(request_text, _library(name + ".yml"), base_file=name)
+    kept = [c for c in result.changes if "immutable root (dm-verity)" in c]
+    assert bool(kept) == said, result.changes
+    if said:
+        assert "secure boot keys" in kept[0] and "not immutable" in kept[0]

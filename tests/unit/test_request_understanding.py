@@ -868,3 +868,52 @@ def test_remote_logging_with_no_address_is_reported_not_claimed():
     assert not spec.configurations
     assert spec.unparsed == ["remote logging: no server address named with it "
                              "(e.g. 'remote syslog server logs.example.com:514')"]
+
+
+@pytest.mark.parametrize(("text", "group", "mount"), [
+    ("azure linux image with a separate partition for docker of 40GB", "containers", "/var/lib/docker"),
+    ("emt image with a 20G partition for containers", "containers", "/var/lib/containers"),
+    ("give docker its own 30G partition", "containers", "/var/lib/docker"),
+])
+def test_a_partition_added_for_software_asks_for_the_software(text, group, mount):
+    spec = parse_request(text)
+    assert group in spec.add_groups and not spec.unparsed
+    assert [p["mountPoint"] for p in spec.partitions if p["action"] == "add"] == [mount]
+
+
+def test_a_partition_for_a_package_asks_for_it_and_removing_one_asks_for_nothing():
+    assert "postgresql" in parse_request("a 50G postgresql partition").add_packages
+    spec = parse_request("remove the docker partition")
+    assert not spec.add_groups and not spec.remove_groups and not spec.add_packages
+
+
+@pytest.mark.parametrize("text", ["ubuntu 24.04 image for a robot running ROS 2 Humble", "humble ros on ubuntu",
+                                  "ros2 foxy for a robot"])
+def test_a_release_of_software_that_is_not_installed_is_said_with_what_is(text):
+    spec = parse_request(text)
+    assert spec.add_groups == ["ros2"] and not spec.unparsed
+    (note,) = [n for n in spec.notes if "not written" in n]
+    assert "Ubuntu 2" in note and "Jazzy" in note  # the release's own Ubuntu, and what the image gets
+
+
+def test_a_release_word_away_from_its_software_is_an_ordinary_word():
+    spec = parse_request("a humble little server with ros 2 jazzy")
+    assert spec.add_groups == ["ros2"] and not any("not written" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize("text", ["ubuntu server with drivers for the nvidia gpu", "support for nvidia cards",
+                                  "nvidia drivers please"])
+def test_what_is_asked_for_a_vendor_stack_is_said_with_it_not_reported_apart(text):
+    spec = parse_request(text)
+    assert not spec.unparsed
+    assert any("nvidia" in n and "not applied" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize("text", ["debian kiosk that is always on", "a signage player running 24/7",
+                                  "a server that never goes to sleep", "disable suspend and hibernation",
+                                  "el10 box that runs around the clock"])
+def test_a_machine_that_must_not_sleep_masks_the_sleep_targets(text):
+    spec = parse_request(text)
+    assert not spec.unparsed
+    assert [c["cmd"] for c in spec.configurations] == [
+        "systemctl mask sleep.target suspend.target hibernate.target hybrid-sleep.target"]

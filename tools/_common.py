@@ -138,6 +138,9 @@ def install_argument_aliases(mcp: MCPServer) -> None:
     mcp.middleware.append(argument_aliases)
 
 
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples"})  # keywords that never reject a value
+
+
 def inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with each ``{"$ref": "#/$defs/X"}`` replaced by X itself and ``$defs`` dropped; a recursive
     definition keeps its reference (and ``$defs`` stays for it).
@@ -154,12 +157,13 @@ def inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
     def walk(node: Any, seen: tuple[str, ...]) -> Any:
         if isinstance(node, dict):
             ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
                 name = ref.removeprefix("#/$defs/")
-                if name in seen or name not in defs:
-                    kept.add(name)
-                    return node
-                return walk(defs[name], (*seen, name))
+                beside = {key: value for key, value in node.items() if key != "$ref"}
+                if name in seen or name not in defs or not set(beside) <= _ANNOTATIONS:
+                    kept.add(name)  # the reference stays, so its definition must
+                    return {key: walk(value, seen) for key, value in node.items()}
+                return {**walk(defs[name], (*seen, name)), **beside}  # a field's own description wins
             return {key: walk(value, seen) for key, value in node.items() if key != "$defs"}
         if isinstance(node, list):
             return [walk(item, seen) for item in node]

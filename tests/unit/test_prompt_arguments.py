@@ -31,3 +31,9 @@ def test_inline_definitions_replaces_references_and_keeps_recursive_ones():
     assert out["properties"]["tree"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
     assert set(out["$defs"]) == {"Node"}
     assert inline_definitions({"type": "string"}) == {"type": "string"}
+    # a reference with a description beside it takes the field's description; one with a constraint stays
+    annotated = inline_definitions({"properties": {"a": {"$ref": "#/$defs/S", "description": "mine"},
+                                                   "b": {"$ref": "#/$defs/S", "minLength": 2}},
+                                    "$defs": {"S": {"type": "string", "description": "theirs"}}})
+    assert annotated["properties"]["a"] == {"type": "string", "description": "mine"}
+    assert annotated["properties"]["b"] == {"$ref": "#/$defs/S", "minLength": 2} and set(annotated["$defs"]) == {"S"}

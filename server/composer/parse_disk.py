@@ -31,9 +31,12 @@ _ROOT = r"(?:the\s+)?(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|ro
 class DiskPhrases(ParserState):
     """The partition, disk size and artifact phrases of a request."""
 
-    def _software_readable(self, m: re.Match[str], group: int) -> None:
+    def _software_readable(self, m: re.Match[str], group: int | None) -> None:
         """A partition added for software ("a 40G partition for docker") asks for the software too: its word
-        is left for the package and group reading (request_words.yaml ``software_mounts``)."""
+        (the match's ``group``, None for forms without a mount word) is left for the package and group reading
+        (request_words.yaml ``software_mounts``)."""
+        if group is None:
+            return
         word = m.group(group)
         if word and word.lower() in _WORDS.software_mounts:
             start, end = m.span(group)
@@ -80,10 +83,10 @@ class DiskPhrases(ParserState):
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
         ):
             g = m.groups()
-            word_group = 1
+            software_at: int | None = 1  # the match's group of the mount word, which may name software
             if g[0] is None:  # the second form, without a verb
                 g = g[6:]
-                word_group = 7
+                software_at = 7
             size = _size(g[1], g[2]) if g[1] else _size(g[4], g[5]) if g[4] else None
             spec.partitions.append(
                 {
@@ -95,7 +98,7 @@ class DiskPhrases(ParserState):
                 }
             )
             self._mask(m.start(), m.end())
-            self._software_readable(m, word_group)
+            self._software_readable(m, software_at)
         # "2 partitions: / 10G and /data ...": the count of a list that follows
         for m in self._each(r"\b(?:two|three|four|five|\d)\s+partitions?\s*:"):
             self._mask(m.start(), m.start() + len(m.group(0).split()[0]))
@@ -124,16 +127,16 @@ class DiskPhrases(ParserState):
         for index, pattern in enumerate(add_patterns):
             for m in self._each(pattern):
                 g = m.groups()
-                software: int | None = None  # the match's group of a software word, if the form has one
+                software_at = None  # the match's group of the mount word, in the forms that have one
                 if index == 0:
                     size = _size(g[0], g[1]) if g[0] else _size(g[5], g[6]) if g[5] else None
                     fs = g[2] or g[3] or g[7]
                     mount = _mount(g[8] or g[4])
-                    software = 9 if g[8] else 5
+                    software_at = 9 if g[8] else 5
                 elif index == 1:
                     size = _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None
                     mount, fs = _mount(g[2]), None
-                    software = 3
+                    software_at = 3
                 else:
                     mount, size, fs = "swap", _size(g[0], g[1]), None
                 tail = self.work[m.end() : m.end() + 60]
@@ -154,8 +157,7 @@ class DiskPhrases(ParserState):
                 purpose = re.match(r"\s+for\s+(?:the\s+|my\s+|our\s+|its\s+)?[a-z][\w-]*(?:\s+(?:data|files|storage))?",
                                    self.work[m.end():], re.I)
                 self._mask(m.start(), m.end() + (purpose.end() if purpose else 0))
-                if software is not None:
-                    self._software_readable(m, software)
+                self._software_readable(m, software_at)
         # "a 500MB /boot and 8G for /", "2 GB boot, 10 GB root", "/var 20G": a size beside a mount point, with
         # no "partition": a partition of that size there (the root one is fixed at it). After the forms with
         # "partition", which say more (what is separate, its filesystem).

@@ -528,7 +528,6 @@ class SystemPhrases(ParserState):
                         self.spec.add_groups.append(gid)
                     self._mask(m.start(), m.end())
 
-
     def _group_releases(self) -> None:
         """"ROS 2 Humble", "humble ros": a release of a group's software that it does not install
         (capabilities.yaml ``other_releases``). The group is asked for, and the answer says which release is not
@@ -545,6 +544,7 @@ class SystemPhrases(ParserState):
                 if gid not in self.spec.add_groups:
                     self.spec.add_groups.append(gid)
                 self._mask(m.start(), m.end())
+
 
 # Kernel flags without a value people name by themselves (the kernel's admin-guide/kernel-parameters; splash is
 # read by Plymouth from the command line)

@@ -49,10 +49,14 @@ _NEUTRAL_WORDS = {
 
 
 # "ROS not needed", "docker is unnecessary", "selinux disabled": a negation after its object. The object runs
-# back to the start of its phrase (punctuation, "but", "with"). A thing switched off is left out: the composer
+# back to the start of its phrase (punctuation, "but", "with", or an item stated present and joined by "and":
+# "k3s preinstalled and swap disabled" switches off swap alone). A thing switched off is left out: the composer
 # writes packages, not service states, and says what it removed.
+_STATED_PRESENT_AND = (r"\b(?:pre-?installed|installed|included|enabled|added|bundled|present|running|configured"
+                       r"|set\s+up|on)\s+and\b")
 _POSTFIX_NEGATION = re.compile(
-    r"(^|[,;:(]|\bbut\b|\bwith\b)((?:(?!\bbut\b|\bwith\b)[^,;:(])*?)\s+(?:(?:is|are|be)\s+)?(?:(?:not|n't|isn't|aren't)\s+"
+    rf"(^|[,;:(]|\bbut\b|\bwith\b|{_STATED_PRESENT_AND})((?:(?!\bbut\b|\bwith\b|{_STATED_PRESENT_AND})[^,;:(])*?)"
+    r"\s+(?:(?:is|are|be)\s+)?(?:(?:not|n't|isn't|aren't)\s+"
     r"(?:needed|required|wanted|necessary|used)|unnecessary|unneeded|unwanted|not\s+a\s+requirement"
     r"|disabled|turned\s+off|switched\s+off|left\s+out|excluded|omitted|removed|uninstalled|deleted|dropped|purged"
     r"|taken\s+out|stripped(?:\s+out)?|ripped\s+out|gone)\b"
@@ -316,7 +320,11 @@ class PackagePhrases(ParserState):
                     continue
                 negate = False
                 if token in _NEUTRAL_WORDS and not (mode == "add" and self._list_item(clause, found, i)):
-                    if token not in ("for", "on", "to", "is") or mode is None:
+                    if token not in ("for", "on", "to", "is") or mode is None or (
+                            token == "for" and mode == "remove" and i and tokens[i - 1] not in REMOVE_WORDS
+                            and tokens[i - 1] not in ("need", "needs", "needed", "off", "out", "of")):
+                        # "disable swap for kubernetes": after its object, "for" says what a removal serves, not
+                        # one more item; right after the verb it leads to the item ("no need for docker")
                         mode, strength = None, ""
                     elif token == "for" and strength == "with":
                         # "flask and gunicorn for a small web app": what follows says what it is for (prose), and

@@ -98,11 +98,12 @@ class SettingPhrases(ParserState):
         return starts
 
     def _switch(self, setting: Setting, words: str) -> None:
-        w = rf"\b(?:{words})\b"
+        w = rf"\b(?:{words})\b(?!\s+partitions?\b)"  # "no swap partition" is the disk's
         # A switch after the words wins over a word before them: "with ipv6 disabled" is off.
-        forms = ((True, rf"{w}\s+{_ON_AFTER}\b"), (False, rf"{w}\s+{_OFF_AFTER}\b"),
-                 (True, rf"\b{_ON}\s+{_ARTICLE}{w}"), (False, rf"\b{_OFF}\s+{_ARTICLE}{w}"),
-                 (True, w))  # named with no switch: wanted, as a feature named is
+        forms: list[tuple[bool, str]] = [(True, rf"{w}\s+{_ON_AFTER}\b"), (False, rf"{w}\s+{_OFF_AFTER}\b"),
+                                         (True, rf"\b{_ON}\s+{_ARTICLE}{w}"), (False, rf"\b{_OFF}\s+{_ARTICLE}{w}")]
+        if not setting.switched_only:
+            forms.append((True, w))  # named with no switch: wanted, as a feature named is
         for on, form in forms:
             for m in self._each(form):
                 self._mask(m.start(), m.end())

@@ -38,6 +38,7 @@ class Setting:
     high: int | None = None
     reason: str = ""  # why a setting of value "none" is not written
     default: str = "the kernel's default"  # whose default the other direction of a switch is
+    switched_only: bool = False  # read only beside a switch word ("no swap"), never as the bare word
 
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
@@ -87,7 +88,7 @@ def load_settings() -> Mapping[str, Setting]:
             sysctl=str(spec.get("sysctl") or ""), command=str(spec.get("command") or ""),
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
             low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""),
-            default=str(spec.get("default") or Setting.default))
+            default=str(spec.get("default") or Setting.default), switched_only=bool(spec.get("switched_only")))
         if spec.get("sshd"):  # sshd_config lines: their drop-in is the setting's command
             entry = sshd_configuration(tuple(str(line) for line in spec["sshd"]), str(name).replace(" ", "-"),
                                        str(name))

@@ -16,6 +16,11 @@ _WORDS = load_request_words()
 
 
 _FS = rf"({alternatives(_WORDS.filesystems)})"
+# A filesystem named after its partition: "formatted xfs", "formatted as btrfs", "with xfs"
+_FS_AFTER = rf"(?:\s+(?:formatted(?:\s+(?:as|with|using|in|to))?|as|with|using|in)\s+{_FS})?"
+# "under 1 GB", "no bigger than 2G": a lone size as an upper bound is the disk's size, the words read with it
+_UPPER_BOUND = re.compile(r"\b(?:(?:no|not)\s+(?:bigger|larger|more)\s+than|(?:smaller|less|lower)\s+than|at\s+most"
+                          r"|up\s+to|under|below|max(?:imum)?|within)\s*$", re.I)
 _MOUNT = rf"(/[\w./-]*|{alternatives(_WORDS.mount_words)})"
 # A mount point with no "partition" beside it: a path ("/boot", "/", not "/64GB"), or a word that names a place
 # in the filesystem by itself ("root", "boot"; see hierarchy_mounts).
@@ -49,7 +54,8 @@ class DiskPhrases(ParserState):
             spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(m.group(1))})
             self._mask(m.start(), m.end())
         for m in self._each(
-            rf"\b(?:remove|drop|delete|get\s+rid\s+of)\s+(?:the\s+)?(?:separate\s+|extra\s+)?{_MOUNT}\s+partition\b"
+            rf"\b(?:remove|drop|delete|get\s+rid\s+of|no|without)\s+(?:the\s+|an?\s+)?(?:separate\s+|extra\s+)?{_MOUNT}"
+            rf"\s+partition\b"
             rf"|\b(?:remove|drop|delete)\s+(?:the\s+)?partition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"
         ):
             spec.partitions.append({"action": "remove", "mountPoint": _mount(m.group(1) or m.group(2))})
@@ -77,23 +83,23 @@ class DiskPhrases(ParserState):
         own = r"its\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
         for m in self._each(
             rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
-            rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
+            rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?{_FS_AFTER}"
             # no verb: "/var on its own 20 GB partition", "home in a separate partition of 50G"
             rf"|(?<![\w/.-]){_MOUNT}\s+(?:on|in|gets?|has|with)\s+(?:{own})\s+(?:{_SIZE}\s+)?"
-            rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?"
+            rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?{_FS_AFTER}"
         ):
             g = m.groups()
             software_at: int | None = 1  # the match's group of the mount word, which may name software
             if g[0] is None:  # the second form, without a verb
-                g = g[6:]
-                software_at = 7
+                g = g[7:]
+                software_at = 8
             size = _size(g[1], g[2]) if g[1] else _size(g[4], g[5]) if g[4] else None
             spec.partitions.append(
                 {
                     "action": "add",
                     "mountPoint": _mount(g[0]),
                     "size": size,
-                    "fsType": _fs(g[3]),
+                    "fsType": _fs(g[3] or g[6]),
                     "fill": False,
                 }
             )
@@ -115,7 +121,7 @@ class DiskPhrases(ParserState):
             rf"(?:{_SIZE}\s+)?(?:{_FS}\s+)?(?:separate\s+|dedicated\s+|new\s+|extra\s+|additional\s+|own\s+|its\s+own\s+)?"
             rf"(?:{_FS}\s+)?{_MOUNT}\s+{_PARTITION}(?!\s+table)"
             rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
-            rf"(?:\s+(?:formatted\s+)?(?:as|with|using|in)\s+{_FS})?"
+            rf"{_FS_AFTER}"
             rf"(?:\s+mounted\s+(?:at|on|as)\s+(/[\w./-]*))?",  # "a data partition mounted at /srv/data"
             # "a partition for /srv/backup of 100G", "a 100G partition for /srv/backup", "a partition for logs"
             rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?(?:\b{_SIZE}\s+)?"
@@ -268,7 +274,8 @@ class DiskPhrases(ParserState):
                 if word and word not in _DISK_WORDS and not (self.caps.family_of(word) or self.caps.dist_of(word)):
                     continue
                 spec.disk_size = _size(m.group(1), m.group(2))
-                self._mask(m.start(), m.end())
+                bound = _UPPER_BOUND.search(self.work[:m.start()])
+                self._mask(bound.start() if bound else m.start(), m.end())
 
     def _artifacts(self) -> None:
         names = alternatives(_WORDS.artifacts)

@@ -13,6 +13,8 @@ from .phrasing import EDIT_VERBS, NA, NB, NOT_A_USER, STOPWORDS, WHO, ParserStat
 _HOST = re.compile(
     r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I
 )
+# What a request calls the machine an image boots ("rename the box to nuc-07"), for its host name
+_MACHINE = r"(?:host|machine|device|system|box|server|computer|node|appliance|gateway|pc)"
 # A switch named off after it: "secure boot turned off", "... disabled", "... is not needed".
 _OFF_AFTER = re.compile(r"\s+(?:(?:is|be|being)\s+)?(?:turned\s+off|switched\s+off|disabled|off|not\s+(?:needed|required|wanted))\b",
                         re.I)
@@ -141,11 +143,16 @@ class SystemPhrases(ParserState):
         patterns = [
             # "a static hostname": a set name is static in the systemd sense (/etc/hostname), which is what this writes
             rf"(?:\b(?:static|fixed|permanent|custom)\s+)?"
-            rf"\bhost\s*-?\s*name\s*(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command)\b)"
+            rf"\bhost\s*-?\s*name\s*(?:(?:set|changed|configured)\s+)?(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*"
+            rf"(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command|set|changed|configured)\b)"
             r"[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
             # "make the hostname match the role: web-01": the name comes after the colon
             r"\bhost\s*-?\s*name\b[^.;,:=]{0,40}[:=]\s*[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
-            r"\b(?:call|name)\s+the\s+(?:host|machine|device|system|box)\s+[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            # "call the machine gw-1", "rename the box to nuc-07", "a server named web01": a machine's name
+            rf"\b(?:call|name|rename|re-name)\s+(?:the|this|my|our)\s+{_MACHINE}\s+(?:to\s+|as\s+)?"
+            r"[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            rf"\b{_MACHINE}(?:'s)?\s+(?:(?:should|must|will)\s+be\s+|is\s+)?(?:called|named)\s+"
+            r"(?!(?:after|for|by|in|on|with|from|like|the|a|an)\b)[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
         ]
         for pattern in patterns:
             for m in self._each(pattern):
@@ -356,8 +363,10 @@ class SystemPhrases(ParserState):
                                "template; set a hashed password (password + hash_algo) or use SSH keys")
 
     def _user_lists(self) -> None:
-        """"two users: alice with sudo and bob without", "users alice, bob": several names after "users"."""
-        head = r"\b(?:(?:two|three|four|five|\d+)\s+)?(?:users|accounts)\s*(?::|-|named|called)?\s*"
+        """"two users: alice with sudo and bob without", "users alice, bob", "two users, admin and ops": several
+        names after "users" (after a comma only when counted, where the names must follow)."""
+        head = (r"\b(?:(?:two|three|four|five|\d+)\s+(?:users|accounts)\s*[,:]?"
+                r"|(?:users|accounts)\s*(?::|-|named|called)?)\s*")
         item = r"[a-z_][a-z0-9_-]*(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
         item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"
         for m in self._each(rf"{head}({item}(?:\s*(?:,|\band\b)\s*{item})+)"):

@@ -100,9 +100,7 @@ def compose(
     start_changes += left_out
     data, changes, problems = _apply(base, spec, caps)
     changes = start_changes + changes
-    if not spec.hostname:
-        gone = [*(strip_groups or []), *spec.remove_groups, *(caps.hardware.leave_groups if spec.hardware else ())]
-        changes += _fresh_hostname(data, spec, gone, caps)
+    changes += _fresh_hostname(data, spec, strip_groups or [], caps)
     # Every miss is reported: what the starting template brought that nothing the request said explains is named.
     if unexplained and not dropped:
         present = set(template_packages(data))
@@ -155,6 +153,7 @@ def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None 
         same = copy.deepcopy(data)
         return ComposeResult(same, dump_yaml(same), [], spec, [])
     new, changes, problems = _apply(data, spec, caps)
+    changes += _fresh_hostname(new, spec, [], caps)  # "it goes on a NUC" renames "ubuntu-cloud" as a request would
     new, moved = conform(new)  # metadata os-image-composer refuses (the ADR's fields) -> its own fields
     changes += moved
     unhandled = [*spec.unparsed, *problems]
@@ -246,8 +245,13 @@ def _drop_sample_repositories(data: dict, changes: list[str]) -> None:
     )
 
 
-def _fresh_hostname(data: dict, spec: RequestSpec, gone: list[str], caps: Capabilities) -> list[str]:
-    """A host name that names what left the template ("kiosk", "rt-controller", "ros2-amr") leaves with it."""
+def _fresh_hostname(data: dict, spec: RequestSpec, stripped: list[str], caps: Capabilities) -> list[str]:
+    """A host name that names what left the template ("kiosk", "rt-controller", "ros2-amr") leaves with it,
+    unless the request names one. What left: ``stripped``, the groups removed, and the guest groups when the
+    image goes onto a machine of its own."""
+    if spec.hostname:
+        return []
+    gone = [*stripped, *spec.remove_groups, *(caps.hardware.leave_groups if spec.hardware else ())]
     system = data.get("systemConfig")
     old = system.get("hostname") if isinstance(system, dict) else None
     if not isinstance(system, dict) or not isinstance(old, str):

@@ -272,6 +272,11 @@ class TargetPhrases(ParserState):
                              self.work[max(0, m.start() - 20):m.start()], re.I):
                 self.spec.hardware = True
             self._mask(m.start(), m.end())
+        virtual = alternatives(self.caps.hardware.virtual_words, between=r"[\s-]+")
+        for m in self._each(rf"\b(?:not|no|never|isn't|instead\s+of|rather\s+than)\s+(?:on\s+|in\s+)?(?:an?\s+|the\s+)?"
+                            rf"(?:{virtual})\b(?!\s*(?:tools|agent|additions|utils|images?|formats?|disks?)\b|[-/.]\w)"):
+            self.spec.hardware = True
+            self._mask(m.start(), m.end())
 
     def _image_type(self) -> None:
         found: list[tuple[int, str]] = []

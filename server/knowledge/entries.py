@@ -89,6 +89,7 @@ class Hardware:
     words: tuple[str, ...] = ()
     leave_groups: tuple[str, ...] = ()
     vm_kernels: tuple[re.Pattern[str], ...] = ()
+    virtual_words: tuple[str, ...] = ()  # "not a vm": a machine of its own, said by what it is not
 
     def is_vm_kernel(self, name: str) -> bool:
         return any(p.search(name) for p in self.vm_kernels)

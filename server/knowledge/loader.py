@@ -78,7 +78,8 @@ class Capabilities:
             for k, v in (raw.get("vendor_stacks") or {}).items()}
         hardware = raw.get("hardware") or {}
         self.hardware = Hardware(as_tuple(hardware.get("words")), as_tuple(hardware.get("leave_groups")),
-                                 tuple(re.compile(p) for p in as_tuple(hardware.get("vm_kernels"))))
+                                 tuple(re.compile(p) for p in as_tuple(hardware.get("vm_kernels"))),
+                                 as_tuple(hardware.get("virtual_words")))
         self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
         self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
         # The rules package_names.py applies beyond the equivalences (see `package_names` in the YAML).

@@ -878,3 +878,24 @@ def test_an_immutable_root_kept_from_the_starting_template_is_said(request_text,
     assert bool(kept) == said, result.changes
     if said:
         assert "secure boot keys" in kept[0] and "not immutable" in kept[0]
+
+
+def test_an_edit_onto_a_machine_of_its_own_renames_a_host_name_that_named_the_cloud() -> None:
+    base = _library("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw.yml")
+    assert base["systemConfig"]["hostname"] == "ubuntu-cloud"
+    moved = apply_instruction(base, "actually it is going on a physical intel NUC, not a vm")
+    assert moved.data["systemConfig"]["hostname"] == "ubuntu24" and not moved.unhandled
+    assert any(c.startswith("hostname ubuntu-cloud -> ubuntu24") for c in moved.changes), moved.changes
+    named = apply_instruction(base, "it goes on a NUC, hostname nuc-07")
+    assert named.data["systemConfig"]["hostname"] == "nuc-07"
+    kept = apply_instruction(base, "add curl")  # nothing left: the name stays
+    assert kept.data["systemConfig"]["hostname"] == "ubuntu-cloud"
+
+
+def test_a_partition_formatted_by_name_and_swap_switched_off_are_written() -> None:
+    base = _library("debian13-x86_64-minimal-base-raw.yml")
+    result = apply_instruction(base, "put /var/log on its own 5G partition formatted xfs and turn swap off")
+    (log,) = [p for p in result.data["disk"]["partitions"] if p.get("mountPoint") == "/var/log"]
+    assert log["fsType"] == "xfs"
+    assert "systemctl mask swap.target" in [c["cmd"] for c in result.data["systemConfig"]["configurations"]]
+    assert not result.unhandled

@@ -917,3 +917,91 @@ def test_a_machine_that_must_not_sleep_masks_the_sleep_targets(text):
     assert not spec.unparsed
     assert [c["cmd"] for c in spec.configurations] == [
         "systemctl mask sleep.target suspend.target hibernate.target hybrid-sleep.target"]
+
+
+# ---- reading classes of 2026-11-26 (second session): scopes, machine names, swap, filesystems ---------------
+@pytest.mark.parametrize(("text", "added", "removed"), [
+    ("emt 3 image with k3s preinstalled and swap disabled", ["k3s"], []),
+    ("ubuntu with ssh enabled and telnet removed", [], []),
+    ("debian with nginx installed and apache removed", ["nginx"], ["apache2"]),
+    ("debian with nginx and apache removed", [], ["nginx", "apache2"]),
+])
+def test_a_negation_after_its_object_stops_at_an_item_stated_present(text, added, removed):
+    spec = parse_request(text)
+    assert spec.add_packages == added and spec.remove_packages == removed
+    assert "ssh" not in spec.remove_groups
+
+
+def test_after_its_object_for_says_what_a_removal_serves_not_one_more_item():
+    assert parse_request("disable swap for kubernetes").remove_groups == []
+    assert parse_request("no need for docker").remove_groups == ["containers"]
+    assert parse_request("without any need for ssh").remove_groups == ["ssh"]
+
+
+@pytest.mark.parametrize("text", ["no swap", "disable swap for kubernetes", "swap disabled", "turn swap off",
+                                  "k3s node without swap space"])
+def test_swap_switched_off_masks_the_swap_target(text):
+    spec = parse_request(text)
+    assert [c["cmd"] for c in spec.configurations] == ["systemctl mask swap.target"]
+    assert not spec.unparsed and not spec.partitions
+
+
+@pytest.mark.parametrize(("text", "partitions"), [
+    ("swap docker for podman", []),  # the verb, not the setting
+    ("add 8G of swap", [{"action": "add", "mountPoint": "swap", "size": "8GiB", "fsType": None, "fill": False}]),
+    ("no swap partition", [{"action": "remove", "mountPoint": "swap"}]),
+    ("without a separate /var partition", [{"action": "remove", "mountPoint": "/var"}]),
+])
+def test_swap_as_a_verb_a_size_or_a_partition_is_not_the_switch(text, partitions):
+    spec = parse_request(text)
+    assert not spec.configurations and spec.partitions == partitions
+
+
+@pytest.mark.parametrize(("text", "mount", "fs"), [
+    ("rocky 9 image with podman and a 30GiB /data partition formatted xfs", "/data", "xfs"),
+    ("put /var/log on its own 5G partition formatted xfs", "/var/log", "xfs"),
+    ("/data in a separate partition of 50G formatted as ext3", "/data", "ext3"),
+    ("/home on its own xfs partition of 20G", "/home", "xfs"),
+])
+def test_a_filesystem_named_after_its_partition_is_its_type(text, mount, fs):
+    spec = parse_request(text)
+    (part,) = spec.partitions
+    assert (part["mountPoint"], part["fsType"]) == (mount, fs) and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "host"), [
+    ("rename the machine to nuc-07", "nuc-07"), ("call the box gw-1", "gw-1"),
+    ("alma linux server named web01", "web01"), ("the machine should be called lab-3", "lab-3"),
+    ("ubuntu 24.04 image with the hostname set to kiosk-1", "kiosk-1"), ("hostname changed to db-2", "db-2"),
+])
+def test_a_machine_named_by_a_verb_or_a_participle_gets_that_host_name(text, host):
+    spec = parse_request(text)
+    assert spec.hostname == host and not spec.unparsed and spec.name is None
+
+
+def test_a_machine_named_after_something_has_no_host_name():
+    assert parse_request("debian for a device named after the customer").hostname is None
+
+
+def test_counted_users_may_follow_a_comma():
+    spec = parse_request("kubernetes worker node on azure linux with containerd and two users, admin and ops")
+    assert [u["name"] for u in spec.users] == ["admin", "ops"] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["it goes on a physical intel NUC, not a vm", "ubuntu server, not a virtual machine",
+                                  "debian on real hardware rather than a cloud instance"])
+def test_a_virtual_machine_denied_is_a_machine_of_its_own(text):
+    spec = parse_request(text)
+    assert spec.hardware and not spec.unparsed
+
+
+def test_vm_tools_denied_are_not_a_machine_of_its_own():
+    assert not parse_request("debian without the vm guest agent").hardware
+
+
+@pytest.mark.parametrize(("text", "size"), [("tiny elxr image with only busybox and ssh, under 1 GB", "1GiB"),
+                                            ("an image no bigger than 2 GB", "2GiB"),
+                                            ("debian with nginx, at most 4G", "4GiB")])
+def test_a_lone_size_as_an_upper_bound_is_read_with_its_words(text, size):
+    spec = parse_request(text)
+    assert spec.disk_size == size and not spec.unparsed

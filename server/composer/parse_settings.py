@@ -98,7 +98,8 @@ class SettingPhrases(ParserState):
         return starts
 
     def _switch(self, setting: Setting, words: str) -> None:
-        w = rf"\b(?:{words})\b(?!\s+partitions?\b)"  # "no swap partition" is the disk's
+        # "no swap partition" is the disk's; "a non-root user" is no root user
+        w = rf"(?<![\w-])(?:{words})\b(?!\s+partitions?\b)"
         # A switch after the words wins over a word before them: "with ipv6 disabled" is off.
         forms: list[tuple[bool, str]] = [(True, rf"{w}\s+{_ON_AFTER}\b"), (False, rf"{w}\s+{_OFF_AFTER}\b"),
                                          (True, rf"\b{_ON}\s+{_ARTICLE}{w}"), (False, rf"\b{_OFF}\s+{_ARTICLE}{w}")]

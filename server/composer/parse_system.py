@@ -13,6 +13,8 @@ from .phrasing import EDIT_VERBS, NA, NB, NOT_A_USER, STOPWORDS, WHO, ParserStat
 _HOST = re.compile(
     r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I
 )
+_FIREWALL_RULES = ("(firewall rules are not written by the composer: add a configuration command, e.g. "
+                   "firewall-offline-cmd, ufw or an nftables rule)")
 # What a request calls the machine an image boots ("rename the box to nuc-07"), for its host name
 _MACHINE = r"(?:host|machine|device|system|box|server|computer|node|appliance|gateway|pc)"
 # A switch named off after it: "secure boot turned off", "... disabled", "... is not needed".
@@ -102,12 +104,18 @@ class SystemPhrases(ParserState):
         """Opening ports is firewall configuration the composer does not write: reported, never read as
         packages ("open" is no package)."""
         ports = r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*[\d/]+)*(?:\s*(?:tcp|udp))?"
-        for m in self._each(rf"\b(?:open|allow|expose|forward|unblock)\s+(?:the\s+)?{ports}"
+        for m in self._each(rf"\b(?:open|opening|allow|allowing|allows|expose|forward|unblock)\s+(?:the\s+)?{ports}"
                             rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b"):
-            self.spec.unparsed.append(
-                f"{m.group(0).strip()} (firewall rules are not written by the composer: add a configuration "
-                "command, e.g. firewall-offline-cmd, ufw or an nftables rule)")
+            self.spec.unparsed.append(f"{m.group(0).strip()} {_FIREWALL_RULES}")
             self._mask(m.start(), m.end())
+        # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
+        # install (https is no typo of httpd here); the firewall itself is still asked for
+        item = r"[a-z0-9][\w/-]*"
+        for m in self._each(rf"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){{0,3}}?\s+(?P<rule>"
+                            rf"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+through|that\s+allows?)"
+                            rf"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):
+            self.spec.unparsed.append(f"{' '.join(m.group('rule').split())} {_FIREWALL_RULES}")
+            self._mask(m.start("rule"), m.end("rule"))
 
     def _urls(self) -> None:
         """"a kiosk showing https://example.com": the page a kiosk opens. Read before anything else reads the

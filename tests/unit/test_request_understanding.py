@@ -1005,3 +1005,23 @@ def test_vm_tools_denied_are_not_a_machine_of_its_own():
 def test_a_lone_size_as_an_upper_bound_is_read_with_its_words(text, size):
     spec = parse_request(text)
     assert spec.disk_size == size and not spec.unparsed
+
+
+def test_a_user_qualified_with_a_hyphen_is_no_setting():
+    spec = parse_request("azure linux container host with docker compose and a non-root user called deploy")
+    assert [u["name"] for u in spec.users] == ["deploy"]
+    assert not spec.configurations and not spec.unparsed and not spec.notes
+    assert [c["label"] for c in parse_request("disable the root user").configurations] == ["root account off"]
+
+
+@pytest.mark.parametrize(("text", "firewall", "rule"), [
+    ("el10 image with firewalld allowing only ssh and https", "firewalld", "allowing only ssh and https"),
+    ("ubuntu with ufw that allows ssh", "ufw", "that allows ssh"),
+    ("firewall allowing port 22 and nginx installed", None, "allowing port 22"),
+])
+def test_what_a_firewall_lets_through_is_reported_not_installed(text, firewall, rule):
+    spec = parse_request(text)
+    assert "httpd" not in spec.add_packages and "openssh-server" not in spec.add_packages
+    assert firewall in spec.add_packages if firewall else "firewall" in spec.add_groups
+    (said,) = spec.unparsed
+    assert said.startswith(rule) and "firewall rules are not written" in said

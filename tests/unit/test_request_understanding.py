@@ -1025,3 +1025,7 @@ def test_what_a_firewall_lets_through_is_reported_not_installed(text, firewall, 
     assert firewall in spec.add_packages if firewall else "firewall" in spec.add_groups
     (said,) = spec.unparsed
     assert said.startswith(rule) and "firewall rules are not written" in said
+
+
+def test_a_guest_account_denied_is_no_statement_about_the_machine():
+    assert not parse_request("no guest account").hardware

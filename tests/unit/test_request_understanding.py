@@ -938,25 +938,6 @@ def test_after_its_object_for_says_what_a_removal_serves_not_one_more_item():
     assert parse_request("without any need for ssh").remove_groups == ["ssh"]
 
 
-@pytest.mark.parametrize("text", ["no swap", "disable swap for kubernetes", "swap disabled", "turn swap off",
-                                  "k3s node without swap space"])
-def test_swap_switched_off_masks_the_swap_target(text):
-    spec = parse_request(text)
-    assert [c["cmd"] for c in spec.configurations] == ["systemctl mask swap.target"]
-    assert not spec.unparsed and not spec.partitions
-
-
-@pytest.mark.parametrize(("text", "partitions"), [
-    ("swap docker for podman", []),  # the verb, not the setting
-    ("add 8G of swap", [{"action": "add", "mountPoint": "swap", "size": "8GiB", "fsType": None, "fill": False}]),
-    ("no swap partition", [{"action": "remove", "mountPoint": "swap"}]),
-    ("without a separate /var partition", [{"action": "remove", "mountPoint": "/var"}]),
-])
-def test_swap_as_a_verb_a_size_or_a_partition_is_not_the_switch(text, partitions):
-    spec = parse_request(text)
-    assert not spec.configurations and spec.partitions == partitions
-
-
 @pytest.mark.parametrize(("text", "mount", "fs"), [
     ("rocky 9 image with podman and a 30GiB /data partition formatted xfs", "/data", "xfs"),
     ("put /var/log on its own 5G partition formatted xfs", "/var/log", "xfs"),

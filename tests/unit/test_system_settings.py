@@ -221,3 +221,22 @@ def test_a_swap_file_is_a_file_of_its_size_not_a_partition_or_the_disk(text, siz
     (command,) = _commands(spec)
     assert command.startswith(f"fallocate -l {size} /swapfile") and "mkswap /swapfile" in command
     assert not spec.partitions and spec.disk_size is None and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["no swap", "disable swap for kubernetes", "swap disabled", "turn swap off",
+                                  "k3s node without swap space"])
+def test_swap_switched_off_masks_the_swap_target(text):
+    spec = parse_request(text)
+    assert [c["cmd"] for c in spec.configurations] == ["systemctl mask swap.target"]
+    assert not spec.unparsed and not spec.partitions
+
+
+@pytest.mark.parametrize(("text", "partitions"), [
+    ("swap docker for podman", []),  # the verb, not the setting
+    ("add 8G of swap", [{"action": "add", "mountPoint": "swap", "size": "8GiB", "fsType": None, "fill": False}]),
+    ("no swap partition", [{"action": "remove", "mountPoint": "swap"}]),
+    ("without a separate /var partition", [{"action": "remove", "mountPoint": "/var"}]),
+])
+def test_swap_as_a_verb_a_size_or_a_partition_is_not_the_switch(text, partitions):
+    spec = parse_request(text)
+    assert not spec.configurations and spec.partitions == partitions

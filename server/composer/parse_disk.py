@@ -310,7 +310,10 @@ class DiskPhrases(ParserState):
             self.spec.artifacts.append((m.group(1) or m.group(2)).lower())
             self.spec.remove_artifacts.append("*")  # every other artifact goes
             self._mask(m.start(), m.end())
-        for m in self._each(rf"\b({names})\b"):
+        # "export it as a vhd", "exported as vhdx", "write a qcow2 too": the verb says only that it is an output
+        for m in self._each(rf"(?:\b(?:export|output|emit|write|wrote|written|save|deliver|publish)(?:s|ed|ted|ing)?"
+                            rf"\s+(?:it\s+|this\s+|them\s+|the\s+(?:image|disk)\s+)?(?:also\s+)?(?:(?:as|to|in|into)\s+)?"
+                            rf"(?:an?\s+)?)?\b({names})\b"):
             self.spec.artifacts.append(m.group(1).lower())
             self._mask(m.start(), m.end())
         for m in self._each(r"\b(?:artifacts?|outputs?|formats?)\b"):

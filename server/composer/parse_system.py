@@ -61,6 +61,14 @@ class SystemPhrases(ParserState):
         ):
             self.spec.kernel_cmdline_append += _params(m.group(1))
             self._mask(m.start(), m.end())
+        # "quiet and splash on the kernel command line": flags named before where they go, without a verb
+        flag = r"[a-z][a-z0-9_.-]*(?:=(?:[^\s,;'\"]|,(?=[^\s,;]))+)?"
+        for m in self._each(rf"(?<![\w=.-])({flag}(?:\s*(?:,|\band\b)\s*{flag})*)\s+(?:on|in|into|to)\s+(?:the\s+)?"
+                            rf"{_CMDLINE_WORDS}"):
+            params = [p for p in _params(m.group(1)) if "=" in p or p.lower() in _BARE_FLAGS]
+            if params:
+                self.spec.kernel_cmdline_append += params
+                self._mask(m.start(), m.end())
         # "without splash", "no quiet boot", "with nomodeset": kernel flags that are no package, by name
         flags = "|".join(_BARE_FLAGS)
         for m in self._each(rf"\b(?:without|no|remove|drop|disable)\s+(?:the\s+)?({flags})\b"
@@ -99,6 +107,9 @@ class SystemPhrases(ParserState):
                 continue
             self.spec.kernel_cmdline_append.append(m.group(1))
             self._mask(m.start(), m.end())
+        if self.spec.kernel_cmdline_append:  # "nohz_full=1-3 on the kernel command line": where the flags go
+            for m in self._each(rf"\b(?:on|in|into|to)\s+(?:the\s+)?{_CMDLINE_WORDS}\b"):
+                self._mask(m.start(), m.end())
 
     def _ports(self) -> None:
         """Opening ports is firewall configuration the composer does not write: reported, never read as
@@ -316,6 +327,29 @@ class SystemPhrases(ParserState):
             self.spec.users.append({"action": "add", "name": name, "sudo": False, "existing_only": True})
             self._mask(m.start(), m.end())
 
+    def _sudo_given(self) -> None:
+        """Sudo given to a user by name, apart from the user's own clause: "alice is an admin", "carol should be an
+        administrator", "give ops sudo", "grant sudo to ops", "make bob an admin". A user this request adds gets it
+        there; another is added with it (or updated, in an edit)."""
+        who = WHO
+        rights = r"(?:full\s+)?(?:sudo|admin(?:istrator)?|root|superuser)(?:\s+(?:rights|access|privileges|permissions))?"
+        admin = r"(?:an?\s+|the\s+)?(?:admin|administrator|sudoer|superuser)s?\b"
+        for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b)"
+                            rf"|\b(?:give|grant)\s+{rights}\s+(?:to|for)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
+                            rf"|\bmake\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{admin}"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:is|should\s+be|must\s+be|will\s+be|shall\s+be"
+                            rf"|becomes|needs\s+to\s+be)\s+{admin}"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:should|must|will|shall)\s+(?:have|get)\s+{rights}"):
+            name = next(g for g in m.groups() if g).lower()
+            if name in NOT_A_USER or self._known_word(name):  # a stop word may be a name here ("deploy")
+                continue
+            named = next((u for u in self.spec.users if u.get("action") == "add" and u.get("name") == name), None)
+            if named is None:
+                self.spec.users.append({"action": "add", "name": name, "sudo": True})
+            else:
+                named["sudo"] = True
+            self._mask(m.start(), m.end())
+
     def _grant_nopasswd(self, name: str) -> None:
         user = next((u for u in self.spec.users if u.get("action") == "add" and u.get("name") == name), None)
         if user is None:
@@ -375,7 +409,12 @@ class SystemPhrases(ParserState):
         names after "users" (after a comma only when counted, where the names must follow)."""
         head = (r"\b(?:(?:two|three|four|five|\d+)\s+(?:users|accounts)\s*[,:]?"
                 r"|(?:users|accounts)\s*(?::|-|named|called)?)\s*")
-        item = r"[a-z_][a-z0-9_-]*(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
+        # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
+        role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"
+        # A name that a verb follows begins a clause of its own ("users alice and bob, alice is an admin").
+        item = (r"[a-z_][a-z0-9_-]*(?![\w-])(?!\s+(?:is|should|must|will|shall|has|gets|becomes|needs)\b)"
+                r"(?:\s*\((?:an?\s+)?(?:(?:no|without)\s+)?" + role + r"(?:\s+" + role + r")*\))?"
+                r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?")
         item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"
         for m in self._each(rf"{head}({item}(?:\s*(?:,|\band\b)\s*{item})+)"):
             users = []

@@ -67,6 +67,26 @@ class TargetPhrases(ParserState):
                 self.spec.corrected.insert(0, f"{m.group(1)} -> {fixed}")
             self.work = self.work[: m.start()] + fixed + self.work[m.end():]
 
+    def _compounds(self) -> None:
+        """A word the knowledge names joined by a hyphen to a suffix that qualifies ("RHEL-like", "docker-ready",
+        "arm-based", "security-hardened") is read as the word alone, and one joined to a suffix of absence
+        ("docker-free", "GUI-less") as "no <word>" (request_words.yaml ``compound_suffixes``,
+        ``negating_suffixes``). Otherwise a hyphen keeps a compound apart from its parts ("non-root")."""
+        words = load_request_words()
+        negating = set(words.negating_suffixes)
+        suffixes = alternatives((*words.compound_suffixes, *negating))
+        for m in reversed(self._each(rf"(?<![\w.+/-])((?:[a-z][\w.]*\s+)?([a-z0-9][\w.+]*))-({suffixes})(?![\w+/-])")):
+            head, last, suffix = m.group(1).lower(), m.group(2).lower(), m.group(3).lower()
+            if not (self._known_word(last) or (head != last and self._known_word(head))):
+                continue
+            if suffix in negating:  # same length: offsets after it stay valid
+                said = "no " + self.work[m.start(2):m.end(2)]
+                self.work = self.work[:m.start(2)] + said.ljust(m.end() - m.start(2)) + self.work[m.end():]
+            elif self._known_word(suffix):  # "security-hardened": both words say something
+                self.work = self.work[:m.end(1)] + " " + self.work[m.end(1) + 1:]
+            else:
+                self._mask(m.end(1), m.end())
+
     def _vocabulary(self) -> tuple[set[str], set[str], set[str]]:
         """The words a misspelling is corrected to; the words that are only part of a longer name ("stream" of
         "centos stream"), known, so never corrected, and corrected to only beside the rest of their name, since

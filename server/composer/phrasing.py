@@ -59,7 +59,8 @@ STOPWORDS = {
 # A user named in a phrase ("give ops ...", "revoke sudo from 'ops'", "ssh key ... to deploy"), and words in a
 # user's place that name nobody.
 WHO = r"[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
-NOT_A_USER = frozenset({"user", "users", "everyone", "everybody", "nobody", "it", "image", "all"})
+NOT_A_USER = frozenset({"user", "users", "everyone", "everybody", "nobody", "it", "image", "all", "me", "us", "them", "him",
+                        "her", "you", "we", "i", "they", "this", "that", "default", "someone", "somebody", "anyone"})
 
 
 def looks_like_package(word: str) -> bool:
@@ -95,6 +96,11 @@ class ParserState:
 
     def _each(self, pattern: str, flags: int = re.I) -> list[re.Match[str]]:
         return list(re.finditer(pattern, self.work, flags))
+
+    def _known_word(self, word: str) -> bool:
+        """A distribution, architecture, package or capability word, or an operating system we cannot build."""
+        return bool(word in self.known or self.caps.group_for_word(word) or self.caps.family_of(word)
+                    or self.caps.arch_of(word) or word in self.caps.unsupported_os)
 
     def _is_os_or_arch(self, phrase: str) -> bool:
         return bool(

@@ -39,6 +39,8 @@ class RequestWords:
     name_slugs: Mapping[str, Mapping[str, str]]  # group -> family or "default" -> slug
     placeholders: frozenset[str] = frozenset()  # lower case: what a model writes for "not given"
     versioned_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # word -> patterns with {v}
+    compound_suffixes: tuple[str, ...] = ()  # "RHEL-like", "docker-ready": the known word read alone
+    negating_suffixes: tuple[str, ...] = ()  # "docker-free": read as "no docker"
 
     def name_slug(self, group: str, family: str | None) -> str | None:
         """The word an image name uses for ``group`` on ``family``."""
@@ -77,4 +79,6 @@ def load_request_words() -> RequestWords:
         name_slugs={str(k): _slugs(v) for k, v in (raw.get("name_slugs") or {}).items()},
         placeholders=frozenset(w.lower() for w in _words(raw.get("placeholders"))),
         versioned_names={str(k): _words(v) for k, v in (raw.get("versioned_names") or {}).items()},
+        compound_suffixes=_words(raw.get("compound_suffixes")),
+        negating_suffixes=_words(raw.get("negating_suffixes")),
     )

@@ -899,3 +899,11 @@ def test_a_partition_formatted_by_name_and_swap_switched_off_are_written() -> No
     assert log["fsType"] == "xfs"
     assert "systemctl mask swap.target" in [c["cmd"] for c in result.data["systemConfig"]["configurations"]]
     assert not result.unhandled
+
+
+def test_users_given_roles_after_their_names_are_written_with_them() -> None:
+    base = _library("debian13-x86_64-minimal-base-raw.yml")
+    result = apply_instruction(base, "add users alice (admin) and bob, then make bob an admin too")
+    users = {u["name"]: u.get("sudo") for u in result.data["systemConfig"]["users"]}
+    assert users == {"alice": True, "bob": True}, result.changes
+    assert not result.unhandled

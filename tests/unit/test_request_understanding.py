@@ -1010,3 +1010,75 @@ def test_what_a_firewall_lets_through_is_reported_not_installed(text, firewall, 
 
 def test_a_guest_account_denied_is_no_statement_about_the_machine():
     assert not parse_request("no guest account").hardware
+
+
+@pytest.mark.parametrize(("text", "family", "arch"), [
+    ("RHEL-like image with fail2ban", "redhat-compatible-distro", None),
+    ("a CentOS-style server", "redhat-compatible-distro", None),
+    ("a Red Hat-compatible image", "redhat-compatible-distro", None),
+    ("make it Rocky-based", "redhat-compatible-distro", None),
+    ("a Debian-derived appliance", "debian", None),
+    ("an arm-based board with ubuntu", "ubuntu", "aarch64"),
+])
+def test_a_distribution_or_architecture_joined_to_a_suffix_of_likeness_is_named(text, family, arch):
+    spec = parse_request(text)
+    assert (spec.os, spec.arch) == (family, arch)
+    assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "added", "removed"), [
+    ("docker-ready ubuntu image", "containers", None),
+    ("a security-hardened debian image", "security", None),
+    ("a ROS-based robot on ubuntu", "ros2", None),
+    ("docker-free debian image", None, "containers"),
+    ("GUI-less ubuntu box", None, "desktop"),
+])
+def test_a_capability_joined_to_a_qualifying_suffix_is_asked_for_or_left_out(text, added, removed):
+    spec = parse_request(text)
+    assert (added in spec.add_groups) if added else not spec.add_groups
+    assert (removed in spec.remove_groups) if removed else not spec.remove_groups
+
+
+@pytest.mark.parametrize("text", ["a production-ready image", "a battle-tested base", "a well-based guess"])
+def test_an_unknown_word_joined_to_a_suffix_stays_one_word(text):
+    spec = parse_request(text)
+    assert not spec.add_groups and not spec.add_packages and not spec.os
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("ubuntu image with 2 users: alice (admin) and bob", [("alice", True), ("bob", None)]),
+    ("users alice (sudo), bob (no sudo) and carol", [("alice", True), ("bob", False), ("carol", None)]),
+    ("users carol and dave; carol should be an administrator", [("carol", True), ("dave", None)]),
+    ("users alice and bob, alice is an admin", [("alice", True), ("bob", None)]),
+    ("give ops sudo", [("ops", True)]),
+    ("grant sudo rights to deploy", [("deploy", True)]),
+    ("make bob an admin", [("bob", True)]),
+    ("user ops should get sudo rights", [("ops", True)]),
+])
+def test_users_are_read_with_the_role_given_to_them(text, users):
+    spec = parse_request(text)
+    assert [(u["name"], u.get("sudo")) for u in spec.users] == users
+    assert not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["the image is an admin tool", "docker should have sudo", "it should have sudo"])
+def test_a_role_said_of_no_user_names_no_user(text):
+    assert not parse_request(text).users
+
+
+@pytest.mark.parametrize(("text", "params"), [
+    ("emt3 image with quiet and splash on the kernel command line", ["quiet", "splash"]),
+    ("emt3 image with nohz_full=1-3 on the kernel command line", ["nohz_full=1-3"]),
+    ("elxr image with console=ttyS0,115200 on the kernel command line", ["console=ttyS0,115200"]),
+])
+def test_flags_named_before_the_kernel_command_line_are_read_with_where_they_go(text, params):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_append == params
+    assert not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["also export it as a vhd", "azure linux vm image exported as vhdx",
+                                  "write a vmdk as well"])
+def test_a_verb_of_output_before_a_disk_format_is_read_with_it(text):
+    spec = parse_request(text)
+    assert len(spec.artifacts) == 1 and not spec.unparsed

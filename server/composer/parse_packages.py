@@ -319,7 +319,7 @@ class PackagePhrases(ParserState):
                     i += 1
                     continue
                 negate = False
-                if token in _NEUTRAL_WORDS and not (mode == "add" and self._list_item(clause, found, i)):
+                if token in _NEUTRAL_WORDS and not (mode in ("add", None) and self._list_item(clause, found, i)):
                     if token not in ("for", "on", "to", "is") or mode is None or (
                             token == "for" and mode == "remove" and i and tokens[i - 1] not in REMOVE_WORDS
                             and tokens[i - 1] not in ("need", "needs", "needed", "off", "out", "of")):

@@ -53,6 +53,14 @@ STOPWORDS = {
     "kernel", "cmdline", "partition", "partitions", "disk", "size", "user", "users", "hostname", "name", "lts",
     "least", "most", "minimum", "min", "maximum", "max", "approximately", "roughly",
     "split", "divided", "divide", "partitioned", "laid", "layout",  # "a 32 GB disk split into / (16G) and ..."
+    # what a chatty request says around its wishes: greetings and interjections, discourse words, the people
+    # it talks about and verbs of liking ("hi team, maybe vim too, we love vim lol")
+    "hello", "hi", "hey", "hiya", "greetings", "oh", "ah", "uh", "um", "hmm", "lol", "haha", "wow", "cheers",
+    "sorry", "great", "awesome", "cool", "actually", "basically", "honestly", "literally", "maybe", "perhaps",
+    "probably", "though", "although", "anyway", "still", "even", "ever", "definitely", "certainly", "surely",
+    "hopefully", "he", "she", "they", "his", "her", "their", "him", "them", "i'd", "i'm", "i've", "we'd",
+    "we're", "we've", "you'd", "it's", "love", "loves", "loved", "likes", "liked", "prefer", "prefers", "wish",
+    "wishes", "think", "guess", "believe", "hope", "team", "guys", "folks", "people", "colleagues", "boss",
 }  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from .parse_packages import PackagePhrases
 from .parse_settings import SettingPhrases
 from .parse_system import SystemPhrases
 from .parse_target import TargetPhrases
+from .parse_users import UserPhrases
 from .phrasing import EDIT_VERBS
 from .request_spec import RequestSpec
 
@@ -67,7 +68,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = ()) -> RequestSp
     return spec
 
 
-class _Parser(SystemPhrases, SettingPhrases, DiskPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
+class _Parser(SystemPhrases, UserPhrases, SettingPhrases, DiskPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.

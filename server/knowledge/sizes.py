@@ -30,23 +30,54 @@ UNITS_MIB: dict[str, float] = {
     "tib": 1024 * 1024, "t": 1024 * 1024, "tb": 1024 * 1024,
 }  # fmt: skip
 
-# How people spell units in a request: "gigs", "gigabytes", "megs", "terabyte".
+# How people spell units in a request: "gigs", "gigabytes", "megs", "terabyte", "10 giga"; and the octet units of
+# French and other languages ("15 Go", "512 Mo", "2 Gio"). Not "To" (téraoctet): in English it is "to".
 CASUAL_UNITS: dict[str, str] = {
     "gig": "gib", "gigs": "gib", "gigabyte": "gib", "gigabytes": "gib", "gibibyte": "gib", "gibibytes": "gib",
+    "giga": "gib", "gigas": "gib", "go": "gib", "gio": "gib",
     "meg": "mib", "megs": "mib", "megabyte": "mib", "megabytes": "mib", "mebibyte": "mib", "mebibytes": "mib",
-    "tera": "tib", "terabyte": "tib", "terabytes": "tib", "tebibyte": "tib", "tebibytes": "tib",
+    "mega": "mib", "megas": "mib", "mo": "mib", "mio": "mib",
+    "tera": "tib", "terabyte": "tib", "terabytes": "tib", "tebibyte": "tib", "tebibytes": "tib", "tio": "tib",
 }  # fmt: skip
-_FRACTIONS = {"half": 0.5, "quarter": 0.25, "a": 1.0, "an": 1.0, "one": 1.0, "two": 2.0, "three": 3.0, "four": 4.0}
+_FRACTIONS = {"half": 0.5, "quarter": 0.25, "a": 1.0, "an": 1.0}
+# Numbers in words ("twenty gigabytes", "twenty-five gigs", "a hundred gigs", "two hundred gigabytes").
+_ONES = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+         "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+         "eighteen": 18, "nineteen": 19}  # fmt: skip
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_UNDER_100 = rf"(?:(?:{'|'.join(_TENS)})(?:[\s-]+(?:{'|'.join(k for k, v in _ONES.items() if v < 10)}))?|{'|'.join(_ONES)})"
+NUMBER_WORDS = rf"(?:(?:(?:an?|{_UNDER_100})\s+hundred(?:\s+(?:and\s+)?{_UNDER_100})?)|{_UNDER_100})"
 
-# A casual size inside a sentence: "8 gigs", "8G", "1.5 tb", "half a terabyte". Group 1 is the number
-# (digits or a fraction word), group 2 the unit as written.
+# A casual size inside a sentence: "8 gigs", "8G", "1.5 tb", "half a terabyte", "twenty gigabytes". Group 1 is
+# the number (digits, a fraction or a number in words), group 2 the unit as written.
 UNIT_WORDS = "|".join(sorted([*UNITS_MIB, *CASUAL_UNITS], key=len, reverse=True))
-# Fraction words only count before a spelled-out unit ("half a terabyte", not "a m").
+# Words for numbers only count before a spelled-out unit ("half a terabyte", "twenty gigs"; not "a m", "one g").
 CASUAL_SIZE = (
-    r"(?<![\w.])(\d+(?:\.\d+)?|(?:half\s+a|quarter\s+of\s+a|an?|one|two|three|four)"
-    r"(?=\s+(?:tera|tebi|giga|gibi|gig|mega|mebi|meg)))"
+    rf"(?<![\w.])(\d+(?:\.\d+)?|(?:half\s+a|quarter\s+of\s+a|{NUMBER_WORDS}|an?)"
+    r"(?=[\s-]+(?:tera|tebi|giga|gibi|gig|mega|mebi|meg)))"
     rf"\s*-?\s*({UNIT_WORDS})\b"
 )
+
+
+def number_value(words: str) -> float | None:
+    """A number written in words ("twenty five", "a hundred", "two hundred and fifty") or a fraction ("half a")."""
+    parts = [w for w in re.split(r"[\s-]+", words.lower()) if w and w != "and"]
+    if parts and parts[0] in _FRACTIONS and "hundred" not in parts:  # "half a", "a" (gig); not "a hundred"
+        return _FRACTIONS[parts[0]]
+    total = current = 0
+    for part in parts:
+        if part in _ONES:
+            current += _ONES[part]
+        elif part in _TENS:
+            current += _TENS[part]
+        elif part == "hundred":
+            current = max(current, 1) * 100
+        elif part in ("a", "an"):
+            current += 1
+        else:
+            return None
+    total += current
+    return float(total) if total else None
 # Upstream's size suffixes for template values, in bytes (see the module docstring).
 TEMPLATE_UNITS: dict[str, int] = {
     "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3,
@@ -110,7 +141,7 @@ def casual_mib(number: str, unit: str) -> int | None:
     try:
         value = float(number)
     except ValueError:
-        value = _FRACTIONS.get(number.split()[0]) if number else None
+        value = number_value(number) if number else None
     if value is None:
         return None
     try:

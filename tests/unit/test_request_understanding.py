@@ -1082,3 +1082,47 @@ def test_flags_named_before_the_kernel_command_line_are_read_with_where_they_go(
 def test_a_verb_of_output_before_a_disk_format_is_read_with_it(text):
     spec = parse_request(text)
     assert len(spec.artifacts) == 1 and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("add user webadmin, no sudo", [("webadmin", False)]),
+    ("add user ops, with sudo, and nginx", [("ops", True)]),
+    ("ubuntu 24.04 user marco with admin rights", [("marco", True)]),
+    ("ubuntu 24.04 user marco as administrator", [("marco", True)]),
+    ('the user is "marco" with admin rights', [("marco", True)]),
+    ("a user named lisa, she should not be an admin though", [("lisa", False)]),
+    ("add user bob, he is an admin", [("bob", True)]),
+])
+def test_a_role_said_past_a_users_comma_or_by_a_pronoun_is_the_users(text, users):
+    spec = parse_request(text)
+    assert [(u["name"], u.get("sudo")) for u in spec.users] == users
+    assert "sudo" not in spec.remove_packages and not spec.unparsed
+
+
+def test_a_comma_then_a_removal_that_is_no_role_stays_a_removal():
+    spec = parse_request("add user ops, no docker")
+    assert [u.get("sudo") for u in spec.users] == [None] and "containers" in spec.remove_groups
+
+
+@pytest.mark.parametrize(("text", "host"), [
+    ("debian 13, the machine name is webserver", "webserver"), ("name of machine is webserver", "webserver"),
+    ("the name of the machine should be db01", "db01"), ("computer name: kiosk3", "kiosk3"),
+    ("set the device name to sensor-7", "sensor-7"),
+])
+def test_a_machine_name_said_with_name_as_a_noun_is_the_host_name(text, host):
+    spec = parse_request(text)
+    assert spec.hostname == host and not spec.add_groups
+
+
+def test_a_verb_that_is_also_a_package_is_the_package_as_an_item_of_a_list():
+    spec = parse_request("CI runner: ubuntu noble, git, curl, build-essential, make, 40 GB")
+    assert spec.add_packages == ["git", "curl", "build-essential", "make"]
+    assert not parse_request("ubuntu, make it arm64").add_packages
+
+
+def test_the_words_around_a_chatty_request_are_not_reported():
+    spec = parse_request("Hi! Our team loves vim lol. Could you maybe add docker and git? Oh, and the disk around "
+                         "twenty gigabytes, hostname build-agent. Thanks so much!")
+    assert spec.disk_size == "20GiB" and spec.hostname == "build-agent"
+    assert {"vim", "git"} <= set(spec.add_packages) and "containers" in spec.add_groups
+    assert not spec.unparsed

@@ -27,6 +27,25 @@ def test_a_bare_number_or_prose_is_no_size(text):
     assert parse_casual(text) is None
 
 
+@pytest.mark.parametrize(("text", "mib"), [
+    ("around twenty gigabytes", 20 * 1024), ("twenty-five gigs", 25 * 1024), ("a hundred gigs", 100 * 1024),
+    ("three hundred and fifty gigabytes", 350 * 1024), ("ten gigs", 10 * 1024), ("quarter of a terabyte", 256 * 1024),
+])
+def test_numbers_in_words_before_a_spelled_out_unit(text, mib):
+    assert parse_casual(text) == mib
+
+
+@pytest.mark.parametrize(("text", "mib"), [("10 giga", 10 * 1024), ("15 Go", 15 * 1024), ("512 Mo", 512),
+                                           ("2 Gio", 2048), ("3 megas", 3)])
+def test_units_as_other_languages_and_short_forms_write_them(text, mib):
+    assert parse_casual(text) == mib
+
+
+@pytest.mark.parametrize("text", ["one g", "let it go", "from 10 to 20", "twenty"])
+def test_number_words_and_octet_units_need_each_other(text):
+    assert parse_casual(text) is None
+
+
 def test_template_sizes_and_the_bare_number_rule():
     assert template_mib("513MiB") == 513 and template_mib("4GiB") == 4096 and template_mib("8G") == 8192
     assert template_mib("0") is None and template_mib("lots") is None

@@ -1,0 +1,299 @@
+"""Reading the users of a request: users added and removed, lists of users, their roles (sudo, passwordless sudo,
+sudo taken away), groups, login shells and home directories."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .phrasing import EDIT_VERBS, NOT_A_USER, STOPWORDS, WHO, ParserState
+
+# Sudo that asks no password ("passwordless sudo", "sudo without a password", "NOPASSWD"): upstream templates
+# write it as a sudoers.d file from a configuration command (the schema's ``sudo: true`` alone asks for one).
+_NOPASSWD = re.compile(r"\b(?:password[\s-]?less|password[\s-]?free|no[\s-]password|nopasswd)\s+sudo\b"
+                       r"|\bsudo\s+(?:without|with\s+no|w/o)\s+(?:a\s+|any\s+)?password\b|\bnopasswd\b", re.I)
+
+
+# A role as people give it to a user: "admin", "administrator", "sudo rights", "root access".
+_ROLE = r"(?:sudo(?:er)?|admin(?:istrator)?|root|superuser)s?(?:\s+(?:rights|access|privileges|permissions))?\b"
+# A role said right after a user's clause, past its comma: ", no sudo", ", with admin rights", ", as an admin".
+_ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)?|(?:no|without|not\s+an?)\s+)?{_ROLE}"
+                         r"(?=\s*(?:[,;.]|$|\band\b))", re.I)
+# A pronoun standing for the user just named ("a user lisa, she should not be an admin").
+_PRONOUNS = r"(?:she|he|they|him|her|them)"
+# Login shells that are packages of their own name on every family (bash and sh are in every base system).
+_SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
+
+
+class UserPhrases(ParserState):
+    """The user phrases of a request."""
+
+    def _users(self) -> None:
+        remove = [
+            r"\b(?:remove|delete|drop)\s+(?:the\s+)?(?:user|account|login)\s+(?:named\s+|called\s+)?[\"'`]?([a-z_][a-z0-9_-]*)",
+            r"\b(?:remove|delete|drop)\s+(?:the\s+)?[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?\s+(?:user|account)\b",
+        ]
+        for pattern in remove:
+            for m in self._each(pattern):
+                self.spec.users.append({"action": "remove", "name": m.group(1)})
+                self._mask(m.start(), m.end())
+        self._user_shells()
+        self._user_lists()
+        self._user_named_by_is()
+        qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
+        add = (
+            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*"
+            # or anywhere, when a name is given to it ("there is a user called ops")
+            rf"|\b(?=(?:a|an|the|one)\s+(?:new\s+)?(?:{qualifiers}\s+)?(?:user|account)\s+(?:named|called)\b)"
+            # or anywhere, when a role follows the name ("ubuntu 24.04 user marco as administrator")
+            rf"|\b(?=(?:user|account)\s+{WHO}\s+(?:with|as|having)\s+(?:an?\s+)?{_ROLE}))"
+            r"(?:a\s+|an\s+|the\s+|one\s+)?(?:new\s+)?"
+            rf"(?:(?P<qual>{qualifiers})\s+)?"
+            # "user data", "user namespaces", "user session": compound nouns, not a user's name
+            r"(?:user|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
+            r"(?:\s+(?:(?:named|called|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
+        )
+        boundary = re.compile(rf"[;.,]|\s+and\s+(?:then\s+)?(?:{EDIT_VERBS})\b", re.I)
+        group_list_tail = re.compile(
+            r"\b(?:groups?|in|into|member\s+of)\s+(?:the\s+)?[a-z_][\w-]*(?:\s*,\s*[a-z_][\w-]*)*$", re.I
+        )
+        for m in self._each(add):
+            qualifier, name = (m.group("qual") or "").lower(), m.group("name")
+            if name and name.lower() in ("with", "that", "who", "for", "and", "in", "to", "as", "having"):
+                name = None
+            if not name and not m.group("verb"):
+                continue  # a clause opening with "user" is about a user only when it names one ("…, user deploy")
+            rest_start = m.end() if name else m.end("name") if m.group("name") else m.end()
+            tail = self.work[rest_start:]
+            stop = boundary.search(tail)
+            end = stop.start() if stop else len(tail)
+            # A comma inside "in groups docker, video" continues the user's clause.
+            while stop and tail[end] == "," and group_list_tail.search(tail[:end]):
+                follow = re.match(
+                    r",\s*(?:and\s+)?([a-z_][\w-]*)(?=\s*(?:,|and\b|groups?\b|$|with\b))", tail[end:], re.I
+                )
+                if not follow or follow.group(1).lower() in EDIT_VERBS.split("|"):
+                    break
+                stop = boundary.search(tail, end + 1)
+                end = stop.start() if stop else len(tail)
+            clause_end = rest_start + end
+            role_after = _ROLE_AFTER.match(self.work, clause_end)  # "add user webadmin, no sudo"
+            if role_after:
+                clause_end = role_after.end()
+            clause = self.work[rest_start:clause_end]
+            user: dict[str, Any] = {"action": "add"}
+            if not name:
+                if qualifier in ("admin", "administrator"):
+                    name = "admin"
+                else:
+                    self.spec.unparsed.append("a user without a name (say e.g. 'add user ops with sudo')")
+                    self._mask(m.start(), clause_end)
+                    continue
+            user["name"] = name
+            if qualifier in ("admin", "administrator", "sudo", "sudoer", "privileged") or re.search(
+                r"\b(?:sudo|admin(?:istrator)?\s+(?:rights|privileges|access)|root\s+(?:rights|privileges|access)|wheel|sudoer"
+                r"|superuser|as\s+(?:an?\s+)?admin(?:istrator)?)\b",
+                clause,
+                re.I,
+            ):
+                user["sudo"] = True
+            if re.search(r"\b(?:no|without)\s+sudo\b", clause, re.I):
+                user["sudo"] = False
+            if _NOPASSWD.search(clause):
+                user["sudo"] = user["nopasswd"] = True
+            groups = re.search(
+                r"\b(?:in|to|into|member\s+of)\s+(?:the\s+)?(?:groups?\s+)?([a-z_][\w-]*(?:\s*(?:,|and)\s*[a-z_][\w-]*)*)\s*(?:groups?)?",
+                clause,
+                re.I,
+            )
+            if groups and not re.match(r"(?:the\s+)?(?:home|shell)\b", groups.group(1), re.I):
+                names = [
+                    g
+                    for g in re.split(r"\s*(?:,|\band\b)\s*", groups.group(1))
+                    if g and g.lower() not in STOPWORDS
+                ]
+                if names:
+                    user["groups"] = names
+            shell = re.search(r"\bshell\s*(?:=|:|of|is)?\s*(/[\w/.-]+|bash|zsh|sh|fish)", clause, re.I)
+            if shell:
+                value = shell.group(1)
+                user["shell"] = self._login_shell(value)
+            home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
+            if home:
+                user["home"] = home.group(1)
+            if re.search(r"\bpassword\b", _NOPASSWD.sub(" ", clause), re.I):
+                self._password_not_stored(name)
+            self.spec.users.append(user)
+            self._mask(m.start(), clause_end)
+
+    def _passwordless_sudo(self) -> None:
+        """Passwordless sudo said outside a user's own clause: "give ops passwordless sudo", "passwordless sudo
+        for deploy", or alone when the request adds exactly one user ("user bob, passwordless sudo")."""
+        who = WHO
+        for m in self._each(rf"\b(?:give|grant|allow|let)\s+(?:the\s+)?(?:user\s+)?{who}\s+(?:use\s+)?"
+                            rf"(?:{_NOPASSWD.pattern})"
+                            rf"|(?:{_NOPASSWD.pattern})\s+(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"):
+            name = (m.group(1) or m.group(2)).lower()
+            if name in STOPWORDS or name in NOT_A_USER:
+                continue
+            self._grant_nopasswd(name)
+            self._mask(m.start(), m.end())
+        for m in self._each(_NOPASSWD.pattern):
+            added = [u for u in self.spec.users if u.get("action") == "add"]
+            if len({u["name"] for u in added}) == 1:
+                self._grant_nopasswd(added[0]["name"])
+            else:
+                self.spec.unparsed.append("passwordless sudo: for which user? (say e.g. 'passwordless sudo for ops')")
+            self._mask(m.start(), m.end())
+
+    def _sudo_taken_away(self) -> None:
+        """Sudo taken from a user the template has: "ops should not have sudo", "revoke sudo from ops", "no sudo
+        for dev". The user keeps its account; a name the template does not have is said, not created."""
+        who = WHO
+        rights = r"sudo(?:\s+(?:rights|access|privileges|permissions))?"
+        denied = (r"(?:should\s+not|shouldn't|must\s+not|mustn't|may\s+not|can\s*not|can't|won't|will\s+not|does\s+not"
+                  r"|doesn't|need\s+not|needn't)\s+(?:have|get|need|use|be\s+given)")
+        not_be = (r"(?:should\s+not|shouldn't|must\s+not|mustn't|may\s+not|can\s*not|can't|won't|will\s+not|is\s+not"
+                  r"|isn't|need\s+not|needn't)\s+be")
+        for m in self._each(rf"\b(?:revoke|remove|take\s+away|drop|withdraw|strip)\s+(?:the\s+)?{rights}\s+(?:from|of|for)"
+                            rf"\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
+                            rf"|\bno\s+(?:more\s+)?{rights}\s+for\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{denied}\s+(?:any\s+)?{rights}"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{not_be}\s+(?:an?\s+)?{_ROLE}"):
+            name = next(g for g in m.groups() if g).lower()
+            named = self._user_referred(name)
+            if named is not None:  # a user this request adds: it is added without sudo
+                named["sudo"] = False
+            elif name in STOPWORDS or name in NOT_A_USER or re.fullmatch(_PRONOUNS, name):
+                continue
+            else:
+                self.spec.users.append({"action": "add", "name": name, "sudo": False, "existing_only": True})
+            self._mask(m.start(), m.end())
+
+    def _user_referred(self, word: str) -> dict[str, Any] | None:
+        """The user this request adds that ``word`` names: by its name, or by a pronoun for the last one named."""
+        added = [u for u in self.spec.users if u.get("action") == "add" and not u.get("existing_only")]
+        if re.fullmatch(_PRONOUNS, word):
+            return added[-1] if added else None
+        return next((u for u in added if u.get("name") == word), None)
+
+    def _sudo_given(self) -> None:
+        """Sudo given to a user by name, apart from the user's own clause: "alice is an admin", "carol should be an
+        administrator", "give ops sudo", "grant sudo to ops", "make bob an admin". A user this request adds gets it
+        there; another is added with it (or updated, in an edit)."""
+        who = WHO
+        rights = r"(?:full\s+)?(?:sudo|admin(?:istrator)?|root|superuser)(?:\s+(?:rights|access|privileges|permissions))?"
+        admin = r"(?:an?\s+|the\s+)?(?:admin|administrator|sudoer|superuser)s?\b"
+        for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b)"
+                            rf"|\b(?:give|grant)\s+{rights}\s+(?:to|for)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
+                            rf"|\bmake\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{admin}"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:is|should\s+be|must\s+be|will\s+be|shall\s+be"
+                            rf"|becomes|needs\s+to\s+be)\s+{admin}"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:should|must|will|shall)\s+(?:have|get)\s+{rights}"):
+            name = next(g for g in m.groups() if g).lower()
+            named = self._user_referred(name)
+            if named is None and (name in NOT_A_USER or re.fullmatch(_PRONOUNS, name) or self._known_word(name)):
+                continue  # a stop word may be a name here ("deploy")
+            if named is None:
+                self.spec.users.append({"action": "add", "name": name, "sudo": True})
+            else:
+                named["sudo"] = True
+            self._mask(m.start(), m.end())
+
+    def _grant_nopasswd(self, name: str) -> None:
+        user = next((u for u in self.spec.users if u.get("action") == "add" and u.get("name") == name), None)
+        if user is None:
+            user = {"action": "add", "name": name}
+            self.spec.users.append(user)
+        user["sudo"] = user["nopasswd"] = True
+
+    def _user_shells(self) -> None:
+        """A user's login shell said on its own: "zsh as the default shell for user dev", "change deploy's shell
+        to bash", "give the admin user a zsh shell"; a shell with no user is reported."""
+        # "zsh as the default shell for user dev": the shell named before the user it is for
+        for m in self._each(r"\b(bash|zsh|fish|sh|/[\w/.-]+)\s+as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?"
+                            r"(?:default\s+|login\s+)?shell\s+(?:for|of)\s+(?:the\s+)?(?:user|account)\s+"
+                            r"[\"'`]?([a-z_][a-z0-9_-]*)"):
+            self.spec.users.append({"action": "add", "name": m.group(2), "shell": self._login_shell(m.group(1))})
+            self._mask(m.start(), m.end())
+        # "change deploy's shell to bash", "give the admin user a zsh shell": a user's shell, set
+        shells = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
+        for pattern, name_i, shell_i in (
+                (rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*?)(?:'s|s')?\s+(?:user\s+)?"
+                 rf"(?:login\s+|default\s+)?shell\s+(?:to|=|:|into)\s*{shells}", 1, 2),
+                (rf"\bgive\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*)(?:\s+user)?\s+an?\s+{shells}\s+(?:login\s+)?shell\b",
+                 1, 2)):
+            for m in self._each(pattern):
+                name = m.group(name_i).lower()
+                if name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an"):
+                    continue  # "change the login shell": no user named
+                self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(shell_i))})
+                self._mask(m.start(), m.end())
+        for m in self._each(rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:login\s+|default\s+|user\s+)?shell\s+"
+                            rf"(?:to|=|:|into)\s*{shells}"):
+            self.spec.unparsed.append(f"shell {m.group(1)}: no user named (say e.g. 'change ops's shell to {m.group(1)}')")
+            self._mask(m.start(), m.end())
+
+    def _user_named_by_is(self) -> None:
+        """"the default user is pi, with password …": a user named by "is", where the name ends the phrase (so
+        "the user is created later" names no one)."""
+        for m in self._each(r"\b(?:the|a|an)\s+(?:(default|main|first|admin|administrator|sudo|only)\s+)?(?:user|account)"
+                            r"\s+is\s+[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
+                            rf"(?:\s*,?\s*(?:(with|having|as)\s+(?:an?\s+)?|(without|no)\s+){_ROLE})?"
+                            r"(?=\s*(?:$|[,;.]|\band\b|\bwith\b|\bhaving\b|\bin\b))"):
+            named: dict[str, Any] = {"action": "add", "name": m.group(2)}
+            if (m.group(1) or "").lower() in ("admin", "administrator", "sudo") or m.group(3):
+                named["sudo"] = True
+            elif m.group(4):
+                named["sudo"] = False
+            self.spec.users.append(named)
+            self._mask(m.start(), m.end())
+            password = re.match(r"\s*,?\s*(?:with|having)\s+(?:the\s+|a\s+)?password\s+\S+", self.work[m.end():], re.I)
+            if password:
+                self._password_not_stored(m.group(2))
+                self._mask(m.end(), m.end() + password.end())
+
+    def _password_not_stored(self, name: str) -> None:
+        self.spec.notes.append(f"password for user {name} not stored: plain-text passwords do not belong in a "
+                               "template; set a hashed password (password + hash_algo) or use SSH keys")
+
+    def _user_lists(self) -> None:
+        """"two users: alice with sudo and bob without", "users alice, bob", "two users, admin and ops": several
+        names after "users" (after a comma only when counted, where the names must follow)."""
+        head = (r"\b(?:(?:two|three|four|five|\d+)\s+(?:users|accounts)\s*[,:]?"
+                r"|(?:users|accounts)\s*(?::|-|named|called)?)\s*")
+        # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
+        role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"
+        # A name that a verb follows begins a clause of its own ("users alice and bob, alice is an admin").
+        item = (r"[a-z_][a-z0-9_-]*(?![\w-])(?!\s+(?:is|should|must|will|shall|has|gets|becomes|needs)\b)"
+                r"(?:\s*\((?:an?\s+)?(?:(?:no|without)\s+)?" + role + r"(?:\s+" + role + r")*\))?"
+                r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?")
+        item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"
+        for m in self._each(rf"{head}({item}(?:\s*(?:,|\band\b)\s*{item})+)"):
+            users = []
+            nopasswd = False  # "users alice and bob, passwordless sudo": said of the whole list
+            for part in re.split(r"\s*(?:,|\band\b)\s*", m.group(1)):
+                if _NOPASSWD.search(part):
+                    nopasswd = True
+                    continue
+                words = part.lower().split()
+                if not words or words[0] in STOPWORDS or words[0] in ("with", "without", "no"):
+                    continue
+                user: dict[str, Any] = {"action": "add", "name": words[0]}
+                rest = " ".join(words[1:])
+                if re.search(r"\b(?:without|no)\b", rest):
+                    user["sudo"] = False
+                elif re.search(r"\b(?:sudo|admin\w*|root)\b", rest):
+                    user["sudo"] = True
+                users.append(user)
+            if len(users) >= 2:
+                for user in users if nopasswd else ():
+                    user["sudo"] = user["nopasswd"] = True
+                self.spec.users += users
+                self._mask(m.start(), m.end())
+
+    def _login_shell(self, shell: str) -> str:
+        """The path of a user's login shell; a shell the base system lacks (zsh, fish) is installed with it."""
+        if shell.rsplit("/", 1)[-1] in _SHELL_PACKAGES:
+            self.spec.add_packages.append(shell.rsplit("/", 1)[-1])
+        return shell if shell.startswith("/") else f"/bin/{shell}"

@@ -106,6 +106,24 @@ def leftovers(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> li
             and not caps.is_specific_to(name, family)]
 
 
+def unasked_users(data: dict[str, Any], spec: RequestSpec) -> list[tuple[dict[str, Any], bool]]:
+    """The users of a starting template the request did not name, each with whether a configuration command of the
+    template names it (a kiosk's session user, a service account's linger file): such a user is part of what the
+    template does."""
+    system = data.get("systemConfig") or {}
+    named = {str(u.get("name")) for u in spec.users}
+    commands = " ".join(str(c.get("cmd") or "") for c in system.get("configurations") or [] if isinstance(c, dict))
+    return [(u, bool(re.search(rf"(?<![\w-]){re.escape(str(u['name']))}(?![\w-])", commands)))
+            for u in system.get("users") or [] if isinstance(u, dict) and u.get("name") and str(u["name"]) not in named]
+
+
+def describe_user(user: dict[str, Any]) -> str:
+    """A user as the answer names it: "user edgeadmin (sudo; groups docker, wheel)"."""
+    details = [*(["sudo"] if user.get("sudo") else []),
+               *([f"groups {', '.join(str(g) for g in user['groups'])}"] if user.get("groups") else [])]
+    return f"user {user['name']}" + (f" ({'; '.join(details)})" if details else "")
+
+
 def unasked_formats(data: dict[str, Any], spec: RequestSpec) -> list[str]:
     """The disk formats (``disk.artifacts`` types other than raw) a template writes that the request did not ask
     for: a cloud template's qcow2 and vmdk for a request that named no format."""
@@ -173,5 +191,5 @@ def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
     return sorted(g for g in baggage(data, spec, caps) if g not in spec.remove_groups)  # those: the request's own
 
 
-__all__ = ["asked_groups", "baggage", "choose_base", "leftovers", "named_in", "related", "strip_plan", "unasked",
-           "unasked_formats", "unavailable_groups"]
+__all__ = ["asked_groups", "baggage", "choose_base", "describe_user", "leftovers", "named_in", "related", "strip_plan",
+           "unasked", "unasked_formats", "unasked_users", "unavailable_groups"]

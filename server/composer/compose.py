@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.request_words import load_request_words
 from ..validation.upstream import conform
-from .base import leftovers, unasked_formats
+from .base import describe_user, leftovers, unasked_formats, unasked_users
 from .disk_edits import DiskEdit
 from .editing import image_section, mapping_at, template_packages
 from .output import dump_yaml
@@ -98,6 +98,10 @@ def compose(
                           for c in edit.changes if c.startswith("also removed ")]
     base, left_out = _without_formats(base, spec)
     start_changes += left_out
+    if strip_groups or spec.minimal:  # its purpose is not what was asked: its accounts are not either
+        base, left_out = _without_users(base, spec)
+        start_changes += left_out
+    base_users = {u.get("name") for u, _tied in unasked_users(base, spec)}
     data, changes, problems = _apply(base, spec, caps)
     changes = start_changes + changes
     changes += _fresh_hostname(data, spec, strip_groups or [], caps)
@@ -107,12 +111,28 @@ def compose(
         kept = [p for p in unexplained if p in present]
         if kept:
             changes.append(f"kept from the starting template (not asked for): {', '.join(kept)}")
+    kept_users = [describe_user(u) for u, _tied in unasked_users(data, spec) if u.get("name") in base_users]
+    if kept_users:
+        changes.append(f"kept from the starting template (not asked for): {', '.join(kept_users)}")
     changes += _kept_immutability(data, spec)
     _drop_sample_repositories(data, changes)
     if base_file:
         changes.insert(0, f"started from {base_file}")
     _name_and_describe(data, spec, request, caps, changes)
     return ComposeResult(data, dump_yaml(data), changes, spec, [*spec.unparsed, *problems], problems)
+
+
+def _without_users(base: dict, spec: RequestSpec) -> tuple[dict, list[str]]:
+    """The starting template without the accounts nobody asked for, but those its own configuration names."""
+    gone = [u for u, tied in unasked_users(base, spec) if not tied]
+    if not gone:
+        return base, []
+    data = copy.deepcopy(base)
+    system = data["systemConfig"]
+    system["users"] = [u for u in system.get("users") or [] if not any(u is g or u == g for g in gone)]
+    if not system["users"]:
+        del system["users"]
+    return data, [f"left out of the starting template (not asked for): {describe_user(u)}" for u in gone]
 
 
 def _kept_immutability(data: dict, spec: RequestSpec) -> list[str]:

@@ -907,3 +907,23 @@ def test_users_given_roles_after_their_names_are_written_with_them() -> None:
     users = {u["name"]: u.get("sudo") for u in result.data["systemConfig"]["users"]}
     assert users == {"alice": True, "bob": True}, result.changes
     assert not result.unhandled
+
+
+def test_accounts_of_the_starting_template_nobody_asked_for_are_left_out_or_said() -> None:
+    name = "ubuntu24-x86_64-edge-gateway-docker-raw"
+    base = _library(name + ".yml")
+    stripped = compose("ubuntu 24.04 box with nginx", base, base_file=name, strip_groups=["containers", "mqtt"])
+    assert "users" not in stripped.data["systemConfig"]
+    # its docker group left with the containers group, before the account
+    assert "left out of the starting template (not asked for): user edgeadmin (sudo; groups sudo)" in stripped.changes
+    kept = compose("ubuntu 24.04 edge gateway with docker", base, base_file=name)
+    assert [u["name"] for u in kept.data["systemConfig"]["users"]] == ["edgeadmin"]
+    assert any(c.startswith("kept from the starting template (not asked for): user edgeadmin") for c in kept.changes)
+    asked = compose("ubuntu 24.04 edge gateway with docker and user edgeadmin", base, base_file=name)
+    assert not any("user edgeadmin" in c and "not asked for" in c for c in asked.changes)
+
+
+def test_an_account_the_starting_templates_configuration_names_stays_with_it() -> None:
+    name = "debian13-x86_64-kiosk-chromium-raw"
+    result = compose("debian 13 kiosk", _library(name + ".yml"), base_file=name, strip_groups=["ssh"])
+    assert [u["name"] for u in result.data["systemConfig"]["users"]] == ["kiosk"]

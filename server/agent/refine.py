@@ -27,6 +27,7 @@ from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
 from ..knowledge.loader import load_capabilities
+from ..knowledge.sizes import NUMBER_WORDS, number_value
 from ..llm.chat import CallbackProvider, ChatProvider, LLMError
 from ..validation.validator import validate_text
 from . import prompts
@@ -49,22 +50,39 @@ _REVERT = re.compile(
 
 
 _REVERT_NOTE = re.compile(r"^revert to revision (\d+)$")
+# How many steps an undo goes back: "undo the last two changes", "go back 3 steps", "undo twice".
+_STEPS = re.compile(rf"\b(?:last|previous|past)\s+(\d+|{NUMBER_WORDS})\s+(?:changes|edits|steps|revisions|versions)\b"
+                    rf"|\b(\d+|{NUMBER_WORDS})\s+(?:steps|times|changes|edits|revisions|versions)\b|\b(twice|thrice)\b",
+                    re.IGNORECASE)
+# Back to the first revision: "revert to the original", "start over from the first version".
+_ORIGINAL = re.compile(r"\b(?:original|first\s+(?:version|revision|draft)|beginning)\b", re.IGNORECASE)
 
 
-def undo_target(conv: Conversation) -> int | None:
-    """The revision one step back in the *edit* history: an undo records itself as a new revision ("revert
+def undo_steps(instruction: str) -> int:
+    """How many edits an undo instruction takes back (one unless it says how many)."""
+    m = _STEPS.search(instruction)
+    if not m:
+        return 1
+    said = next(g for g in m.groups() if g).lower()
+    count = {"twice": 2, "thrice": 3}.get(said) or (int(said) if said.isdigit() else number_value(said))
+    return max(1, int(count or 1))
+
+
+def undo_target(conv: Conversation, steps: int = 1) -> int | None:
+    """The revision ``steps`` back in the *edit* history: an undo records itself as a new revision ("revert
     to revision N"), so a second undo must go back from N, not from the undo itself (which would redo)."""
     notes = {r.revision: r.note for r in conv.revisions}
     position = conv.current_revision
-    seen: set[int] = set()
-    while position not in seen:
-        seen.add(position)
-        m = _REVERT_NOTE.match(notes.get(position, "") or "")
-        if not m:
-            break
-        position = int(m.group(1))
-    target = position - 1
-    return target if target >= 1 and (target in notes or not notes) else None
+    for _ in range(steps):
+        seen: set[int] = set()
+        while position not in seen:
+            seen.add(position)
+            m = _REVERT_NOTE.match(notes.get(position, "") or "")
+            if not m:
+                break
+            position = int(m.group(1))
+        position -= 1
+    return position if position >= 1 and (position in notes or not notes) else None
 
 
 def _current_data(yaml_text: str | None) -> Any:
@@ -337,9 +355,14 @@ class Refiner:
 
     async def _revert(self, conv: Conversation, match: re.Match[str], grounded_on: list[str]) -> AgentResult:
         store = self.engine.conversations
-        target_rev = int(match.group(1)) if match.group(1) else undo_target(conv)
+        instruction = match.string
+        target_rev = int(match.group(1)) if match.group(1) else 1 if _ORIGINAL.search(instruction) else \
+            undo_target(conv, undo_steps(instruction))
         if target_rev is None or (target_rev == conv.current_revision and not match.group(1)):
-            raise AgentError("there is no earlier revision to go back to")
+            steps = undo_steps(instruction)
+            raise AgentError("there is no earlier revision to go back to" if steps == 1 else
+                             f"there are fewer than {steps} edits to take back: say 'revert to revision N' "
+                             "(N from 1, the first template)")
         old_yaml = conv.current_yaml or ""
         try:
             revision = await anyio.to_thread.run_sync(store.revert, conv.id, target_rev)

@@ -340,3 +340,22 @@ async def test_an_edit_that_changes_nothing_says_why_and_makes_no_revision(offli
     assert not r.is_error and data["revision"] == 1 and not data["changes"]
     assert data["notes"] == ["nothing to remove: cockpit is not in the package list"], data["notes"]
     assert "nothing to remove: cockpit" in data["explanation"].lower() and "not understood" not in data["explanation"].lower()
+
+
+async def test_an_undo_takes_back_as_many_edits_as_it_says(library_cache):
+    app = make_app(library_cache)
+    async with Client(app) as c:
+        gen = await _generate(c, "ubuntu 24.04 minimal image")
+        cid = gen["conversation_id"]
+        steps = []
+        for instruction in ("add nginx", "add htop", "add curl"):
+            steps.append(_data(await c.call_tool("refine_template", {"conversation_id": cid,
+                                                                     "instruction": instruction})))
+        back = _data(await c.call_tool("refine_template", {"conversation_id": cid,
+                                                            "instruction": "revert the last two changes"}))
+        assert back["mode"] == "revert" and back["yaml"] == steps[0]["yaml"]
+        first = _data(await c.call_tool("refine_template", {"conversation_id": cid,
+                                                             "instruction": "go back to the original"}))
+        assert first["yaml"] == gen["yaml"]
+        too_far = await c.call_tool("refine_template", {"conversation_id": cid, "instruction": "undo 3 times"})
+        assert too_far.is_error and "revision" in too_far.content[0].text

@@ -50,7 +50,7 @@ class DiskPhrases(ParserState):
     def _partitions(self) -> None:
         spec = self.spec
         # "btrfs for the root partition": before the patterns below read "the root partition" as one to add
-        for m in self._each(rf"\b{_FS}\s+(?:on|for)\s+{_ROOT}"):
+        for m in self._each(rf"\b{_FS}(?:\s+(?:filesystem|file\s+system|fs|format))?\s+(?:on|for)\s+{_ROOT}"):
             spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(m.group(1))})
             self._mask(m.start(), m.end())
         for m in self._each(

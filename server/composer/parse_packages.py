@@ -106,6 +106,9 @@ _ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just",
 # An item that starts with one of these says what the image is for or where it runs, not what it holds.
 _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of", "so", "that", "which", "where",
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
+# Who wishes, before a verb of wanting ("I also need numpy", "we want pandas"): no part of the item.
+_WISHERS = {"i", "we", "you", "they", "i'd", "we'd", "i'll", "we'll", "really", "would", "also", "still", "do"}
+_WANTING = {"need", "needs", "want", "wants", "require", "requires"}  # not "use": "we use the console" says how
 
 
 # Words after a run verb that say how it runs ("runs fast", "running unattended"), not what.
@@ -406,10 +409,13 @@ class PackagePhrases(ParserState):
         cuts = [0, *(m.end() for m in re.finditer(r"[,:;()]|\band\b|\bor\b", clause)), len(clause) + 1]
         for start, end in zip(cuts, cuts[1:], strict=False):
             inside = [i for i, (_t, s, _e) in enumerate(found) if start <= s < end]
+            # "I also need numpy": who wants it and the verb of wanting are no part of the wish
+            wished = bool(inside) and found[inside[0]][0] in _WISHERS and any(found[i][0] in _WANTING for i in inside)
             # the verb of an item ("use caddy") is no part of the wish
-            words = [i for i in inside if found[i][0] not in _ITEM_FILLER and found[i][0] not in ADD_WORDS]
+            words = [i for i in inside if found[i][0] not in _ITEM_FILLER and found[i][0] not in ADD_WORDS
+                     and not (wished and found[i][0] in _WISHERS)]
             if (words and len(words) <= 2 and set(words) <= ignored
-                    and found[inside[0]][0] not in _PURPOSE_WORDS):
+                    and (wished or found[inside[0]][0] not in _PURPOSE_WORDS)):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))
                 reported.update(words)
         self._report_what_runs(clause, found, ignored, reported)

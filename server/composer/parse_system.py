@@ -87,12 +87,23 @@ class SystemPhrases(ParserState):
             value = m.group(1) or m.group(2)
             self.spec.kernel_cmdline_append += _params(value)
             self._mask(m.start(), m.end())
-        # "kernel option nomodeset", "boot flags quiet and splash": flags named after the word for them.
-        for m in self._each(rf"\b(?:kernel|boot)\s+(?:option|parameter|param|flag|arg|argument)s?\s+{flags}"):
+        # "kernel option nomodeset", "boot flags quiet and splash", "kernel parameter quiet splash": flags named
+        # after the word for them; a space separates flags as on a command line when each is one by its shape
+        bare = "|".join(_BARE_FLAGS)
+        spaced = rf"(?:\s*(?:,|\band\b)\s*|\s+(?=[a-z][a-z0-9_.-]*=|(?:{bare})\b)){flag}"
+        for m in self._each(rf"\b(?:kernel|boot)\s+(?:option|parameter|param|flag|arg|argument)s?\s+({flag}(?:{spaced})*)"):
             params = [p for p in _params(m.group(1)) if p.lower() not in STOPWORDS]
             if params:
                 self.spec.kernel_cmdline_append += params
                 self._mask(m.start(), m.end())
+        # "serial console on ttyS0 at 115200": the kernel's console= parameter, said in words
+        for m in self._each(r"(?:\b(?:(?:an?|the)\s+)?(?:serial\s+)?console\s+(?:on|at|via|over|to|is)\s+(?:/dev/)?"
+                            r"(?P<tty>tty[a-z]*\d+)|(?:/dev/)?\b(?P<before>tty[a-z]*\d+)\s+(?:serial\s+)?console)"
+                            r"(?:\s*(?:at|@|,|with)\s*(?P<baud>\d{4,7})(?:\s*(?:baud|bps))?)?\b"):
+            said = m.group("tty") or m.group("before")
+            tty = said[:3].lower() + said[3:]
+            self.spec.kernel_cmdline_append.append(f"console={tty}" + (f",{m.group('baud')}" if m.group("baud") else ""))
+            self._mask(m.start(), m.end())
         # Bare key=value tokens only ever mean kernel parameters in a template request.
         for m in self._each(r"(?<![\w/.-])([a-z][a-z0-9_.-]*=[^\s,;'\"]+(?:,[^\s,;'\"]+)*)", re.I):
             key = m.group(1).split("=", 1)[0].lower()
@@ -108,13 +119,14 @@ class SystemPhrases(ParserState):
         """Opening ports is firewall configuration the composer does not write: reported, never read as
         packages ("open" is no package)."""
         ports = r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*[\d/]+)*(?:\s*(?:tcp|udp))?"
-        for m in self._each(rf"\b(?:open|opening|allow|allowing|allows|expose|forward|unblock)\s+(?:the\s+)?{ports}"
+        for m in self._each(rf"\b(?:open|opening|allow|allowing|allows|expose|forward|unblock)\s+(?:only\s+)?"
+                            rf"(?:inbound\s+|incoming\s+)?(?:the\s+)?{ports}"
                             rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b"):
             self.spec.unparsed.append(f"{m.group(0).strip()} {_FIREWALL_RULES}")
             self._mask(m.start(), m.end())
         # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
         # install (https is no typo of httpd here); the firewall itself is still asked for
-        item = r"[a-z0-9][\w/-]*"
+        item = r"(?:(?:tcp\s+|udp\s+)?ports?\s+)?[a-z0-9][\w/-]*"
         for m in self._each(rf"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){{0,3}}?\s+(?P<rule>"
                             rf"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+through|that\s+allows?)"
                             rf"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):

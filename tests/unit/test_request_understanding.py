@@ -1126,3 +1126,32 @@ def test_the_words_around_a_chatty_request_are_not_reported():
     assert spec.disk_size == "20GiB" and spec.hostname == "build-agent"
     assert {"vim", "git"} <= set(spec.add_packages) and "containers" in spec.add_groups
     assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "params"), [
+    ("add kernel parameter quiet splash", ["quiet", "splash"]),
+    ("kernel param isolcpus=2,3 nohz_full=2,3", ["isolcpus=2,3", "nohz_full=2,3"]),
+    ("debian 13, serial console on ttyS0 at 115200", ["console=ttyS0,115200"]),
+    ("debian 13 with ttyS0 serial console at 115200", ["console=ttyS0,115200"]),
+    ("a serial console on /dev/ttyUSB0 at 9600 baud", ["console=ttyUSB0,9600"]),
+])
+def test_kernel_flags_by_shape_and_a_serial_console_in_words(text, params):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_append == params and not spec.unparsed
+
+
+def test_a_filesystem_named_with_its_noun_for_the_root_is_the_roots():
+    spec = parse_request("azure linux 3 with a 1.5 TB disk and xfs filesystem for root")
+    assert [p["fsType"] for p in spec.partitions] == ["xfs"] and not spec.unparsed
+
+
+def test_ports_a_firewall_allows_are_its_rules_not_versions():
+    spec = parse_request("debian 13 server with ufw allowing only port 22 and 443, fail2ban")
+    assert spec.add_packages == ["ufw", "fail2ban"] and not spec.notes
+    assert spec.unparsed[0].startswith("allowing only port 22 and 443 (firewall rules")
+
+
+@pytest.mark.parametrize(("text", "said"), [("i also need numpy and pandas", ["numpy", "pandas"]),
+                                            ("we want valkey", ["valkey"])])
+def test_unknown_software_after_who_wants_it_is_reported(text, said):
+    assert parse_request(text).unparsed == said

@@ -140,18 +140,22 @@ class Ranked:
         return Ranked(order, rounded, records, semantic, keyword, package, cosine, bm25,
                       np.asarray(worded, dtype=bool), np.asarray(penalised, dtype=bool), parts)
 
-    def kept(self, threshold: float, packages_named: bool) -> list[int]:
+    def kept(self, threshold: float, packages_named: bool, unmistakable: bool = False) -> list[int]:
         """The candidates shown, best first: those scoring ``threshold`` or more, and those under it with exact
         evidence and no penalty: most named packages installed (``packages_named``: the query names some), or
-        most of the query's words (or concepts) present. On the shares as results show them (rounded)."""
+        most of the query's words (or concepts) present. On the shares as results show them (rounded).
+        ``unmistakable``: no named package is an everyday word, so its match alone is evidence."""
         keep = self.score >= threshold
         doubt = np.flatnonzero(~keep & ~self.penalised)
         if len(doubt):
             strong = self.worded[doubt] & (exact_round(self.keyword[doubt]) >= STRONG_EVIDENCE + BM25_SHARE)
             if packages_named:
-                # Some package names are English words ("file", "less"): a match counts only when the query's
-                # meaning is not wholly unrelated to the template (cosine above the floor).
-                strong |= (exact_round(self.package[doubt]) >= STRONG_EVIDENCE) & (exact_round(self.semantic[doubt]) > 0)
+                # Some package names are English words ("file", "less"): their match counts only when the query's
+                # meaning is not wholly unrelated to the template (cosine above the floor). A name no one writes
+                # as a word ("mosquitto") counts alone: a template that lists it among hundreds of packages has
+                # no other words for it.
+                related = (exact_round(self.semantic[doubt]) > 0) | unmistakable
+                strong |= (exact_round(self.package[doubt]) >= STRONG_EVIDENCE) & related
             keep[doubt[strong]] = True
         order = np.asarray(self.order, dtype=np.int64)
         return order[keep[order]].tolist()

@@ -54,6 +54,7 @@ import numpy as np
 
 from ..core.config import AISettings
 from ..knowledge.glossary import load_glossary
+from ..knowledge.request_words import load_request_words
 from . import label_cache, term_counts
 from . import vocabulary as vocab
 from .candidates import text_hits
@@ -564,7 +565,9 @@ class SearchEngine:
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
         # A weak semantic score never empties a query whose packages or words a template clearly has (and no
         # penalty).
-        kept = ranked.kept(threshold, bool(analysis.packages))
+        everyday = load_request_words().everyday_names
+        kept = ranked.kept(threshold, bool(analysis.packages),
+                           unmistakable=not any(p.lower() in everyday for p in analysis.packages))
         below = len(ranked.order) - len(kept)
         shown = kept[:top_k]
         results = [ranked.result(i, part) for i, part in zip(shown, ranked.parts(shown), strict=True)]

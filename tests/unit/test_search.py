@@ -60,6 +60,18 @@ def test_irrelevant_queries_say_nothing_relevant(reference_engine, query):
     assert "no relevant templates found" in outcome.message
 
 
+def test_a_package_no_one_writes_as_a_word_finds_the_template_that_lists_it(reference_engine):
+    # mosquitto sits in one template's list of ~240 packages and nowhere in its words: the match alone is evidence
+    outcome = reference_engine.search("mosquitto broker")
+    assert outcome.results and all("mosquitto" in r.record.packages for r in outcome.results)
+    assert "relevance threshold" in outcome.message
+
+
+def test_a_package_that_is_an_everyday_word_needs_the_meaning_too(reference_engine):
+    # watch and tree are packages too: a match of such a word alone, with no meaning in common, shows nothing
+    assert reference_engine.search("watch the tree grow").results == []
+
+
 def test_adr_cloud_elxr(reference_engine):
     outcome = reference_engine.search("cloud elxr raw image")
     assert outcome.results[0].record.name == "elxr-cloud-amd64"

@@ -35,9 +35,19 @@ def edit_distance(a: str, b: str, limit: int = 3) -> int:
 
 
 def derived_form(word: str, known: str) -> bool:
-    """``word`` and ``known`` are one stem with different endings ("controller"/"control", "compute"/"computer")."""
+    """``word`` and ``known`` are one stem with different endings ("controller"/"control", "compute"/"computer",
+    "exported"/"exporter")."""
     short, long_ = sorted((word, known), key=len)
-    return long_.startswith(short) and long_[len(short):] in _DERIVING
+    if long_.startswith(short) and long_[len(short):] in _DERIVING:
+        return True
+    return any(a.endswith(x) and b.endswith(y) and a[:-len(x)] == b[:-len(y)]
+               for a, b in ((word, known), (known, word)) for x in _DERIVING for y in _DERIVING if x != y)
+
+
+def slip_of(word: str, known: str) -> bool:
+    """Whether ``known`` could be what ``word`` was meant to be, as a slip of the fingers: the same first letter
+    (people rarely mistype it; "flake" is no "lake") and not another form of the same word."""
+    return word[:1] == known[:1] and not derived_form(word, known)
 
 
 def misspelling_of(word: str, vocabulary: Collection[str]) -> str | None:
@@ -49,9 +59,9 @@ def misspelling_of(word: str, vocabulary: Collection[str]) -> str | None:
                      >= difflib.SequenceMatcher(None, word, close[0]).ratio()):
         return None
     best = close[0]
-    if derived_form(word, best) or edit_distance(word, best) > (1 if len(word) <= 7 else 2):
+    if not slip_of(word, best) or edit_distance(word, best) > (1 if len(word) <= 7 else 2):
         return None
     return best
 
 
-__all__ = ["derived_form", "edit_distance", "misspelling_of"]
+__all__ = ["derived_form", "edit_distance", "misspelling_of", "slip_of"]

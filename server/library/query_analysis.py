@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..core.config import AISettings
 from ..knowledge import package_names
 from ..knowledge.glossary import Concept, glossary_words, load_glossary
+from ..knowledge.typos import slip_of
 from . import vocabulary as vocab
 from .long_lived import bulk_objects
 
@@ -143,7 +144,8 @@ class SpellingIndex:
             return None  # a plural of a known word ("headers") is no misspelling
         index = self._index()
         found = set().union(*(index.get(k, set()) for k in {token, *_deletions(token)}))
-        close = sorted((w for w in found if _within_one_edit(token, w)), key=lambda w: (-self.known[w], w))
+        close = sorted((w for w in found if _within_one_edit(token, w) and slip_of(token, w)),
+                       key=lambda w: (-self.known[w], w))
         return close[0] if close else None
 
 

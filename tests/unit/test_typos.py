@@ -1,0 +1,27 @@
+"""The spelling rule both readings share (server/knowledge/typos.py): slips of the fingers, not other words."""
+
+from __future__ import annotations
+
+import pytest
+from image_composer_mcp.server.knowledge.typos import derived_form, misspelling_of, slip_of
+
+
+@pytest.mark.parametrize(("word", "known"), [("controller", "control"), ("exported", "exporter"),
+                                             ("installer", "installed"), ("served", "server")])
+def test_forms_of_one_stem_are_no_slips(word, known):
+    assert derived_form(word, known) and not slip_of(word, known)
+
+
+@pytest.mark.parametrize(("word", "known"), [("dokcer", "docker"), ("ubunut", "ubuntu"), ("mointoring", "monitoring")])
+def test_slips_keep_the_first_letter_and_another_stem(word, known):
+    assert slip_of(word, known) and misspelling_of(word, [known]) == known
+
+
+def test_a_first_letter_lost_is_another_word():
+    assert not slip_of("flake", "lake") and misspelling_of("flake", ["lake"]) is None
+
+
+def test_search_reads_no_other_form_of_a_word_as_its_slip(reference_engine):
+    outcome = reference_engine.search("microvisor exported as VHD")
+    assert not outcome.analysis.corrections
+    assert reference_engine.search("dokcer edge").analysis.corrections == [("dokcer", "docker")]

@@ -30,10 +30,22 @@ _QUESTION_START = re.compile(
     r"overview|summary)\b",
     re.I,
 )
+# Verbs that ask for a change, beyond the edit verbs: "throw in", "whip up", "bake in", "build".
+_ASKING = rf"(?:{EDIT_VERBS}|get|have|throw|toss|stick|whip|bake|build|generate|produce|prepare|configure|ditch|nuke|double|halve)"
+# Their -ing forms: "would you mind adding nginx?", "what about switching to arm64?" (not "telling me ...").
+_ASKING_ING = (r"(?:add|remov|install|uninstall|includ|exclud|dropp|delet|switch|chang|mak|sett|putt|throw|bump|replac|"
+               r"renam|resiz|increas|decreas|enabl|disabl|creat|convert|port|mov|grow|shrink|swapp|stripp|purg|updat|"
+               r"upgrad|downgrad|append|extend|expand|giv|turn|mount|build|ditch|doubl|halv)ing")
 _POLITE_EDIT = re.compile(
-    rf"^\s*(?:please\s+)?(?:can|could|would|will)\s+(?:you|we)\s+(?:please\s+)?(?:also\s+)?(?:{EDIT_VERBS}|get|have)\b"
+    rf"^\s*(?:please\s+)?(?:can|could|would|will)\s+(?:you|we)\s+(?:please\s+)?(?:also\s+)?{_ASKING}\b"
     # "can I get nginx in there?", "could I have a 10G disk?": asking to be given something is an edit
-    r"|^\s*(?:please\s+)?(?:can|could|may)\s+i\s+(?:please\s+)?(?:also\s+)?(?:get|have)\b",
+    r"|^\s*(?:please\s+)?(?:can|could|may)\s+i\s+(?:please\s+)?(?:also\s+)?(?:get|have)\b"
+    # a change asked as a question: "would you mind adding nginx?", "is it possible to add docker?", "what about
+    # adding vim?", "how about 16 GB instead?", "maybe add git too?", "please also include curl?"
+    rf"|\b(?:would|do)\s+you\s+mind\s+(?:also\s+)?{_ASKING_ING}\b"
+    rf"|\b(?:is|would)\s+it\s+(?:be\s+)?possible\s+to\s+(?:please\s+)?(?:also\s+)?{_ASKING}\b"
+    rf"|^\s*(?:and\s+)?(?:what|how)\s+about\s+(?:also\s+)?(?:{_ASKING_ING}\b|an?\s+\d|\d)"
+    rf"|^\s*(?:(?:please|maybe|perhaps|also|and)\s+)+{_ASKING}\b",
     re.I,
 )
 

@@ -1155,3 +1155,21 @@ def test_ports_a_firewall_allows_are_its_rules_not_versions():
                                             ("we want valkey", ["valkey"])])
 def test_unknown_software_after_who_wants_it_is_reported(text, said):
     assert parse_request(text).unparsed == said
+
+
+@pytest.mark.parametrize("text", ["could you also throw in htop?", "would you mind adding nginx?",
+                                  "is it possible to add docker?", "please also include curl?", "what about adding vim?",
+                                  "how about 16 GB instead?", "maybe add git too?",
+                                  "would it be possible to switch to arm64?"])
+def test_a_change_asked_as_a_question_is_an_edit(text):
+    from image_composer_mcp.server.composer.request_parser import is_question
+    assert not is_question(text)
+    spec = parse_request(text)
+    assert not spec.is_empty() and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["does it have ssh?", "is docker installed?", "can you tell me the disk size?",
+                                  "would you mind telling me the kernel version?", "what about security, is selinux on?"])
+def test_a_question_about_the_template_stays_a_question(text):
+    from image_composer_mcp.server.composer.request_parser import is_question
+    assert is_question(text)

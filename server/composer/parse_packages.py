@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import re
 
+from ..knowledge.glossary import load_glossary
 from ..knowledge.loader import normalize_phrase
 from ..knowledge.request_words import load_request_words
 from .phrasing import (
@@ -543,6 +544,8 @@ class PackagePhrases(ParserState):
         ("wireguard" -> wireguard-tools). None when no real package fits."""
         if token in self.real:
             return token
+        if token in load_glossary().generic_package_parts:  # "base" of "a base image" is no base-files
+            return None
         # One more word after a dash ("qemu-kvm"), not a versioned build ("intel-dlstreamer_2025.2.0").
         family = [r for r in self.real if r.startswith(token + "-") and r.count("-") == token.count("-") + 1
                   and r[len(token) + 1:].isalpha()]

@@ -1173,3 +1173,9 @@ def test_a_change_asked_as_a_question_is_an_edit(text):
 def test_a_question_about_the_template_stays_a_question(text):
     from image_composer_mcp.server.composer.request_parser import is_question
     assert is_question(text)
+
+
+def test_a_word_too_common_to_name_software_is_no_short_package_name():
+    spec = parse_request("eLxr 12 base image", known_packages=["base-files"])
+    assert not spec.add_packages and not spec.unparsed
+    assert parse_request("add wireguard", known_packages=["wireguard-tools"]).add_packages == ["wireguard-tools"]

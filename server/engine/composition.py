@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core import startup_gc
 from ..core.config import AISettings
 from .packages import PackageChecks
 from .providers import (
@@ -177,6 +178,7 @@ class Engine:
             log.error("engine failed to start: %s", exc)
         finally:
             self._ready.set()
+            startup_gc.release()  # the server has started: what it made lives on (core/startup_gc.py)
 
     @property
     def shared_index(self) -> bool:

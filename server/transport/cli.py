@@ -18,6 +18,7 @@ from typing import Any
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
+from ..core import startup_gc  # noqa: E402
 from ..core.config import AISettings, ConfigError, load_settings  # noqa: E402
 from ..core.logs import setup_logging  # noqa: E402
 from .cli_commands import cmd_cache, cmd_index, cmd_search, cmd_validate, cmd_verify_packages  # noqa: E402
@@ -306,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     command = args.command or "serve"
+    if command == "serve" and os.environ.get("OIC_AI_STARTUP_GC", "hold") != "run":  # "run": for measuring it
+        startup_gc.hold()  # released once the engine is ready (server/core/startup_gc.py)
     if command in TARGET_CHECKED and (problem := _target_problem(args)):
         parser.error(problem)
     try:

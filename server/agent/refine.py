@@ -44,7 +44,10 @@ log = logging.getLogger(__name__)
 
 CONFLICT_RETRIES = 3
 _REVERT = re.compile(
-    r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back|go\s+back)\b(?:.*?\b(?:revision|version|rev|v)\s*#?\s*(\d+))?",
+    r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back|go\s+back)\b(?:.*?\b(?:revision|version|rev|v)\s*#?\s*(\d+))?"
+    # "scratch that", "forget that", "never mind", "cancel the last change": the last edit taken back
+    r"|^\s*(?:(?:oh|hmm|no|ok|okay|actually)[\s,.!]+)*(?:scratch|forget|cancel|drop|ignore)\s+(?:that|it|this|the\s+last"
+    r"\s+(?:one|change|edit|step))\s*[.!]*\s*$|^\s*never\s*mind\s*[.!]*\s*$",
     re.IGNORECASE,
 )
 

@@ -100,6 +100,8 @@ class DiskEdit(TemplateEdit):
                     layout.set_fs(request["mountPoint"], request["fsType"])
                 if request.get("size"):
                     layout.resize(request["mountPoint"], request["size"])
+                elif request.get("size_delta"):
+                    layout.resize_by(request["mountPoint"], request["size_delta"])
             else:
                 layout.add(
                     request["mountPoint"],

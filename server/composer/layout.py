@@ -37,6 +37,19 @@ def is_fill(end: Any) -> bool:
     return end is None or str(end).strip() in ("0", "")
 
 
+def changed_by(mib: int, delta: str) -> int | None:
+    """A size in MiB changed by "+2GiB", "-1GiB" or a factor "x2", "x0.5"; None when the change is unreadable."""
+    if delta.startswith("x"):
+        try:
+            return int(mib * float(delta[1:]))
+        except ValueError:
+            return None
+    amount = _mib(delta[1:])
+    if amount is None or delta[0] not in "+-":
+        return None
+    return mib + amount if delta[0] == "+" else mib - amount
+
+
 class Layout:
     """Partition arithmetic on one disk (MiB, upstream's start/end strings, "0" = end of disk)."""
 
@@ -159,15 +172,14 @@ class Layout:
         if not self.size_mib:
             self.edit.problems.append("the disk has no size to change; give an absolute size (e.g. 8GiB)")
             return
-        if delta == "x2":
-            new = self.size_mib * 2
-        else:
-            amount = _mib(delta[1:])
-            if amount is None:
-                self.edit.problems.append(f"cannot read the size change {delta!r}")
-                return
-            new = self.size_mib + amount if delta[0] == "+" else self.size_mib - amount
-        self.set_size(_fmt_size(int(new)))
+        new = changed_by(self.size_mib, delta)
+        if new is None:
+            self.edit.problems.append(f"cannot read the size change {delta!r}")
+            return
+        if new <= 0:
+            self.edit.problems.append(f"the disk is {_fmt_size(self.size_mib)}: it cannot shrink by {delta[1:]}")
+            return
+        self.set_size(_fmt_size(new))
 
     def new_partition(self, pid: str, mount: str, start: int, end: int | None, fs: str | None = None) -> dict:
         caps = self.edit.caps
@@ -288,6 +300,22 @@ class Layout:
         need = self._fits()
         if need:
             self.grow_disk_to(need)
+
+    def resize_by(self, mount: str, delta: str) -> None:
+        """A partition's size changed by an amount ("+2GiB") or a factor ("x2"), from the size it has now (the rest
+        of the disk, for the partition that fills it)."""
+        index = self._find(mount)
+        if index is None:
+            self.edit.problems.append(f"no {mount} partition to resize")
+            return
+        part = self.parts[index]
+        start = _mib(part.get("start")) or 0
+        end = self.size_mib if is_fill(part.get("end")) else _mib(part.get("end"))
+        new = changed_by(end - start, delta) if end else None
+        if new is None or new <= 0:
+            self.edit.problems.append(f"cannot change the {mount} partition's size by {delta!r}")
+            return
+        self.resize(mount, _fmt_size(new))
 
     def remove(self, mount: str) -> None:
         index = self._find(mount)

@@ -208,7 +208,35 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?{_FS}\b"):
             if any(p.get("fsType") for p in spec.partitions):
                 self._mask(m.start(), m.end())
+        self._lone_filesystems()
         self._supported_filesystems()
+
+    def _lone_filesystems(self) -> None:
+        """A filesystem named alone ("a /var/log partition of 4G, ext4", "/srv partition 2G ext4") is the last
+        partition's added without one, else the root's; never a package."""
+        spec = self.spec
+        # "btrfs /home", "xfs for /srv": a filesystem followed by the mount point it is for
+        for m in self._each(rf"(?<![\w/.-]){_FS}\s+(?:for\s+|on\s+)?(?:the\s+)?(/[\w./-]*)(?![\w/-])"):
+            fs, mount = _fs(m.group(1)), _mount(m.group(2))
+            if mount == "/":
+                spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": fs})
+            else:
+                named = [p for p in spec.partitions if p.get("mountPoint") == mount]
+                if named:
+                    named[-1]["fsType"] = fs
+                else:
+                    spec.partitions.append({"action": "add", "mountPoint": mount, "size": None, "fsType": fs,
+                                            "fill": False})
+            self._mask(m.start(), m.end())
+        for m in self._each(rf"(?<![\w/.-]){_FS}(?![\w/-])"):
+            fs = _fs(m.group(1))
+            unformatted = [p for p in spec.partitions if p.get("action") == "add" and not p.get("fsType")
+                           and p.get("mountPoint") not in ("swap", "/")]
+            if unformatted:
+                unformatted[-1]["fsType"] = fs
+            else:
+                spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": fs})
+            self._mask(m.start(), m.end())
 
     def _supported_filesystems(self) -> None:
         """A filesystem the build cannot make is said so and not written: the partition keeps its own, and a
@@ -262,6 +290,12 @@ class DiskPhrases(ParserState):
         ]
         for pattern in patterns:
             for m in self._each(pattern):
+                spec.disk_size = _size(m.group(1), m.group(2))
+                self._mask(m.start(), m.end())
+        # "the disk 50G. no, 40G", "16 gigs, I mean 32": a size said again as a correction replaces the disk's
+        if spec.disk_size is not None:
+            for m in self._each(rf"(?:\bno|\bnope|\bsorry|\bactually|\bi\s+mean|\bmake\s+(?:that|it)|\brather)\s*[,.:;-]?\s*"
+                                rf"(?<![\w/.]){_SIZE}(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
                 spec.disk_size = _size(m.group(1), m.group(2))
                 self._mask(m.start(), m.end())
         if spec.disk_size is None and not spec.disk_size_delta:

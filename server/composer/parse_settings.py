@@ -165,6 +165,15 @@ class SettingPhrases(ParserState):
                 if named and "/" in named:
                     self._write(setting, named)
                     self._mask(m.start(), m.end())
+        # "remove isolcpus", "drop the hugepages parameter": the setting taken out, whatever its value
+        for m in self._each(rf"\b(?:remove|drop|delete|disable|strip|no|without|get\s+rid\s+of)\s+(?:the\s+)?{w}"
+                            r"(?:\s+(?:parameters?|settings?|options?|flags?))?"):
+            self.spec.kernel_cmdline_remove += [p.split("=", 1)[0] for p in setting.cmdline]
+            entry = setting.configuration("")
+            if entry is not None:
+                self.spec.configurations.append({"remove": True, "replaces": entry["replaces"], "cmd": "",
+                                                 "label": setting.name})
+            self._mask(m.start(), m.end())
         for m in self._each(w):  # the words are left, with no value they take
             self._mask(m.start(), m.end())
             self.spec.unparsed.append(f"{setting.name}: no {self._shape(setting)} named with it "

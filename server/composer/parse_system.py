@@ -81,8 +81,12 @@ class SystemPhrases(ParserState):
             if params:
                 self.spec.kernel_cmdline_append += params
                 self._mask(m.start(), m.end())
+        # "kernel parameters ip=dhcp and rd.debug": more flags joined to a key=value one, each a flag by its shape
+        # (a value, a module's dotted parameter, an underscore, or a bare flag)
+        shaped = rf"(?:[a-z][a-z0-9_-]*[._][a-z0-9_.-]*(?:=\S+)?|[a-z][a-z0-9_.-]*=\S+|(?:{'|'.join(_BARE_FLAGS)})\b)"
+        more = rf"(?:(?:\s*(?:,|\band\b)\s*|\s+){shaped})*"
         for m in self._each(
-            rf"{_CMDLINE_WORDS}\s*(?:(?::|=|of)\s*(\"[^\"]*\"|'[^']*'|\S+(?:\s+\S+=\S+)*)|(\"[^\"]*\"|'[^']*'|\S+=\S+(?:\s+\S+=\S+)*))"
+            rf"{_CMDLINE_WORDS}\s*(?:(?::|=|of)\s*(\"[^\"]*\"|'[^']*'|\S+{more})|(\"[^\"]*\"|'[^']*'|\S+=\S+{more}))"
         ):
             value = m.group(1) or m.group(2)
             self.spec.kernel_cmdline_append += _params(value)
@@ -104,10 +108,20 @@ class SystemPhrases(ParserState):
             tty = said[:3].lower() + said[3:]
             self.spec.kernel_cmdline_append.append(f"console={tty}" + (f",{m.group('baud')}" if m.group("baud") else ""))
             self._mask(m.start(), m.end())
-        # Bare key=value tokens only ever mean kernel parameters in a template request.
+        # Bare key=value tokens only ever mean kernel parameters in a template request, but a package with a
+        # version ("nginx=1.24.0", apt's way of pinning): the package, and why no version is pinned.
         for m in self._each(r"(?<![\w/.-])([a-z][a-z0-9_.-]*=[^\s,;'\"]+(?:,[^\s,;'\"]+)*)", re.I):
-            key = m.group(1).split("=", 1)[0].lower()
+            key, value = m.group(1).split("=", 1)
+            key = key.lower()
             if key in ("hostname", "name", "user", "size", "disk") or is_setting_key(key):
+                continue
+            if key in self.known and re.fullmatch(r"v?\d+(?:[.:~+-][\w.~+-]*)?", value):
+                self.spec.add_packages.append(key)
+                self.spec.notes.append(f"{key} {value}: version not pinned; a template names packages without "
+                                       "versions (os-image-composer refuses version pins), so the release's own "
+                                       "version is installed")
+                said = re.match(r"\s+(?:pinned|pin)\b", self.work[m.end():], re.I)  # the note says why not
+                self._mask(m.start(), m.end() + (said.end() if said else 0))
                 continue
             self.spec.kernel_cmdline_append.append(m.group(1))
             self._mask(m.start(), m.end())

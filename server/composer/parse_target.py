@@ -261,6 +261,8 @@ class TargetPhrases(ParserState):
                 )
             ]
             self.spec.arch = (preferred or sorted(found))[-1][1]
+            if len({a for _pos, a in found}) > 1:  # "an aarch64 image for an x86 server": say which one was taken
+                self.spec.notes.append(f"several architectures mentioned; using {self.spec.arch}")
         # A machine named instead or as well ("a raspberry pi 5", "aws graviton"): its architecture, and what it
         # needs. An architecture named outright wins, and a machine of another one is said to be.
         named = self.spec.arch

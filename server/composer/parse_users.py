@@ -37,6 +37,15 @@ class UserPhrases(ParserState):
             for m in self._each(pattern):
                 self.spec.users.append({"action": "remove", "name": m.group(1)})
                 self._mask(m.start(), m.end())
+        # "rename user alice to alicia", "change the username alice to alicia", "user alice should be called alicia"
+        for m in self._each(rf"\b(?:rename|change)\s+(?:the\s+)?(?:user(?:name)?|account)\s+{WHO}\s+(?:to|as|into)\s+{WHO}"
+                            rf"|\b(?:the\s+)?user\s+{WHO}\s+(?:should\s+be|is\s+to\s+be|will\s+be)\s+(?:called|named|renamed)"
+                            rf"\s+(?:to\s+)?{WHO}"):
+            old, new = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            if {old.lower(), new.lower()} & NOT_A_USER:
+                continue
+            self.spec.users.append({"action": "rename", "name": old, "to": new})
+            self._mask(m.start(), m.end())
         self._user_shells()
         self._user_lists()
         self._user_named_by_is()

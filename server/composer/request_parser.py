@@ -18,6 +18,7 @@ from .parse_disk import DiskPhrases
 from .parse_keys import KeyPhrases
 from .parse_packages import PackagePhrases
 from .parse_settings import SettingPhrases
+from .parse_sizes import SizePhrases
 from .parse_system import SystemPhrases
 from .parse_target import TargetPhrases
 from .parse_users import UserPhrases
@@ -80,7 +81,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = ()) -> RequestSp
     return spec
 
 
-class _Parser(SystemPhrases, UserPhrases, SettingPhrases, DiskPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
+class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
@@ -97,6 +98,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, DiskPhrases, TargetPhr
         self._passwordless_sudo()
         self._sudo_taken_away()
         self._sudo_given()
+        self._size_changes()  # before the partitions and the disk size, which would take its size for the disk's
         self._partitions()
         self._disk_size()
         self._kernel_version()
@@ -117,6 +119,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, DiskPhrases, TargetPhr
         self._architecture()
         self._image_type()
         self._role_fillers()
+        self._signed_items()
         self._scan()
         self._dedupe()
 

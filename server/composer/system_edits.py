@@ -129,6 +129,9 @@ class SystemEdit(TemplateEdit):
                     self.changes.append(f"nothing to remove: no user {name}")
                 continue
             entry = next((u for u in existing if isinstance(u, dict) and u.get("name") == name), None)
+            if request.get("action") == "rename":
+                self._rename_user(entry, str(name), str(request["to"]))
+                continue
             if entry is None and request.get("existing_only"):
                 self.changes.append(f"nothing to change: no user {name}")
                 continue
@@ -163,6 +166,20 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(
                     f"note: user {name} has no password; set a hashed one (password + hash_algo) or log in with SSH keys"
                 )
+
+    def _rename_user(self, entry: dict | None, old: str, new: str) -> None:
+        if entry is None:
+            self.changes.append(f"nothing to rename: no user {old}")
+            return
+        if any(isinstance(u, dict) and u.get("name") == new for u in list_at(self.system(), "users")):
+            self.problems.append(f"cannot rename user {old} to {new}: a user {new} exists already")
+            return
+        entry["name"] = new
+        self.changes.append(f"renamed user {old} -> {new}")
+        named = [c for c in list_at(self.system(), "configurations")
+                 if isinstance(c, dict) and re.search(rf"(?<![\w-]){re.escape(old)}(?![\w-])", str(c.get("cmd") or ""))]
+        if named:
+            self.changes.append(f"note: {len(named)} configuration command(s) still name {old}; say what they should do")
 
     def ssh_keys(self, keys: list[dict]) -> None:
         """Each user's SSH public key, written by configuration commands (server/composer/parse_keys.py); a user the

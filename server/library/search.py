@@ -563,11 +563,9 @@ class SearchEngine:
             bm25 = np.array([c.bm25 for c in candidates], dtype=np.float64)
         ranked = self._score_all(uids, cosines, bm25, analysis, weights, filters, static, plan, every, rows)
         threshold = self.settings.scoring.min_score_threshold if use_threshold else 0.0
-        # A weak semantic score never empties a query whose packages or words a template clearly has (and no
-        # penalty).
-        everyday = load_request_words().everyday_names
+        # A weak semantic score never empties a query a template clearly answers (ranking.py Ranked.kept).
         kept = ranked.kept(threshold, bool(analysis.packages),
-                           unmistakable=not any(p.lower() in everyday for p in analysis.packages))
+                           not {p.lower() for p in analysis.packages} & load_request_words().everyday_names)
         below = len(ranked.order) - len(kept)
         shown = kept[:top_k]
         results = [ranked.result(i, part) for i, part in zip(shown, ranked.parts(shown), strict=True)]

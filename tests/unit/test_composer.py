@@ -16,6 +16,7 @@ from image_composer_mcp.server.composer.compose import apply_instruction, apply_
 from image_composer_mcp.server.composer.output import dump_yaml
 from image_composer_mcp.server.composer.request_parser import parse_request
 from image_composer_mcp.server.knowledge.loader import load_capabilities
+from image_composer_mcp.server.knowledge.sizes import template_mib
 
 from bench import reference_checkout
 from tests.upstream_schema import refusals
@@ -927,3 +928,24 @@ def test_an_account_the_starting_templates_configuration_names_stays_with_it() -
     name = "debian13-x86_64-kiosk-chromium-raw"
     result = compose("debian 13 kiosk", _library(name + ".yml"), base_file=name, strip_groups=["ssh"])
     assert [u["name"] for u in result.data["systemConfig"]["users"]] == ["kiosk"]
+
+
+def test_sizes_changed_by_an_amount_or_a_factor_change_the_right_thing() -> None:
+    base = _library("debian13-x86_64-minimal-base-raw.yml")
+    grown = apply_instruction(base, "make the disk +10G")
+    assert grown.data["disk"]["size"] == "14GiB"
+    with_data = apply_instruction(grown.data, "add a separate /data partition of 2G").data
+    resized = apply_instruction(with_data, "grow /data by 2G")
+    (data,) = [p for p in resized.data["disk"]["partitions"] if p.get("mountPoint") == "/data"]
+    assert template_mib(data["end"]) - template_mib(data["start"]) == 4096
+    assert resized.data["disk"]["size"] == "14GiB"  # the disk is the disk's, whatever a partition does
+    halved = apply_instruction(resized.data, "halve the disk")
+    assert halved.data["disk"]["size"] == "7GiB"
+
+
+def test_a_user_renamed_keeps_its_settings() -> None:
+    base = _library("ubuntu24-x86_64-edge-gateway-docker-raw.yml")
+    result = apply_instruction(base, "rename user edgeadmin to alice")
+    (user,) = result.data["systemConfig"]["users"]
+    assert user["name"] == "alice" and user["sudo"] is True and "renamed user edgeadmin -> alice" in result.changes
+    assert apply_instruction(base, "rename user bob to carol").changes == ["nothing to rename: no user bob"]

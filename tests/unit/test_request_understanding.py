@@ -1179,3 +1179,83 @@ def test_a_word_too_common_to_name_software_is_no_short_package_name():
     spec = parse_request("eLxr 12 base image", known_packages=["base-files"])
     assert not spec.add_packages and not spec.unparsed
     assert parse_request("add wireguard", known_packages=["wireguard-tools"]).add_packages == ["wireguard-tools"]
+
+
+@pytest.mark.parametrize(("text", "delta"), [
+    ("make the disk +10G", "+10GiB"), ("make the disk 10G bigger", "+10GiB"), ("bigger of 8 giga more", "+8GiB"),
+    ("double it", "x2"), ("halve the disk", "x0.5"), ("increase disk by 50%", "x1.5"), ("make it 20% smaller", "x0.8"),
+])
+def test_a_change_of_the_disks_size_by_an_amount_or_a_factor(text, delta):
+    spec = parse_request(text)
+    assert (spec.disk_size, spec.disk_size_delta) == (None, delta) and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "change"), [
+    ("resize /data to 3G", {"size": "3GiB"}), ("grow /data by 2G", {"size_delta": "+2GiB"}),
+    ("make /data twice as big", {"size_delta": "x2"}), ("8G more for /data", {"size_delta": "+8GiB"}),
+    ("make /data 2G bigger", {"size_delta": "+2GiB"}), ("double the /data partition", {"size_delta": "x2"}),
+])
+def test_a_change_of_a_partitions_size_is_the_partitions_not_the_disks(text, change):
+    spec = parse_request(text)
+    assert spec.disk_size is None and spec.disk_size_delta is None
+    assert [{k: p.get(k) for k in change} for p in spec.partitions] == [change]
+    assert spec.partitions[0]["mountPoint"] == "/data"
+
+
+@pytest.mark.parametrize(("text", "mount", "fs"), [
+    ("add a separate /var/log partition of 4G, ext4", "/var/log", "ext4"), ("add /srv partition 2G xfs", "/srv", "xfs"),
+    ("xfs /home", "/home", "xfs"), ("ubuntu image with xfs", "/", "xfs"),
+])
+def test_a_filesystem_named_alone_is_a_partitions_never_a_package(text, mount, fs):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["fsType"]) for p in spec.partitions] == [(mount, fs)]
+    assert not spec.add_packages and not spec.unparsed
+
+
+def test_more_kernel_flags_by_shape_after_a_key_value_one():
+    spec = parse_request("add kernel parameters ip=dhcp and rd.debug")
+    assert spec.kernel_cmdline_append == ["ip=dhcp", "rd.debug"] and not spec.add_packages
+
+
+def test_a_package_with_a_version_after_an_equals_sign_is_the_package_not_a_kernel_parameter():
+    spec = parse_request("ubuntu with nginx=1.24.0 pinned")
+    assert spec.add_packages == ["nginx"] and not spec.kernel_cmdline_append and not spec.unparsed
+    assert spec.notes[0].startswith("nginx 1.24.0: version not pinned")
+
+
+@pytest.mark.parametrize(("text", "added", "removed"), [("-curl", [], ["curl"]), ("+htop -vim", ["htop"], ["vim"])])
+def test_items_signed_as_a_diff_writes_them(text, added, removed):
+    spec = parse_request(text)
+    assert (spec.add_packages, spec.remove_packages) == (added, removed)
+
+
+@pytest.mark.parametrize("text", ["remove isolcpus", "drop the isolcpus parameter"])
+def test_a_setting_taken_out_by_name_takes_its_kernel_parameter_out(text):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_remove == ["isolcpus"] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["rename user alice to alicia", "the user alice should be called alicia"])
+def test_a_user_renamed(text):
+    assert parse_request(text).users == [{"action": "rename", "name": "alice", "to": "alicia"}]
+
+
+@pytest.mark.parametrize(("text", "label"), [("macOS Sonoma image", "macOS"), ("kali linux pentest box", "Kali Linux")])
+def test_more_operating_systems_said_to_be_unsupported(text, label):
+    assert parse_request(text).unsupported[0].startswith(f"{label}: operating system not supported")
+
+
+def test_two_architectures_named_are_said():
+    spec = parse_request("ubuntu aarch64 image for an x86 GPU server")
+    assert spec.arch == "x86_64" and "several architectures mentioned; using x86_64" in spec.notes
+
+
+@pytest.mark.parametrize(("text", "size"), [("and the disk 50G. no, 40G", "40GiB"), ("16 gigs, I mean 32G", "32GiB")])
+def test_a_size_said_again_as_a_correction_replaces_the_first(text, size):
+    spec = parse_request(text)
+    assert spec.disk_size == size and not spec.unparsed
+
+
+def test_discourse_markers_of_a_correction_are_not_reported():
+    spec = parse_request("no wait, make it debian 13")
+    assert spec.dist == "debian13" and not spec.unparsed

@@ -1,0 +1,118 @@
+"""Reading changes of a size, of the disk or of one partition: by an amount ("+10G", "10G bigger", "8 giga more",
+"grow /data by 2G"), by a factor ("double it", "halve the disk", "make /srv twice as big", "50% bigger"), or to a
+size for a partition named by its path ("resize /data to 3G"). Read before the partitions and the disk size,
+whose patterns would take such a size for the disk's own."""
+
+from __future__ import annotations
+
+import re
+
+from ..knowledge.request_words import load_request_words
+from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
+from .phrasing import ParserState, alternatives
+
+_SIZE = CASUAL_SIZE
+_MOUNT = rf"(/[\w./-]*|{alternatives(load_request_words().mount_words)})"
+_NOUN = r"(?:\s+(?:partition|filesystem|file\s+system|fs|volume))"
+_DISK = r"(?:the\s+)?(?:disk|drive|image|storage)(?:\s+size)?"
+_GROW = r"(?:increase|grow|expand|enlarge|extend|bump|raise|make)"
+_SHRINK = r"(?:decrease|shrink|reduce|cut|lower|trim)"
+# A factor in words: "double", "twice as big", "2x", "halve", "half the size", "triple".
+_TIMES = {"double": "x2", "twice": "x2", "two times": "x2", "2x": "x2", "2 times": "x2", "triple": "x3",
+          "thrice": "x3", "three times": "x3", "3x": "x3", "halve": "x0.5", "half": "x0.5"}
+_BIGGER = r"(?:more|bigger|larger|extra|additional)"
+_SMALLER = r"(?:less|smaller)"
+
+
+def _amount(number: str, unit: str) -> str | None:
+    mib = casual_mib(number, unit)
+    return fmt_size(mib) if mib else None
+
+
+def _percent(value: str, sign: str) -> str:
+    factor = 1 + float(value) / 100 if sign == "+" else 1 - float(value) / 100
+    return f"x{factor:g}"
+
+
+class SizePhrases(ParserState):
+    """Changes of the disk's or a partition's size."""
+
+    def _size_changes(self) -> None:
+        self._partition_size_changes()
+        self._disk_size_changes()
+
+    def _partition(self, mount: str, **change: str | None) -> None:
+        mount = mount if mount.startswith("/") else load_request_words().mount_words.get(mount.lower(), mount)
+        self.spec.partitions.append({"action": "resize", "mountPoint": mount, "size": None, **change})
+
+    def _partition_size_changes(self) -> None:
+        # "resize /data to 3G": a path needs no "partition" beside it
+        for m in self._each(rf"\b(?:resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce)\s+"
+                            rf"(?:the\s+)?(/[\w./-]*){_NOUN}?(?:'s\s+size|\s+size)?\s+(?:to|=|be)\s*{_SIZE}"):
+            self._partition(m.group(1), size=_amount(m.group(2), m.group(3)))
+            self._mask(m.start(), m.end())
+        # "grow /data by 2G", "shrink the /var partition by 1G", "make /srv 2G bigger"
+        for m in self._each(rf"\b({_GROW}|{_SHRINK})\s+(?:the\s+)?{_MOUNT}{_NOUN}?\s+by\s+{_SIZE}"
+                            rf"|\b(?:make|grow)\s+(?:the\s+)?{_MOUNT}{_NOUN}?\s+{_SIZE}\s+({_BIGGER}|{_SMALLER})\b"):
+            if m.group(1):
+                sign = "-" if re.fullmatch(_SHRINK, m.group(1), re.I) else "+"
+                mount, number, unit = m.group(2), m.group(3), m.group(4)
+            else:
+                sign = "-" if re.fullmatch(_SMALLER, m.group(8), re.I) else "+"
+                mount, number, unit = m.group(5), m.group(6), m.group(7)
+            amount = _amount(number, unit)
+            if amount:
+                self._partition(mount, size_delta=sign + amount)
+                self._mask(m.start(), m.end())
+        # "8G more for /var", "2G extra to the data partition"
+        for m in self._each(rf"(?<![\w.]){_SIZE}\s+({_BIGGER}|{_SMALLER})\s+(?:for|to|on)\s+(?:the\s+)?{_MOUNT}{_NOUN}?"
+                            r"(?![\w/])"):
+            amount = _amount(m.group(1), m.group(2))
+            if amount:
+                sign = "-" if re.fullmatch(_SMALLER, m.group(3), re.I) else "+"
+                self._partition(m.group(4), size_delta=sign + amount)
+                self._mask(m.start(), m.end())
+        # "make /srv twice as big", "double /data", "halve the /var partition"
+        times = alternatives(_TIMES)
+        for m in self._each(rf"\b(double|halve|triple)\s+(?:the\s+)?(?:size\s+of\s+(?:the\s+)?)?{_MOUNT}{_NOUN}?(?!\w)"
+                            rf"|\bmake\s+(?:the\s+)?{_MOUNT}{_NOUN}?\s+({times})(?:\s+(?:as\s+(?:big|large)|bigger|larger"
+                            rf"|the\s+size))?\b"):
+            if m.group(2) and not re.match(r"/|\w", m.group(2)):
+                continue
+            word, mount = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+            self._partition(mount, size_delta=_TIMES[" ".join(word.lower().split())])
+            self._mask(m.start(), m.end())
+
+    def _disk_size_changes(self) -> None:
+        spec = self.spec
+        # "make the disk +10G", "disk -2G": a signed amount
+        for m in self._each(rf"\b{_DISK}\s*(?:(?:to|by)\s*)?([+-])\s*{_SIZE}"):
+            amount = _amount(m.group(2), m.group(3))
+            if amount:
+                spec.disk_size_delta = m.group(1) + amount
+                self._mask(m.start(), m.end())
+        # "make the disk 10G bigger", "8 giga more", "bigger of 8 giga more", "5G less"
+        for m in self._each(rf"(?:\b(?:make|grow)\s+(?:it|{_DISK})\s+)?(?:\b(?:bigger|larger|smaller)\s+(?:of|by)\s+)?"
+                            rf"{_SIZE}\s+({_BIGGER}|{_SMALLER})\b(?!\s+(?:partition|for|to\s+/))"):
+            amount = _amount(m.group(1), m.group(2))
+            if amount and not spec.disk_size_delta:
+                spec.disk_size_delta = ("-" if re.fullmatch(_SMALLER, m.group(3), re.I) else "+") + amount
+                self._mask(m.start(), m.end())
+        # "double it", "halve the disk", "make the disk twice as big", "half the size"
+        times = alternatives(_TIMES)
+        for m in self._each(rf"\b(double|halve|triple)\s+(?:it|this|{_DISK}|the\s+size)\b"
+                            rf"|\b(?:make\s+)?(?:it|{_DISK})\s+({times})\s+(?:as\s+(?:big|large)|bigger|larger|the\s+size)\b"):
+            spec.disk_size_delta = _TIMES[" ".join((m.group(1) or m.group(2)).lower().split())]
+            self._mask(m.start(), m.end())
+        # "increase the disk by 50%", "50% bigger"
+        for m in self._each(rf"\b({_GROW}|{_SHRINK})\s+(?:it|{_DISK})\s+by\s+(\d+(?:\.\d+)?)\s*%"
+                            rf"|\b(\d+(?:\.\d+)?)\s*%\s+({_BIGGER}|{_SMALLER})\b"):
+            if m.group(1):
+                sign = "-" if re.fullmatch(_SHRINK, m.group(1), re.I) else "+"
+                spec.disk_size_delta = _percent(m.group(2), sign)
+            else:
+                spec.disk_size_delta = _percent(m.group(3), "-" if re.fullmatch(_SMALLER, m.group(4), re.I) else "+")
+            self._mask(m.start(), m.end())
+
+
+__all__ = ["SizePhrases"]

@@ -1,0 +1,115 @@
+"""What a request's package reading reports as not understood: list items nothing read, words a run verb names,
+words a list joins to software, and values nothing read. Never dropped: a wish unread is said."""
+
+from __future__ import annotations
+
+import re
+
+from .phrasing import ADD_WORDS, ParserState
+
+# Words an item may carry besides its wish ("touchscreen support", "autologin enabled").
+_ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just", "only", "too", "support",
+                "supported", "enabled", "installed", "included", "preinstalled"}
+# An item that starts with one of these says what the image is for or where it runs, not what it holds.
+_PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of", "so", "that", "which", "where",
+                  "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
+# Who wishes, before a verb of wanting ("I also need numpy", "we want pandas"): no part of the item.
+_WISHERS = {"i", "we", "you", "they", "i'd", "we'd", "i'll", "we'll", "really", "would", "also", "still", "do"}
+_WANTING = {"need", "needs", "want", "wants", "require", "requires"}  # not "use": "we use the console" says how
+
+
+# Words after a run verb that say how it runs ("runs fast", "running unattended"), not what.
+_MANNER = {"fast", "faster", "offline", "online", "unattended", "headless", "everywhere", "anywhere", "forever",
+           "well", "smooth", "stable", "hot", "cool", "cold", "warm", "free", "alone", "standalone"}
+
+
+def _says_how(word: str) -> bool:
+    return word in _MANNER or (word.endswith("ly") and len(word) > 4)
+
+
+# A token that is a value: a number, with a unit, dots or a range ("2222", "2g", "1.1.1.1", "10.0.0.0/24", "4-7").
+VALUE = re.compile(r"\d[\d.:]*(?:-\d[\d.]*)?(?:[a-z]{0,3}|/\d+)")
+# Words that join a value to what it is for ("changed to 2222", "logs for 30 days").
+_LINKERS = {"to", "at", "of", "for", "on", "is", "be", "as", "every", "per", "="}
+
+
+class UnreadWords(ParserState):
+    """The reports of unread words, for the package reading's scan."""
+
+    def _software(self, word: str) -> bool:
+        """A word that names a package or a capability group (the package reading says)."""
+        raise NotImplementedError
+
+    def _report_bare_items(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int]) -> None:
+        """An item of a list ("chromium kiosk, autologin, no ssh") that is one or two words nothing read is a
+        wish that was not understood: it is reported, not dropped. Longer items and purpose phrases ("for a
+        point-of-sale terminal") are prose, but for their last word when a list joins it to software."""
+        reported: set[int] = set()
+        cuts = [0, *(m.end() for m in re.finditer(r"[,:;()]|\band\b|\bor\b", clause)), len(clause) + 1]
+        for start, end in zip(cuts, cuts[1:], strict=False):
+            inside = [i for i, (_t, s, _e) in enumerate(found) if start <= s < end]
+            # "I also need numpy": who wants it and the verb of wanting are no part of the wish
+            wished = bool(inside) and found[inside[0]][0] in _WISHERS and any(found[i][0] in _WANTING for i in inside)
+            # the verb of an item ("use caddy") is no part of the wish
+            words = [i for i in inside if found[i][0] not in _ITEM_FILLER and found[i][0] not in ADD_WORDS
+                     and not (wished and found[i][0] in _WISHERS)]
+            if (words and len(words) <= 2 and set(words) <= ignored
+                    and (wished or found[inside[0]][0] not in _PURPOSE_WORDS)):
+                self.spec.unparsed.append(" ".join(found[i][0] for i in words))
+                reported.update(words)
+        self._report_what_runs(clause, found, ignored, reported)
+        for i in sorted(ignored - reported):
+            # "runs modbus and mosquitto", "pip and numpy on emt": a word joined to software in a list is a wish
+            # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus").
+            if found[i][0] not in _ITEM_FILLER and (self._joined_to_software(clause, found, i, i + 1)
+                                                   or self._joined_to_software(clause, found, i, i - 1)):
+                self.spec.unparsed.append(found[i][0])
+
+    def _report_what_runs(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int],
+                          reported: set[int]) -> None:
+        """"a mini pc running home assistant": one or two unread words that end what a run verb says are the
+        software it names, not prose ("running in a mall" starts with a word that is read; "runs fast" says how)."""
+        for k, (verb, _s, _e) in enumerate(found):
+            if verb not in ("running", "runs", "run") or k + 1 in reported:
+                continue
+            j = k + 1
+            while (j < len(found) and j in ignored and found[j][0] not in _ITEM_FILLER
+                   and re.fullmatch(r"[a-z][a-z0-9+._-]*", found[j][0]) and not _says_how(found[j][0])
+                   and not re.search(r"[,:;()]", clause[found[j - 1][2]:found[j][1]])):
+                j += 1
+            closed = j == len(found) or re.match(r"\s*(?:[,;:()]|\band\b|\bor\b)", clause[found[j - 1][2]:])
+            if 1 <= j - k - 1 <= 2 and closed:
+                self.spec.unparsed.append(" ".join(found[w][0] for w in range(k + 1, j)))
+                reported.update(range(k + 1, j))
+
+    def _joined_to_software(self, clause: str, found: list[tuple[str, int, int]], i: int, toward: int) -> bool:
+        """Whether word ``i`` is joined by a comma, "&", "and" or "or" to the software word on its side of ``toward``
+        (``i + 1``: after it, ``i - 1``: before it)."""
+        step = toward - i
+        j = toward + step if 0 <= toward + step < len(found) and found[toward][0] in ("and", "or") else toward
+        if not 0 <= j < len(found):
+            return False
+        first, second = (i, j) if step > 0 else (j, i)
+        between = clause[found[first][2]:found[second][1]]
+        return bool(re.fullmatch(r"\s*(?:[,&]|,?\s*(?:and|or))\s*", between)) and self._software(found[j][0])
+
+    def _report_values(self, found: list[tuple[str, int, int]], ignored: set[int], values: set[int]) -> None:
+        """A number or address nothing read is a constraint, never prose: it is reported with the unread words
+        around it ("port changed to 2222", "30 days", "1.1.1.1"), not dropped. Values the other readers took
+        (sizes, releases, versions, kernel parameters) are no longer in the text."""
+        unread = ignored | values
+        done: set[int] = set()
+        for i in sorted(values):
+            if i in done:
+                continue
+            start, end = i, i
+            while start > 0 and (start - 1 in unread or found[start - 1][0] in _LINKERS):
+                start -= 1
+            while end + 1 < len(found) and (end + 1 in unread):
+                end += 1
+            while start < i and (found[start][0] in _LINKERS or found[start][0] in _ITEM_FILLER):
+                start += 1
+            done.update(range(start, end + 1))
+            phrase = " ".join(found[j][0] for j in range(start, end + 1))
+            if phrase not in self.spec.unparsed:
+                self.spec.unparsed.append(phrase)

@@ -1259,3 +1259,12 @@ def test_a_size_said_again_as_a_correction_replaces_the_first(text, size):
 def test_discourse_markers_of_a_correction_are_not_reported():
     spec = parse_request("no wait, make it debian 13")
     assert spec.dist == "debian13" and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "undo"), [("scratch that", True), ("oh, forget that!", True), ("never mind", True),
+                                            ("cancel the last change", True), ("scratch the nginx", False),
+                                            ("never mind the memcached", False)])
+def test_taking_back_the_last_edit_in_other_words(text, undo):
+    from image_composer_mcp.server.agent.refine import _REVERT
+
+    assert bool(_REVERT.match(text)) is undo

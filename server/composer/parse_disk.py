@@ -197,9 +197,9 @@ class DiskPhrases(ParserState):
             spec.partitions.append({"action": "add", "mountPoint": "/", "size": None, "fsType": None, "fill": True})
             self._mask(m.start(), m.end())
         # "ext4 on root", "root as xfs", "an xfs root filesystem": the root partition's filesystem
-        for m in self._each(rf"(?<![\w/]){root}\s+(?:as|in|on|with|formatted\s+as|=|:|is|be|to\s+be|should\s+be|"
-                            rf"must\s+be|needs\s+to\s+be|will\s+be)"
-                            rf"\s*{_FS}\b|\b{_FS}\s+(?:root|rootfs)(?:\s+(?:partition|filesystem|file\s+system|fs))?\b"
+        for m in self._each(rf"(?<![\w/]){root}\s+(?:(?:as|in|on|with|formatted\s+as|=|:|is|be|to\s+be|should\s+be|"
+                            rf"must\s+be|needs\s+to\s+be|will\s+be)\s*)?"
+                            rf"{_FS}\b|\b{_FS}\s+(?:root|rootfs)(?:\s+(?:partition|filesystem|file\s+system|fs))?\b"
                             rf"|\b{_FS}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?{_FS}\b"):
             fs = next(g for g in m.groups() if g)
             spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(fs)})

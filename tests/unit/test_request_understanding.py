@@ -1268,3 +1268,9 @@ def test_taking_back_the_last_edit_in_other_words(text, undo):
     from image_composer_mcp.server.agent.refine import _REVERT
 
     assert bool(_REVERT.match(text)) is undo
+
+
+def test_a_filesystem_right_after_root_is_the_roots():
+    spec = parse_request("elxr image, root ext4, /data 2G xfs")
+    assert sorted((p["mountPoint"], p["fsType"]) for p in spec.partitions) == [("/", "ext4"), ("/data", "xfs")]
+    assert not spec.unparsed

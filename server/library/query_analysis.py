@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from ..core.config import AISettings
 from ..knowledge import package_names
 from ..knowledge.glossary import Concept, glossary_words, load_glossary
+from ..knowledge.loader import load_capabilities
+from ..knowledge.request_words import load_request_words
 from ..knowledge.typos import slip_of
 from . import vocabulary as vocab
 from .long_lived import bulk_objects
@@ -149,6 +151,42 @@ class SpellingIndex:
         return close[0] if close else None
 
 
+# Words between a negation and what it negates: "without the full desktop", "no extra gui".
+_NEGATED_ARTICLES = frozenset({"the", "a", "an", "any", "full", "whole", "extra", "additional", "kind", "of"})
+# Negations of several words, or split by the tokenizer ("isn't" -> isn, t): one negation word.
+_NEGATING_PAIRS = {("rather", "than"), ("other", "than"), ("instead", "of"), ("isn", "t"), ("aren", "t"),
+                   ("is", "not"), ("are", "not"), ("but", "not"), ("free", "of")}
+
+
+def _negations_as_words(tokens: list[str]) -> list[str]:
+    """The query's negations as its negation words read them: "docker-free" and "gui-less" are "without docker"
+    and "without gui" (request_words.yaml ``negating_suffixes``), "rather than", "isn't" and "instead of" are
+    "without", and an absence word ("headless") is "without" what it says is absent (capabilities.yaml
+    ``absence_words``). A suffix of likeness or quality leaves the word alone ("rhel-like" -> rhel)."""
+    words = load_request_words()
+    negating = tuple(f"-{s}" for s in words.negating_suffixes)
+    qualifying = tuple(f"-{s}" for s in words.compound_suffixes)
+    absent = load_capabilities().absence_words
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if i + 1 < len(tokens) and (tok, tokens[i + 1]) in _NEGATING_PAIRS:
+            out.append("without")
+            i += 2
+            continue
+        if tok.endswith(negating) and tok.count("-") == 1:
+            out += ["without", tok.rsplit("-", 1)[0]]
+        elif tok.endswith(qualifying) and tok.count("-") == 1:
+            out.append(tok.rsplit("-", 1)[0])
+        elif tok in absent:  # "headless": without desktop and kiosk
+            out += [tok, "without", *" and ".join(absent[tok]).split()]
+        else:
+            out.append(tok)
+        i += 1
+    return out
+
+
 class SearchInputError(ValueError):
     """A search argument that cannot be used; the message says how to fix it."""
 
@@ -223,7 +261,7 @@ class QueryAnalyzer:
 
     def spelt(self, query: str) -> Spelt:
         """The query's tokens as read, and its :meth:`corrections`."""
-        tokens = vocab.tokenize(query)
+        tokens = _negations_as_words(vocab.tokenize(query))
         return tokens, self.corrections(tokens)
 
     def corrections(self, tokens: list[str]) -> list[tuple[str, str]]:
@@ -296,6 +334,8 @@ class QueryAnalyzer:
         while i < len(tokens):
             if tokens[i] in vocab.NEGATION_WORDS:
                 j = i + 1
+                while j < len(tokens) and tokens[j] in _NEGATED_ARTICLES:  # "without the full desktop"
+                    j += 1
                 while j < len(tokens):
                     tok = tokens[j]
                     if tok in ("and", "or", "nor", "any"):
@@ -304,6 +344,8 @@ class QueryAnalyzer:
                     if tok in vocab.STOPWORDS and tok not in ("gui",):
                         break
                     excluded.append(tok)
+                    if "-" in tok and tok.replace("-", "").isalnum():  # "real-time" is also written "realtime"
+                        excluded.append(tok.replace("-", ""))
                     idx.add(j)
                     j += 1
                     # "without docker and nginx" continues; "without docker for edge" stops at the stopword.

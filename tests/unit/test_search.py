@@ -72,6 +72,27 @@ def test_a_package_that_is_an_everyday_word_needs_the_meaning_too(reference_engi
     assert reference_engine.search("watch the tree grow").results == []
 
 
+@pytest.mark.parametrize(("tokens", "read"), [
+    (["docker-free", "image"], ["without", "docker", "image"]), (["rhel-like"], ["rhel"]),
+    (["that", "isn", "t", "ubuntu"], ["that", "without", "ubuntu"]), (["rather", "than", "ubuntu"], ["without", "ubuntu"]),
+    (["headless", "ros"], ["headless", "without", "desktop", "and", "kiosk", "ros"]),
+])
+def test_negations_in_other_forms_are_read_as_negation_words(tokens, read):
+    from image_composer_mcp.server.library.query_analysis import _negations_as_words
+
+    assert _negations_as_words(tokens) == read
+
+
+@pytest.mark.parametrize(("query", "unwanted"), [
+    ("docker-free minimal microvisor image", "moby-engine"),
+    ("AI video inference image that isn't Ubuntu", "ubuntu"),
+    ("edge multifunction image, no real-time kernel", "rt"),
+])
+def test_what_a_query_negates_in_other_forms_is_not_what_it_gets_first(reference_engine, query, unwanted):
+    top = reference_engine.search(query).results[0].record
+    assert unwanted not in top.packages and unwanted not in top.dist and unwanted not in top.name.split("-")
+
+
 def test_adr_cloud_elxr(reference_engine):
     outcome = reference_engine.search("cloud elxr raw image")
     assert outcome.results[0].record.name == "elxr-cloud-amd64"

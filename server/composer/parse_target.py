@@ -127,8 +127,7 @@ class TargetPhrases(ParserState):
         """Operating systems and architectures the composer cannot build: named, with the closest choices."""
         caps = self.caps
         for phrase in sorted(caps.unsupported_os, key=len, reverse=True):
-            words = [re.escape(w) for w in re.split(r"[\s_-]+", phrase) if w]
-            for m in self._each(NB + r"[\s_-]*".join(words) + r"(?:\s*(?:linux\s*)?(\d+(?:\.\d+)?))?" + NA):
+            for m in self._each(caps.unsupported_os_pattern(phrase)):
                 info = caps.unsupported_os[phrase]
                 closest = [str(c) for c in info.get("closest") or ()]
                 named = info.get("label", phrase) + (f" {m.group(1)}" if m.group(1) else "")

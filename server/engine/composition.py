@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import startup_gc
 from ..core.config import AISettings
+from ..library.outside import outside_message, outside_targets
 from .packages import PackageChecks
 from .providers import (
     Providers,
@@ -315,6 +316,9 @@ class Engine:
                                        os=os, dist=dist, arch=arch, image_type=image_type,
                                        use_threshold=use_threshold)
         self.search_latency.add(outcome.query_type, outcome.latency_ms)
+        outside = outside_targets(query, outcome.analysis) if use_threshold and not (os or dist or arch) else []
+        if outside:  # templates sharing its other words would answer a question nobody asked
+            outcome = dataclasses.replace(outcome, results=[], message=outside_message(outside))
         if self.degraded:
             outcome = dataclasses.replace(outcome, notices=(self.degraded,))
         return outcome

@@ -114,6 +114,18 @@ class Capabilities:
 
     # ------------------------------------------------------------------ distributions
 
+    def unsupported_os_pattern(self, phrase: str) -> str:
+        """A regular expression naming an operating system no template targets (``unsupported.os``), with its
+        release in group 1 when one follows. An ambiguous word ("windows", "alpine") names it only with its maker
+        before it, or a release or an edition after it ("microsoft windows", "windows 11", "alpine linux")."""
+        words = r"[\s_-]*".join(re.escape(w) for w in re.split(r"[\s_-]+", phrase) if w)
+        release = r"(?:\s*(?:linux\s*)?(\d+(?:\.\d+)?))?"
+        if not self.unsupported_os[phrase].get("ambiguous"):
+            return rf"(?<![\w.+/-]){words}{release}(?![\w+/-])"
+        edition = r"server|iot|xp|vista|ltsc|embedded|enterprise|pro|home|edition|linux|os"
+        return (rf"(?<![\w.+/-])(?:(?:microsoft|vmware|google)\s+{words}|{words}(?=\s*(?:linux\s*)?\d|\s+(?:{edition})\b))"
+                rf"(?:\s+(?:{edition})\b)*{release}(?![\w+/-])")
+
     def family_of(self, os_or_dist: str | None) -> str | None:
         """Family id (the target.os value) for an os id, a dist id or a common spelling."""
         if not os_or_dist:

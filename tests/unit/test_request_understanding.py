@@ -1274,3 +1274,11 @@ def test_a_filesystem_right_after_root_is_the_roots():
     spec = parse_request("elxr image, root ext4, /data 2G xfs")
     assert sorted((p["mountPoint"], p["fsType"]) for p in spec.partitions) == [("/", "ext4"), ("/data", "xfs")]
     assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "unsupported"), [
+    ("debian kiosk for digital signage in shop windows", False), ("an alpine hut weather station on debian", False),
+    ("windows 11 iot enterprise", True), ("microsoft windows image", True), ("alpine linux container base", True),
+])
+def test_an_os_name_that_is_an_everyday_word_needs_its_release_edition_or_maker(text, unsupported):
+    assert bool(parse_request(text).unsupported) is unsupported

@@ -93,6 +93,19 @@ def test_what_a_query_negates_in_other_forms_is_not_what_it_gets_first(reference
     assert unwanted not in top.packages and unwanted not in top.dist and unwanted not in top.name.split("-")
 
 
+@pytest.mark.parametrize(("query", "named"), [("Windows 11 IoT Enterprise LTSC", "Windows 11"),
+                                              ("RISC-V development board", "RISC-V"),
+                                              ("fedora coreos kubernetes", "Fedora CoreOS")])
+def test_a_target_no_template_can_have_gets_no_results_and_is_told(reference_engine, query, named):
+    outcome = reference_engine.search(query)
+    assert outcome.results == [] and outcome.message.startswith(f"no templates for {named}:")
+
+
+@pytest.mark.parametrize("query", ["debian kiosk for shop windows", "ubuntu server instead of windows server 2022"])
+def test_an_everyday_word_or_a_negated_name_is_no_target(reference_engine, query):
+    assert not reference_engine.search(query).message.startswith("no templates for")
+
+
 def test_adr_cloud_elxr(reference_engine):
     outcome = reference_engine.search("cloud elxr raw image")
     assert outcome.results[0].record.name == "elxr-cloud-amd64"

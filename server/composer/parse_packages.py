@@ -121,7 +121,12 @@ class PackagePhrases(UnreadWords):
         word = r"([a-z0-9][\w.+:~-]*(?:\s+[a-z0-9][\w.+:~-]*)?)"
         the = r"(?:the\s+|a\s+|an\s+|my\s+)?"
         patterns = [
-            (rf"\b(?:replace|swap|substitute)\s+{the}{word}\s+(?:with|by|for)\s+{the}{word}", 1, 2),
+            (rf"\b(?:replace|swap|substitute|trade|exchange)\s+{the}{word}\s+(?:with|by|for|in\s+favou?r\s+of)\s+{the}{word}",
+             1, 2),
+            # "ditch docker in favour of podman": a removal that says what takes the place
+            (rf"\b(?:ditch|drop|dump|remove|lose|scrap|get\s+rid\s+of)\s+{the}{word}\s+in\s+favou?r\s+of\s+{the}{word}", 1, 2),
+            (rf"\b{the}{word}\s+(?:replaced|swapped|substituted|exchanged)\s+(?:with|by|for)\s+{the}{word}", 1, 2),
+            (rf"\b(?:prefer|favou?r|choose|pick)\s+{the}{word}\s+(?:over|to)\s+{the}{word}", 2, 1),
             (rf"\b(?:use\s+)?{the}{word}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+{the}{word}", 2, 1),
         ]
         for pattern, old_i, new_i in patterns:

@@ -209,6 +209,20 @@ class SystemPhrases(ParserState):
             self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (no name given: say e.g. 'hostname web-01')")
             self._mask(m.start(), m.end())
 
+    def _called(self) -> None:
+        """"a vpn gateway running openvpn and wireguard called vpn-gw", "el10 box with cockpit, named mon-02": what a
+        request calls what it describes is the machine's name, once the users and the image have taken theirs
+        (read after them) and when nothing else named the host."""
+        if self.spec.hostname:
+            return
+        for m in self._each(r"(?:^|,|\s)(?:(?:and|which|that)\s+)?(?:is\s+|should\s+be\s+)?(?:called|named)\s+"
+                            r"[\"'`]?([a-z0-9][a-z0-9-]*[a-z0-9])[\"'`]?(?=\s*(?:$|[,;.!?)]|\band\b|\bwith\b))"):
+            if m.group(1).lower() in STOPWORDS or not _HOST.match(m.group(1)):
+                continue
+            self.spec.hostname = m.group(1)
+            self._mask(m.start(), m.end())
+            return
+
     def _name(self) -> None:
         patterns = [
             r"\b(?:rename|re-name)\s+(?:the\s+|this\s+)?(?:image|template)?\s*(?:to|as)\s+[\"'`]?([A-Za-z0-9][\w.-]*)",

@@ -1282,3 +1282,25 @@ def test_a_filesystem_right_after_root_is_the_roots():
 ])
 def test_an_os_name_that_is_an_everyday_word_needs_its_release_edition_or_maker(text, unsupported):
     assert bool(parse_request(text).unsupported) is unsupported
+
+
+@pytest.mark.parametrize("text", ["ditch docker in favour of podman", "prefer podman over docker",
+                                  "docker replaced by podman", "trade docker for podman"])
+def test_more_verbs_of_replacement(text):
+    spec = parse_request(text)
+    assert "podman" in spec.add_packages and "containers" in spec.remove_groups
+
+
+@pytest.mark.parametrize(("text", "host"), [
+    ("ubuntu 24.04 vpn gateway running openvpn and wireguard called vpn-gw", "vpn-gw"),
+    ("el10 box for monitoring with cockpit, named mon-02", "mon-02"),
+    ("ubuntu image called edge-7 with docker", "edge-7"),
+])
+def test_what_a_request_calls_what_it_describes_is_the_host_name(text, host):
+    spec = parse_request(text, known_packages=["wireguard-tools", "cockpit", "openvpn"])
+    assert spec.hostname == host and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["a user called deploy", "name the image foo-1", "a device named after the customer"])
+def test_a_name_given_to_a_user_or_the_image_is_no_host_name(text):
+    assert parse_request(text).hostname is None

@@ -58,10 +58,15 @@ class SystemPhrases(ParserState):
         flag = r"[a-z][a-z0-9_.-]*(?:=(?:[^\s,;'\"]|,(?=[^\s,;]))+)?"
         for m in self._each(rf"(?<![\w=.-])({flag}(?:\s*(?:,|\band\b)\s*{flag})*)\s+(?:on|in|into|to)\s+(?:the\s+)?"
                             rf"{_CMDLINE_WORDS}"):
-            params = [p for p in _params(m.group(1)) if "=" in p or p.lower() in _BARE_FLAGS]
-            if params:
-                self.spec.kernel_cmdline_append += params
-                self._mask(m.start(), m.end())
+            # Only the flags by their shape that end the list are the command line's: "with curl and htop,
+            # quiet on the cmdline" leaves curl and htop to the packages.
+            items = list(re.finditer(rf"(?:^|\s*(?:,|\band\b)\s*)({flag})", m.group(1)))
+            first = len(items)
+            while first and ("=" in items[first - 1].group(1) or items[first - 1].group(1).lower() in _BARE_FLAGS):
+                first -= 1
+            if first < len(items):
+                self.spec.kernel_cmdline_append += [i.group(1) for i in items[first:]]
+                self._mask(m.start(1) + items[first].start(1), m.end())
         # "without splash", "no quiet boot", "with nomodeset": kernel flags that are no package, by name
         flags = "|".join(_BARE_FLAGS)
         for m in self._each(rf"\b(?:without|no|remove|drop|disable)\s+(?:the\s+)?({flags})\b"

@@ -1304,3 +1304,11 @@ def test_what_a_request_calls_what_it_describes_is_the_host_name(text, host):
 @pytest.mark.parametrize("text", ["a user called deploy", "name the image foo-1", "a device named after the customer"])
 def test_a_name_given_to_a_user_or_the_image_is_no_host_name(text):
     assert parse_request(text).hostname is None
+
+
+def test_packages_listed_before_flags_on_the_kernel_command_line_stay_packages():
+    spec = parse_request("with openssh-server and chrony, isolcpus=2,3 on the kernel command line",
+                         known_packages=["openssh-server", "chrony"])
+    assert spec.add_packages == ["openssh-server", "chrony"] and spec.kernel_cmdline_append == ["isolcpus=2,3"]
+    spec = parse_request("with curl and htop, quiet on the cmdline", known_packages=["curl", "htop"])
+    assert spec.add_packages == ["curl", "htop"] and spec.kernel_cmdline_append == ["quiet"]

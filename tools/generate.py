@@ -35,7 +35,7 @@ def register(mcp: MCPServer, engine: Engine) -> None:
         ready: Annotated[ClientPlan | None, Resolve(plan)],
         first: Annotated[CreateMessageResult | None, Resolve(plan_question)],
         retry: Annotated[CreateMessageResult | None, Resolve(plan_retry)],
-        conversation_id: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="your own id for the conversation")] = None,
+        conversation_id: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="your own id for a new conversation (omit it to get one); to change a template already generated, call refine_template with its conversation_id instead")] = None,
         os: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="target OS, e.g. ubuntu, azure-linux")] = None,
         dist: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="target distribution, e.g. ubuntu24, azl3")] = None,
         arch: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="x86_64 or aarch64")] = None,

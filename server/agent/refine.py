@@ -33,7 +33,7 @@ from ..validation.validator import validate_text
 from . import prompts
 from .conversations import ConcurrentModification, Conversation
 from .llm_draft import llm_loop
-from .results import AgentError, AgentResult, Draft, Progress, issues, report_progress, verdict
+from .results import CHANGES_SHOWN, AgentError, AgentResult, Draft, Progress, issues, report_progress, verdict
 from .spec_plan import PlanAsk, merge_specs, plan_ask
 
 if TYPE_CHECKING:
@@ -230,10 +230,13 @@ class Refiner:
                                        valid=draft.report.valid, expected_revision=current.revision))
         diff = unified_diff(current.yaml, draft.yaml, current.revision, revision)
         changes = draft.changes or ([] if not diff else ["see diff"])
-        summary = (f"Revision {revision}: " + ("; ".join(changes[:12]) if changes else "no change was needed") + ".")
-        if draft.notes:
-            summary += " " + " ".join(n[0].upper() + n[1:] + "." for n in draft.notes)
-        summary += " " + verdict(draft.report, packages)
+        # As a generation's: the verdict first, then what was not done, then the changes, a line each.
+        lines = [f"Revision {revision}. {verdict(draft.report, packages)}",
+                 *(n[0].upper() + n[1:].rstrip(".") + "." for n in draft.notes),
+                 *(f"- {c}" for c in changes[:CHANGES_SHOWN])]
+        if len(changes) > CHANGES_SHOWN:
+            lines.append(f"- ... and {len(changes) - CHANGES_SHOWN} more")
+        summary = "\n".join(lines if changes else [*lines, "- no change was needed"])
         await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", summary)
         saved = await anyio.to_thread.run_sync(self.agent.save_draft, draft, save_as, overwrite) if save_as else None
         errors, warnings = issues(draft.report)

@@ -69,6 +69,9 @@ def issues(report: ValidationReport) -> tuple[list[dict[str, Any]], list[dict[st
     return [i.to_dict() for i in report.errors], [i.to_dict() for i in report.warnings]
 
 
+CHANGES_SHOWN = 20  # changes listed in an answer's explanation; all of them are in its ``changes``
+
+
 def verdict(report: ValidationReport, packages: dict[str, Any] | None) -> str:
     """The closing sentence of an answer: the validator's verdict and what package verification found."""
     if report.valid:

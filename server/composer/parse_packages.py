@@ -21,6 +21,7 @@ from .phrasing import (
 )
 
 _WEAK_ADD = {"need", "needs", "want", "wants", "use", "using", "have", "has"}
+_PACKAGE_NOUNS = {"package", "packages", "pkg", "pkgs"}  # "install the package X": X is named as a package
 _STRONG_ADD = {
     "add",
     "adds",
@@ -208,6 +209,7 @@ class PackagePhrases(UnreadWords):
         # verb before it does not govern what that clause names.
         for clause in re.split(r"[;.!?\n]+(?:\s|$)|\bthen\b|,\s*(?=(?:we|i|they|you|we're|i'm|they're)\s)", text):
             mode: str | None = None
+            self._by_name = False  # "add package pgbackrest": the words after it are package names, known or not
             strength = ""
             negate = False  # "don't", "do not", "never": the next add verb means remove
             found = [
@@ -303,6 +305,10 @@ class PackagePhrases(UnreadWords):
                     i += 1
                     continue
                 negate = False
+                if token in _PACKAGE_NOUNS and mode in ("add", "remove"):
+                    self._by_name = True
+                    i += 1
+                    continue
                 if token in _NEUTRAL_WORDS and not (mode in ("add", None) and self._list_item(clause, found, i)):
                     if token not in ("for", "on", "to", "is") or mode is None or (
                             token == "for" and mode == "remove" and i and tokens[i - 1] not in REMOVE_WORDS
@@ -491,6 +497,10 @@ class PackagePhrases(UnreadWords):
         resolved = self.resolve(token) if not is_known else None
         if resolved:
             token, is_known = resolved, True
+        if getattr(self, "_by_name", False) and mode in ("add", "remove") and not is_known and not (
+                self.caps.group_for_word(token)):
+            (self.spec.add_packages if mode == "add" else self.spec.remove_packages).append(token)
+            return "done"
         if mode == "remove" and not (is_known or looks_like_package(token) or self._short_name(token)):
             # "no password login", "the root user disabled": a word that names no package we know, in the template
             # or elsewhere, is no removal to report as done ("nothing to remove"): the wish was not understood.

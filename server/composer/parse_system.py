@@ -188,9 +188,10 @@ class SystemPhrases(ParserState):
             rf"(?:\b(?:static|fixed|permanent|custom)\s+)?"
             rf"\bhost\s*-?\s*name\s*(?:(?:set|changed|configured)\s+)?(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*"
             rf"(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command|set|changed|configured)\b)"
-            r"[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            # a name's characters and those people mistake for them ("bad_host" is said invalid, never cut short)
+            r"[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
             # "make the hostname match the role: web-01": the name comes after the colon
-            r"\bhost\s*-?\s*name\b[^.;,:=]{0,40}[:=]\s*[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            r"\bhost\s*-?\s*name\b[^.;,:=]{0,40}[:=]\s*[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
             # "call the machine gw-1", "rename the box to nuc-07", "a server named web01": a machine's name
             rf"\b(?:call|name|rename|re-name)\s+(?:the|this|my|our)\s+{_MACHINE}\s+(?:to\s+|as\s+)?"
             r"[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",

@@ -1312,3 +1312,16 @@ def test_packages_listed_before_flags_on_the_kernel_command_line_stay_packages()
     assert spec.add_packages == ["openssh-server", "chrony"] and spec.kernel_cmdline_append == ["isolcpus=2,3"]
     spec = parse_request("with curl and htop, quiet on the cmdline", known_packages=["curl", "htop"])
     assert spec.add_packages == ["curl", "htop"] and spec.kernel_cmdline_append == ["quiet"]
+
+
+@pytest.mark.parametrize(("text", "added", "removed"), [
+    ("add package pgbackrest", ["pgbackrest"], []), ("add packages pgbackrest and barman", ["pgbackrest", "barman"], []),
+    ("remove the package frobnicator", [], ["frobnicator"]),
+])
+def test_words_named_as_packages_are_packages_whatever_they_are(text, added, removed):
+    spec = parse_request(text)
+    assert (spec.add_packages, spec.remove_packages) == (added, removed) and not spec.unparsed
+
+
+def test_a_plain_word_after_add_is_still_reported_unless_named_a_package():
+    assert parse_request("add pgbackrest").unparsed == ["pgbackrest"]

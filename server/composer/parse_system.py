@@ -359,8 +359,13 @@ class SystemPhrases(ParserState):
         the display manager's or getty's set-up, which the composer does not write: reported."""
         for m in self._each(r"\bauto[\s-]?log(?:s|ged)?[\s-]?(?:in|on)\b|\bautomatic(?:ally)?\s+log(?:s|ged)?[\s-]?(?:in|on)\b"
                             r"|\blog(?:s|ged)?[\s-]?(?:in|on)\s+automatically\b|\blog(?:s|ged)?\s+(?:in|on)(?:to)?\b"):
-            if "auto" in m.group(0).lower():  # reported in the request's own words
-                self.spec.unparsed.append(" ".join(m.group(0).lower().split()))
+            if "auto" in m.group(0).lower():  # understood, and said not to be written, in the request's own words
+                said = " ".join(m.group(0).lower().split())
+                note = (f"{said} not applied: the composer writes no display manager or getty set-up for automatic "
+                        "login; add a configuration command (e.g. a getty@tty1 drop-in running agetty --autologin "
+                        "<user>)")
+                if note not in self.spec.notes:
+                    self.spec.notes.append(note)
             self._mask(m.start(), m.end())
 
     def _group_modes(self) -> None:

@@ -269,9 +269,11 @@ class TargetPhrases(ParserState):
             for machine, note in (info.get("hardware") or {}).items():
                 # with its model, if one follows ("pi 5", "graviton 3", "altra max")
                 hits = self._each(NB + r"[\s-]*".join(map(re.escape, str(machine).split()))
-                                  + r"(?:\s+(?:\d+[a-z]?|max|pro|plus)(?![\w.-]))?" + NA)
+                                  + r"(?:\s+(?:\d+[a-z]?|max|pro|plus)(?![\w-]|\.\w))?" + NA)
                 if hits:
                     m = hits[0]
+                    if machine in (info.get("boards") or ()):  # a board is a machine of its own, not a VM
+                        self.spec.hardware = True
                     if named and named != arch:
                         self.spec.unparsed.append(f"{m.group(0)} is an {arch} machine; built for {named} as named")
                     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .phrasing import ADD_WORDS, ParserState
+from .phrasing import ADD_WORDS, ParserState, looks_like_package
 
 # Words an item may carry besides its wish ("touchscreen support", "autologin enabled").
 _ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just", "only", "too", "support",
@@ -13,6 +13,18 @@ _ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just",
 # An item that starts with one of these says what the image is for or where it runs, not what it holds.
 _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of", "so", "that", "which", "where",
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
+# Nouns of what an image is or holds: the unread words before one name it ("a Pi-hole box image").
+_WHAT_IT_IS = {"box", "appliance", "app", "apps", "application", "applications"}
+# An image named by words before "image" is often its role ("a router image"): only a name by its shape counts there.
+_IMAGE_NOUNS = {"image", "images"}
+_DETERMINERS = {"a", "an", "the", "our", "my", "their", "your", "this", "that", "for", "of", "with", "as"}
+# What an image is said to be without naming software: no wish to report ("a custom image", "the golden image").
+_PLAIN_ADJECTIVES = {"custom", "golden", "gold", "production", "prod", "staging", "test", "testing", "dev", "simple",
+                     "clean", "fresh", "generic", "final", "plain", "stock", "vanilla", "reference", "sample", "demo",
+                     "example", "proper", "decent", "working", "bootable", "small", "new", "own", "first", "second",
+                     "latest", "updated", "nice", "good", "single", "complete", "full", "whole", "base", "master",
+                     "template", "starter", "initial", "disk", "system", "os", "vm", "virtual", "physical", "little",
+                     "tiny", "mini", "big", "spare", "old", "lab", "office", "edge", "router", "linux", "automotive"}
 # Who wishes, before a verb of wanting ("I also need numpy", "we want pandas"): no part of the item.
 _WISHERS = {"i", "we", "you", "they", "i'd", "we'd", "i'll", "we'll", "really", "would", "also", "still", "do"}
 _WANTING = {"need", "needs", "want", "wants", "require", "requires"}  # not "use": "we use the console" says how
@@ -58,12 +70,29 @@ class UnreadWords(ParserState):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))
                 reported.update(words)
         self._report_what_runs(clause, found, ignored, reported)
+        self._report_what_it_is(found, ignored, reported)
         for i in sorted(ignored - reported):
             # "runs modbus and mosquitto", "pip and numpy on emt": a word joined to software in a list is a wish
             # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus").
             if found[i][0] not in _ITEM_FILLER and (self._joined_to_software(clause, found, i, i + 1)
                                                    or self._joined_to_software(clause, found, i, i - 1)):
                 self.spec.unparsed.append(found[i][0])
+
+    def _report_what_it_is(self, found: list[tuple[str, int, int]], ignored: set[int], reported: set[int]) -> None:
+        """"a Pi-hole box image", "a GitLab Runner image", "our Java app": one or two unread words that name what
+        the image or app is, right after its article or at the start, are the software it is for."""
+        for k, (noun, _s, _e) in enumerate(found):
+            if noun not in _WHAT_IT_IS and noun not in _IMAGE_NOUNS:
+                continue
+            j = k
+            while j > 0 and k - j < 2 and j - 1 in ignored and j - 1 not in reported and found[j - 1][0] not in (
+                    _ITEM_FILLER | _PLAIN_ADJECTIVES) and not _says_how(found[j - 1][0]):
+                j -= 1
+            opened = j == 0 or found[j - 1][0] in _DETERMINERS
+            named = noun in _WHAT_IT_IS or (k - j == 1 and looks_like_package(found[j][0]))
+            if j < k and opened and named:
+                self.spec.unparsed.append(" ".join(found[w][0] for w in range(j, k)))
+                reported.update(range(j, k))
 
     def _report_what_runs(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int],
                           reported: set[int]) -> None:

@@ -47,6 +47,7 @@ class UserPhrases(ParserState):
             self.spec.users.append({"action": "rename", "name": old, "to": new})
             self._mask(m.start(), m.end())
         self._user_shells()
+        self._users_named_otherwise()
         self._user_lists()
         self._user_named_by_is()
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
@@ -62,7 +63,9 @@ class UserPhrases(ParserState):
             r"(?:user|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
             r"(?:\s+(?:(?:named|called|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
         )
-        boundary = re.compile(rf"[;.,]|\s+and\s+(?:then\s+)?(?:{EDIT_VERBS})\b", re.I)
+        # a clause ends at punctuation, at "and" before an edit verb, or at the next user ("... and user bob")
+        boundary = re.compile(rf"[;.,]|\s+and\s+(?:then\s+)?(?:{EDIT_VERBS})\b|\s+and\s+(?:a\s+|an\s+|the\s+)?"
+                              r"(?:(?:new|second|another)\s+)?(?:user|account)\b", re.I)
         group_list_tail = re.compile(
             r"\b(?:groups?|in|into|member\s+of)\s+(?:the\s+)?[a-z_][\w-]*(?:\s*,\s*[a-z_][\w-]*)*$", re.I
         )
@@ -134,6 +137,7 @@ class UserPhrases(ParserState):
                 self._password_not_stored(name)
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
+        self._user_attributes()
 
     def _passwordless_sudo(self) -> None:
         """Passwordless sudo said outside a user's own clause: "give ops passwordless sudo", "passwordless sudo
@@ -243,6 +247,37 @@ class UserPhrases(ParserState):
             self.spec.unparsed.append(f"shell {m.group(1)}: no user named (say e.g. 'change ops's shell to {m.group(1)}')")
             self._mask(m.start(), m.end())
 
+    def _users_named_otherwise(self) -> None:
+        """"a 'student' user", "a shared 'lab' account" (a quoted name before the noun), "auto-login user 'pos'",
+        "logs in automatically as kiosk" (the automatic login itself is said by _logins), "bob's shell is zsh" (an
+        attribute of a user named in the request)."""
+        quoted = r"[\"'`]([a-z_][a-z0-9_-]*)[\"'`]"
+        for m in self._each(rf"(?:\b(?:a|an|the|one)\s+(?:(?:shared|common|local|new|separate|single)\s+)?)?{quoted}"
+                            r"\s+(?:user|account|login)\b"
+                            rf"|(?<=auto-login\s)(?:for\s+)?(?:the\s+)?(?:user|account)\s+{WHO}"
+                            rf"|(?<=autologin\s)(?:for\s+|as\s+)?(?:the\s+)?(?:user|account)?\s*{WHO}"
+                            rf"|(?<=automatically\s)as\s+(?:the\s+)?(?:user\s+)?{WHO}"):
+            name = next(g for g in m.groups() if g)
+            if name.lower() in NOT_A_USER or (name.lower() in STOPWORDS and not m.group(1)):  # quoted: a name
+                continue
+            if self._user_referred(name.lower()) is None:
+                self.spec.users.append({"action": "add", "name": name})
+            self._mask(m.start(), m.end())
+
+    def _user_attributes(self) -> None:
+        """Said of the users this request adds, after they are read: "bob's shell is zsh", "both sudoers"."""
+        for m in self._each(rf"\b{WHO}'s\s+(?:login\s+)?shell\s+(?:is|=|:|should\s+be|will\s+be)\s+(/[\w/.-]+|bash|zsh|sh|fish)\b"):
+            user = self._user_referred(m.group(1).lower())
+            if user is None:
+                continue
+            user["shell"] = self._login_shell(m.group(2))
+            self._mask(m.start(), m.end())
+        # "users alice and bob, both sudoers", "all of them admins": a role said of every user this request adds
+        for m in self._each(rf"\b(?:both|all(?:\s+of\s+them)?|each)\s+(?:are\s+|with\s+|as\s+|having\s+)?(?:an?\s+)?{_ROLE}"):
+            for user in (u for u in self.spec.users if u.get("action") == "add" and not u.get("existing_only")):
+                user["sudo"] = True
+            self._mask(m.start(), m.end())
+
     def _user_named_by_is(self) -> None:
         """"the default user is pi, with password …": a user named by "is", where the name ends the phrase (so
         "the user is created later" names no one)."""
@@ -274,7 +309,8 @@ class UserPhrases(ParserState):
         # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
         role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"
         # A name that a verb follows begins a clause of its own ("users alice and bob, alice is an admin").
-        item = (r"[a-z_][a-z0-9_-]*(?![\w-])(?!\s+(?:is|should|must|will|shall|has|gets|becomes|needs)\b)"
+        item = (r"(?!(?:both|all|each|everyone)\b)[a-z_][a-z0-9_-]*(?![\w-])"
+                r"(?!\s+(?:is|should|must|will|shall|has|gets|becomes|needs)\b)"
                 r"(?:\s*\((?:an?\s+)?(?:(?:no|without)\s+)?" + role + r"(?:\s+" + role + r")*\))?"
                 r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?")
         item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"

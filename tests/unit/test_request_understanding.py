@@ -164,12 +164,14 @@ def test_headless_takes_out_the_display_stacks(text):
 
 
 @pytest.mark.parametrize(("text", "reported"), [
-    ("an ubuntu image for a point-of-sale terminal: chromium kiosk, autologin, no ssh server", ["autologin"]),
+    ("an ubuntu image for a point-of-sale terminal: chromium kiosk, autologin, no ssh server", []),
     ("el10 image, FIPS mode, selinux enforcing", ["fips mode"]),
-    ("ubuntu kiosk, touchscreen support, autologin", ["autologin", "touchscreen"]),
+    ("ubuntu kiosk, touchscreen support, autologin", ["touchscreen"]),
 ])
 def test_a_list_item_nothing_read_is_reported(text, reported):
-    assert parse_request(text).unparsed == reported
+    spec = parse_request(text)
+    assert spec.unparsed == reported  # automatic login is read, and said not to be applied
+    assert ("autologin" in text) == any(n.startswith("autologin not applied") for n in spec.notes)
 
 
 @pytest.mark.parametrize("text", [
@@ -383,12 +385,13 @@ def test_the_kind_of_what_was_just_named_is_said_again_not_wished_for(text, pack
     assert not {"browser", "broker", "database"} & set(spec.add_packages)
 
 
-@pytest.mark.parametrize(("text", "reported"), [("debian kiosk that logs in automatically", ["logs in automatically"]),
-                                                ("ubuntu desktop with autologin", ["autologin"]),
-                                                ("users log in over ssh on ubuntu", [])])
+@pytest.mark.parametrize(("text", "reported"), [("debian kiosk that logs in automatically", "logs in automatically"),
+                                                ("ubuntu desktop with autologin", "autologin"),
+                                                ("users log in over ssh on ubuntu", None)])
 def test_logging_in_is_no_request_for_system_logs(text, reported):
     spec = parse_request(text)
-    assert "logging" not in spec.add_groups and spec.unparsed == reported
+    assert "logging" not in spec.add_groups and not spec.unparsed
+    assert [n.split(" not applied")[0] for n in spec.notes] == ([reported] if reported else [])
 
 
 @pytest.mark.parametrize(("text", "package", "reported"), [
@@ -1325,3 +1328,41 @@ def test_words_named_as_packages_are_packages_whatever_they_are(text, added, rem
 
 def test_a_plain_word_after_add_is_still_reported_unless_named_a_package():
     assert parse_request("add pgbackrest").unparsed == ["pgbackrest"]
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("a shared 'student' account", [("student", None, None)]),
+    ("ssh enabled for the 'support' user only with key auth", [("support", None, None)]),
+    ("user alice in the sudo group and user bob with shell zsh", [("alice", True, None), ("bob", None, "/bin/zsh")]),
+    ("users alice and bob, both sudoers, bob's shell is zsh", [("alice", True, None), ("bob", True, "/bin/zsh")]),
+    ("auto-login user 'pos'", [("pos", None, None)]),
+    ("autologin for user player", [("player", None, None)]),
+])
+def test_users_named_quoted_or_for_their_login_and_what_is_said_of_them(text, users):
+    spec = parse_request(text)
+    assert [(u["name"], u.get("sudo"), u.get("shell")) for u in spec.users] == users and not spec.unparsed
+
+
+def test_automatic_login_is_said_not_applied_with_how():
+    spec = parse_request("auto-login user 'pos'")
+    assert spec.notes[0].startswith("auto-login not applied: ") and "agetty --autologin" in spec.notes[0]
+
+
+@pytest.mark.parametrize(("text", "said"), [("debian 13 Pi-hole box image", ["pi-hole"]),
+                                            ("a Home Assistant box image on ubuntu", ["home assistant"]),
+                                            ("an el10 image that only runs our Java app", ["java"]),
+                                            ("a custom image with docker", []), ("a golden image", [])])
+def test_software_named_as_what_the_image_is_is_reported_when_unread(text, said):
+    assert parse_request(text).unparsed == said
+
+
+@pytest.mark.parametrize("text", ["ubuntu image that boots over the network", "an image booted over the network",
+                                  "a diskless debian image"])
+def test_network_boot_in_words_is_an_initrd_image(text):
+    assert parse_request(text).image_type == "img"
+
+
+@pytest.mark.parametrize(("text", "machine"), [("debian image for lab PCs", True), ("a home NAS on ubuntu", True),
+                                               ("raspberry pi 4 image", True), ("aws graviton instances", None)])
+def test_machines_of_their_own_named_by_what_they_are(text, machine):
+    assert parse_request(text).hardware is machine

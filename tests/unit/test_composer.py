@@ -949,3 +949,12 @@ def test_a_user_renamed_keeps_its_settings() -> None:
     (user,) = result.data["systemConfig"]["users"]
     assert user["name"] == "alice" and user["sudo"] is True and "renamed user edgeadmin -> alice" in result.changes
     assert apply_instruction(base, "rename user bob to carol").changes == ["nothing to rename: no user bob"]
+
+
+def test_a_hardened_el10_image_keeps_selinux_on() -> None:
+    base = _library("el10-x86_64-minimal-base-raw.yml")
+    assert "selinux=0" in base["systemConfig"]["kernel"]["cmdline"]
+    result = compose("a hardened el10 server", base, base_file="el10-x86_64-minimal-base-raw")
+    cmdline = result.data["systemConfig"]["kernel"]["cmdline"].split()
+    assert "selinux=0" not in cmdline and {"selinux=1", "enforcing=1"} <= set(cmdline)
+    assert "selinux-policy-targeted" in result.data["systemConfig"]["packages"]

@@ -165,7 +165,11 @@ def test_headless_takes_out_the_display_stacks(text):
 
 @pytest.mark.parametrize(("text", "reported"), [
     ("an ubuntu image for a point-of-sale terminal: chromium kiosk, autologin, no ssh server", []),
-    ("el10 image, FIPS mode, selinux enforcing", ["fips mode"]),
+    ("el10 image, FIPS mode, selinux enforcing", ["FIPS mode (FIPS mode is not written by the composer: it needs the "
+                                                  "distribution's FIPS-validated modules, the fips=1 kernel parameter "
+                                                  "and its crypto policy set at build time (on EL10, FIPS mode must be "
+                                                  "enabled when the system is installed); build from a vendor's FIPS "
+                                                  "image)"]),
     ("ubuntu kiosk, touchscreen support, autologin", ["touchscreen"]),
 ])
 def test_a_list_item_nothing_read_is_reported(text, reported):

@@ -313,7 +313,20 @@ class RetargetEdit(TemplateEdit):
             if new_kernel and new_kernel != old:
                 kernel["packages"] = new_kernel
                 self.changes.append(f"kernel packages: {', '.join(old)} -> {', '.join(new_kernel)}")
+        if new_arch == "aarch64" and isinstance(kernel, dict) and kernel.get("cmdline"):
+            words = str(kernel["cmdline"]).split()
+            x86 = [w for w in words if caps.is_x86_only_parameter(w)]
+            if x86:
+                kernel["cmdline"] = " ".join(w for w in words if w not in x86)
+                self.changes.append(f"kernel parameters of x86 hardware dropped: {', '.join(x86)}")
         disk = self.disk()
+        if disk and new_arch == "aarch64":  # legacy BIOS boot is x86's: an aarch64 image boots by UEFI alone
+            parts = disk.get("partitions") or []
+            bios = [p for p in parts if isinstance(p, dict) and (p.get("type") == "bios"
+                                                                   or "bios_grub" in (p.get("flags") or []))]
+            if bios:
+                disk["partitions"] = [p for p in parts if not any(p is b for b in bios)]
+                self.changes.append(f"BIOS boot partition dropped (aarch64 boots by UEFI): {bios[0].get('id')}")
         if disk:
             old_root, new_root = caps.root_type(old_arch), caps.root_type(new_arch)
             old_uuid, new_uuid = caps.partition_types.get(old_root), caps.partition_types.get(new_root)

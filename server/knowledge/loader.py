@@ -86,6 +86,7 @@ class Capabilities:
         self.package_name_rules: dict[str, Any] = dict(raw.get("package_names") or {})
         self._arch_renames: list[dict[str, str]] = [dict(r) for r in raw.get("arch_renames") or ()]
         self._x86_only: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in raw.get("x86_only") or ())
+        self._x86_only_cmdline = tuple(re.compile(p) for p in raw.get("x86_only_cmdline") or ())
         self._class_of: dict[str, int] = {}
         for index, entry in enumerate(self._equivalents):
             for name in entry_names(entry):
@@ -441,6 +442,10 @@ class Capabilities:
         if arch == "aarch64" and self.is_x86_only(package):
             return None
         return package
+
+    def is_x86_only_parameter(self, parameter: str) -> bool:
+        """A kernel parameter of x86 hardware ("i915.force_probe=*", "intel_pstate=disable")."""
+        return any(p.search(parameter) for p in self._x86_only_cmdline)
 
     def is_x86_only(self, package: str) -> bool:
         return any(p.search(package) for p in self._x86_only)

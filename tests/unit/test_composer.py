@@ -958,3 +958,15 @@ def test_a_hardened_el10_image_keeps_selinux_on() -> None:
     cmdline = result.data["systemConfig"]["kernel"]["cmdline"].split()
     assert "selinux=0" not in cmdline and {"selinux=1", "enforcing=1"} <= set(cmdline)
     assert "selinux-policy-targeted" in result.data["systemConfig"]["packages"]
+
+
+def test_a_move_to_aarch64_drops_x86_boot_and_kernel_parameters() -> None:
+    base = _library("emt3-x86_64-ai-video-analytics-dlstreamer-raw.yml")
+    assert any(w.startswith("i915.") for w in base["systemConfig"]["kernel"]["cmdline"].split())
+    moved = apply_instruction(base, "switch to arm64")
+    assert not any(w.startswith("i915.") for w in moved.data["systemConfig"]["kernel"]["cmdline"].split())
+    cloud = _library("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw.yml")
+    assert any(p.get("type") == "bios" for p in cloud["disk"]["partitions"])
+    arm = apply_instruction(cloud, "build it for arm64")
+    assert not any(p.get("type") == "bios" for p in arm.data["disk"]["partitions"])
+    assert any(c.startswith("BIOS boot partition dropped") for c in arm.changes)

@@ -70,7 +70,10 @@ def to_text(model: SearchResult) -> str:
     notes = [f"Note: {n}" for n in model.notices]
     if not model.results:
         return "\n".join([*notes, f"No templates found for '{model.query}' ({model.query_type} query): {model.message}"])
-    lines = [*notes, f"{len(model.results)} template(s) for '{model.query}' ({model.query_type} query):"]
+    # The search's own message leads: it says what was read differently ("read 'ubunut' as 'ubuntu'") and which
+    # results are under the threshold; and what the query excludes.
+    excluded = f"; excluding {', '.join(model.excluded_terms)}" if model.excluded_terms else ""
+    lines = [*notes, f"{model.message}{excluded}. Query: '{model.query}'"]
     for i, hit in enumerate(model.results, 1):
         s = hit.scores
         lines.append(f"{i}. {hit.name} [{hit.os}/{hit.dist} {hit.arch} {hit.image_type}] score {hit.score:.2f} "

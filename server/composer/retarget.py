@@ -41,6 +41,8 @@ class RetargetEdit(TemplateEdit):
         self.family, self.dist = new_family, new_dist
         if not old_family or not old_dist:
             return
+        if old_family == new_family:  # another release: the packages stay as named (another family translates them)
+            self._without_unavailable_groups(old_dist)
         self._translate_packages(old_family, old_dist)
         self._translate_kernel(old_family, old_dist, self.arch)
         self._translate_repositories(old_dist)
@@ -86,6 +88,24 @@ class RetargetEdit(TemplateEdit):
         if changed:
             self.changes.append("metadata (description, keywords, use cases) rewritten for the new distribution")
 
+    def _without_unavailable_groups(self, old_dist: str) -> None:
+        """A capability the template has that the new distribution cannot have (ROS 2 Jazzy on Ubuntu 26.04) leaves
+        with its packages, and the answer says why, instead of packages no repository of the new one carries."""
+        caps = self.caps
+        sc = self.system(create=False)
+        listed = {str(p) for p in sc.get("packages") or []}
+        for group in sorted(caps.groups):
+            if not group_present(caps, group, old_dist, listed) or caps.group_available(group, self.dist, self.arch):
+                continue
+            members = set(caps.group_members(group, sorted(listed), old_dist))
+            if not members:
+                continue
+            sc["packages"] = [p for p in sc.get("packages") or [] if str(p) not in members]
+            listed -= members
+            why = caps.group_note(group, self.dist) or f"{self.dist} has no packages for it"
+            self.problems.append(f"{group} ({caps.groups[group].description}) is not available for {self.dist}: {why}; "
+                                 f"its packages left: {short_list(sorted(members))}")
+
     def _translate_packages(self, old_family: str, old_dist: str) -> None:
         caps = self.caps
         sc = self.system(create=False)
@@ -127,7 +147,7 @@ class RetargetEdit(TemplateEdit):
             owners = [
                 g for g in caps.groups_of_package(name) if caps.group_available(g, self.dist, self.arch)
             ]
-            if caps.is_specific_to(name, old_family):
+            if caps.is_specific_to(name, old_family) and old_family != self.family:  # ubuntu24 -> 26 keeps them
                 for g in owners:
                     groups_needed.setdefault(g, []).append(name)
                 if not owners:

@@ -970,3 +970,12 @@ def test_a_move_to_aarch64_drops_x86_boot_and_kernel_parameters() -> None:
     arm = apply_instruction(cloud, "build it for arm64")
     assert not any(p.get("type") == "bios" for p in arm.data["disk"]["partitions"])
     assert any(c.startswith("BIOS boot partition dropped") for c in arm.changes)
+
+
+def test_a_release_switch_keeps_the_familys_own_packages_and_leaves_what_the_new_release_lacks() -> None:
+    base = _library("ubuntu24-x86_64-robotics-ros2-jazzy-raw.yml")
+    moved = apply_instruction(base, "put it on ubuntu 26.04")
+    packages = moved.data["systemConfig"]["packages"]
+    assert "ubuntu-minimal" in packages  # ubuntu's own name, on another ubuntu
+    assert not any(p.startswith("ros-jazzy-") for p in packages)
+    assert any(p.startswith("ros2 (") and "not available for ubuntu26" in p for p in moved.problems)

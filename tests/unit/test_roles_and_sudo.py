@@ -125,12 +125,12 @@ def test_software_its_group_says_a_family_does_not_package_is_not_added_and_said
 
 def test_a_group_the_target_lacks_is_not_named_or_described_in_the_metadata():
     azl = _template("azl3-aarch64-edge-gateway-containers-raw")
-    result = compose("aarch64 azure linux with docker and kubernetes", azl)
+    result = compose("aarch64 azure linux with docker and ros2", azl)  # Azure Linux packages no ROS 2
     metadata = result.data["metadata"]
-    assert "k3s" not in result.data["image"]["name"]
-    assert "kubernetes" not in str([metadata["use_cases"], metadata["keywords"]]).lower()
-    assert "includes lightweight kubernetes" not in metadata["description"].lower()
-    assert any("kubernetes" in p and "not available for azl3/aarch64" in p for p in result.problems)
+    assert "ros2" not in result.data["image"]["name"]
+    assert "ros" not in str([metadata["use_cases"], metadata["keywords"]]).lower()
+    assert "ros 2" not in metadata["description"].lower()
+    assert any("ros2" in p and "not available for azl3/aarch64" in p for p in result.problems)
 
 
 # ---- prose after "for", versions that are part of a name, vendors' own repositories ---------------------

@@ -4,6 +4,7 @@ sudo taken away), groups, login shells and home directories."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .phrasing import EDIT_VERBS, NOT_A_USER, STOPWORDS, WHO, ParserState
@@ -173,15 +174,22 @@ class UserPhrases(ParserState):
                             rf"|\bno\s+(?:more\s+)?{rights}\s+for\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{denied}\s+(?:any\s+)?{rights}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{not_be}\s+(?:an?\s+)?{_ROLE}"):
-            name = next(g for g in m.groups() if g).lower()
-            named = self._user_referred(name)
-            if named is not None:  # a user this request adds: it is added without sudo
-                named["sudo"] = False
-            elif name in STOPWORDS or name in NOT_A_USER or re.fullmatch(_PRONOUNS, name):
-                continue
-            else:
-                self.spec.users.append({"action": "add", "name": name, "sudo": False, "existing_only": True})
-            self._mask(m.start(), m.end())
+            # a user the template lacks is said, not created, for losing sudo
+            self._sudo_for(m, False, refuse=lambda name: name in STOPWORDS)
+
+    def _sudo_for(self, m: re.Match[str], sudo: bool, refuse: Callable[[str], bool]) -> None:
+        """Sudo given or taken from the user a match names (its first group that matched): a user this request adds
+        has it set; another is added with it, or, for sudo taken away, changed only where the template has it.
+        Pronouns name only a user of this request, and ``refuse`` says which other words name no one."""
+        name = next(g for g in m.groups() if g).lower()
+        named = self._user_referred(name)
+        if named is not None:
+            named["sudo"] = sudo
+        elif name in NOT_A_USER or re.fullmatch(_PRONOUNS, name) or refuse(name):
+            return
+        else:
+            self.spec.users.append({"action": "add", "name": name, "sudo": sudo, **({} if sudo else {"existing_only": True})})
+        self._mask(m.start(), m.end())
 
     def _user_referred(self, word: str) -> dict[str, Any] | None:
         """The user this request adds that ``word`` names: by its name, or by a pronoun for the last one named."""
@@ -203,15 +211,7 @@ class UserPhrases(ParserState):
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:is|should\s+be|must\s+be|will\s+be|shall\s+be"
                             rf"|becomes|needs\s+to\s+be)\s+{admin}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:should|must|will|shall)\s+(?:have|get)\s+{rights}"):
-            name = next(g for g in m.groups() if g).lower()
-            named = self._user_referred(name)
-            if named is None and (name in NOT_A_USER or re.fullmatch(_PRONOUNS, name) or self._known_word(name)):
-                continue  # a stop word may be a name here ("deploy")
-            if named is None:
-                self.spec.users.append({"action": "add", "name": name, "sudo": True})
-            else:
-                named["sudo"] = True
-            self._mask(m.start(), m.end())
+            self._sudo_for(m, True, refuse=self._known_word)  # a stop word may be a name here ("deploy")
 
     def _grant_nopasswd(self, name: str) -> None:
         user = next((u for u in self.spec.users if u.get("action") == "add" and u.get("name") == name), None)

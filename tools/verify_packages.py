@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
@@ -149,9 +150,17 @@ def to_text(r: VerifyPackagesResult) -> str:
         lines.append(f"- unchecked (repository unavailable): {', '.join(r.unchecked)}")
     if r.found:
         lines.append(f"- found {len(r.found)}: {', '.join(r.found[:40])}" + (" ..." if len(r.found) > 40 else ""))
+    # Sources that failed for the same reason are said once, with how many ("offline and not cached": 12 of them)
+    failed: dict[str, list[str]] = {}
     for s in r.sources:
-        state = "ok" if s.ok else f"failed: {s.error}"
-        lines.append(f"  source {s.source}: {state}")
+        if s.ok:
+            lines.append(f"  source {s.source}: ok")
+        else:
+            reason = re.sub(r" \(not retried for [^)]*\)$", "", str(s.error))
+            failed.setdefault(reason, []).append(s.source)
+    for reason, sources in failed.items():
+        where = sources[0] if len(sources) == 1 else f"{len(sources)} sources ({sources[0]}, ...)"
+        lines.append(f"  {where}: failed: {reason}")
     if r.closure is not None:
         lines.append(closure_text(r.closure))
     return "\n".join(lines)

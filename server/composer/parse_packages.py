@@ -93,6 +93,11 @@ def _asides() -> re.Pattern[str]:
     return re.compile(rf"\b(?:{alternatives(load_request_words().asides)})\b")
 
 
+# "leave cockpit out", "keep telnet and rsh out of it": a removal whose particle follows its object.
+_SPLIT_PARTICLE = re.compile(r"\b(?:leave|keep|take|rip|strip|throw|cut)\s+((?:the\s+)?[a-z0-9][\w.+-]*"
+                             r"(?:\s*(?:,|\band\b|\bor\b)\s*[a-z0-9][\w.+-]*)*)\s+out\b(?:\s+of\s+(?:it|this|the\s+image))?")
+
+
 def _negations_first(text: str) -> str:
     """Postfix negations turned around ("ros not needed" -> "without ros;"), each ending its phrase so that
     the removal does not run on into the next item; an affirmed item is its own phrase ("; keep podman;")."""
@@ -100,6 +105,7 @@ def _negations_first(text: str) -> str:
     text = _asides().sub(lambda m: " " * len(m.group(0)), text)
     text = _CAUSED_REMOVAL.sub(lambda m: f"without {m.group(1)};", text)
     text = _AFFIRMED.sub(lambda m: f"{m.group(1) or m.group(3) or ''}; keep {m.group(2) or m.group(4)}; ", text)
+    text = _SPLIT_PARTICLE.sub(lambda m: f"without {m.group(1)};", text)
     return _POSTFIX_NEGATION.sub(lambda m: f"{m.group(1)} without {m.group(2).strip()}; ", text)
 
 

@@ -90,11 +90,14 @@ class SystemPhrases(ParserState):
         # (a value, a module's dotted parameter, an underscore, or a bare flag)
         shaped = rf"(?:[a-z][a-z0-9_-]*[._][a-z0-9_.-]*(?:=\S+)?|[a-z][a-z0-9_.-]*=\S+|(?:{'|'.join(_BARE_FLAGS)})\b)"
         more = rf"(?:(?:\s*(?:,|\band\b)\s*|\s+){shaped})*"
+        # "kernel cmdline: add intel_iommu=on", "kernel params: remove iommu=pt": the verb after the colon is no flag
+        verb = r"(?:(add|append|include|set|remove|drop|delete|strip)\s+)?"
         for m in self._each(
-            rf"{_CMDLINE_WORDS}\s*(?:(?::|=|of)\s*(\"[^\"]*\"|'[^']*'|\S+{more})|(\"[^\"]*\"|'[^']*'|\S+=\S+{more}))"
+            rf"{_CMDLINE_WORDS}\s*(?:(?::|=|of)\s*{verb}(\"[^\"]*\"|'[^']*'|\S+{more})|(\"[^\"]*\"|'[^']*'|\S+=\S+{more}))"
         ):
-            value = m.group(1) or m.group(2)
-            self.spec.kernel_cmdline_append += _params(value)
+            value = m.group(2) or m.group(3)
+            removing = (m.group(1) or "").lower() in ("remove", "drop", "delete", "strip")
+            (self.spec.kernel_cmdline_remove if removing else self.spec.kernel_cmdline_append).extend(_params(value))
             self._mask(m.start(), m.end())
         # "kernel option nomodeset", "boot flags quiet and splash", "kernel parameter quiet splash": flags named
         # after the word for them; a space separates flags as on a command line when each is one by its shape
@@ -186,7 +189,8 @@ class SystemPhrases(ParserState):
         patterns = [
             # "a static hostname": a set name is static in the systemd sense (/etc/hostname), which is what this writes
             rf"(?:\b(?:static|fixed|permanent|custom)\s+)?"
-            rf"\bhost\s*-?\s*name\s*(?:(?:set|changed|configured)\s+)?(?:to|=|:|as|of|is|should\s+be|will\s+be|be)?\s*"
+            rf"\bhost\s*-?\s*name\s*(?:(?:set|changed|configured)\s+)?(?:to|=|:|as|of|is|should\s+be|will\s+be|must\s+be"
+            rf"|shall\s+be|needs\s+to\s+be|has\s+to\s+be|be)?\s*"
             rf"(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command|set|changed|configured)\b)"
             # a name's characters and those people mistake for them ("bad_host" is said invalid, never cut short)
             r"[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",

@@ -110,7 +110,7 @@ class UserPhrases(ParserState):
                 re.I,
             ):
                 user["sudo"] = True
-            if re.search(r"\b(?:no|without)\s+sudo\b", clause, re.I):
+            if re.search(r"(?:\bno|\bwithout|\bw/o|\bnot\s+an?)\s+(?:sudo|admin(?:istrator)?|root|superuser)s?\b", clause, re.I):
                 user["sudo"] = False
             if _NOPASSWD.search(clause):
                 user["sudo"] = user["nopasswd"] = True

@@ -30,6 +30,7 @@ ADD_WORDS = {
 REMOVE_WORDS = {
     "remove", "removing", "uninstall", "drop", "delete", "without", "exclude", "excluding", "except", "no", "not",
     "minus", "disable", "purge", "strip", "omit", "skip", "lose", "ditch", "kill", "nuke", "scrap", "axe",
+    "rm", "del", "w/o",  # a shell's and a note's way of writing it
 }  # fmt: skip
 STOPWORDS = {
     "a", "an", "the", "and", "or", "of", "in", "into", "it", "its", "this", "that", "these", "those", "my", "our",

@@ -333,6 +333,19 @@ class RetargetEdit(TemplateEdit):
             if new_kernel and new_kernel != old:
                 kernel["packages"] = new_kernel
                 self.changes.append(f"kernel packages: {', '.join(old)} -> {', '.join(new_kernel)}")
+        if new_arch == "x86_64" and isinstance(kernel, dict) and "ttyAMA" in str(kernel.get("cmdline") or ""):
+            # the Arm PL011 UART has no x86 counterpart of its name: an x86 machine's first serial port is ttyS0
+            old_line = str(kernel["cmdline"])
+            kernel["cmdline"] = re.sub(r"\bconsole=ttyAMA(\d+)", r"console=ttyS\1", old_line)
+            self.changes.append("serial console ttyAMA (Arm's UART) -> ttyS on x86_64")
+        hostname = sc.get("hostname")
+        if isinstance(hostname, str):
+            renamed = hostname
+            for a, b in ((old_arch, new_arch), (caps.arch_info[old_arch]["deb"], caps.arch_info[new_arch]["deb"])):
+                renamed = re.sub(rf"(?<![A-Za-z0-9]){re.escape(str(a))}(?![A-Za-z0-9])", str(b), renamed)
+            if renamed != hostname:
+                sc["hostname"] = renamed.replace("_", "-")  # x86_64 is no host name's spelling
+                self.changes.append(f"hostname {hostname} -> {sc['hostname']} (it named the old architecture)")
         if new_arch == "aarch64" and isinstance(kernel, dict) and kernel.get("cmdline"):
             words = str(kernel["cmdline"]).split()
             x86 = [w for w in words if caps.is_x86_only_parameter(w)]

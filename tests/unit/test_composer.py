@@ -979,3 +979,11 @@ def test_a_release_switch_keeps_the_familys_own_packages_and_leaves_what_the_new
     assert "ubuntu-minimal" in packages  # ubuntu's own name, on another ubuntu
     assert not any(p.startswith("ros-jazzy-") for p in packages)
     assert any(p.startswith("ros2 (") and "not available for ubuntu26" in p for p in moved.problems)
+
+
+def test_a_move_to_x86_64_takes_the_arm_uart_and_the_arch_in_the_host_name_along() -> None:
+    base = _library("ubuntu24-aarch64-cloud-vm-qcow2-raw.yml")
+    moved = apply_instruction(base, "make it x86")
+    system = moved.data["systemConfig"]
+    assert "ttyAMA" not in system["kernel"]["cmdline"] and "console=ttyS0" in system["kernel"]["cmdline"]
+    assert "arm64" not in system["hostname"]

@@ -548,7 +548,7 @@ def test_a_replacement_reads_past_articles_and_the_kind_of_software(text, remove
 
 
 @pytest.mark.parametrize(("text", "groups"), [
-    ("azure linux 3 cloud vm image for hyper-v and kvm", ["hyperv-guest", "vm-guest"]),
+    ("azure linux 3 cloud vm image for hyper-v and kvm", ["cloud-init", "hyperv-guest", "vm-guest"]),
     ("ubuntu for proxmox or vmware", ["vm-guest", "vmware-guest"]),
     ("debian for kvm hosts and docker", ["virtualization", "containers"]),
 ])
@@ -1370,3 +1370,32 @@ def test_network_boot_in_words_is_an_initrd_image(text):
                                                ("raspberry pi 4 image", True), ("aws graviton instances", None)])
 def test_machines_of_their_own_named_by_what_they_are(text, machine):
     assert parse_request(text).hardware is machine
+
+
+@pytest.mark.parametrize(("text", "removed"), [("please leave cockpit out", ["cockpit"]), ("rm cloud-init", ["cloud-init"]),
+                                               ("keep telnet out of it", ["telnet"])])
+def test_removals_in_other_words_are_removals_not_additions(text, removed):
+    spec = parse_request(text, known_packages=["cockpit", "cloud-init", "telnet"])
+    assert spec.remove_packages == removed and not spec.add_packages
+
+
+@pytest.mark.parametrize("text", ["user 'ci' w/o admin rights", "add user ci with no admin rights",
+                                  "add user ci, not an admin"])
+def test_a_user_denied_a_role_in_other_words_gets_no_sudo(text):
+    assert [u.get("sudo") for u in parse_request(text).users] == [False]
+
+
+def test_a_modal_verb_after_hostname_is_no_host_name():
+    assert parse_request("hostname must be 'nas'").hostname == "nas"
+
+
+@pytest.mark.parametrize(("text", "added", "removed"), [("kernel cmdline: add intel_iommu=on", ["intel_iommu=on"], []),
+                                                        ("kernel params: remove iommu=pt", [], ["iommu=pt"])])
+def test_a_verb_after_the_kernel_command_lines_colon_is_no_flag(text, added, removed):
+    spec = parse_request(text)
+    assert (spec.kernel_cmdline_append, spec.kernel_cmdline_remove) == (added, removed)
+
+
+@pytest.mark.parametrize("text", ["Azure Linux 3 cloud VM", "an ubuntu cloud image"])
+def test_a_cloud_vm_or_image_asks_for_cloud_init(text):
+    assert "cloud-init" in parse_request(text).add_groups

@@ -340,11 +340,11 @@ class RetargetEdit(TemplateEdit):
             self.changes.append("serial console ttyAMA (Arm's UART) -> ttyS on x86_64")
         hostname = sc.get("hostname")
         if isinstance(hostname, str):
-            renamed = hostname
+            new_host = hostname
             for a, b in ((old_arch, new_arch), (caps.arch_info[old_arch]["deb"], caps.arch_info[new_arch]["deb"])):
-                renamed = re.sub(rf"(?<![A-Za-z0-9]){re.escape(str(a))}(?![A-Za-z0-9])", str(b), renamed)
-            if renamed != hostname:
-                sc["hostname"] = renamed.replace("_", "-")  # x86_64 is no host name's spelling
+                new_host = re.sub(rf"(?<![A-Za-z0-9]){re.escape(str(a))}(?![A-Za-z0-9])", str(b), new_host)
+            if new_host != hostname:
+                sc["hostname"] = new_host.replace("_", "-")  # x86_64 is no host name's spelling
                 self.changes.append(f"hostname {hostname} -> {sc['hostname']} (it named the old architecture)")
         if new_arch == "aarch64" and isinstance(kernel, dict) and kernel.get("cmdline"):
             words = str(kernel["cmdline"]).split()

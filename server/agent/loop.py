@@ -22,7 +22,7 @@ from ..composer.base import choose_base, named_in, strip_plan, unasked, unavaila
 from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
-from ..knowledge.loader import load_capabilities
+from ..knowledge.loader import Capabilities, load_capabilities
 from ..llm.chat import CallbackProvider, ChatProvider, LLMError, select_provider
 from ..validation.validator import validate_text
 from . import prompts
@@ -208,7 +208,7 @@ class Agent:
             spec.notes.append(f"the request names {said}; the {'dist' if given.get('dist') else 'os'} argument "
                               f"asks for {taken}, which was used")
         if not said and not taken:
-            spec.notes.append("no distribution named: built on the closest template's (say one, e.g. 'ubuntu 24.04')")
+            spec.notes.append(self._unnamed_distribution(spec, caps))
         if given.get("arch"):
             spec.arch = caps.arch_of(given["arch"]) or given["arch"]
             spec.arch_named = True
@@ -353,6 +353,17 @@ class Agent:
             except (OSError, ValueError) as exc:  # YamlError is a ValueError
                 log.warning("grounding template %s unreadable: %s", record.name, exc)
         return out
+
+    @staticmethod
+    def _unnamed_distribution(spec: RequestSpec, caps: Capabilities) -> str:
+        """The note for a request that names no distribution, with the one release that packages what it asks
+        for when only one does (ROS 2 Jazzy: Ubuntu 24.04; grounding then prefers a template of it)."""
+        asked = [g for g in spec.add_groups if g in caps.groups]
+        able = [d for d in caps.dists if asked and all(caps.group_available(g, d, spec.arch) for g in asked)]
+        if len(able) == 1:
+            what = ", ".join(caps.groups[g].description for g in asked)
+            return f"no distribution named; {what}: packaged for {caps.dists[able[0]].label} only"
+        return "no distribution named: built on the closest template's (say one, e.g. 'ubuntu 24.04')"
 
     def _able_base(self, request: str, spec: RequestSpec, grounding: list[tuple[str, str, dict]]
                    ) -> list[tuple[str, str, dict]]:

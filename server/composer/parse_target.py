@@ -155,6 +155,10 @@ class TargetPhrases(ParserState):
             phrases.append((known_family.id, known_family.id, ""))
         phrases.sort(key=lambda p: -len(p[0]))
         found = self._other_releases()
+        for known_family in caps.families.values():  # "microsoft's linux": named by its maker
+            for m in (m for maker in known_family.makers for m in self._each(caps.maker_pattern(maker))):
+                found.append((m.start(), known_family.id, ""))
+                self._mask(m.start(), m.end())
         for phrase, family, dist in phrases:
             words = [re.escape(w) for w in re.split(r"[\s_-]+", phrase.lower()) if w]
             pattern = NB + r"[\s_-]*".join(words) + NA

@@ -38,6 +38,7 @@ class Family:
     default_layout: str
     search_words: tuple[str, ...] = ()
     other_releases: Mapping[str, str] = field(default_factory=dict)  # codename -> release, not buildable here
+    makers: tuple[str, ...] = ()  # names that mean this family only beside an OS noun (capabilities.yaml os_nouns)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ def read_family(fid: str, spec: Mapping[str, Any]) -> Family:
         default_layout=str(spec.get("default_layout", "minimal")),
         search_words=as_tuple(spec.get("search_words")),
         other_releases={str(k).lower(): str(v) for k, v in (spec.get("other_releases") or {}).items()},
+        makers=tuple(m.lower() for m in as_tuple(spec.get("makers"))),
     )
 
 

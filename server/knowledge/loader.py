@@ -70,6 +70,9 @@ class Capabilities:
             uid: UseCase(uid, str(spec.get("label", uid)), tuple(str(w) for w in spec.get("words") or ()))
             for uid, spec in (raw.get("use_cases") or {}).items()
         }
+        self.full_release_names: dict[str, str] = {
+            normalize_phrase(str(k)): str(v).lower() for k, v in (raw.get("full_release_names") or {}).items()}
+        self.os_nouns: tuple[str, ...] = tuple(str(n).lower() for n in raw.get("os_nouns") or ())
         # "headless" -> the groups it takes out (normalized phrases).
         self.absence_words: dict[str, tuple[str, ...]] = {
             normalize_phrase(str(w)): as_tuple(g) for w, g in (raw.get("absence_words") or {}).items()}
@@ -126,6 +129,21 @@ class Capabilities:
         edition = r"server|iot|xp|vista|ltsc|embedded|enterprise|pro|home|edition|linux|os"
         return (rf"(?<![\w.+/-])(?:(?:microsoft|vmware|google)\s+{words}|{words}(?=\s*(?:linux\s*)?\d|\s+(?:{edition})\b))"
                 rf"(?:\s+(?:{edition})\b)*{release}(?![\w+/-])")
+
+    def maker_pattern(self, maker: str) -> str:
+        """A regular expression naming an operating system by its maker (a family's ``makers``): the maker before an
+        OS noun ("microsoft's linux", "intel's own edge os") or after one with from/by ("a distro from microsoft")."""
+        maker_re = r"[\s_-]*".join(re.escape(w) for w in maker.split())
+        nouns = "|".join(r"\s+".join(map(re.escape, n.split())) for n in sorted(self.os_nouns, key=len, reverse=True))
+        return (rf"(?<![\w.+/-])(?:{maker_re}(?:['’]s)?(?:\s+own)?(?:\s+(?:edge|embedded|cloud|server|iot))?"
+                rf"\s+(?:{nouns})|(?:{nouns})\s+(?:(?:made|built|maintained)\s+)?(?:from|by)\s+{maker_re})(?![\w+/-])")
+
+    def maker_named(self, text: str) -> str | None:
+        """The family an operating system named by its maker in ``text`` is, if any."""
+        for family in self.families.values():
+            if any(re.search(self.maker_pattern(m), text, re.I) for m in family.makers):
+                return family.id
+        return None
 
     def family_of(self, os_or_dist: str | None) -> str | None:
         """Family id (the target.os value) for an os id, a dist id or a common spelling."""

@@ -187,6 +187,10 @@ def _negations_as_words(tokens: list[str]) -> list[str]:
     return out
 
 
+# Words that name a cloud as well as a distribution: with another distribution named, they are the cloud.
+_CLOUD_AND_DIST = frozenset({"azure"})
+
+
 class SearchInputError(ValueError):
     """A search argument that cannot be used; the message says how to fix it."""
 
@@ -261,8 +265,8 @@ class QueryAnalyzer:
 
     def spelt(self, query: str) -> Spelt:
         """The query's tokens as read, and its :meth:`corrections`."""
-        tokens = _negations_as_words(vocab.tokenize(query))
-        return tokens, self.corrections(tokens)
+        tokens, read = vocab.read_word_phrases(_negations_as_words(vocab.tokenize(query)))
+        return tokens, read + self.corrections(tokens)
 
     def corrections(self, tokens: list[str]) -> list[tuple[str, str]]:
         """(as typed, as read) for each misspelt token, which ``tokens`` then holds as read. Alone, the few
@@ -310,7 +314,7 @@ class QueryAnalyzer:
         else:
             qtype = "semantic"
         read = " ".join(tokens) if corrections else query
-        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content),
+        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content, query),
                              stem_sets, self._concepts(read, content), corrections)
 
     def _concepts(self, query: str, content: list[str]) -> list[tuple[Concept, tuple[str, ...]]]:
@@ -357,7 +361,7 @@ class QueryAnalyzer:
         return excluded, idx
 
     @staticmethod
-    def _wants(content: list[str]) -> dict[str, str]:
+    def _wants(content: list[str], query: str = "") -> dict[str, str]:
         wants: dict[str, str] = {}
         # "wind river", "red hat", "centos stream" name a target in two words; "cbl-mariner" in one dashed word.
         pairs = [f"{a}-{b}" for a, b in zip(content, content[1:], strict=False)]
@@ -373,11 +377,18 @@ class QueryAnalyzer:
                     wants["image_type"] = itype
             dists = vocab.dist_for_word(tok)
             if len(dists) == 1 and tok not in ("intel", "microsoft", "wind", "river", "debian-based"):
+                if tok in _CLOUD_AND_DIST and any(vocab.dist_for_word(t) and t not in _CLOUD_AND_DIST for t in content):
+                    continue  # "ubuntu on azure": the cloud it runs on
                 wants["dist"] = dists[0]
             elif "dist" not in wants:
                 for os_id, words in vocab.OS_WORDS.items():
                     if tok in words:
                         wants["os"] = os_id
+        caps = load_capabilities()
+        maker_family = caps.maker_named(query) if query and not {"dist", "os"} & set(wants) else None
+        if maker_family:  # "microsoft's linux"; "microsoft" alone may be the cloud
+            dists = list(caps.families[maker_family].dists)
+            wants.update({"dist": dists[0]} if len(dists) == 1 else {"os": maker_family})
         if "dist" in wants:
             wants.pop("os", None)
         return wants

@@ -45,6 +45,35 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower().replace("_", "_"))
 
 
+# Names in several words read as one word, as tokens -> the word: an architecture ("64-bit pc" -> x86_64) and a
+# release named in full ("jazzy jalisco" -> jazzy), whose second word no template uses.
+WORD_PHRASES: dict[tuple[str, ...], str] = {
+    **{tuple(tokenize(alias)): arch for arch, info in _CAPS.arch_info.items()
+       for alias in (str(a) for a in info.get("aliases") or ()) if len(tokenize(alias)) > 1},
+    **{tuple(tokenize(full)): codename for full, codename in _CAPS.full_release_names.items()}}
+
+
+def read_word_phrases(tokens: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """``tokens`` with each name in several words (:data:`WORD_PHRASES`) read as its one word, and (as typed,
+    as read)."""
+    out: list[str] = []
+    read: list[tuple[str, str]] = []
+    i = 0
+    while i < len(tokens):
+        for phrase, arch in WORD_PHRASES.items():
+            span = tokens[i:i + len(phrase)]
+            if tuple(span) == phrase or (len(span) == len(phrase) and tuple(span[:-1]) == phrase[:-1]
+                                         and span[-1] == phrase[-1] + "s"):  # "64-bit pcs"
+                out.append(arch)
+                read.append((" ".join(span), arch))
+                i += len(phrase)
+                break
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out, read
+
+
 def split_parts(name: str) -> list[str]:
     """File-name parts: ``ubuntu24-x86_64-edge-raw.yml`` -> ubuntu24, x86_64, edge, raw."""
     stem = re.sub(r"\.(ya?ml)$", "", name.lower())

@@ -67,6 +67,18 @@ async def test_with_no_distribution_named_the_base_is_one_that_can_have_the_aske
     assert "not available" not in out["explanation"]
 
 
+async def test_software_packaged_for_one_release_is_said_when_no_distribution_is_named(client):
+    out, doc = await _gen(client, "a robot image for ROS 2 Jazzy Jalisco")
+    assert doc["target"]["dist"] == "ubuntu24"
+    assert any("packaged for Ubuntu 24.04" in n and "no distribution named" in n for n in out["notes"]), out["notes"]
+
+
+async def test_an_operating_system_named_by_its_maker_is_built_and_not_called_unnamed(client):
+    out, doc = await _gen(client, "edge image on Microsoft's Linux with docker")
+    assert doc["target"]["os"] == "azure-linux" and "moby-engine" in installed(doc)
+    assert not any("no distribution named" in n for n in out["notes"]), out["notes"]
+
+
 async def test_a_filesystem_the_build_cannot_make_is_reported_and_the_result_stays_valid(client):
     out, doc = await _gen(client, "debian 13 that uses btrfs for root instead of ext4")
     assert {p.get("fsType") for p in doc["disk"]["partitions"]} <= {"fat32", "ext4", "xfs", None}

@@ -81,6 +81,17 @@ def test_vendor_names_and_supported_releases_are_not_flagged(text, dist):
     assert spec.os == load_capabilities().family_of(dist) and spec.dist in (None, dist) and not spec.unsupported
 
 
+@pytest.mark.parametrize(("text", "family"), [
+    ("edge image on Microsoft's Linux with docker", "azure-linux"),
+    ("a distro made by Microsoft, with nginx", "azure-linux"),
+    ("Intel's edge OS with docker for a gateway", "edge-microvisor-toolkit"),
+    ("ubuntu with the intel gpu driver", "ubuntu"),
+    ("debian for a microsoft azure vm", "debian"),
+])
+def test_an_operating_system_named_by_its_maker_is_its_family_and_a_maker_alone_is_not(text, family):
+    assert parse_request(text).os == family
+
+
 def test_replacement_and_removal_verbs():
     assert parse_request("swap docker for podman").remove_groups == ["containers"]
     spec = parse_request("use apache instead of nginx", known_packages=["nginx", "apache2"])

@@ -74,6 +74,31 @@ def test_every_name_of_a_target_reaches_the_target_fields(reference_engine, quer
     assert reference_engine.searcher.analyzer.analyze(query).wants.get(key) == value
 
 
+@pytest.mark.parametrize(("query", "key", "value"), [
+    ("Microsoft's Linux for edge devices running containers", "dist", "azl3"),
+    ("a linux distro from Microsoft for containers", "dist", "azl3"),
+    ("Intel's own edge OS with docker", "dist", "emt3"),
+    ("ubuntu on microsoft azure cloud", "os", "ubuntu"),
+    ("desktop for 64-bit PCs", "arch", "x86_64"),
+])
+def test_a_target_named_by_its_maker_its_cloud_or_its_machine_reaches_the_target_fields(reference_engine, query, key,
+                                                                                         value):
+    assert reference_engine.searcher.analyzer.analyze(query).wants.get(key) == value
+
+
+@pytest.mark.parametrize("query", ["Microsoft Teams on a kiosk", "an Intel NUC media box", "microsoft azure vm"])
+def test_a_maker_alone_names_no_distribution(reference_engine, query):
+    assert "dist" not in reference_engine.searcher.analyzer.analyze(query).wants
+
+
+@pytest.mark.parametrize(("query", "read"), [("Jazzy Jalisco", "jazzy"), ("ROS 2 on Noble Numbat", "noble"),
+                                             ("64 bit pc desktop", "x86_64")])
+def test_a_name_in_several_words_is_read_as_its_one_word(reference_engine, query, read):
+    outcome = reference_engine.searcher.search(query, 5)
+    assert outcome.results, outcome.message
+    assert f"as '{read}'" in outcome.message
+
+
 def test_a_named_target_is_a_preference_not_a_filter(library_engine):
     outcome = library_engine.searcher.search("Wind River minimal for arm64", 10, use_threshold=False)
     dists = [r.record.dist for r in outcome.results]

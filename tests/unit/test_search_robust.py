@@ -128,6 +128,17 @@ def test_plain_words_reach_the_image_kind(reference_engine, query, kind):
     assert outcome.results[0].record.image_type == kind
 
 
+@pytest.mark.parametrize(("query", "concept", "first"), [
+    ("operator touch panel for SCADA screens on the plant floor", "kiosk", "ubuntu24-x86_64-minimal-desktop-raw"),
+    ("a build server for our firmware", "build-host", None),
+])
+def test_workload_jargon_names_its_concept(reference_engine, query, concept, first):
+    outcome = reference_engine.search(query)
+    assert concept in [c.id for c, _words in outcome.analysis.concepts]
+    assert outcome.results, outcome.message
+    assert first is None or outcome.results[0].record.name == first
+
+
 def test_plain_words_expand_both_legs(reference_engine):
     analysis = reference_engine.searcher.analyzer.analyze("root filesystem that cannot be modified at runtime")
     assert "dm-verity" in analysis.expansion_terms()

@@ -228,8 +228,24 @@ class Agent:
                                       f"release with {', '.join(lacking)} ({caps.dists[newest].label} lacks it)")
         if not spec.arch:
             spec.arch = "x86_64"  # the default target; the explanation says so
+        self._hypervisor_format(spec, caps)
         self._place_by_index(spec, text)
         return spec
+
+    @staticmethod
+    def _hypervisor_format(spec: RequestSpec, caps: Capabilities) -> None:
+        """A new image for a hypervisor ("a VM for VMware ESXi") writes that hypervisor's disk format beside the raw
+        disk, unless the request names formats of its own (a group's ``disk_format``)."""
+        if spec.image_type not in (None, "raw") or spec.hardware or any(a != "raw" for a in spec.artifacts):
+            return
+        for group in spec.add_groups:
+            info = caps.groups.get(group)
+            if info and info.disk_format:
+                kind, hypervisor = info.disk_format
+                spec.artifacts.append(kind)
+                spec.notes.append(f"a {kind} disk is written, {hypervisor}'s format (name another format, or "
+                                  f"'raw only', to change it)")
+                return
 
     def _place_by_index(self, spec: RequestSpec, request: str) -> None:
         """Words the rules could not place that the target's repository index knows are packages after all, as

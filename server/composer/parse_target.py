@@ -298,12 +298,23 @@ class TargetPhrases(ParserState):
             if not re.search(r"\b(?:not|no|never|instead\s+of|rather\s+than)\s+(?:on\s+)?(?:an?\s+|the\s+)?$",
                              self.work[max(0, m.start() - 20):m.start()], re.I):
                 self.spec.hardware = True
-            self._mask(m.start(), m.end())
+            if not self._in_trigger(m):  # "a self-checkout", "an HMI touch panel": the kiosk's machine; the scan reads it
+                self._mask(m.start(), m.end())
         virtual = alternatives(self.caps.hardware.virtual_words, between=r"[\s-]+")
         for m in self._each(rf"\b(?:not|no|never|isn't|instead\s+of|rather\s+than)\s+(?:on\s+|in\s+)?(?:an?\s+|the\s+)?"
                             rf"(?:{virtual})\b(?!\s*(?:tools|agent|additions|utils|images?|formats?|disks?)\b|[-/.]\w)"):
             self.spec.hardware = True
             self._mask(m.start(), m.end())
+
+    def _in_trigger(self, m: re.Match[str]) -> bool:
+        """Whether a group's trigger phrase in the text holds the words ``m`` matched."""
+        said = " ".join(re.split(r"[\s-]+", m.group(0).lower()))
+        for phrase in self.caps.triggers():
+            if f" {said} " in f" {phrase} ":
+                pattern = NB + r"[\s-]+".join(map(re.escape, phrase.split())) + NA
+                if any(t.start() <= m.start() and m.end() <= t.end() for t in self._each(pattern)):
+                    return True
+        return False
 
     def _image_type(self) -> None:
         found: list[tuple[int, str]] = []

@@ -74,6 +74,8 @@ class Group:
     modes: Mapping[str, GroupMode] = field(default_factory=dict)
     # Releases of the software the group does not install ("humble" of ROS 2) -> why: said, never swapped in silently
     other_releases: Mapping[str, str] = field(default_factory=dict)
+    # The disk format of the hypervisor the group is the guest side of, and the hypervisor: (vmdk, VMware).
+    disk_format: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,8 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
                                     {k: str(v) for k, v in (mode.get("notes") or {}).items()})
                for name, mode in (spec.get("modes") or {}).items() if isinstance(mode, dict)},
         other_releases={str(k).lower(): str(v) for k, v in (spec.get("other_releases") or {}).items()},
+        disk_format=(str(spec["disk_format"]["type"]), str(spec["disk_format"]["of"])) if spec.get("disk_format")
+        else None,
     )
 
 

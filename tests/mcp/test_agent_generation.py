@@ -79,6 +79,20 @@ async def test_an_operating_system_named_by_its_maker_is_built_and_not_called_un
     assert not any("no distribution named" in n for n in out["notes"]), out["notes"]
 
 
+@pytest.mark.parametrize(("request_text", "kind"), [("ubuntu 24.04 VM for VMware ESXi", "vmdk"),
+                                                    ("debian VM for Proxmox", "qcow2"),
+                                                    ("Azure Linux VM for Hyper-V", "vhdx")])
+async def test_an_image_for_a_hypervisor_writes_its_disk_format_and_says_so(client, request_text, kind):
+    out, doc = await _gen(client, request_text)
+    assert kind in [a["type"] for a in doc["disk"]["artifacts"]]
+    assert any(n.startswith(f"a {kind} disk is written") for n in out["notes"]), out["notes"]
+
+
+async def test_a_format_named_in_the_request_is_the_one_written(client):
+    _out, doc = await _gen(client, "ubuntu VM for Hyper-V as a qcow2")
+    assert [a["type"] for a in doc["disk"]["artifacts"] if a["type"] != "raw"] == ["qcow2"]
+
+
 async def test_a_filesystem_the_build_cannot_make_is_reported_and_the_result_stays_valid(client):
     out, doc = await _gen(client, "debian 13 that uses btrfs for root instead of ext4")
     assert {p.get("fsType") for p in doc["disk"]["partitions"]} <= {"fat32", "ext4", "xfs", None}

@@ -36,6 +36,13 @@ def test_words_for_a_machine_of_its_own_are_read_as_hardware(request_text):
     assert not spec.unparsed, spec.unparsed
 
 
+@pytest.mark.parametrize("request_text", ["an HMI touch panel for the plant floor on debian",
+                                          "self-checkout terminal image, debian", "an operator panel, debian 13"])
+def test_a_machine_that_is_a_kiosk_is_hardware_and_the_kiosk(request_text):
+    spec = parse_request(request_text)
+    assert spec.hardware is True and "kiosk" in spec.add_groups, (spec.hardware, spec.add_groups)
+
+
 def test_bare_metal_is_not_a_minimal_request_and_a_negated_one_is_not_hardware():
     spec = parse_request("bare metal debian with nginx")
     assert spec.hardware and not spec.minimal

@@ -91,24 +91,24 @@ class DiskEdit(TemplateEdit):
         if not spec.partitions or disk is None:
             return
         layout = Layout(self, disk)
+        grow_disk = not (spec.disk_size or spec.disk_size_delta)
         for request in spec.partitions:
             action = request.get("action")
+            mount = layout.referent(request["mountPoint"])
+            if mount is None:
+                continue
             if action == "remove":
-                layout.remove(request["mountPoint"])
+                layout.remove(mount)
             elif action == "resize":
                 if request.get("fsType"):
-                    layout.set_fs(request["mountPoint"], request["fsType"])
+                    layout.set_fs(mount, request["fsType"])
                 if request.get("size"):
-                    layout.resize(request["mountPoint"], request["size"])
+                    layout.resize(mount, request["size"], grow_disk=grow_disk)
                 elif request.get("size_delta"):
-                    layout.resize_by(request["mountPoint"], request["size_delta"])
+                    layout.resize_by(mount, request["size_delta"], grow_disk=grow_disk)
             else:
-                layout.add(
-                    request["mountPoint"],
-                    request.get("size"),
-                    request.get("fsType"),
-                    bool(request.get("fill")),
-                )
+                layout.add(mount, request.get("size"), request.get("fsType"), bool(request.get("fill")),
+                           grow_disk=grow_disk)
 
     def artifacts(self, spec: RequestSpec) -> None:
         if not (spec.artifacts or spec.remove_artifacts or spec.artifact_compression):

@@ -18,6 +18,7 @@ DEFAULT_NEW_PARTITION_MIB = 1024
 MIN_ROOT_MIB = 1024
 MIN_OTHER_MIB = 256
 GPT_TAIL_MIB = 1  # the backup GPT lives in the last sectors; fixed partitions must end before it
+THAT_PARTITION = "@that"  # the mount point of "that partition": Layout.referent says which it is
 
 
 class EditLog(Protocol):
@@ -209,7 +210,10 @@ class Layout:
             pid, n = f"{base}{n}", n + 1
         return pid
 
-    def add(self, mount: str, size: str | None, fs: str | None, fill: bool) -> None:
+    def add(self, mount: str, size: str | None, fs: str | None, fill: bool, grow_disk: bool = False) -> None:
+        """Add a partition. ``grow_disk`` (no disk size was asked for): a partition placed before the one that
+        fills the disk grows the disk by its size when it would take over half of that one (_needs_own_room);
+        otherwise it takes its room from that partition."""
         found = self._find(mount)
         if found is not None:
             fill_i = self._fill_index()
@@ -253,6 +257,12 @@ class Layout:
                 f"added partition {mount} ({_fmt_size(chosen)}, {part['fsType']}) at {part['start']}-{part['end']}{note}; "
                 f"{part_id(grower)} now starts at {grower['start']}"
             )
+            if grow_disk and self._needs_own_room(chosen, start):
+                old = self.disk.get("size")
+                self.size_mib = math.ceil(((self.size_mib or 0) + chosen) / 1024) * 1024
+                self.disk["size"] = _fmt_size(self.size_mib)
+                self.edit.changes.append(f"disk size {old} -> {self.disk['size']}, so {part_id(grower)} keeps its size "
+                                         "(give a disk size to take the room from it instead)")
         else:
             start = self._fixed_end() or 1
             part = self.new_partition(pid, mount, start, None if fill else start + chosen, fs)
@@ -275,7 +285,31 @@ class Layout:
             self.edit.changes.append(f"partition {mount}: filesystem {part.get('fsType')} -> {fs}")
             part["fsType"] = fs
 
-    def resize(self, mount: str, size: str) -> None:
+    def _needs_own_room(self, more: int, filler_start: int) -> bool:
+        """Whether ``more`` MiB for a partition before the one that fills the disk (starting at ``filler_start``)
+        grow the disk rather than come from that one: they would take over half of it ("a 50GB /var/lib/pgsql" on
+        an 8GiB image had left root 1.4 GiB, "2 GiB of swap" on a 4 GiB one 1.5 GiB). Less comes from it, so a disk
+        enlarged first for a partition ("+10G", then "a 2G /data") stays the size it was given."""
+        return bool(self.size_mib) and more > 0 and more > ((self.size_mib or 0) - filler_start) // 2
+
+    def referent(self, mount: str) -> str | None:
+        """The mount point an edit means: ``THAT_PARTITION`` ("make that partition xfs") is the template's one
+        partition beyond the boot, root and swap ones; with none or several, None and the problem said."""
+        if mount != THAT_PARTITION:
+            return mount
+        own = [str(p.get("mountPoint")) for p in self.parts if isinstance(p, dict) and p.get("mountPoint")
+               and p.get("mountPoint") not in ("/", "/boot/efi", "none", "swap") and p.get("type") != "esp"]
+        if len(own) == 1:
+            return own[0]
+        self.edit.problems.append("which partition is meant? " + (
+            f"name its mount point ({', '.join(own)})" if own else "the image has no partition beyond boot and root"))
+        return None
+
+    def resize(self, mount: str, size: str, grow_disk: bool = False) -> None:
+        """A partition's size. ``grow_disk`` (no disk size was asked for): the partition that fills the disk keeps
+        filling it, the disk sized for it to be ``size``; a partition before it grown by over half of it grows the
+        disk instead (_needs_own_room). Otherwise the filling partition gives or takes the room, or is fixed at
+        ``size``."""
         index = self._find(mount)
         if index is None:
             self.edit.problems.append(f"no {mount} partition to resize")
@@ -286,22 +320,38 @@ class Layout:
             return
         part = self.parts[index]
         start = _mib(part.get("start")) or 0
+        if is_fill(part.get("end")) and grow_disk and self.size_mib and index == len(self.parts) - 1:
+            old = self.disk.get("size")
+            self.size_mib = start + new + GPT_TAIL_MIB
+            self.disk["size"] = _fmt_size(self.size_mib)
+            self.edit.changes.append(f"partition {mount}: {size}, still the rest of the disk (disk size {old} -> "
+                                     f"{self.disk['size']})")
+            return
         if is_fill(part.get("end")):
             part["end"] = _fmt_mib(start + new)
             self.edit.changes.append(f"partition {mount}: fixed at {size} (was the rest of the disk)")
         else:
             old_end = _mib(part.get("end")) or start
             delta = start + new - old_end
+            fill_i = self._fill_index()
+            filler_start = _mib(self.parts[fill_i].get("start")) if fill_i is not None and fill_i > index else None
+            own_room = grow_disk and filler_start is not None and self._needs_own_room(delta, filler_start)
             part["end"] = _fmt_mib(start + new)
             self._shift_after(index, delta)
             self.edit.changes.append(
                 f"partition {mount}: {_fmt_size(old_end - start)} -> {size}" + self._shift_note(index, delta)
             )
+            if own_room and fill_i is not None:
+                old_size = self.disk.get("size")
+                self.size_mib = (self.size_mib or 0) + delta
+                self.disk["size"] = _fmt_size(self.size_mib)
+                self.edit.changes.append(f"disk size {old_size} -> {self.disk['size']}, so "
+                                         f"{part_id(self.parts[fill_i])} keeps its size")
         need = self._fits()
         if need:
             self.grow_disk_to(need)
 
-    def resize_by(self, mount: str, delta: str) -> None:
+    def resize_by(self, mount: str, delta: str, grow_disk: bool = False) -> None:
         """A partition's size changed by an amount ("+2GiB") or a factor ("x2"), from the size it has now (the rest
         of the disk, for the partition that fills it)."""
         index = self._find(mount)
@@ -315,7 +365,7 @@ class Layout:
         if new is None or new <= 0:
             self.edit.problems.append(f"cannot change the {mount} partition's size by {delta!r}")
             return
-        self.resize(mount, _fmt_size(new))
+        self.resize(mount, _fmt_size(new), grow_disk=grow_disk)
 
     def remove(self, mount: str) -> None:
         index = self._find(mount)
@@ -369,5 +419,5 @@ class Layout:
         return f"; moved {', '.join(following)} by {'+' if delta > 0 else '-'}{_fmt_size(abs(delta))}"
 
 
-__all__ = ["DEFAULT_NEW_PARTITION_MIB", "GPT_TAIL_MIB", "Layout", "MIN_OTHER_MIB", "MIN_ROOT_MIB", "VERITY_HASH_MIB",
-           "is_fill", "part_id"]
+__all__ = ["DEFAULT_NEW_PARTITION_MIB", "GPT_TAIL_MIB", "THAT_PARTITION", "Layout", "MIN_OTHER_MIB", "MIN_ROOT_MIB",
+           "VERITY_HASH_MIB", "is_fill", "part_id"]

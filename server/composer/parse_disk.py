@@ -8,6 +8,7 @@ import re
 from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
 from ..knowledge.template_format import load_template_format
+from .layout import THAT_PARTITION
 from .phrasing import ParserState, alternatives
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
@@ -68,6 +69,27 @@ class DiskPhrases(ParserState):
             spec.partitions.append(
                 {"action": "resize", "mountPoint": _mount(m.group(1)), "size": _size(m.group(2), m.group(3))}
             )
+            self._mask(m.start(), m.end())
+        # "make root 6GB", "grow /var to 20G", "root should be 6 GB": a place in the filesystem, no noun
+        for m in self._each(
+            rf"\b(?:resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce)\s+(?:the\s+)?{_PLACE}"
+            rf"(?![\w/])\s+(?:size\s+)?(?:to\s+|=\s*|be\s+)?{_SIZE}"
+            rf"|(?<![\w/])(?:the\s+)?{_PLACE}(?![\w/])\s+(?:should|must|needs?\s+to|has\s+to|will)\s+be\s+{_SIZE}"
+        ):
+            g = m.groups()
+            place, amount = (g[0], _size(g[1], g[2])) if g[0] else (g[3], _size(g[4], g[5]))
+            spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": amount})
+            self._mask(m.start(), m.end())
+        # "make that partition xfs", "the new partition should be 20G": the partition meant (Layout.referent)
+        that = r"(?:that|this|the\s+(?:new|extra|added|additional|separate|other|data))\s+(?:partition|volume)"
+        for m in self._each(
+            rf"\b(?:make|change|set|format|convert|reformat|resize|grow|shrink)\s+{that}\s+(?:to\s+|as\s+|into\s+|with\s+)?"
+            rf"(?:(?:{_FS})|{_SIZE})(?:\s+(?:and|,)\s+(?:(?:{_FS})|{_SIZE}))?"
+        ):
+            g = m.groups()
+            size = _size(g[1], g[2]) if g[1] else _size(g[4], g[5]) if g[4] else None
+            fs = g[0] or g[3]
+            spec.partitions.append({"action": "resize", "mountPoint": THAT_PARTITION, "size": size, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
         for m in self._each(
             rf"\b(?:make|change|set|format|convert|reformat)\s+(?:the\s+)?{_MOUNT}\s+(?:partition|filesystem|fs)\s+"

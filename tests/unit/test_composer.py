@@ -589,7 +589,7 @@ REFINE_CASES: list[tuple[dict | str, str, set[str]]] = [
     (UBUNTU_BASE, "switch to arm64", {"target.arch", "disk.partitions", "systemConfig.packages"}),
     (UBUNTU_BASE, "use systemd-boot", {"systemConfig.bootloader.provider", "systemConfig.packages"}),
     (UBUNTU_BASE, "enable immutability", {"systemConfig.immutability.enabled", "disk.partitions", "disk.size"}),
-    (UBUNTU_BASE, "add a 2GiB swap partition", {"disk.partitions"}),
+    (UBUNTU_BASE, "add a 2GiB swap partition", {"disk.partitions", "disk.size"}),
     (UBUNTU_BASE, "convert to iso", {"target.imageType", "disk"}),
     (AZL_BASE, "remove user testuser", {"systemConfig.users"}),
     (AZL_BASE, "disable immutability", {"systemConfig.immutability.enabled"}),
@@ -633,10 +633,51 @@ def test_refine_disk_and_data_partition_geometry() -> None:
 
 
 def test_refine_partition_that_does_not_fit_grows_the_disk() -> None:
-    result = apply_instruction(UBUNTU_BASE, "add a 6GiB /data partition")
+    result = apply_instruction(UBUNTU_BASE, "set the disk size to 5GiB and add a 6GiB /data partition")
     assert mib(result.data["disk"]["size"]) >= 513 + 6 * 1024 + 1024
     assert any("so the partitions fit" in c for c in result.changes)
     assert_geometry(result.data)
+
+
+def root_mib(data: dict) -> int:
+    root = partition(data, "/")
+    assert root is not None
+    end = mib(data["disk"]["size"]) if root["end"] == "0" else mib(root["end"])
+    return end - mib(root["start"])
+
+
+def test_a_large_new_partition_grows_the_disk_rather_than_starve_root() -> None:
+    before = root_mib(UBUNTU_BASE)
+    result = apply_instruction(UBUNTU_BASE, "add a 6GiB /data partition")
+    assert root_mib(result.data) >= before
+    assert any("keeps its size" in c for c in result.changes)
+    assert_geometry(result.data)
+
+
+def test_a_small_new_partition_takes_its_room_from_a_disk_already_enlarged() -> None:
+    grown = apply_instruction(UBUNTU_BASE, "grow the disk by 10G").data
+    result = apply_instruction(grown, "add a 2G /data partition")
+    assert result.data["disk"]["size"] == grown["disk"]["size"] == "14GiB"
+    assert root_mib(result.data) == root_mib(grown) - 2048
+
+
+def test_root_resized_without_the_word_partition_keeps_filling_the_disk() -> None:
+    for words in ("make root 6GB", "root should be 6 GB", "grow / to 6GiB"):
+        result = apply_instruction(UBUNTU_BASE, words)
+        assert not result.unhandled, words
+        assert partition(result.data, "/")["end"] == "0", words
+        assert 6 * 1024 <= root_mib(result.data) < 6 * 1024 + 8, words
+        assert_geometry(result.data)
+
+
+def test_that_partition_is_the_one_the_image_added() -> None:
+    added = apply_instruction(UBUNTU_BASE, "add a 2GB /data partition").data
+    assert partition(apply_instruction(added, "make that partition xfs").data, "/data")["fsType"] == "xfs"
+    bigger = apply_instruction(added, "make the new partition 3GB").data
+    assert mib(partition(bigger, "/data")["end"]) - mib(partition(bigger, "/data")["start"]) == 3072
+    nothing = apply_instruction(UBUNTU_BASE, "make that partition xfs")
+    assert nothing.data == UBUNTU_BASE
+    assert any("which partition is meant" in u for u in nothing.unhandled)
 
 
 def test_refine_shrinking_shrinks_flexible_partitions_first() -> None:

@@ -130,6 +130,13 @@ class Capabilities:
         return (rf"(?<![\w.+/-])(?:(?:microsoft|vmware|google)\s+{words}|{words}(?=\s*(?:linux\s*)?\d|\s+(?:{edition})\b))"
                 rf"(?:\s+(?:{edition})\b)*{release}(?![\w+/-])")
 
+    @functools.cached_property
+    def unsupported_os_regexes(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        """Each unsupported operating system's phrase with its :meth:`unsupported_os_pattern` compiled
+        (case-insensitive), the longest phrase first so that it claims its span before a name inside it."""
+        return tuple((phrase, re.compile(self.unsupported_os_pattern(phrase), re.I))
+                     for phrase in sorted(self.unsupported_os, key=len, reverse=True))
+
     def maker_pattern(self, maker: str) -> str:
         """A regular expression naming an operating system by its maker (a family's ``makers``): the maker before an
         OS noun ("microsoft's linux", "intel's own edge os") or after one with from/by ("a distro from microsoft")."""

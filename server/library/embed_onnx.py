@@ -184,7 +184,9 @@ def word_table(weights_path: Path) -> np.ndarray:
     if entry["dtype"] == "F32" and end - start == 4 * shape[0] * shape[1]:
         with open(weights_path, "rb") as f:  # a query looks rows up one by one: see page_cache
             page_cache.read_through(f.fileno(), 8 + header_len + start, end - start)
-        return np.memmap(weights_path, dtype="<f4", mode="r", offset=8 + header_len + start, shape=shape)
+        mapped = np.memmap(weights_path, dtype="<f4", mode="r", offset=8 + header_len + start, shape=shape)
+        # As a plain array over the same mapping: np.memmap's own indexing costs ~25 us a query against ~7.
+        return mapped.view(np.ndarray)
     from safetensors import safe_open
 
     with safe_open(str(weights_path), framework="numpy") as tensors:

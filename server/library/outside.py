@@ -19,8 +19,8 @@ def outside_targets(query: str, analysis: QueryAnalysis) -> list[str]:
     excluded = set(analysis.excluded)
     found: list[str] = []
     taken: list[tuple[int, int]] = []  # a longer name's span ("fedora coreos" holds "fedora")
-    for phrase in sorted(caps.unsupported_os, key=len, reverse=True):
-        for m in re.finditer(caps.unsupported_os_pattern(phrase), query, re.I):
+    for phrase, pattern in caps.unsupported_os_regexes:
+        for m in pattern.finditer(query):
             if any(m.start() < end and start < m.end() for start, end in taken):
                 continue
             taken.append(m.span())

@@ -52,6 +52,11 @@ WORD_PHRASES: dict[tuple[str, ...], str] = {
        for alias in (str(a) for a in info.get("aliases") or ()) if len(tokenize(alias)) > 1},
     **{tuple(tokenize(full)): codename for full, codename in _CAPS.full_release_names.items()}}
 
+# Looked up by their first word: a query's search reads every token through read_word_phrases before it embeds.
+_PHRASES_BY_FIRST: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+for _phrase, _word in WORD_PHRASES.items():
+    _PHRASES_BY_FIRST.setdefault(_phrase[0], []).append((_phrase, _word))
+
 
 def read_word_phrases(tokens: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """``tokens`` with each name in several words (:data:`WORD_PHRASES`) read as its one word, and (as typed,
@@ -60,7 +65,7 @@ def read_word_phrases(tokens: list[str]) -> tuple[list[str], list[tuple[str, str
     read: list[tuple[str, str]] = []
     i = 0
     while i < len(tokens):
-        for phrase, arch in WORD_PHRASES.items():
+        for phrase, arch in _PHRASES_BY_FIRST.get(tokens[i], ()):
             span = tokens[i:i + len(phrase)]
             if tuple(span) == phrase or (len(span) == len(phrase) and tuple(span[:-1]) == phrase[:-1]
                                          and span[-1] == phrase[-1] + "s"):  # "64-bit pcs"

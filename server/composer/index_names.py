@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..knowledge.request_words import load_request_words
+from .phrasing import looks_like_package
 from .request_spec import RequestSpec
 
 NAME = re.compile(r"[a-z][a-z0-9+._-]{1,60}")
@@ -76,4 +77,15 @@ def place(spec: RequestSpec, found: set[str], candidates: dict[str, Reading]) ->
             spec.corrected.append(f"{reading.said} -> {name}")
 
 
-__all__ = ["Reading", "place", "readings"]
+def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, english: frozenset[str]) -> None:
+    """Words still not placed that may be packages, each said with why no index could tell and how to add it
+    anyway: "frr" reads "frr (no package this server knows, and the elxr12 repository index could not be read
+    to check it: 'add the package frr' adds it unchecked)". A word of ``english`` ("routing") is left as it is;
+    with no such list, only a word shaped like a package name gets the advice."""
+    said = {name for name, reading in candidates.items() if reading.tokens == (name,)
+            and (looks_like_package(name) or (english and name not in english))}
+    spec.unparsed = [f"{u} (no package this server knows, and {why} to check it: 'add the package {u}' adds it "
+                     "unchecked)" if u in said else u for u in spec.unparsed]
+
+
+__all__ = ["Reading", "place", "readings", "unchecked"]

@@ -17,6 +17,9 @@ VERITY_HASH_MIB = 500
 DEFAULT_NEW_PARTITION_MIB = 1024
 MIN_ROOT_MIB = 1024
 MIN_OTHER_MIB = 256
+# What the partition that fills the disk keeps when a partition added or grown before it would take its room
+# (Layout._needs_own_room): a root that small is often full after the first updates.
+ROOM_KEPT_MIB = 4096
 GPT_TAIL_MIB = 1  # the backup GPT lives in the last sectors; fixed partitions must end before it
 THAT_PARTITION = "@that"  # the mount point of "that partition": Layout.referent says which it is
 
@@ -287,10 +290,14 @@ class Layout:
 
     def _needs_own_room(self, more: int, filler_start: int) -> bool:
         """Whether ``more`` MiB for a partition before the one that fills the disk (starting at ``filler_start``)
-        grow the disk rather than come from that one: they would take over half of it ("a 50GB /var/lib/pgsql" on
-        an 8GiB image had left root 1.4 GiB, "2 GiB of swap" on a 4 GiB one 1.5 GiB). Less comes from it, so a disk
-        enlarged first for a partition ("+10G", then "a 2G /data") stays the size it was given."""
-        return bool(self.size_mib) and more > 0 and more > ((self.size_mib or 0) - filler_start) // 2
+        grow the disk rather than come from that one: they would take over half of it and leave it under
+        ROOM_KEPT_MIB ("a 50GB /var/lib/pgsql" on an 8GiB image had left root 1.4 GiB, "2 GiB of swap" on a
+        4 GiB one 1.5 GiB). Otherwise they come from it: a disk enlarged first for a partition ("+10G", then "a
+        2G /data") or given its size ("a 50GB disk", then "a 30GB /var/lib/docker") stays the size it was."""
+        if not self.size_mib or more <= 0:
+            return False
+        filler = self.size_mib - filler_start
+        return more > filler // 2 and filler - more < ROOM_KEPT_MIB
 
     def referent(self, mount: str) -> str | None:
         """The mount point an edit means: ``THAT_PARTITION`` ("make that partition xfs") is the template's one

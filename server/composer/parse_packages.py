@@ -33,6 +33,9 @@ _STRONG_ADD = {
     "including",
     "preinstall",
 }
+# Verbs that only software follows: one unknown word after them is a package name whatever its shape ("install
+# frr"); after "add" or "include" it must look like one, since those take English too ("add logs", "add separate").
+_INSTALL_VERBS = {"install", "installing", "preinstall"}
 _NEUTRAL_WORDS = {
     "set",
     "turn",
@@ -216,6 +219,7 @@ class PackagePhrases(UnreadWords):
         for clause in re.split(r"[;.!?\n]+(?:\s|$)|\bthen\b|,\s*(?=(?:we|i|they|you|we're|i'm|they're)\s)", text):
             mode: str | None = None
             self._by_name = False  # "add package pgbackrest": the words after it are package names, known or not
+            self._verb = ""  # the last verb that began adding (_INSTALL_VERBS)
             strength = ""
             negate = False  # "don't", "do not", "never": the next add verb means remove
             found = [
@@ -292,6 +296,7 @@ class PackagePhrases(UnreadWords):
                     continue
                 if two in ("turn on", "switch on", "put in", "bring in", "throw in", "add in"):
                     mode, strength, negate = "add", "strong", False
+                    self._verb = two
                     i += 2
                     continue
                 if token in REMOVE_WORDS:
@@ -308,6 +313,7 @@ class PackagePhrases(UnreadWords):
                         mode, strength = "add", "quiet"
                     else:
                         mode, strength = "add", "strong" if token in _STRONG_ADD else "with"
+                        self._verb = token
                     i += 1
                     continue
                 negate = False
@@ -458,9 +464,10 @@ class PackagePhrases(UnreadWords):
 
     def _flush_run(self, run: list[str]) -> None:
         """One unknown word after "add" is a package name only when it is shaped like one ("libfoo-dev",
-        "python3", "mod_ssl"); a plain word ("separate", "logs") is English until the repository index says
-        otherwise, so it is reported as not placed. Several in a row are prose ("the nvidia driver")."""
-        if len(run) == 1 and looks_like_package(run[0]):
+        "python3", "mod_ssl"), or after "install" (_INSTALL_VERBS); a plain word ("separate", "logs") is English
+        until the repository index says otherwise, so it is reported as not placed. Several in a row are prose ("the nvidia driver")."""
+        if len(run) == 1 and (looks_like_package(run[0]) or (
+                getattr(self, "_verb", "") in _INSTALL_VERBS and run[0] not in load_request_words().kind_nouns)):
             self.spec.add_packages.append(run[0])
         elif run:
             self.spec.unparsed.append(" ".join(run))

@@ -3,6 +3,7 @@ embedder that runs it (on onnxruntime or the numpy encoder); the keyword-only st
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -123,6 +124,17 @@ def _find_packaged_model_dir() -> Path:
         if candidate.is_dir():
             return candidate
     raise EmbeddingError(f"local embedding model {LOCAL_MODEL_NAME} is not installed: {LOCAL_INSTALL_HINT}")
+
+
+@functools.lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    """Whole words of the local model's WordPiece vocabulary: ~20,000 common English words and few package
+    names ("routing" and "runner" are there, "frr", "lldpd" and "nginx" are not); empty without the model."""
+    try:
+        lines = (_find_packaged_model_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    except (OSError, EmbeddingError):
+        return frozenset()
+    return frozenset(w for w in lines if w.isalpha() and w.islower())
 
 
 def local_model_missing(model_dir: str | Path | None = None) -> str | None:

@@ -58,6 +58,17 @@ async def test_ordinary_english_never_becomes_a_package(client):
     assert "added package separate" not in out["explanation"]
 
 
+async def test_a_name_no_index_could_check_says_why_and_how_to_add_it(client):
+    """Offline, with no cached index: "frr" and "lldpd" may be packages; the answer says no index could tell and
+    how to add them anyway. An English word left unread ("routing") gets no such advice."""
+    out, doc = await _gen(client, "an elxr image for a router with frr routing and lldpd")
+    assert not {"frr", "lldpd", "routing"} & installed(doc)
+    for name in ("frr", "lldpd"):
+        assert any(n.startswith(f"not understood: {name} (") and f"'add the package {name}'" in n
+                   for n in out["notes"]), out["notes"]
+    assert not any("the package routing" in n for n in out["notes"]), out["notes"]
+
+
 async def test_with_no_distribution_named_the_base_is_one_that_can_have_the_asked_groups(client):
     """Signage reads like a video-analytics template (EMT), whose target has no kiosk; a family that has one is
     the start, and what was asked comes in its names there."""

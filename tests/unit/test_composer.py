@@ -661,6 +661,13 @@ def test_a_small_new_partition_takes_its_room_from_a_disk_already_enlarged() -> 
     assert root_mib(result.data) == root_mib(grown) - 2048
 
 
+def test_a_partition_on_a_disk_sized_by_the_user_takes_room_that_root_can_spare() -> None:
+    sized = apply_instruction(UBUNTU_BASE, "make the disk 50GB").data
+    result = apply_instruction(sized, "put /var/lib/docker on its own 30GB partition")
+    assert result.data["disk"]["size"] == sized["disk"]["size"]
+    assert root_mib(result.data) == root_mib(sized) - 30 * 1024
+
+
 def test_root_resized_without_the_word_partition_keeps_filling_the_disk() -> None:
     for words in ("make root 6GB", "root should be 6 GB", "grow / to 6GiB"):
         result = apply_instruction(UBUNTU_BASE, words)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from image_composer_mcp.server.composer.adherence import unmet, untold
 from image_composer_mcp.server.composer.base import asked_groups
@@ -145,3 +146,27 @@ def test_software_from_a_vendors_own_repository_is_said_not_applied():
     spec = parse_request("ubuntu noble with tailscale installed")
     assert not spec.add_packages and not spec.unparsed
     assert any(n.startswith("tailscale not applied") and "pkgs.tailscale.com" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize(("request_text", "where"), [
+    ("ubuntu server for a gitlab runner", "packages.gitlab.com"),
+    ("debian 13 with gitlab-runner", "packages.gitlab.com"),
+    ("ubuntu 24.04 build box with jenkins", "pkg.jenkins.io"),
+    ("a self-hosted runner for github actions on debian", "github.com/actions/runner"),
+])
+def test_ci_runners_from_their_vendors_repositories_are_said_not_applied(request_text: str, where: str):
+    spec = parse_request(request_text)
+    assert any("not applied" in n and where in n for n in spec.notes), spec.notes
+    assert not spec.unparsed, spec.unparsed
+
+
+def test_one_unknown_word_after_install_is_a_package_and_after_add_only_when_shaped_like_one():
+    assert "frr" in parse_request("debian 13, install frr").add_packages
+    assert "lldpd" in parse_request("debian 13 and please install lldpd").add_packages
+    assert "libfoo-dev" in parse_request("debian 13, add libfoo-dev").add_packages
+    assert not {"logs", "separate"} & set(parse_request("debian 13, add logs").add_packages)
+
+
+@pytest.mark.parametrize("words", ["a POS terminal", "a point-of-sale machine", "the point of sale system"])
+def test_a_point_of_sale_machine_is_the_kiosk(words: str):
+    assert "kiosk" in parse_request(f"debian 13 image for {words}").add_groups

@@ -94,6 +94,7 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
     """The wanted facts a parsed request states (server.composer.request_spec.RequestSpec), in the names the
     target ``dist`` uses, so the run-time check and the benchmark judge a template the same way."""
     from ..knowledge.loader import load_capabilities
+    from ..knowledge.request_words import load_request_words
 
     caps = load_capabilities()
     where = dist or spec.dist or spec.os or ""
@@ -114,8 +115,19 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
         want["has"] = has
     if lacks:
         want["lacks"] = lacks
-    mounts = [p["mountPoint"] for p in spec.partitions if p.get("action") == "add"]
-    gone = [p["mountPoint"] for p in spec.partitions if p.get("action") == "remove"]
+    family = caps.families.get(caps.family_of(where) or "")
+    pkg_type = family.pkg_type if family is not None else "deb"
+
+    def placed(mount: str) -> str | None:
+        """Where the edit puts a partition asked at ``mount``: a database's directory in the target's format; a
+        placeholder ("@database", "@that") is resolved, or reported, by the edit itself."""
+        if mount.startswith("@"):
+            return None
+        moved = load_request_words().data_dir(mount, pkg_type)
+        return moved[1] if moved else mount
+
+    mounts = [m for p in spec.partitions if p.get("action") == "add" if (m := placed(str(p["mountPoint"])))]
+    gone = [m for p in spec.partitions if p.get("action") == "remove" if (m := placed(str(p["mountPoint"])))]
     if mounts:
         want["mount"] = mounts
     if gone:

@@ -3,12 +3,16 @@ immutable root (dm-verity hash partition) with its secure boot keys. The arithme
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import fmt_offset, fmt_size, template_mib
 from .editing import TemplateEdit, mapping_at
 from .layout import GPT_TAIL_MIB, MIN_ROOT_MIB, VERITY_HASH_MIB, Layout, is_fill, part_id
 from .request_spec import RequestSpec
+
+DATABASE = "@database"  # the mount word of "a partition for the database" (request_words.yaml mount_words)
 
 
 class DiskEdit(TemplateEdit):
@@ -94,7 +98,8 @@ class DiskEdit(TemplateEdit):
         grow_disk = not (spec.disk_size or spec.disk_size_delta)
         for request in spec.partitions:
             action = request.get("action")
-            mount = layout.referent(request["mountPoint"])
+            place = self._data_dir(str(request["mountPoint"]), spec)
+            mount = layout.referent(place) if place is not None else None
             if mount is None:
                 continue
             if action == "remove":
@@ -109,6 +114,32 @@ class DiskEdit(TemplateEdit):
             else:
                 layout.add(mount, request.get("size"), request.get("fsType"), bool(request.get("fill")),
                            grow_disk=grow_disk)
+
+    def _data_dir(self, mount: str, spec: RequestSpec) -> str | None:
+        """Where a partition for a database goes on this target (request_words.yaml ``data_dirs``): DATABASE is
+        the data directory of the one database the image has or is asked for; another format's directory of a
+        database ("/var/lib/postgresql" on an RPM family) is this format's. None, the problem said, when
+        DATABASE names no database or several."""
+        dirs = load_request_words().data_dirs
+        family = self.caps.families.get(self.family)
+        pkg_type = family.pkg_type if family is not None else "deb"
+        if mount == DATABASE:
+            names = [*self.packages(), *spec.add_packages]
+            have = {name: d for name, d in dirs.items() if any(re.match(d["packages"], n) for n in names)}
+            places = {d.get(pkg_type) or d["deb"] for d in have.values()}
+            if len(places) == 1:
+                return places.pop()
+            self.problems.append("which database is the partition for? " + (
+                f"the image has {' and '.join(have)}: give the mount point" if have else
+                f"the image has none: name it ({', '.join(dirs)}) or give the mount point"))
+            return None
+        moved = load_request_words().data_dir(mount, pkg_type)
+        if moved is not None:
+            name, own = moved
+            self.changes.append(f"partition {mount} mounted at {own} instead, where {name} keeps its data on "
+                                f"{self.dist or pkg_type}")
+            return own
+        return mount
 
     def artifacts(self, spec: RequestSpec) -> None:
         if not (spec.artifacts or spec.remove_artifacts or spec.artifact_compression):

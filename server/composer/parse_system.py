@@ -235,7 +235,7 @@ class SystemPhrases(ParserState):
 
     def _name(self) -> None:
         patterns = [
-            r"\b(?:rename|re-name)\s+(?:the\s+|this\s+)?(?:image|template)?\s*(?:to|as)\s+[\"'`]?([A-Za-z0-9][\w.-]*)",
+            r"\b(?:rename|re-name)\s+(?:the\s+|this\s+|it\s+)?(?:image|template)?\s*(?:to|as)\s+[\"'`]?([A-Za-z0-9][\w.-]*)",
             r"\b(?:name|call)\s+(?:it|the\s+image|this\s+image|the\s+template|this\s+template)\s+(?:to\s+|as\s+)?[\"'`]?([A-Za-z0-9][\w.-]*)",
             r"\bimage\s+name\s*(?:to|=|:|as|of|is|should\s+be)?\s*[\"'`]?([A-Za-z0-9][\w.-]*)",
         ]
@@ -312,7 +312,9 @@ class SystemPhrases(ParserState):
 
     def _immutability(self) -> None:
         pattern = (
-            r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)|read[\s-]only\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system|os)"
+            # "an immutable root (filesystem)": the noun after the adjective is part of the phrase
+            r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)(?:\s+(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os))?"
+            r"|read[\s-]only\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system|os)"
             r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image)\s+(?:is\s+|be\s+|to\s+be\s+|as\s+)?"
             r"read[\s-]only"
             r"|dm-verity|verity|mutable|writ(?:e)?able\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system))(?![\w-])"

@@ -41,6 +41,16 @@ class RequestWords:
     versioned_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # word -> patterns with {v}
     compound_suffixes: tuple[str, ...] = ()  # "RHEL-like", "docker-ready": the known word read alone
     negating_suffixes: tuple[str, ...] = ()  # "docker-free": read as "no docker"
+    data_dirs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # database -> packages|deb|rpm -> value
+
+    def data_dir(self, mount: str, pkg_type: str) -> tuple[str, str] | None:
+        """(database, its directory on ``pkg_type``) when ``mount`` is a database's data directory on the other
+        package format ("/var/lib/postgresql" on rpm -> postgresql, /var/lib/pgsql); None otherwise."""
+        for name, dirs in self.data_dirs.items():
+            own = dirs.get(pkg_type)
+            if own and mount != own and mount in (dirs.get("deb"), dirs.get("rpm")):
+                return name, own
+        return None
 
     def name_slug(self, group: str, family: str | None) -> str | None:
         """The word an image name uses for ``group`` on ``family``."""
@@ -78,6 +88,7 @@ def load_request_words() -> RequestWords:
         realtime_kernel=re.compile(str(raw.get("realtime_kernel_pattern") or r"^$")),
         name_slugs={str(k): _slugs(v) for k, v in (raw.get("name_slugs") or {}).items()},
         placeholders=frozenset(w.lower() for w in _words(raw.get("placeholders"))),
+        data_dirs={str(k): {str(a): str(b) for a, b in v.items()} for k, v in (raw.get("data_dirs") or {}).items()},
         versioned_names={str(k): _words(v) for k, v in (raw.get("versioned_names") or {}).items()},
         compound_suffixes=_words(raw.get("compound_suffixes")),
         negating_suffixes=_words(raw.get("negating_suffixes")),

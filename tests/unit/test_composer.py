@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from image_composer_mcp.server.composer.adherence import unmet
+from image_composer_mcp.server.composer.adherence import unmet, want_from_spec
 from image_composer_mcp.server.composer.answers import summarize
 from image_composer_mcp.server.composer.base import strip_plan
 from image_composer_mcp.server.composer.compose import apply_instruction, apply_spec, compose
@@ -1035,3 +1035,29 @@ def test_a_move_to_x86_64_takes_the_arm_uart_and_the_arch_in_the_host_name_along
     system = moved.data["systemConfig"]
     assert "ttyAMA" not in system["kernel"]["cmdline"] and "console=ttyS0" in system["kernel"]["cmdline"]
     assert "arm64" not in system["hostname"]
+
+
+@pytest.mark.parametrize(("base", "database", "place"), [
+    ("debian13-x86_64-minimal-base-raw.yml", "postgresql", "/var/lib/postgresql"),
+    ("el10-x86_64-minimal-base-raw.yml", "postgresql-server", "/var/lib/pgsql"),
+    ("el10-x86_64-minimal-base-raw.yml", "mariadb-server", "/var/lib/mysql"),
+])
+def test_a_partition_for_the_database_is_the_data_directory_of_the_one_the_image_has(base, database, place):
+    with_db = apply_instruction(_library(base), f"add {database}").data
+    result = apply_instruction(with_db, "add a separate 10G partition for the database")
+    assert partition(result.data, place) is not None, result.changes
+    assert not result.unhandled
+
+
+def test_a_partition_for_the_database_without_one_asks_which():
+    result = apply_instruction(_library("debian13-x86_64-minimal-base-raw.yml"), "add a 10G partition for the db")
+    assert result.data["disk"]["partitions"] == _library("debian13-x86_64-minimal-base-raw.yml")["disk"]["partitions"]
+    assert any("which database" in u for u in result.unhandled), result.unhandled
+
+
+def test_a_databases_directory_follows_the_targets_package_format():
+    result = apply_instruction(_library("el10-x86_64-minimal-base-raw.yml"), "add a 30G postgresql partition")
+    assert partition(result.data, "/var/lib/pgsql") is not None and partition(result.data, "/var/lib/postgresql") is None
+    assert any("/var/lib/pgsql instead" in c for c in result.changes), result.changes
+    spec = parse_request("alma 10 postgres server with a 30G postgresql partition")
+    assert unmet(result.data, want_from_spec(spec, "el10")) == []

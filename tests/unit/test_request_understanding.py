@@ -1410,3 +1410,16 @@ def test_a_verb_after_the_kernel_command_lines_colon_is_no_flag(text, added, rem
 @pytest.mark.parametrize("text", ["Azure Linux 3 cloud VM", "an ubuntu cloud image"])
 def test_a_cloud_vm_or_image_asks_for_cloud_init(text):
     assert "cloud-init" in parse_request(text).add_groups
+
+
+@pytest.mark.parametrize("text", ["an EMT image with secure boot and an immutable root, for aarch64",
+                                  "ubuntu with an immutable root filesystem", "an immutable rootfs please"])
+def test_the_noun_after_immutable_is_part_of_the_wish(text):
+    spec = parse_request(text)
+    assert spec.immutability is True
+    assert not spec.unparsed, spec.unparsed
+
+
+def test_renaming_it_renames_the_image():
+    spec = parse_request("rename it to factory-edge-01")
+    assert spec.name == "factory-edge-01" and spec.hostname is None and not spec.unparsed

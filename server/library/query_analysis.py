@@ -283,6 +283,11 @@ class QueryAnalyzer:
     def analyze(self, query: str, spelt: Spelt | None = None) -> QueryAnalysis:
         """``spelt``: the query's tokens as read and their :meth:`corrections`, when already worked out."""
         tokens, corrections = spelt if spelt is not None else self.spelt(query)
+        if any(t in _CLOUD_AND_DIST for t in tokens) and any(
+                vocab.dist_for_word(t) and t not in _CLOUD_AND_DIST for t in tokens):
+            # "ubuntu on azure": the cloud, which any distribution's cloud images serve; as a word it had matched
+            # Azure Linux's templates by keyword and full text, above the Ubuntu cloud images asked for
+            tokens = ["cloud" if t in _CLOUD_AND_DIST else t for t in tokens]
         excluded, negated_idx = self._negations(tokens)
         packages: list[str] = []
         content: list[str] = []

@@ -45,12 +45,20 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower().replace("_", "_"))
 
 
-# Names in several words read as one word, as tokens -> the word: an architecture ("64-bit pc" -> x86_64) and a
-# release named in full ("jazzy jalisco" -> jazzy), whose second word no template uses.
+# Names in several words read as one word, as tokens -> the word: an architecture ("64-bit pc" -> x86_64), a
+# release named in full ("jazzy jalisco" -> jazzy), whose second word no template uses, and a machine that has
+# one architecture ("raspberry pi" -> aarch64, capabilities.yaml architectures' hardware).
 WORD_PHRASES: dict[tuple[str, ...], str] = {
     **{tuple(tokenize(alias)): arch for arch, info in _CAPS.arch_info.items()
        for alias in (str(a) for a in info.get("aliases") or ()) if len(tokenize(alias)) > 1},
-    **{tuple(tokenize(full)): codename for full, codename in _CAPS.full_release_names.items()}}
+    **{tuple(tokenize(full)): codename for full, codename in _CAPS.full_release_names.items()},
+    # a machine named instead of its architecture ("a Raspberry Pi 4", "graviton"): that architecture
+    **{tuple(tokenize(machine)): arch for arch, info in _CAPS.arch_info.items()
+       for machine in (str(m) for m in (info.get("hardware") or {}))}}
+# Of those, the machines: their words stay beside the architecture read, since templates name them too
+# ("Raspberry Pi-class UEFI boards").
+MACHINE_PHRASES: frozenset[tuple[str, ...]] = frozenset(
+    tuple(tokenize(str(m))) for info in _CAPS.arch_info.values() for m in (info.get("hardware") or {}))
 
 # Looked up by their first word: a query's search reads every token through read_word_phrases before it embeds.
 _PHRASES_BY_FIRST: dict[str, list[tuple[tuple[str, ...], str]]] = {}
@@ -69,7 +77,7 @@ def read_word_phrases(tokens: list[str]) -> tuple[list[str], list[tuple[str, str
             span = tokens[i:i + len(phrase)]
             if tuple(span) == phrase or (len(span) == len(phrase) and tuple(span[:-1]) == phrase[:-1]
                                          and span[-1] == phrase[-1] + "s"):  # "64-bit pcs"
-                out.append(arch)
+                out.extend([*span, arch] if phrase in MACHINE_PHRASES else [arch])
                 read.append((" ".join(span), arch))
                 i += len(phrase)
                 break

@@ -80,6 +80,8 @@ def test_every_name_of_a_target_reaches_the_target_fields(reference_engine, quer
     ("Intel's own edge OS with docker", "dist", "emt3"),
     ("ubuntu on microsoft azure cloud", "os", "ubuntu"),
     ("desktop for 64-bit PCs", "arch", "x86_64"),
+    ("Raspberry Pi 4 running 64-bit Linux", "arch", "aarch64"),
+    ("graviton instance image", "arch", "aarch64"),
 ])
 def test_a_target_named_by_its_maker_its_cloud_or_its_machine_reaches_the_target_fields(reference_engine, query, key,
                                                                                          value):
@@ -309,3 +311,15 @@ def test_the_spelling_index_built_ahead_in_chunks_is_the_one_a_query_builds_and_
     gone = SpellingIndex(words, Counter())
     gone.build_ahead(lambda: setattr(gone, "abandoned", True), chunk=3)
     assert gone._by_deletion is None  # stopped at the first chunk: its catalog was replaced
+
+
+def test_a_cloud_named_beside_another_distribution_ranks_that_distributions_images(library_engine):
+    """"ubuntu on azure": Azure is the cloud, so its word no longer matches Azure Linux by keyword and full text."""
+    outcome = library_engine.searcher.search("ubuntu on azure", 5)
+    assert outcome.results and outcome.results[0].record.os == "ubuntu", [r.record.name for r in outcome.results]
+
+
+def test_a_machine_named_for_its_architecture_keeps_its_words_for_the_templates_that_name_it(library_engine):
+    outcome = library_engine.searcher.search("something like a raspberry pi board", 5)
+    assert all(r.record.arch == "aarch64" for r in outcome.results)
+    assert outcome.results[0].record.name == "azl3-aarch64-edge-gateway-containers-raw"  # names Raspberry Pi

@@ -31,6 +31,9 @@ _PARTITION = r"(?:(?:disk|drive|storage)\s+)?(?:partition|volume)"
 # What an image is written to, said instead of "disk" ("a 16GB card", "a 32G eMMC").
 _MEDIA = r"(?:(?:sd|micro\s*sd|microsd|cf)\s+)?card|emmc|ssd|nvme(?:\s+drive)?|usb\s+(?:stick|drive|key)|flash(?:\s+drive)?|stick"
 # The root partition in words: "the root partition", "rootfs", "/".
+# Verbs that give a partition a size ("bump root to 8 gigs", "shrink /var to 2G").
+_SIZING_VERBS = (r"resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce|bump(?:\s+up)?|raise|"
+                 r"expand|boost|lower|trim|cut")
 _ROOT = r"(?:the\s+)?(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
 
 
@@ -62,7 +65,7 @@ class DiskPhrases(ParserState):
             spec.partitions.append({"action": "remove", "mountPoint": _mount(m.group(1) or m.group(2))})
             self._mask(m.start(), m.end())
         for m in self._each(
-            rf"\b(?:resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce)\s+(?:the\s+)?"
+            rf"\b(?:{_SIZING_VERBS})\s+(?:the\s+)?"
             rf"(?:size\s+of\s+(?:the\s+)?)?{_MOUNT}\s+(?:partition|filesystem|file\s+system|fs|volume)(?:'s)?\s+"
             rf"(?:size\s+)?(?:to\s+|=\s*|be\s+)?{_SIZE}"
         ):
@@ -72,13 +75,23 @@ class DiskPhrases(ParserState):
             self._mask(m.start(), m.end())
         # "make root 6GB", "grow /var to 20G", "root should be 6 GB": a place in the filesystem, no noun
         for m in self._each(
-            rf"\b(?:resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce)\s+(?:the\s+)?{_PLACE}"
+            rf"\b(?:{_SIZING_VERBS})\s+(?:the\s+)?{_PLACE}"
             rf"(?![\w/])\s+(?:size\s+)?(?:to\s+|=\s*|be\s+)?{_SIZE}"
             rf"|(?<![\w/])(?:the\s+)?{_PLACE}(?![\w/])\s+(?:should|must|needs?\s+to|has\s+to|will)\s+be\s+{_SIZE}"
         ):
             g = m.groups()
             place, amount = (g[0], _size(g[1], g[2])) if g[0] else (g[3], _size(g[4], g[5]))
             spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": amount})
+            self._mask(m.start(), m.end())
+        # "change /boot to ext2", "format /data as xfs", "/srv should be xfs": a place in the filesystem, no noun
+        for m in self._each(
+            rf"\b(?:make|change|set|format|convert|reformat|switch)\s+(?:the\s+)?{_PLACE}(?![\w/])\s+"
+            rf"(?:to\s+|as\s+|into\s+|with\s+|in\s+)?{_FS}(?![\w-])"
+            rf"|(?<![\w/])(?:the\s+)?{_PLACE}(?![\w/])\s+(?:should|must|needs?\s+to|has\s+to|will)\s+be\s+{_FS}(?![\w-])"
+        ):
+            g = m.groups()
+            place, fs = (g[0], g[1]) if g[0] else (g[2], g[3])
+            spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": None, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
         # "make that partition xfs", "the new partition should be 20G": the partition meant (Layout.referent)
         that = r"(?:that|this|the\s+(?:new|extra|added|additional|separate|other|data))\s+(?:partition|volume)"
@@ -280,11 +293,11 @@ class DiskPhrases(ParserState):
     def _disk_size(self) -> None:
         spec = self.spec
         delta = self._each(
-            rf"\b(increase|grow|expand|enlarge|extend|bump|decrease|shrink|reduce)\s+(?:the\s+)?(?:disk|image|drive)"
+            rf"\b(increase|grow|expand|enlarge|extend|bump|raise|boost|decrease|shrink|reduce|lower|cut|trim)\s+(?:the\s+)?(?:disk|image|drive)"
             rf"(?:\s+size)?\s+by\s+{_SIZE}"
         )
         for m in delta:
-            sign = "-" if m.group(1).lower() in ("decrease", "shrink", "reduce") else "+"
+            sign = "-" if m.group(1).lower() in ("decrease", "shrink", "reduce", "lower", "cut", "trim") else "+"
             spec.disk_size_delta = sign + _size(m.group(2), m.group(3))
             self._mask(m.start(), m.end())
         for m in self._each(
@@ -300,7 +313,7 @@ class DiskPhrases(ParserState):
             spec.disk_size_delta = "x2"
             self._mask(m.start(), m.end())
         # "shrink it back to 4GB", "grow the disk to 40G": a size the disk is taken to
-        for m in self._each(rf"\b(?:shrink|grow|resize|increase|decrease|reduce|enlarge|expand|bump|take|bring|set)\s+"
+        for m in self._each(rf"\b(?:{_SIZING_VERBS}|take|bring)\s+"
                             rf"(?:it|the\s+disk|the\s+image|disk|image)\s+(?:back\s+)?(?:down\s+|up\s+)?to\s+{_SIZE}"):
             spec.disk_size = _size(m.group(1), m.group(2))
             self._mask(m.start(), m.end())

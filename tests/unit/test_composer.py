@@ -1061,3 +1061,9 @@ def test_a_databases_directory_follows_the_targets_package_format():
     assert any("/var/lib/pgsql instead" in c for c in result.changes), result.changes
     spec = parse_request("alma 10 postgres server with a 30G postgresql partition")
     assert unmet(result.data, want_from_spec(spec, "el10")) == []
+
+
+def test_a_wish_said_not_applied_is_the_whole_answer():
+    result = apply_instruction(_library("azl3-x86_64-minimal-base-raw.yml"), "add the nvidia driver")
+    assert any("not applied" in n for n in result.spec.notes)
+    assert not any("could not find an edit" in u for u in result.unhandled), result.unhandled

@@ -1423,3 +1423,22 @@ def test_the_noun_after_immutable_is_part_of_the_wish(text):
 def test_renaming_it_renames_the_image():
     spec = parse_request("rename it to factory-edge-01")
     assert spec.name == "factory-edge-01" and spec.hostname is None and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "mount", "fs"), [
+    ("change /boot to ext2", "/boot", "ext2"), ("format /data as xfs", "/data", "xfs"),
+    ("/srv should be xfs", "/srv", "xfs"), ("change root to xfs", "/", "xfs"),
+])
+def test_a_filesystem_for_a_place_without_the_word_partition_is_that_partitions(text, mount, fs):
+    assert parse_request(text).partitions == [{"action": "resize", "mountPoint": mount, "size": None, "fsType": fs}]
+
+
+@pytest.mark.parametrize(("text", "size", "delta"), [
+    ("bump root to 8 gigs", None, None), ("raise the disk to 30G", "30GiB", None),
+    ("lower the disk to 8GB", "8GiB", None), ("cut the disk by 2G", None, "-2GiB"),
+])
+def test_verbs_of_sizing_size_what_they_name(text, size, delta):
+    spec = parse_request(text)
+    assert (spec.disk_size, spec.disk_size_delta) == (size, delta) and not spec.unparsed
+    if "root" in text:
+        assert spec.partitions == [{"action": "resize", "mountPoint": "/", "size": "8GiB"}]

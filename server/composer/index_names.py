@@ -19,6 +19,8 @@ from .request_spec import RequestSpec
 
 NAME = re.compile(r"[a-z][a-z0-9+._-]{1,60}")
 PYTHON = re.compile(r"\b(?:python3?|pip3?)\b")  # the request talks about Python: a library word is its package
+# A machine's name on the network ("ntp.example.com", "pool.ntp.org", "nas.local"): no package name.
+HOST_NAME = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+){2,}|[a-z0-9-]+\.(?:com|org|net|local|lan|internal|home|corp|example)")
 VERSIONED = re.compile(r"\b([a-z][a-z0-9+._-]*[a-z])\s+v?(\d+(?:\.\d+)*)\b")
 
 
@@ -82,7 +84,7 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
     anyway: "frr" reads "frr (no package this server knows, and the elxr12 repository index could not be read
     to check it: 'add the package frr' adds it unchecked)". A word of ``english`` ("routing") is left as it is;
     with no such list, only a word shaped like a package name gets the advice."""
-    said = {name for name, reading in candidates.items() if reading.tokens == (name,)
+    said = {name for name, reading in candidates.items() if reading.tokens == (name,) and not HOST_NAME.fullmatch(name)
             and (looks_like_package(name) or (english and name not in english))}
     spec.unparsed = [f"{u} (no package this server knows, and {why} to check it: 'add the package {u}' adds it "
                      "unchecked)" if u in said else u for u in spec.unparsed]

@@ -22,6 +22,8 @@ _ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)
                          r"(?=\s*(?:[,;.]|$|\band\b))", re.I)
 # A pronoun standing for the user just named ("a user lisa, she should not be an admin").
 _PRONOUNS = r"(?:she|he|they|him|her|them)"
+# Verbs of being allowed, before what a user may do ("alice can sudo", "bob may use sudo").
+_ABLE = r"(?:can|may|should\s+be\s+able\s+to|is\s+allowed\s+to|gets?\s+to|must\s+be\s+able\s+to)"
 # Login shells that are packages of their own name on every family (bash and sh are in every base system).
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
@@ -146,8 +148,10 @@ class UserPhrases(ParserState):
         who = WHO
         for m in self._each(rf"\b(?:give|grant|allow|let)\s+(?:the\s+)?(?:user\s+)?{who}\s+(?:use\s+)?"
                             rf"(?:{_NOPASSWD.pattern})"
-                            rf"|(?:{_NOPASSWD.pattern})\s+(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"):
-            name = (m.group(1) or m.group(2)).lower()
+                            rf"|(?:{_NOPASSWD.pattern})\s+(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
+                            # "user alice can sudo without a password"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?(?:{_NOPASSWD.pattern})"):
+            name = next(g for g in m.groups() if g).lower()
             if name in STOPWORDS or name in NOT_A_USER:
                 continue
             self._grant_nopasswd(name)
@@ -206,12 +210,29 @@ class UserPhrases(ParserState):
         rights = r"(?:full\s+)?(?:sudo|admin(?:istrator)?|root|superuser)(?:\s+(?:rights|access|privileges|permissions))?"
         admin = r"(?:an?\s+|the\s+)?(?:admin|administrator|sudoer|superuser)s?\b"
         for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b)"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?sudo\b"
                             rf"|\b(?:give|grant)\s+{rights}\s+(?:to|for)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\bmake\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{admin}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:is|should\s+be|must\s+be|will\s+be|shall\s+be"
                             rf"|becomes|needs\s+to\s+be)\s+{admin}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:should|must|will|shall)\s+(?:have|get)\s+{rights}"):
             self._sudo_for(m, True, refuse=self._known_word)  # a stop word may be a name here ("deploy")
+
+    def _plain_user_by_is(self) -> None:
+        """"bob is a normal user", "carol should be a regular user": a user without sudo, added (or, in an edit, its
+        sudo taken away where the template has it)."""
+        plain = r"(?:normal|regular|standard|ordinary|plain|unprivileged|non-?admin|limited|basic|non-?root)"
+        for m in self._each(rf"\b(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+(?:is|should\s+be|must\s+be|will\s+be|stays)"
+                            rf"\s+(?:just\s+|only\s+)?(?:an?\s+)?{plain}\s+(?:user|account)\b"):
+            name = m.group(1).lower()
+            named = self._user_referred(name)
+            if named is not None:
+                named["sudo"] = False
+            elif name in NOT_A_USER or re.fullmatch(_PRONOUNS, name) or self._known_word(name):
+                continue
+            else:
+                self.spec.users.append({"action": "add", "name": name})
+            self._mask(m.start(), m.end())
 
     def _grant_nopasswd(self, name: str) -> None:
         user = next((u for u in self.spec.users if u.get("action") == "add" and u.get("name") == name), None)

@@ -99,6 +99,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._passwordless_sudo()
         self._sudo_taken_away()
         self._sudo_given()
+        self._plain_user_by_is()
         self._size_changes()  # before the partitions and the disk size, which would take its size for the disk's
         self._partitions()
         self._disk_size()

@@ -170,3 +170,30 @@ def test_one_unknown_word_after_install_is_a_package_and_after_add_only_when_sha
 @pytest.mark.parametrize("words", ["a POS terminal", "a point-of-sale machine", "the point of sale system"])
 def test_a_point_of_sale_machine_is_the_kiosk(words: str):
     assert "kiosk" in parse_request(f"debian 13 image for {words}").add_groups
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("debian 13 box where user alice can sudo without a password and bob is a normal user",
+     [{"action": "add", "name": "alice", "sudo": True, "nopasswd": True}, {"action": "add", "name": "bob"}]),
+    ("ubuntu where carol may use sudo", [{"action": "add", "name": "carol", "sudo": True}]),
+    ("dave should be a regular user", [{"action": "add", "name": "dave"}]),
+])
+def test_what_a_user_can_do_or_is_names_the_user(text, users):
+    spec = parse_request(text)
+    assert spec.users == users
+    assert not spec.unparsed, spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["it can sudo", "the image is a normal user", "everyone can sudo"])
+def test_what_names_no_one_adds_no_user(text):
+    assert parse_request(text).users == []
+
+
+def test_a_host_name_is_never_offered_as_a_package():
+    from image_composer_mcp.server.composer.index_names import Reading, unchecked
+    from image_composer_mcp.server.composer.request_spec import RequestSpec
+
+    spec = RequestSpec(unparsed=["ntp.example.com", "pool.ntp.org", "frr"])
+    unchecked(spec, {w: Reading(w, (w,)) for w in spec.unparsed}, "the index could not be read", frozenset({"routing"}))
+    assert spec.unparsed[:2] == ["ntp.example.com", "pool.ntp.org"]
+    assert spec.unparsed[2].startswith("frr (")

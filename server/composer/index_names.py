@@ -84,8 +84,12 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
     anyway: "frr" reads "frr (no package this server knows, and the elxr12 repository index could not be read
     to check it: 'add the package frr' adds it unchecked)". A word of ``english`` ("routing") is left as it is;
     with no such list, only a word shaped like a package name gets the advice."""
+    def prose(name: str) -> bool:  # "half-terabyte", "well-known": English words joined
+        parts = name.split("-")
+        return bool(english) and len(parts) > 1 and all(p in english for p in parts)
+
     said = {name for name, reading in candidates.items() if reading.tokens == (name,) and not HOST_NAME.fullmatch(name)
-            and (looks_like_package(name) or (english and name not in english))}
+            and not prose(name) and (looks_like_package(name) or (english and name not in english))}
     spec.unparsed = [f"{u} (no package this server knows, and {why} to check it: 'add the package {u}' adds it "
                      "unchecked)" if u in said else u for u in spec.unparsed]
 

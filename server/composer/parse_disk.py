@@ -31,6 +31,10 @@ _PARTITION = r"(?:(?:disk|drive|storage)\s+)?(?:partition|volume)"
 # What an image is written to, said instead of "disk" ("a 16GB card", "a 32G eMMC").
 _MEDIA = r"(?:(?:sd|micro\s*sd|microsd|cf)\s+)?card|emmc|ssd|nvme(?:\s+drive)?|usb\s+(?:stick|drive|key)|flash(?:\s+drive)?|stick"
 # The root partition in words: "the root partition", "rootfs", "/".
+# The room left on the disk, as people say it ("the rest", "whatever is left", "everything else").
+_REST_WORDS = (r"(?:rest|remainder|remaining(?:\s+space)?|leftover(?:\s+space)?|leftovers|free\s+space"
+               r"|what(?:ever)?(?:\s+space)?\s+(?:is\s+)?(?:left|remains)|what's\s+left|everything\s+else"
+               r"|all\s+(?:the\s+)?(?:remaining|free)\s+space)")
 # Verbs that give a partition a size ("bump root to 8 gigs", "shrink /var to 2G").
 _SIZING_VERBS = (r"resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce|bump(?:\s+up)?|raise|"
                  r"expand|boost|lower|trim|cut")
@@ -183,7 +187,8 @@ class DiskPhrases(ParserState):
                 tail = self.work[m.end() : m.end() + 60]
                 fill = bool(
                     re.match(
-                        r"\s*(?:that\s+|which\s+)?(?:uses|using|fills?|filling|takes?|taking|with)\s+(?:up\s+)?(?:the\s+)?(?:rest|remaining|remainder|all\s+remaining|free)",
+                        rf"\s*(?:that\s+|which\s+)?(?:uses|using|fills?|filling|takes?|taking|with|gets?)\s+(?:up\s+)?(?:the\s+)?"
+                        rf"(?:{_REST_WORDS}|remaining|all\s+remaining|free)",
                         tail,
                         re.I,
                     )
@@ -218,14 +223,13 @@ class DiskPhrases(ParserState):
         # "/data using the rest", "/srv takes the remaining space": a partition there that fills the disk
         # "/data (rest)", "/home the rest": the verb may be left out, the rest put in parentheses
         for m in self._each(r"(?<![\w/])(/[a-z_][\w./-]*)\s+(?:partition\s+)?(?:(?:using|with|taking|gets?|takes?|fills?|on|in)"
-                            r"\s+|\(\s*|(?=the\s))(?:up\s+)?(?:all\s+)?(?:the\s+)?(?:rest|remainder|remaining(?:\s+space)?)"
+                            rf"\s+|\(\s*|(?=the\s))(?:up\s+)?(?:all\s+)?(?:the\s+)?{_REST_WORDS}"
                             r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?(?:\s*\))?"):
             spec.partitions.append({"action": "add", "mountPoint": _mount(m.group(1)), "size": None, "fsType": None,
                                     "fill": True})
             self._mask(m.start(), m.end())
         # "the rest as root", "root takes the remaining space": the root partition fills the disk
-        rest = (r"(?:the\s+)?(?:rest|remainder|remaining(?:\s+space)?|leftover(?:\s+space)?|free\s+space)"
-                r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?")
+        rest = rf"(?:the\s+)?{_REST_WORDS}(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?"
         root = _ROOT
         for m in self._each(rf"\b{rest}\s+(?:goes\s+|going\s+)?(?:as|for|to|on|in|into)\s+{root}"
                             rf"|(?<![\w/]){root}\s+(?:(?:gets|takes|fills|uses|on|with|in|for)\s+(?:up\s+)?|\(\s*){rest}(?:\s*\))?"):
@@ -319,7 +323,7 @@ class DiskPhrases(ParserState):
             self._mask(m.start(), m.end())
         patterns = [
             rf"\b(?:disk|drive|storage|image)(?:\s+image)?(?:\s+size)?\s*(?:(?:grown|increased|enlarged|expanded|bumped|"
-            rf"raised|resized|shrunk|reduced|changed|set)\s+)?(?:to|=|:|of|at|is|should\s+be|be|with)?\s*{_SIZE}",
+            rf"raised|resized|shrunk|reduced|changed|set|sized)\s+)?(?:to|=|:|of|at|is|should\s+be|be|with)?\s*{_SIZE}",
             rf"\bsize\s+(?:of\s+(?:the\s+)?)?(?:disk|image|drive)?\s*(?:to|=|:|of|at|is)?\s*{_SIZE}",
             rf"\b{_SIZE}\s+(?:raw\s+)?(?:disk|drive|storage|image|raw|{_MEDIA})\b",
         ]

@@ -146,8 +146,10 @@ class PackagePhrases(UnreadWords):
                     continue  # "ubuntu instead of debian" is a distribution switch, handled below
                 for part in self._named(old):
                     self._classify(part, mode="remove", strength="strong")
-                for part in self._named(new):
-                    if self._classify(part, mode="add", strength="strong") == "unknown-strong":
+                for k, part in enumerate(self._named(new)):
+                    # an unknown second word is prose ("podman since ..."), unless shaped like a package name
+                    if self._classify(part, mode="add", strength="strong") == "unknown-strong" and (
+                            k == 0 or looks_like_package(part.lower())):
                         self.spec.add_packages.append(part.lower())
                 self._mask(m.start(), m.end())
 

@@ -86,6 +86,11 @@ class TargetPhrases(ParserState):
                 self.work = self.work[:m.end(1)] + " " + self.work[m.end(1) + 1:]
             else:
                 self._mask(m.end(1), m.end())
+        # "a RHEL 10 clone", "centos stream compatible": a distribution (and its release) then a word of likeness
+        names = alternatives({w for f in self.caps.families.values()
+                              for w in (*f.words, *(x for d in f.dists.values() for x in d.words))})
+        for m in self._each(rf"(?<![\w-])(?:{names})(?:\s+\d+(?:\.\d+)?)?\s+({alternatives(words.likeness_words)})(?![\w-])"):
+            self._mask(m.start(1), m.end(1))
 
     def _vocabulary(self) -> tuple[set[str], set[str], set[str]]:
         """The words a misspelling is corrected to; the words that are only part of a longer name ("stream" of

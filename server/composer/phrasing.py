@@ -33,6 +33,8 @@ REMOVE_WORDS = {
     "rm", "del", "w/o",  # a shell's and a note's way of writing it
 }  # fmt: skip
 STOPWORDS = {
+    # conjunctions that begin a reason or a condition, never a name ("swap docker for podman since emt has it")
+    "since", "because", "while", "whereas", "unless", "until", "cuz",
     "a", "an", "the", "and", "or", "of", "in", "into", "it", "its", "this", "that", "these", "those", "my", "our",
     "me", "us", "we", "i", "you", "please", "also", "some", "any", "all", "more", "few", "other", "too", "as",
     "be", "by", "at", "from", "then", "so", "but", "just", "only", "very", "really", "well", "up", "out", "off",

@@ -41,6 +41,7 @@ class RequestWords:
     versioned_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # word -> patterns with {v}
     compound_suffixes: tuple[str, ...] = ()  # "RHEL-like", "docker-ready": the known word read alone
     negating_suffixes: tuple[str, ...] = ()  # "docker-free": read as "no docker"
+    likeness_words: tuple[str, ...] = ()  # "a RHEL 10 clone": the distribution named, nothing more
     data_dirs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # database -> packages|deb|rpm -> value
 
     def data_dir(self, mount: str, pkg_type: str) -> tuple[str, str] | None:
@@ -88,6 +89,7 @@ def load_request_words() -> RequestWords:
         realtime_kernel=re.compile(str(raw.get("realtime_kernel_pattern") or r"^$")),
         name_slugs={str(k): _slugs(v) for k, v in (raw.get("name_slugs") or {}).items()},
         placeholders=frozenset(w.lower() for w in _words(raw.get("placeholders"))),
+        likeness_words=_words(raw.get("likeness_words")),
         data_dirs={str(k): {str(a): str(b) for a, b in v.items()} for k, v in (raw.get("data_dirs") or {}).items()},
         versioned_names={str(k): _words(v) for k, v in (raw.get("versioned_names") or {}).items()},
         compound_suffixes=_words(raw.get("compound_suffixes")),

@@ -53,7 +53,7 @@ NUMBER_WORDS = rf"(?:(?:(?:an?|{_UNDER_100})\s+hundred(?:\s+(?:and\s+)?{_UNDER_1
 UNIT_WORDS = "|".join(sorted([*UNITS_MIB, *CASUAL_UNITS], key=len, reverse=True))
 # Words for numbers only count before a spelled-out unit ("half a terabyte", "twenty gigs"; not "a m", "one g").
 CASUAL_SIZE = (
-    rf"(?<![\w.])(\d+(?:\.\d+)?|(?:half\s+a|quarter\s+of\s+a|{NUMBER_WORDS}|an?)"
+    rf"(?<![\w.])(\d+(?:\.\d+)?|(?:half(?:\s+an?)?|quarter(?:\s+of)?(?:\s+an?)?|{NUMBER_WORDS}|an?)"
     r"(?=[\s-]+(?:tera|tebi|giga|gibi|gig|mega|mebi|meg)))"
     rf"\s*-?\s*({UNIT_WORDS})\b"
 )

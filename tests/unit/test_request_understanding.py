@@ -1442,3 +1442,35 @@ def test_verbs_of_sizing_size_what_they_name(text, size, delta):
     assert (spec.disk_size, spec.disk_size_delta) == (size, delta) and not spec.unparsed
     if "root" in text:
         assert spec.partitions == [{"action": "resize", "mountPoint": "/", "size": "8GiB"}]
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("ubuntu image with a half-terabyte disk", "512GiB"), ("a quarter terabyte disk", "256GiB"),
+    ("a 2-terabyte disk", "2048GiB"), ("a debian image sized at 1.5T", "1536GiB"),
+])
+def test_sizes_written_with_a_hyphen_or_sized_at_are_the_disks(text, size):
+    spec = parse_request(text)
+    assert spec.disk_size == size and not spec.unparsed, (spec.disk_size, spec.unparsed)
+
+
+@pytest.mark.parametrize(("text", "mount"), [
+    ("/home taking whatever is left", "/home"), ("/data takes everything else", "/data"),
+    ("/srv with whatever space remains", "/srv"), ("root gets all remaining space", "/"),
+])
+def test_the_room_left_said_in_other_words_fills_the_disk(text, mount):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "add", "mountPoint": mount, "size": None, "fsType": None, "fill": True}]
+    assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "os"), [("a RHEL 10 clone", "redhat-compatible-distro"),
+                                          ("a debian based image", "debian"),
+                                          ("something rhel compatible", "redhat-compatible-distro")])
+def test_a_word_of_likeness_after_a_distribution_asks_for_nothing_more(text, os):
+    spec = parse_request(text)
+    assert spec.os == os and not spec.unparsed and not spec.add_packages
+
+
+def test_a_conjunction_after_a_replacement_is_no_package():
+    spec = parse_request("emt with docker but swap docker for podman since emt has it")
+    assert "since" not in spec.add_packages and "podman" in spec.add_packages

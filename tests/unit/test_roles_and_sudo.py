@@ -197,3 +197,12 @@ def test_a_host_name_is_never_offered_as_a_package():
     unchecked(spec, {w: Reading(w, (w,)) for w in spec.unparsed}, "the index could not be read", frozenset({"routing"}))
     assert spec.unparsed[:2] == ["ntp.example.com", "pool.ntp.org"]
     assert spec.unparsed[2].startswith("frr (")
+
+
+def test_english_words_joined_by_a_hyphen_are_not_offered_as_a_package():
+    from image_composer_mcp.server.composer.index_names import Reading, unchecked
+    from image_composer_mcp.server.composer.request_spec import RequestSpec
+
+    spec = RequestSpec(unparsed=["well-known", "gitlab-runner"])
+    unchecked(spec, {w: Reading(w, (w,)) for w in spec.unparsed}, "no index", frozenset({"well", "known"}))
+    assert spec.unparsed[0] == "well-known" and spec.unparsed[1].startswith("gitlab-runner (")

@@ -38,6 +38,11 @@ def _by_nearness(dists: Iterable[Dist], release: str) -> list[str]:
 _PARTICLE = re.compile(r"\s+(?:off|up|down|out)\b", re.I)
 
 
+# Words before an operating system the image talks to rather than is ("a session to a Windows server", "join the
+# Windows domain", "files from macOS laptops").
+_PEER_BEFORE = re.compile(r"\b(?:to|with|from|against|into|join(?:s|ing)?|via|over)\s+(?:an?\s+|the\s+|our\s+|my\s+|"
+                          r"their\s+|its\s+)?(?:existing\s+|remote\s+|legacy\s+|other\s+)?$", re.I)
+
 class TargetPhrases(ParserState):
     """The distribution, architecture and image type phrases of a request."""
 
@@ -131,8 +136,15 @@ class TargetPhrases(ParserState):
     def _unsupported(self) -> None:
         """Operating systems and architectures the composer cannot build: named, with the closest choices."""
         caps = self.caps
+        supported = alternatives({w for f in caps.families.values()
+                                  for w in (*f.words, *(x for d in f.dists.values() for x in d.words))})
+        target_named = re.search(rf"(?<![\w-])(?:{supported})(?![\w-])", self.work, re.I) is not None
         for phrase in sorted(caps.unsupported_os, key=len, reverse=True):
             for m in self._each(caps.unsupported_os_pattern(phrase)):
+                if target_named and _PEER_BEFORE.search(self.work[max(0, m.start() - 40):m.start()]):
+                    # "a debian thin client with RDP to a Windows server": what the image talks to, not its target
+                    self._mask(m.start(), m.end())
+                    continue
                 info = caps.unsupported_os[phrase]
                 closest = [str(c) for c in info.get("closest") or ()]
                 named = info.get("label", phrase) + (f" {m.group(1)}" if m.group(1) else "")

@@ -1474,3 +1474,15 @@ def test_a_word_of_likeness_after_a_distribution_asks_for_nothing_more(text, os)
 def test_a_conjunction_after_a_replacement_is_no_package():
     spec = parse_request("emt with docker but swap docker for podman since emt has it")
     assert "since" not in spec.add_packages and "podman" in spec.add_packages
+
+
+def test_an_operating_system_the_image_talks_to_is_not_its_target():
+    spec = parse_request("Debian 13 for a thin client that opens an RDP session to a Windows server")
+    assert spec.dist == "debian13" and not spec.unsupported, spec.unsupported
+    assert "rdp-client" in spec.add_groups
+    assert parse_request("a windows 11 image").unsupported  # named as the target, it is still said
+
+
+def test_measured_boot_is_the_tpm_tools():
+    spec = parse_request("a minimal azl3 image with tpm2 tools and measured boot")
+    assert "tpm" in spec.add_groups and not spec.unparsed

@@ -24,6 +24,9 @@ _ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)
 _PRONOUNS = r"(?:she|he|they|him|her|them)"
 # Verbs of being allowed, before what a user may do ("alice can sudo", "bob may use sudo").
 _ABLE = r"(?:can|may|should\s+be\s+able\s+to|is\s+allowed\s+to|gets?\s+to|must\s+be\s+able\s+to)"
+# Words before "user" that say which, never who ("the new user has sudo").
+_NOT_A_NAME = {"new", "normal", "regular", "standard", "default", "local", "main", "first", "second", "other", "extra",
+               "additional", "single", "only", "same", "primary", "last", "existing", "current", "one", "every", "each"}
 # Login shells that are packages of their own name on every family (bash and sh are in every base system).
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
@@ -74,7 +77,8 @@ class UserPhrases(ParserState):
         )
         for m in self._each(add):
             qualifier, name = (m.group("qual") or "").lower(), m.group("name")
-            if name and name.lower() in ("with", "that", "who", "for", "and", "in", "to", "as", "having"):
+            if name and (name.lower() in ("with", "that", "who", "for", "and", "in", "to", "as", "having")
+                         or name.lower() in NOT_A_USER):  # "the user has sudo": a verb, no name
                 name = None
             if not name and not m.group("verb"):
                 continue  # a clause opening with "user" is about a user only when it names one ("…, user deploy")
@@ -211,12 +215,17 @@ class UserPhrases(ParserState):
         admin = r"(?:an?\s+|the\s+)?(?:admin|administrator|sudoer|superuser)s?\b"
         for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b)"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?sudo\b"
+                            # "the ops user has sudo", "an ops account with admin rights", "ops gets sudo"
+                            rf"|\b(?:the|an?)\s+{who}\s+(?:user|account)\s+(?:has|gets|with|should\s+have|must\s+have|needs)"
+                            rf"\s+{rights}"
+                            rf"|\b{who}\s+(?:has|gets|needs)\s+{rights}"
                             rf"|\b(?:give|grant)\s+{rights}\s+(?:to|for)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\bmake\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{admin}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:is|should\s+be|must\s+be|will\s+be|shall\s+be"
                             rf"|becomes|needs\s+to\s+be)\s+{admin}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:should|must|will|shall)\s+(?:have|get)\s+{rights}"):
-            self._sudo_for(m, True, refuse=self._known_word)  # a stop word may be a name here ("deploy")
+            # a stop word may be a name here ("deploy"); an adjective before "user" is none ("the new user")
+            self._sudo_for(m, True, refuse=lambda name: self._known_word(name) or name in _NOT_A_NAME)
 
     def _plain_user_by_is(self) -> None:
         """"bob is a normal user", "carol should be a regular user": a user without sudo, added (or, in an edit, its

@@ -70,7 +70,9 @@ STOPWORDS = {
 # A user named in a phrase ("give ops ...", "revoke sudo from 'ops'", "ssh key ... to deploy"), and words in a
 # user's place that name nobody.
 WHO = r"[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
-NOT_A_USER = frozenset({"user", "users", "everyone", "everybody", "nobody", "it", "image", "all", "me", "us", "them", "him",
+NOT_A_USER = frozenset({"has", "have", "had", "gets", "got", "is", "was", "are", "can", "could", "should", "would", "will",
+                        "must", "may", "might", "needs", "with", "without", "and", "or", "shall",  # verbs after "user"
+                        "user", "users", "everyone", "everybody", "nobody", "it", "image", "all", "me", "us", "them", "him",
                         "her", "you", "we", "i", "they", "this", "that", "default", "someone", "somebody", "anyone"})
 
 

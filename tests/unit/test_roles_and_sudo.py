@@ -206,3 +206,14 @@ def test_english_words_joined_by_a_hyphen_are_not_offered_as_a_package():
     spec = RequestSpec(unparsed=["well-known", "gitlab-runner"])
     unchecked(spec, {w: Reading(w, (w,)) for w in spec.unparsed}, "no index", frozenset({"well", "known"}))
     assert spec.unparsed[0] == "well-known" and spec.unparsed[1].startswith("gitlab-runner (")
+
+
+@pytest.mark.parametrize(("text", "name"), [("the deploy account gets sudo", "deploy"), ("an ci user with sudo", "ci"),
+                                            ("backup has sudo", "backup")])
+def test_a_name_before_user_or_before_has_sudo_is_the_users(text, name):
+    assert parse_request(text).users == [{"action": "add", "name": name, "sudo": True}]
+
+
+@pytest.mark.parametrize("text", ["the user has sudo", "the new user has sudo", "a user can sudo"])
+def test_a_verb_after_user_is_no_name(text):
+    assert not [u for u in parse_request(text).users if u.get("name") in ("has", "can", "new")]

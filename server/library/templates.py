@@ -27,7 +27,7 @@ TEMPLATE_KEYS = frozenset({"image", "target", "systemConfig", "disk"})
 MAX_TEMPLATE_BYTES = 1024 * 1024
 MAX_PACKAGES_IN_TEXT = 40
 # Bump when build_text or keyword inference changes: cached rows embed the old text and must be redone.
-TEXT_VERSION = 4
+TEXT_VERSION = 5
 
 
 def content_hash(data: bytes) -> str:

@@ -37,12 +37,14 @@ TECHNICAL_TERMS: frozenset[str] = _WORDS.technical_terms
 NEGATION_WORDS: frozenset[str] = _WORDS.negation_words
 SYNONYMS: dict[str, list[str]] = {k: list(v) for k, v in _WORDS.synonyms.items()}
 
+_POSSESSIVE = re.compile(r"(?<=[a-z0-9])['\u2019]s\b")
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9._+-]*[a-z0-9+]|[a-z0-9]")
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-case tokens keeping technical names whole (``docker-ce``, ``x86_64``, ``24.04``)."""
-    return _TOKEN.findall(text.lower().replace("_", "_"))
+    # a possessive's "s" is no word ("microsoft's distro" had matched templates on a lone "s")
+    return _TOKEN.findall(_POSSESSIVE.sub("", text.lower()))
 
 
 # Names in several words read as one word, as tokens -> the word: an architecture ("64-bit pc" -> x86_64), a

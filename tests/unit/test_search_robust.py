@@ -323,3 +323,10 @@ def test_a_machine_named_for_its_architecture_keeps_its_words_for_the_templates_
     outcome = library_engine.searcher.search("something like a raspberry pi board", 5)
     assert all(r.record.arch == "aarch64" for r in outcome.results)
     assert outcome.results[0].record.name == "azl3-aarch64-edge-gateway-containers-raw"  # names Raspberry Pi
+
+
+def test_a_possessive_adds_no_word():
+    from image_composer_mcp.server.library.vocabulary import tokenize
+
+    assert tokenize("k8s worker on Microsoft's distro") == ["k8s", "worker", "on", "microsoft", "distro"]
+    assert tokenize("Intel\u2019s edge OS") == ["intel", "edge", "os"]

@@ -27,7 +27,7 @@ from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
 from ..knowledge.loader import load_capabilities
-from ..knowledge.sizes import NUMBER_WORDS, number_value
+from ..knowledge.sizes import CASUAL_SIZE, NUMBER_WORDS, number_value
 from ..llm.chat import CallbackProvider, ChatProvider, LLMError
 from ..validation.validator import validate_text
 from . import prompts
@@ -54,6 +54,30 @@ _REVERT = re.compile(
 
 _REVERT_NOTE = re.compile(r"^revert to revision (\d+)$")
 # How many steps an undo goes back: "undo the last two changes", "go back 3 steps", "undo twice".
+# A size said again as a correction of the last edit ("actually 25GB", "no, make it 30 gigs", "sorry, I meant 8G"):
+# the words around the size, which must be all the instruction has.
+_CORRECTION_WORDS = re.compile(r"^(?:\s|[,.!:;-]|actually|no|nope|sorry|oops|wait|i\s+meant|i\s+mean|make\s+(?:it|that)"
+                               r"|let'?s\s+(?:say|do|go\s+with)|rather|instead|please|better|go\s+with)*$", re.I)
+
+
+def corrected_instruction(conv: Conversation, instruction: str) -> tuple[str, int] | None:
+    """("the last edit's instruction with this size", the revision it was applied to) when ``instruction`` only
+    says a size again ("actually 25GB") and the last edit said one; None otherwise."""
+    sizes = list(re.finditer(CASUAL_SIZE, instruction, re.I))
+    if len(sizes) != 1 or not _CORRECTION_WORDS.match(instruction[:sizes[0].start()] + instruction[sizes[0].end():]):
+        return None
+    last = conv.current
+    said = re.match(r"refined: (.*)", last.note or "", re.S) if last is not None else None
+    before = undo_target(conv, 1)
+    if said is None or before is None:
+        return None
+    earlier = list(re.finditer(CASUAL_SIZE, said.group(1), re.I))
+    if not earlier:
+        return None
+    at = earlier[-1]
+    return said.group(1)[:at.start()] + sizes[0].group(0) + said.group(1)[at.end():], before
+
+
 _STEPS = re.compile(rf"\b(?:last|previous|past)\s+(\d+|{NUMBER_WORDS})\s+(?:changes|edits|steps|revisions|versions)\b"
                     rf"|\b(\d+|{NUMBER_WORDS})\s+(?:steps|times|changes|edits|revisions|versions)\b|\b(twice|thrice)\b",
                     re.IGNORECASE)
@@ -193,7 +217,12 @@ class Refiner:
         revert = _REVERT.match(instruction)
         if revert:
             return await self._revert(conv, revert, grounded_on)
-        data = _current_data(current.yaml)
+        base = current  # the revision the edit applies to: the last one, or the one before a corrected edit
+        correction = corrected_instruction(conv, instruction)
+        if correction is not None:
+            instruction, earlier = correction
+            base = conv.revision(earlier)
+        data = _current_data(base.yaml)
         if _is_question(instruction, data):
             answer = summarize(data, instruction)
             await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", answer)
@@ -204,7 +233,10 @@ class Refiner:
 
         await report_progress(progress, 1, "applying the change")
         spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
-        draft = await self._refine_draft(instruction, current.yaml, data, conv, sampling, progress, spec)
+        draft = await self._refine_draft(instruction, base.yaml, data, conv, sampling, progress, spec)
+        if correction is not None:
+            draft.notes.insert(0, f"read as a correction of the last edit: '{instruction}' applied to revision "
+                                  f"{base.revision} instead")
         draft.notes += [f"unsupported: {u}" for u in spec.unsupported if f"unsupported: {u}" not in draft.notes]
         if isinstance(data, dict) and isinstance(draft.report.data, dict) and not spec.is_empty():
             draft.notes += [f"not applied: {m}" for m in untold(unmet(draft.report.data, want_from_spec(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.loader import Capabilities, load_capabilities
+from ..knowledge.sizes import fmt_size, template_mib
 from .editing import mapping_at, short_list, template_packages
 from .layout import is_fill
 
@@ -104,11 +105,17 @@ def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[st
             lines.append(
                 f"Disk: {disk.get('size', 'size unset')} {disk.get('partitionTableType', '')}, artifacts: {arts or 'none'}."
             )
+            disk_mib = template_mib(disk.get("size"))
             for p in disk.get("partitions") or []:
                 if isinstance(p, dict):
-                    end = "end of disk" if is_fill(p.get("end")) else p.get("end")
+                    fill = is_fill(p.get("end"))
+                    end = "end of disk" if fill else p.get("end")
+                    start, stop = template_mib(p.get("start")), disk_mib if fill else template_mib(p.get("end"))
+                    # "how big is root?": the size itself, not only where it starts and ends
+                    size = f"{fmt_size(stop - start)}{' (the rest of the disk)' if fill else ''}, " if (
+                        start is not None and stop is not None and stop > start) else ""
                     lines.append(
-                        f"  - {p.get('id', '?')}: {p.get('type', '?')} {p.get('fsType', '')} "
+                        f"  - {p.get('id', '?')}: {size}{p.get('type', '?')} {p.get('fsType', '')} "
                         f"{p.get('start', '?')} -> {end}, mounted at {p.get('mountPoint', '-')}"
                     )
         else:

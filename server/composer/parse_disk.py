@@ -22,7 +22,10 @@ _FS_AFTER = rf"(?:\s+(?:formatted(?:\s+(?:as|with|using|in|to))?|as|with|using|i
 # "under 1 GB", "no bigger than 2G": a lone size as an upper bound is the disk's size, the words read with it
 _UPPER_BOUND = re.compile(r"\b(?:(?:no|not)\s+(?:bigger|larger|more)\s+than|(?:smaller|less|lower)\s+than|at\s+most"
                           r"|up\s+to|under|below|max(?:imum)?|within)\s*$", re.I)
-_MOUNT = rf"(/[\w./-]*|{alternatives(_WORDS.mount_words)})"
+# "postgres data", "docker storage": software's data is its mount word's place (_mount drops the noun)
+_DATA_NOUNS = r"(?:data|files|storage)"
+_MOUNT = (rf"(/[\w./-]*|(?:{alternatives(_WORDS.software_mounts | {'database', 'db'})})\s+{_DATA_NOUNS}\b"
+          rf"|{alternatives(_WORDS.mount_words)})")
 # A mount point with no "partition" beside it: a path ("/boot", "/", not "/64GB"), or a word that names a place
 # in the filesystem by itself ("root", "boot"; see hierarchy_mounts).
 _PLACE = rf"(/(?:[a-z_][\w./-]*)?|(?:{alternatives(_WORDS.hierarchy_mounts)})\b)"
@@ -51,9 +54,10 @@ class DiskPhrases(ParserState):
         if group is None:
             return
         word = m.group(group)
-        if word and word.lower() in _WORDS.software_mounts:
+        software = re.sub(rf"\s+{_DATA_NOUNS}$", "", word or "", flags=re.I)  # "postgres data": postgres
+        if software and software.lower() in _WORDS.software_mounts:
             start, end = m.span(group)
-            self.work = self.work[:start] + word + self.work[end:]
+            self.work = self.work[:start] + software.ljust(end - start) + self.work[end:]
 
     def _partitions(self) -> None:
         spec = self.spec
@@ -407,6 +411,7 @@ def _mount(word: str | None) -> str:
     word = (word or "").strip().lower()
     if word.startswith("/"):
         return word.rstrip("/") or "/"
+    word = re.sub(rf"\s+{_DATA_NOUNS}$", "", word)
     return _WORDS.mount_words.get(word, f"/{word}")
 
 

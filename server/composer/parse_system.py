@@ -199,6 +199,9 @@ class SystemPhrases(ParserState):
             # "call the machine gw-1", "rename the box to nuc-07", "a server named web01": a machine's name
             rf"\b(?:call|name|rename|re-name)\s+(?:the|this|my|our)\s+{_MACHINE}\s+(?:to\s+|as\s+)?"
             r"[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            # "give the machine a static name db-01", "give the box the host name gw-2"
+            rf"\bgive\s+(?:the|this|my|our)\s+{_MACHINE}\s+(?:a|the)\s+(?:(?:static|fixed|new|proper|host)\s+)?"
+            r"(?:host\s*-?\s*)?name\s+(?:of\s+)?[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
             rf"\b{_MACHINE}(?:'s)?\s+(?:(?:should|must|will)\s+be\s+|is\s+)?(?:called|named)\s+"
             r"(?!(?:after|for|by|in|on|with|from|like|the|a|an)\b)[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
             # "the machine name is webserver", "computer name: kiosk3", "name of the machine is db01", "set the

@@ -231,3 +231,18 @@ async def test_an_os_without_a_release_means_its_newest_supported_release(client
     out, doc = await _gen(client, "ubuntu image with nginx")
     assert doc["target"]["dist"] == "ubuntu26" and "nginx" in installed(doc)
     assert "newest supported" in out["explanation"]
+
+
+async def test_a_size_said_again_corrects_the_last_edit_not_the_disk(client):
+    gen, _doc = await _gen(client, "ubuntu 24.04 server with postgresql, 40GB disk")
+    cid = gen["conversation_id"]
+    first = await client.call_tool("refine_template", {"conversation_id": cid,
+                                                        "instruction": "put postgres data on its own 20GB partition"})
+    assert not first.is_error, first.content[0].text
+    again = await client.call_tool("refine_template", {"conversation_id": cid, "instruction": "actually 25GB"})
+    out = again.structured_content
+    doc = load_mapping(out["yaml"]).data
+    assert doc["disk"]["size"] == "40GiB"
+    part = next(p for p in doc["disk"]["partitions"] if p.get("mountPoint") == "/var/lib/postgresql")
+    assert int(part["end"].removesuffix("MiB")) - int(part["start"].removesuffix("MiB")) == 25 * 1024
+    assert any(n.startswith("read as a correction of the last edit") for n in out["notes"]), out["notes"]

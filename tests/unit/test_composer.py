@@ -1067,3 +1067,8 @@ def test_a_wish_said_not_applied_is_the_whole_answer():
     result = apply_instruction(_library("azl3-x86_64-minimal-base-raw.yml"), "add the nvidia driver")
     assert any("not applied" in n for n in result.spec.notes)
     assert not any("could not find an edit" in u for u in result.unhandled), result.unhandled
+
+
+def test_a_question_about_a_partitions_size_is_answered_with_its_size():
+    answer = summarize(_library("ubuntu24-x86_64-edge-gateway-docker-raw.yml"), "how big is the root partition?")
+    assert "rootfs: 8GiB" in answer and "(the rest of the disk)" in answer

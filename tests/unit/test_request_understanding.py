@@ -1486,3 +1486,9 @@ def test_an_operating_system_the_image_talks_to_is_not_its_target():
 def test_measured_boot_is_the_tpm_tools():
     spec = parse_request("a minimal azl3 image with tpm2 tools and measured boot")
     assert "tpm" in spec.add_groups and not spec.unparsed
+
+
+def test_software_data_on_its_own_partition_is_the_softwares_place():
+    spec = parse_request("ubuntu with postgres data on its own 20GB partition")
+    assert [p["mountPoint"] for p in spec.partitions] == ["/var/lib/postgresql"] and "postgresql" in spec.add_packages
+    assert parse_request("give the machine a static name db-01").hostname == "db-01"

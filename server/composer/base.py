@@ -101,8 +101,11 @@ def leftovers(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> li
     listed = [str(p) for p in (data.get("systemConfig") or {}).get("packages") or []]
     boot = {n for f in caps.families for n in caps.all_bootloader_packages(f)}  # any family's spelling boots
     own = {n.lower() for n in {*caps.base_system(dist or family), *boot, *kernel_like(listed, caps, dist or family)}}
+    # a group's package on this target; another family's member (nftables is Debian's firewall, not Ubuntu's) is
+    # explained by no group here, so it is said (or dropped for a minimal request) like any other
+    grouped = {p.lower() for gid in caps.groups for p in caps.group_members(gid, listed, dist or family)}
     return [name for name in listed
-            if name.lower() not in named and name.lower() not in own and not caps.groups_of_package(name)
+            if name.lower() not in named and name.lower() not in own and name.lower() not in grouped
             and not caps.is_specific_to(name, family)]
 
 

@@ -1072,3 +1072,15 @@ def test_a_wish_said_not_applied_is_the_whole_answer():
 def test_a_question_about_a_partitions_size_is_answered_with_its_size():
     answer = summarize(_library("ubuntu24-x86_64-edge-gateway-docker-raw.yml"), "how big is the root partition?")
     assert "rootfs: 8GiB" in answer and "(the rest of the disk)" in answer
+
+
+def test_another_familys_group_member_is_no_explained_package_here():
+    from image_composer_mcp.server.composer.base import leftovers
+
+    base = _library("ubuntu26-aarch64-edge-gateway-podman-raw.yml")
+    caps = load_capabilities()
+    assert "nftables" in leftovers(base, parse_request("ubuntu 26.04 with nothing but ssh"), caps)
+    result = compose("a really small ubuntu 26.04 image for aarch64 with nothing but ssh", base)
+    assert "nftables" not in packages(result.data)
+    kept = compose("ubuntu 26.04 arm64 image with htop", base)
+    assert any("kept from the starting template" in c and "nftables" in c for c in kept.changes), kept.changes

@@ -82,24 +82,16 @@ class DiskPhrases(ParserState):
             )
             self._mask(m.start(), m.end())
         # "make root 6GB", "grow /var to 20G", "root should be 6 GB": a place in the filesystem, no noun
-        for m in self._each(
-            rf"\b(?:{_SIZING_VERBS})\s+(?:the\s+)?{_PLACE}"
-            rf"(?![\w/])\s+(?:size\s+)?(?:to\s+|=\s*|be\s+)?{_SIZE}"
-            rf"|(?<![\w/])(?:the\s+)?{_PLACE}(?![\w/])\s+(?:should|must|needs?\s+to|has\s+to|will)\s+be\s+{_SIZE}"
-        ):
-            g = m.groups()
-            place, amount = (g[0], _size(g[1], g[2])) if g[0] else (g[3], _size(g[4], g[5]))
-            spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": amount})
+        for m in self._each(_place_said(_SIZING_VERBS, r"(?:size\s+)?(?:to\s+|=\s*|be\s+)?", _SIZE)):
+            place, number, unit = _said(m)
+            spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": _size(number, unit)})
             self._mask(m.start(), m.end())
         # "change /boot to ext2", "format /data as xfs", "/srv should be xfs": a place in the filesystem, no noun
-        for m in self._each(
-            rf"\b(?:make|change|set|format|convert|reformat|switch)\s+(?:the\s+)?{_PLACE}(?![\w/])\s+"
-            rf"(?:to\s+|as\s+|into\s+|with\s+|in\s+)?{_FS}(?![\w-])"
-            rf"|(?<![\w/])(?:the\s+)?{_PLACE}(?![\w/])\s+(?:should|must|needs?\s+to|has\s+to|will)\s+be\s+{_FS}(?![\w-])"
-        ):
-            g = m.groups()
-            place, fs = (g[0], g[1]) if g[0] else (g[2], g[3])
-            spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": None, "fsType": _fs(fs)})
+        for m in self._each(_place_said(r"make|change|set|format|convert|reformat|switch",
+                                        r"(?:to\s+|as\s+|into\s+|with\s+|in\s+)?", rf"{_FS}(?![\w-])")):
+            place, named_fs = _said(m)
+            spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": None,
+                                    "fsType": _fs(named_fs)})
             self._mask(m.start(), m.end())
         # "make that partition xfs", "the new partition should be 20G": the partition meant (Layout.referent)
         that = r"(?:that|this|the\s+(?:new|extra|added|additional|separate|other|data))\s+(?:partition|volume)"
@@ -405,6 +397,20 @@ def _size(number: str, unit: str) -> str:
     """A request's size normalised to what upstream accepts (server.sizes decides the units)."""
     mib = casual_mib(number, unit)
     return fmt_size(mib) if mib else f"{number}{unit}"
+
+
+def _place_said(verbs: str, joiner: str, value: str) -> str:
+    """A place in the filesystem given a value without the word partition: "<verb> (the) <place> <joiner><value>"
+    or "(the) <place> should be <value>"; read with :func:`_said`."""
+    return (rf"\b(?:{verbs})\s+(?:the\s+)?{_PLACE}(?![\w/])\s+{joiner}{value}"
+            rf"|(?<![\w/])(?:the\s+)?{_PLACE}(?![\w/])\s+(?:should|must|needs?\s+to|has\s+to|will)\s+be\s+{value}")
+
+
+def _said(m: re.Match[str]) -> tuple[str, ...]:
+    """The place and the value's groups of whichever side of :func:`_place_said` matched."""
+    g = m.groups()
+    half = len(g) // 2
+    return g[:half] if g[0] else g[half:]
 
 
 def _mount(word: str | None) -> str:

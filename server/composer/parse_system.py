@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
+from ..knowledge.system_settings import load_settings
 from .parse_settings import is_setting_key
 from .phrasing import NA, NB, STOPWORDS, ParserState, alternatives
 
@@ -34,6 +35,11 @@ _BOOTLOADER_WORDS = alternatives(_BOOTLOADERS, between=r"[\s-]")
 _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror|mirrors|equal|equals|same|like|after|" \
               r"describe|describes|based|say|says|show|shows|include|includes|contain|contains)"
 
+
+# One-word names of settings whose parameter takes a number (system_settings.yaml "count" or "cpus": hugepages,
+# isolcpus): said bare in a list of kernel parameters, they are the setting, not a parameter.
+_COUNTED_SETTINGS = frozenset(w for setting in load_settings().values() if setting.value in ("count", "cpus")
+                              for w in setting.words if " " not in w)
 
 class SystemPhrases(ParserState):
     """The kernel, host, user and boot phrases of a request."""
@@ -104,10 +110,15 @@ class SystemPhrases(ParserState):
         bare = "|".join(_BARE_FLAGS)
         spaced = rf"(?:\s*(?:,|\band\b)\s*|\s+(?=[a-z][a-z0-9_.-]*=|(?:{bare})\b)){flag}"
         for m in self._each(rf"\b(?:kernel|boot)\s+(?:option|parameter|param|flag|arg|argument)s?\s+({flag}(?:{spaced})*)"):
-            params = [p for p in _params(m.group(1)) if p.lower() not in STOPWORDS]
+            # a setting that takes a number ("... and hugepages enabled") is the settings reader's, which asks for
+            # it: the list ends before it, as a bare "hugepages" is no parameter the kernel reads
+            cut = next((w for w in re.finditer(r"[a-z][a-z0-9_.-]*", m.group(1)) if w.group(0) in _COUNTED_SETTINGS
+                        and m.group(1)[w.end():w.end() + 1] != "="), None)
+            listed = m.group(1)[:cut.start()] if cut else m.group(1)
+            params = [p for p in _params(listed) if p.lower() not in STOPWORDS]
             if params:
                 self.spec.kernel_cmdline_append += params
-                self._mask(m.start(), m.end())
+                self._mask(m.start(), m.start(1) + len(listed) if cut else m.end())
         # "serial console on ttyS0 at 115200": the kernel's console= parameter, said in words
         for m in self._each(r"(?:\b(?:(?:an?|the)\s+)?(?:serial\s+)?console\s+(?:on|at|via|over|to|is)\s+(?:/dev/)?"
                             r"(?P<tty>tty[a-z]*\d+)|(?:/dev/)?\b(?P<before>tty[a-z]*\d+)\s+(?:serial\s+)?console)"

@@ -1492,3 +1492,10 @@ def test_software_data_on_its_own_partition_is_the_softwares_place():
     spec = parse_request("ubuntu with postgres data on its own 20GB partition")
     assert [p["mountPoint"] for p in spec.partitions] == ["/var/lib/postgresql"] and "postgresql" in spec.add_packages
     assert parse_request("give the machine a static name db-01").hostname == "db-01"
+
+
+def test_a_setting_that_takes_a_number_ends_a_list_of_kernel_parameters():
+    spec = parse_request("ubuntu 24.04 with the kernel parameter isolcpus=2,3 and hugepages enabled")
+    assert spec.kernel_cmdline_append == ["isolcpus=2,3"]
+    assert any(u.startswith("huge pages: no number") for u in spec.unparsed), spec.unparsed
+    assert parse_request("kernel parameter hugepages=512 and quiet").kernel_cmdline_append == ["hugepages=512", "quiet"]

@@ -82,7 +82,8 @@ class DiskPhrases(ParserState):
             )
             self._mask(m.start(), m.end())
         # "make root 6GB", "grow /var to 20G", "root should be 6 GB": a place in the filesystem, no noun
-        for m in self._each(_place_said(_SIZING_VERBS, r"(?:size\s+)?(?:to\s+|=\s*|be\s+)?", _SIZE)):
+        for m in self._each(_place_said(rf"{_SIZING_VERBS}|take|bring",
+                                        r"(?:size\s+)?(?:back\s+)?(?:down\s+|up\s+)?(?:to\s+|=\s*|be\s+)?", _SIZE)):
             place, number, unit = _said(m)
             spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": _size(number, unit)})
             self._mask(m.start(), m.end())

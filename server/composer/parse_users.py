@@ -215,6 +215,8 @@ class UserPhrases(ParserState):
         admin = r"(?:an?\s+|the\s+)?(?:admin|administrator|sudoer|superuser)s?\b"
         for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b)"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?sudo\b"
+                            # "let operator use sudo", "allow ops to run sudo"
+                            rf"|\b(?:let|allow)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:to\s+)?(?:use|run|have|get)\s+{rights}"
                             # "the ops user has sudo", "an ops account with admin rights", "ops gets sudo"
                             rf"|\b(?:the|an?)\s+{who}\s+(?:user|account)\s+(?:has|gets|with|should\s+have|must\s+have|needs)"
                             rf"\s+{rights}"
@@ -226,6 +228,29 @@ class UserPhrases(ParserState):
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:should|must|will|shall)\s+(?:have|get)\s+{rights}"):
             # a stop word may be a name here ("deploy"); an adjective before "user" is none ("the new user")
             self._sudo_for(m, True, refuse=lambda name: self._known_word(name) or name in _NOT_A_NAME)
+
+    def _groups_left(self) -> None:
+        """"drop the video group from operator", "remove operator from the video group", "take ops out of docker": a
+        user leaves groups; a user the template lacks is said, not created."""
+        group = r"(?:the\s+)?([a-z_][a-z0-9_-]*)(?:\s+group)?"
+        for m in self._each(rf"\b(?:remove|drop|take)\s+(?:the\s+)?([a-z_][a-z0-9_-]*)\s+group\s+(?:away\s+)?from\s+"
+                            rf"(?:the\s+)?(?:user\s+|account\s+)?{WHO}"
+                            rf"|\b(?:remove|drop|take)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+(?:out\s+of|from)\s+{group}"):
+            g = m.groups()
+            gname, user = (g[0], g[1]) if g[0] else (g[3], g[2])
+            said_group = bool(g[0]) or m.group(0).rstrip().endswith("group")
+            # "remove docker from the image": software from the image, no user from a group
+            if user.lower() in NOT_A_USER or self._known_word(user) or not (said_group or self._known_group(gname)):
+                continue
+            named = self._user_referred(user.lower())
+            if named is not None:
+                named["groups"] = [x for x in named.get("groups") or [] if x != gname]
+            else:
+                self.spec.users.append({"action": "add", "name": user, "existing_only": True, "leave_groups": [gname]})
+            self._mask(m.start(), m.end())
+
+    def _known_group(self, name: str) -> bool:
+        return name in self.caps.system_groups
 
     def _plain_user_by_is(self) -> None:
         """"bob is a normal user", "carol should be a regular user": a user without sudo, added (or, in an edit, its

@@ -100,6 +100,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._sudo_taken_away()
         self._sudo_given()
         self._plain_user_by_is()
+        self._groups_left()
         self._size_changes()  # before the partitions and the disk size, which would take its size for the disk's
         self._partitions()
         self._disk_size()

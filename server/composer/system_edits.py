@@ -146,6 +146,14 @@ class SystemEdit(TemplateEdit):
                 details.append("sudo" if request["sudo"] else "no sudo")
                 if not request["sudo"]:
                     self._drop_passwordless_sudo(str(name))
+            for gone in request.get("leave_groups") or []:
+                if gone in (entry.get("groups") or []):
+                    entry["groups"] = [g for g in entry["groups"] if g != gone]
+                    if not entry["groups"]:
+                        entry.pop("groups")
+                    details.append(f"left group {gone}")
+                else:
+                    self.changes.append(f"nothing to change: user {name} is not in group {gone}")
             if request.get("groups"):
                 groups = list(dict.fromkeys([*(entry.get("groups") or []), *request["groups"]]))
                 entry["groups"] = [g for g in groups if not str(g).startswith("<")]

@@ -1499,3 +1499,10 @@ def test_a_setting_that_takes_a_number_ends_a_list_of_kernel_parameters():
     assert spec.kernel_cmdline_append == ["isolcpus=2,3"]
     assert any(u.startswith("huge pages: no number") for u in spec.unparsed), spec.unparsed
     assert parse_request("kernel parameter hugepages=512 and quiet").kernel_cmdline_append == ["hugepages=512", "quiet"]
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [("take /var/lib/containers down to 60G", "/var/lib/containers",
+                                                      "60GiB"), ("bring root back up to 20GB", "/", "20GiB")])
+def test_a_place_taken_or_brought_to_a_size_is_that_partitions(text, mount, size):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "resize", "mountPoint": mount, "size": size}] and spec.disk_size is None

@@ -217,3 +217,32 @@ def test_a_name_before_user_or_before_has_sudo_is_the_users(text, name):
 @pytest.mark.parametrize("text", ["the user has sudo", "the new user has sudo", "a user can sudo"])
 def test_a_verb_after_user_is_no_name(text):
     assert not [u for u in parse_request(text).users if u.get("name") in ("has", "can", "new")]
+
+
+@pytest.mark.parametrize("text", ["drop the video group from operator", "remove operator from the video group"])
+def test_a_user_leaves_a_group_and_nothing_else_changes(text):
+    spec = parse_request(text)
+    assert spec.users == [{"action": "add", "name": "operator", "existing_only": True, "leave_groups": ["video"]}]
+    assert not spec.remove_packages and not spec.remove_groups and not spec.unparsed
+
+
+def test_software_removed_from_the_image_is_no_user_leaving_a_group():
+    spec = parse_request("remove docker from the image")
+    assert not spec.users and "containers" in spec.remove_groups
+
+
+def test_letting_a_user_use_sudo_gives_the_user_sudo_not_the_package():
+    spec = parse_request("let operator use sudo")
+    assert spec.users == [{"action": "add", "name": "operator", "sudo": True}] and "sudo" not in spec.add_packages
+
+
+def test_leaving_a_group_edits_the_users_entry():
+    data = {"image": {"name": "x", "version": "1"}, "target": {"os": "debian", "dist": "debian13", "arch": "x86_64",
+                                                               "imageType": "raw"},
+            "systemConfig": {"name": "x", "packages": ["openssh-server"],
+                             "users": [{"name": "operator", "groups": ["video", "dialout"]}]}}
+    result = apply_instruction(data, "drop the video group from operator")
+    assert result.data["systemConfig"]["users"] == [{"name": "operator", "groups": ["dialout"]}]
+    assert any("left group video" in c for c in result.changes), result.changes
+    missing = apply_instruction(data, "remove bob from the video group")
+    assert missing.data["systemConfig"]["users"] == data["systemConfig"]["users"]

@@ -99,7 +99,9 @@ class SettingPhrases(ParserState):
 
     def _switch(self, setting: Setting, words: str) -> None:
         # "no swap partition" is the disk's; "a non-root user" is no root user
-        w = rf"(?<![\w-])(?:{words})\b(?!\s+partitions?\b)"
+        # "no root login over ssh": for sshd's settings, the way in said after them is part of their words
+        over_ssh = r"(?:\s+(?:over|via|through)\s+ssh\b)?" if "openssh-server" in setting.packages else ""
+        w = rf"(?<![\w-])(?:{words})\b{over_ssh}(?!\s+partitions?\b)"
         # A switch after the words wins over a word before them: "with ipv6 disabled" is off.
         forms: list[tuple[bool, str]] = [(True, rf"{w}\s+{_ON_AFTER}\b"), (False, rf"{w}\s+{_OFF_AFTER}\b"),
                                          (True, rf"\b{_ON}\s+{_ARTICLE}{w}"), (False, rf"\b{_OFF}\s+{_ARTICLE}{w}")]

@@ -1506,3 +1506,16 @@ def test_a_setting_that_takes_a_number_ends_a_list_of_kernel_parameters():
 def test_a_place_taken_or_brought_to_a_size_is_that_partitions(text, mount, size):
     spec = parse_request(text)
     assert spec.partitions == [{"action": "resize", "mountPoint": mount, "size": size}] and spec.disk_size is None
+
+
+@pytest.mark.parametrize(("text", "group"), [("an ubuntu 24.04 image for a restaurant menu display board", "kiosk"),
+                                             ("debian 13 with a graphical login", "desktop")])
+def test_display_jargon_names_its_group(text, group):
+    spec = parse_request(text)
+    assert group in spec.add_groups and not spec.unparsed
+
+
+def test_the_way_in_after_an_ssh_setting_is_part_of_it():
+    spec = parse_request("el10 image, no root login over ssh")
+    assert [c.get("label") or c.get("setting") for c in spec.configurations] == ["root login off"]
+    assert not spec.unparsed

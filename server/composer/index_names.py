@@ -90,8 +90,11 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
 
     said = {name for name, reading in candidates.items() if reading.tokens == (name,) and not HOST_NAME.fullmatch(name)
             and not prose(name) and (looks_like_package(name) or (english and name not in english))}
-    spec.unparsed = [f"{u} (no package this server knows, and {why} to check it: 'add the package {u}' adds it "
-                     "unchecked)" if u in said else u for u in spec.unparsed]
+    def name(word: str) -> str:  # the reading a convention gives it ("numpy" beside Python: python3-numpy)
+        return next((n for n, reading in candidates.items() if reading.tokens == (word,) and n != word), word)
+
+    spec.unparsed = [f"{u} (no package this server knows, and {why} to check it: 'add the package {name(u)}' adds "
+                     "it unchecked)" if u in said else u for u in spec.unparsed]
 
 
 __all__ = ["Reading", "place", "readings", "unchecked"]

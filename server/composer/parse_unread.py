@@ -30,6 +30,11 @@ _WISHERS = {"i", "we", "you", "they", "i'd", "we'd", "i'll", "we'll", "really", 
 _WANTING = {"need", "needs", "want", "wants", "require", "requires"}  # not "use": "we use the console" says how
 
 
+# Verbs after which one or two unread words name software the image is to run ("running home assistant", "to host
+# a minecraft server").
+_RUN_VERBS = {"running", "runs", "run", "host", "hosts", "hosting", "serve", "serves", "serving"}
+# Nouns after a software's name that say what kind it is ("a minecraft server", "the nextcloud instance").
+_SERVICE_NOUNS = {"server", "servers", "service", "services", "instance", "daemon"}
 # Words after a run verb that say how it runs ("runs fast", "running unattended"), not what.
 _MANNER = {"fast", "faster", "offline", "online", "unattended", "headless", "everywhere", "anywhere", "forever",
            "well", "smooth", "stable", "hot", "cool", "cold", "warm", "free", "alone", "standalone"}
@@ -99,17 +104,23 @@ class UnreadWords(ParserState):
         """"a mini pc running home assistant": one or two unread words that end what a run verb says are the
         software it names, not prose ("running in a mall" starts with a word that is read; "runs fast" says how)."""
         for k, (verb, _s, _e) in enumerate(found):
-            if verb not in ("running", "runs", "run") or k + 1 in reported:
+            if verb not in _RUN_VERBS or k + 1 in reported:
                 continue
             j = k + 1
+            while j < len(found) and found[j][0] in ("a", "an", "the", "my", "our", "their", "its", "own"):
+                j += 1  # "to host a minecraft server": the article is no part of what runs
+            first = j
             while (j < len(found) and j in ignored and found[j][0] not in _ITEM_FILLER
+                   and found[j][0] not in _WHAT_IT_IS  # "runs our Java app": what it is says the name (below)
                    and re.fullmatch(r"[a-z][a-z0-9+._-]*", found[j][0]) and not _says_how(found[j][0])
                    and not re.search(r"[,:;()]", clause[found[j - 1][2]:found[j][1]])):
                 j += 1
+            if first < j < len(found) and found[j][0] in _SERVICE_NOUNS:
+                j += 1  # "a minecraft server": the noun says what kind of software the name is
             closed = j == len(found) or re.match(r"\s*(?:[,;:()]|\band\b|\bor\b)", clause[found[j - 1][2]:])
-            if 1 <= j - k - 1 <= 2 and closed:
-                self.spec.unparsed.append(" ".join(found[w][0] for w in range(k + 1, j)))
-                reported.update(range(k + 1, j))
+            if 1 <= j - first <= 3 and closed:
+                self.spec.unparsed.append(" ".join(found[w][0] for w in range(first, j)))
+                reported.update(range(first, j))
 
     def _joined_to_software(self, clause: str, found: list[tuple[str, int, int]], i: int, toward: int) -> bool:
         """Whether word ``i`` is joined by a comma, "&", "and" or "or" to the software word on its side of ``toward``

@@ -1519,3 +1519,10 @@ def test_the_way_in_after_an_ssh_setting_is_part_of_it():
     spec = parse_request("el10 image, no root login over ssh")
     assert [c.get("label") or c.get("setting") for c in spec.configurations] == ["root login off"]
     assert not spec.unparsed
+
+
+def test_a_web_browser_is_the_familys_browser_and_software_to_host_is_said():
+    spec = parse_request("debian with libreoffice and a web browser")
+    assert "browser" in spec.add_groups and not spec.unparsed
+    assert parse_request("ubuntu 24.04 server to host a minecraft server").unparsed == ["minecraft server"]
+    assert parse_request("a box hosting nextcloud").unparsed == ["nextcloud"]

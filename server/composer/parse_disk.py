@@ -38,6 +38,8 @@ _MEDIA = r"(?:(?:sd|micro\s*sd|microsd|cf)\s+)?card|emmc|ssd|nvme(?:\s+drive)?|u
 _REST_WORDS = (r"(?:rest|remainder|remaining(?:\s+space)?|leftover(?:\s+space)?|leftovers|free\s+space"
                r"|what(?:ever)?(?:\s+space)?\s+(?:is\s+)?(?:left|remains)|what's\s+left|everything\s+else"
                r"|all\s+(?:the\s+)?(?:remaining|free)\s+space)")
+# A filesystem, a size, or both in either order, as a partition is changed to them ("to xfs and 20G").
+_FS_OR_SIZE = rf"(?:to\s+|as\s+|into\s+|with\s+)?(?:(?:{_FS})|{_SIZE})(?:\s+(?:and|,)\s+(?:(?:{_FS})|{_SIZE}))?"
 # Verbs that give a partition a size ("bump root to 8 gigs", "shrink /var to 2G").
 _SIZING_VERBS = (r"resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce|bump(?:\s+up)?|raise|"
                  r"expand|boost|lower|trim|cut")
@@ -96,25 +98,14 @@ class DiskPhrases(ParserState):
             self._mask(m.start(), m.end())
         # "make that partition xfs", "the new partition should be 20G": the partition meant (Layout.referent)
         that = r"(?:that|this|the\s+(?:new|extra|added|additional|separate|other|data))\s+(?:partition|volume)"
-        for m in self._each(
-            rf"\b(?:make|change|set|format|convert|reformat|resize|grow|shrink)\s+{that}\s+(?:to\s+|as\s+|into\s+|with\s+)?"
-            rf"(?:(?:{_FS})|{_SIZE})(?:\s+(?:and|,)\s+(?:(?:{_FS})|{_SIZE}))?"
-        ):
-            g = m.groups()
-            size = _size(g[1], g[2]) if g[1] else _size(g[4], g[5]) if g[4] else None
-            fs = g[0] or g[3]
+        for m in self._each(rf"\b(?:make|change|set|format|convert|reformat|resize|grow|shrink)\s+{that}\s+{_FS_OR_SIZE}"):
+            size, fs = _fs_and_size(m.groups())
             spec.partitions.append({"action": "resize", "mountPoint": THAT_PARTITION, "size": size, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
-        for m in self._each(
-            rf"\b(?:make|change|set|format|convert|reformat)\s+(?:the\s+)?{_MOUNT}\s+(?:partition|filesystem|fs)\s+"
-            rf"(?:to\s+|as\s+|into\s+|with\s+)?(?:(?:{_FS})|{_SIZE})(?:\s+(?:and|,)\s+(?:(?:{_FS})|{_SIZE}))?"
-        ):
-            g = m.groups()
-            size = _size(g[2], g[3]) if g[2] else _size(g[5], g[6]) if g[5] else None
-            fs = g[1] or g[4]
-            spec.partitions.append(
-                {"action": "resize", "mountPoint": _mount(g[0]), "size": size, "fsType": _fs(fs)}
-            )
+        for m in self._each(rf"\b(?:make|change|set|format|convert|reformat)\s+(?:the\s+)?{_MOUNT}\s+"
+                            rf"(?:partition|filesystem|fs)\s+{_FS_OR_SIZE}"):
+            size, fs = _fs_and_size(m.groups()[1:])
+            spec.partitions.append({"action": "resize", "mountPoint": _mount(m.group(1)), "size": size, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
         own = r"its\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
         for m in self._each(
@@ -398,6 +389,12 @@ def _size(number: str, unit: str) -> str:
     """A request's size normalised to what upstream accepts (server.sizes decides the units)."""
     mib = casual_mib(number, unit)
     return fmt_size(mib) if mib else f"{number}{unit}"
+
+
+def _fs_and_size(tail: tuple[str | None, ...]) -> tuple[str | None, str | None]:
+    """(size, filesystem) from the groups of :data:`_FS_OR_SIZE`: a filesystem, a size, or both in either order."""
+    number, unit = (tail[1], tail[2]) if tail[1] else (tail[4], tail[5])
+    return (_size(number, unit or "") if number else None), tail[0] or tail[3]
 
 
 def _place_said(verbs: str, joiner: str, value: str) -> str:

@@ -41,6 +41,9 @@ _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror
 _COUNTED_SETTINGS = frozenset(w for setting in load_settings().values() if setting.value in ("count", "cpus")
                               for w in setting.words if " " not in w)
 
+# Things an image runs that a request may name ("a container called telemetry"): the name is theirs, not the host's.
+_RUN_THINGS = r"container|pod|service|daemon|job|timer|volume|database|db"
+
 class SystemPhrases(ParserState):
     """The kernel, host, user and boot phrases of a request."""
 
@@ -232,6 +235,20 @@ class SystemPhrases(ParserState):
         for m in self._each(rf"\bhost\s*-?\s*name\s+{_NOT_A_NAME}\b[^.;,]*"):
             self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (no name given: say e.g. 'hostname web-01')")
             self._mask(m.start(), m.end())
+
+    def _named_things(self) -> None:
+        """"a container called telemetry", "a service named sensor-sync": a name given to something the image runs,
+        not to the machine (it had become the host name) nor a software word (telemetry had added monitoring). The
+        composer writes no containers or services of a name: said, with what to add instead."""
+        for m in self._each(rf"\b(?:a|an|the|one|my|our)\s+(?:(?:docker|podman)\s+)?({_RUN_THINGS})\s+(?:called|named)\s+"
+                            r"[\"'`]?([a-z0-9][a-z0-9_.-]*)[\"'`]?"):
+            thing, name = m.group(1).lower(), m.group(2)
+            self.spec.unparsed.append(
+                f"{thing} {name!r} (not written: a template installs software but defines no {thing}s of its own; add "
+                f"a configuration command that creates its systemd unit{' or quadlet' if thing in ('container', 'pod') else ''})")
+            if thing in ("container", "pod") and not re.search(r"\b(?:docker|podman)\s+$", self.work[:m.start(1)]):
+                self.spec.add_groups.append("containers")  # running one needs a runtime; a named one is read as it is
+            self._mask(m.start(1), m.end())  # "a docker container called x": docker stays for the package reading
 
     def _called(self) -> None:
         """"a vpn gateway running openvpn and wireguard called vpn-gw", "el10 box with cockpit, named mon-02": what a

@@ -91,6 +91,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._settings()
         self._ports()
         self._boot_services()
+        self._named_things()  # before the host name, which a thing's name is not
         self._hostname()
         self._name()
         self._compounds()  # after the names, which may hold a hyphen and a suffix word ("hostname gw-ready")

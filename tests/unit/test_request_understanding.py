@@ -1526,3 +1526,13 @@ def test_a_web_browser_is_the_familys_browser_and_software_to_host_is_said():
     assert "browser" in spec.add_groups and not spec.unparsed
     assert parse_request("ubuntu 24.04 server to host a minecraft server").unparsed == ["minecraft server"]
     assert parse_request("a box hosting nextcloud").unparsed == ["nextcloud"]
+
+
+@pytest.mark.parametrize("text", ["emt image that starts a container called telemetry on boot",
+                                  "ubuntu with docker running a container named nginx-proxy"])
+def test_a_thing_the_image_runs_named_is_no_host_name_and_no_software_word(text):
+    spec = parse_request(text)
+    assert spec.hostname is None and "monitoring" not in spec.add_groups
+    assert "containers" in spec.add_groups
+    assert len(spec.unparsed) == 1 and spec.unparsed[0].startswith("container '") and "not written" in spec.unparsed[0]
+    assert parse_request("a server named web01").hostname == "web01"

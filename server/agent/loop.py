@@ -256,21 +256,20 @@ class Agent:
         if not candidates or not spec.dist:
             return
         from ..library.embed_local import english_words  # the model's vocabulary; numpy is loaded by then
+
+        why = f"the {spec.dist} repository index could not be read"
         if not self.settings.agent.verify_packages:
-            index_names.unchecked(spec, candidates, "package checks are off (ai.agent.verify_packages)",
-                                  english_words())
-            return
-        try:
-            result = self.engine.verify_packages(list(candidates), os=spec.os, dist=spec.dist, arch=spec.arch)
-        except (ValueError, RuntimeError, OSError) as exc:
-            log.debug("index check of %s skipped: %s", list(candidates), exc)
-            index_names.unchecked(spec, candidates, f"the {spec.dist} repository index could not be read",
-                                  english_words())
-            return
-        index_names.place(spec, set(result.found), candidates)
-        if not result.complete:
-            index_names.unchecked(spec, candidates, f"the {spec.dist} repository index could not be read",
-                                  english_words())
+            why = "package checks are off (ai.agent.verify_packages)"
+        else:
+            try:
+                result = self.engine.verify_packages(list(candidates), os=spec.os, dist=spec.dist, arch=spec.arch)
+            except (ValueError, RuntimeError, OSError) as exc:
+                log.debug("index check of %s skipped: %s", list(candidates), exc)
+            else:
+                index_names.place(spec, set(result.found), candidates)
+                if result.complete:
+                    return
+        index_names.unchecked(spec, candidates, why, english_words())
 
     def _honesty_notes(self, draft: Draft, spec: RequestSpec, *, arch_named: bool) -> list[str]:
         """What the answer must say: unsupported targets, defaults chosen, stated facts that did not land."""

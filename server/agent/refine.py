@@ -54,6 +54,13 @@ _REVERT = re.compile(
 
 _REVERT_NOTE = re.compile(r"^revert to revision (\d+)$")
 # How many steps an undo goes back: "undo the last two changes", "go back 3 steps", "undo twice".
+_STEPS = re.compile(rf"\b(?:last|previous|past)\s+(\d+|{NUMBER_WORDS})\s+(?:changes|edits|steps|revisions|versions)\b"
+                    rf"|\b(\d+|{NUMBER_WORDS})\s+(?:steps|times|changes|edits|revisions|versions)\b|\b(twice|thrice)\b",
+                    re.IGNORECASE)
+
+# Back to the first revision: "revert to the original", "start over from the first version".
+_ORIGINAL = re.compile(r"\b(?:original|first\s+(?:version|revision|draft)|beginning)\b", re.IGNORECASE)
+
 # A size said again as a correction of the last edit ("actually 25GB", "no, make it 30 gigs", "sorry, I meant 8G"):
 # the words around the size, which must be all the instruction has.
 _CORRECTION_WORDS = re.compile(r"^(?:\s|[,.!:;-]|actually|no|nope|sorry|oops|wait|i\s+meant|i\s+mean|make\s+(?:it|that)"
@@ -76,13 +83,6 @@ def corrected_instruction(conv: Conversation, instruction: str) -> tuple[str, in
         return None
     at = earlier[-1]
     return said.group(1)[:at.start()] + sizes[0].group(0) + said.group(1)[at.end():], before
-
-
-_STEPS = re.compile(rf"\b(?:last|previous|past)\s+(\d+|{NUMBER_WORDS})\s+(?:changes|edits|steps|revisions|versions)\b"
-                    rf"|\b(\d+|{NUMBER_WORDS})\s+(?:steps|times|changes|edits|revisions|versions)\b|\b(twice|thrice)\b",
-                    re.IGNORECASE)
-# Back to the first revision: "revert to the original", "start over from the first version".
-_ORIGINAL = re.compile(r"\b(?:original|first\s+(?:version|revision|draft)|beginning)\b", re.IGNORECASE)
 
 
 def undo_steps(instruction: str) -> int:

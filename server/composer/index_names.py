@@ -84,15 +84,15 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
     anyway: "frr" reads "frr (no package this server knows, and the elxr12 repository index could not be read
     to check it: 'add the package frr' adds it unchecked)". A word of ``english`` ("routing") is left as it is;
     with no such list, only a word shaped like a package name gets the advice."""
-    def prose(name: str) -> bool:  # "half-terabyte", "well-known": English words joined
-        parts = name.split("-")
+    def prose(word: str) -> bool:  # "half-terabyte", "well-known": English words joined
+        parts = word.split("-")
         return bool(english) and len(parts) > 1 and all(p in english for p in parts)
 
-    said = {name for name, reading in candidates.items() if reading.tokens == (name,) and not HOST_NAME.fullmatch(name)
-            and not prose(name) and (looks_like_package(name) or (english and name not in english))}
     def name(word: str) -> str:  # the reading a convention gives it ("numpy" beside Python: python3-numpy)
         return next((n for n, reading in candidates.items() if reading.tokens == (word,) and n != word), word)
 
+    said = {w for w, reading in candidates.items() if reading.tokens == (w,) and not HOST_NAME.fullmatch(w)
+            and not prose(w) and (looks_like_package(w) or (english and w not in english))}
     spec.unparsed = [f"{u} (no package this server knows, and {why} to check it: 'add the package {name(u)}' adds "
                      "it unchecked)" if u in said else u for u in spec.unparsed]
 

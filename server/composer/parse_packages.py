@@ -467,7 +467,8 @@ class PackagePhrases(UnreadWords):
     def _flush_run(self, run: list[str]) -> None:
         """One unknown word after "add" is a package name only when it is shaped like one ("libfoo-dev",
         "python3", "mod_ssl"), or after "install" (_INSTALL_VERBS); a plain word ("separate", "logs") is English
-        until the repository index says otherwise, so it is reported as not placed. Several in a row are prose ("the nvidia driver")."""
+        until the repository index says otherwise, so it is reported as not placed. Several in a row are prose
+        ("the nvidia driver")."""
         if len(run) == 1 and (looks_like_package(run[0]) or (
                 getattr(self, "_verb", "") in _INSTALL_VERBS and run[0] not in load_request_words().kind_nouns)):
             self.spec.add_packages.append(run[0])

@@ -44,6 +44,7 @@ _COUNTED_SETTINGS = frozenset(w for setting in load_settings().values() if setti
 # Things an image runs that a request may name ("a container called telemetry"): the name is theirs, not the host's.
 _RUN_THINGS = r"container|pod|service|daemon|job|timer|volume|database|db"
 
+
 class SystemPhrases(ParserState):
     """The kernel, host, user and boot phrases of a request."""
 

@@ -3,10 +3,12 @@ cannot be built (with the closest supported choice), and misspelt distribution o
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
 from ..knowledge.entries import Dist
+from ..knowledge.loader import Capabilities
 from ..knowledge.request_words import load_request_words
 from ..knowledge.typos import misspelling_of
 from .phrasing import ADD_WORDS, NA, NB, REMOVE_WORDS, STOPWORDS, ParserState, alternatives
@@ -42,6 +44,14 @@ _PARTICLE = re.compile(r"\s+(?:off|up|down|out)\b", re.I)
 # Windows domain", "files from macOS laptops").
 _PEER_BEFORE = re.compile(r"\b(?:to|with|from|against|into|join(?:s|ing)?|via|over)\s+(?:an?\s+|the\s+|our\s+|my\s+|"
                           r"their\s+|its\s+)?(?:existing\s+|remote\s+|legacy\s+|other\s+)?$", re.I)
+
+
+@functools.lru_cache(maxsize=2)
+def _target_names(caps: Capabilities) -> str:
+    """An alternation of every supported family's and release's words ("rhel", "ubuntu 24.04"), built once."""
+    return alternatives({w for f in caps.families.values()
+                         for w in (*f.words, *(x for d in f.dists.values() for x in d.words))})
+
 
 class TargetPhrases(ParserState):
     """The distribution, architecture and image type phrases of a request."""
@@ -92,8 +102,7 @@ class TargetPhrases(ParserState):
             else:
                 self._mask(m.end(1), m.end())
         # "a RHEL 10 clone", "centos stream compatible": a distribution (and its release) then a word of likeness
-        names = alternatives({w for f in self.caps.families.values()
-                              for w in (*f.words, *(x for d in f.dists.values() for x in d.words))})
+        names = _target_names(self.caps)
         for m in self._each(rf"(?<![\w-])(?:{names})(?:\s+\d+(?:\.\d+)?)?\s+({alternatives(words.likeness_words)})(?![\w-])"):
             self._mask(m.start(1), m.end(1))
 
@@ -136,9 +145,7 @@ class TargetPhrases(ParserState):
     def _unsupported(self) -> None:
         """Operating systems and architectures the composer cannot build: named, with the closest choices."""
         caps = self.caps
-        supported = alternatives({w for f in caps.families.values()
-                                  for w in (*f.words, *(x for d in f.dists.values() for x in d.words))})
-        target_named = re.search(rf"(?<![\w-])(?:{supported})(?![\w-])", self.work, re.I) is not None
+        target_named = re.search(rf"(?<![\w-])(?:{_target_names(caps)})(?![\w-])", self.work, re.I) is not None
         for phrase in sorted(caps.unsupported_os, key=len, reverse=True):
             for m in self._each(caps.unsupported_os_pattern(phrase)):
                 if target_named and _PEER_BEFORE.search(self.work[max(0, m.start() - 40):m.start()]):

@@ -145,12 +145,15 @@ class Capabilities:
         return (rf"(?<![\w.+/-])(?:{maker_re}(?:['’]s)?(?:\s+own)?(?:\s+(?:edge|embedded|cloud|server|iot))?"
                 rf"\s+(?:{nouns})|(?:{nouns})\s+(?:(?:made|built|maintained)\s+)?(?:from|by)\s+{maker_re})(?![\w+/-])")
 
+    @functools.cached_property
+    def maker_regexes(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        """(family, its :meth:`maker_pattern` compiled) for each family's makers: read for every search query."""
+        return tuple((family.id, re.compile(self.maker_pattern(m), re.I))
+                     for family in self.families.values() for m in family.makers)
+
     def maker_named(self, text: str) -> str | None:
         """The family an operating system named by its maker in ``text`` is, if any."""
-        for family in self.families.values():
-            if any(re.search(self.maker_pattern(m), text, re.I) for m in family.makers):
-                return family.id
-        return None
+        return next((family for family, pattern in self.maker_regexes if pattern.search(text)), None)
 
     def family_of(self, os_or_dist: str | None) -> str | None:
         """Family id (the target.os value) for an os id, a dist id or a common spelling."""

@@ -382,9 +382,7 @@ class QueryAnalyzer:
                     wants["image_type"] = itype
             dists = vocab.dist_for_word(tok)
             if len(dists) == 1 and tok not in ("intel", "microsoft", "wind", "river", "debian-based"):
-                if tok in _CLOUD_AND_DIST and any(vocab.dist_for_word(t) and t not in _CLOUD_AND_DIST for t in content):
-                    continue  # "ubuntu on azure": the cloud it runs on
-                wants["dist"] = dists[0]
+                wants["dist"] = dists[0]  # "azure" beside another distribution was read as "cloud" (analyze)
             elif "dist" not in wants:
                 for os_id, words in vocab.OS_WORDS.items():
                     if tok in words:

@@ -40,6 +40,30 @@ _ADDRESS = (r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-
 _SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})\s*=\s*([\w.:-]+)(?![\w/])"
 
 
+# How sshd lets people in, by kinds of words rather than phrases: the keys alone ("ssh with key only", "only
+# allow key based ssh", "ssh access only via keys") or no passwords ("no password ssh", "ssh without passwords",
+# "passwordless ssh"). Both mean sshd refuses passwords (system_settings.yaml `key-only ssh`).
+_SSH = r"(?:ssh|sshd|openssh|secure\s+shell)"
+_SSH_ACCESS = r"(?:[\s-]+(?:logins?|log-?ins?|access|connections?|auth(?:entication)?|server))?"
+_KEY = (r"(?:(?:ssh|public|authorized|rsa|ed25519)[\s-]+)?(?:keys?|pubkeys?|key[\s-]?pairs?|certificates?)"
+        r"(?:[\s-]+(?:based|auth(?:entication)?|logins?|access))?")
+_ONLY = r"(?:only|exclusively|alone)"
+_KEY_PREP = r"(?:with|by|via|using|through|from)\s+(?:(?:an?|the|my|our|their)\s+)?"
+_PASSWORDS = r"(?:password[\s-]+(?:auth(?:entication)?|logins?)|passwords?|passwd)"
+_NO = r"(?:no|without|disable[ds]?|disabling|disallow(?:ed|s)?|forbid|deny|block|never)"
+_KEYS_ONLY = (
+    rf"(?:\b(?:allow|permit|enable)\s+)?(?:"
+    rf"\b{_SSH}{_SSH_ACCESS}\s+(?:(?:is|are|should\s+be|must\s+be|allowed|permitted|enabled)\s+)?"
+    rf"(?:{_ONLY}\s+{_KEY_PREP}{_KEY}|{_KEY_PREP}{_KEY}[\s-]+{_ONLY})\b"  # ssh (access) only with keys / with keys only
+    rf"|\b{_KEY}[\s-]+{_ONLY}\b(?:\s+{_SSH}{_SSH_ACCESS}\b)?"  # key-only (ssh)
+    rf"|\b{_ONLY}\s+(?:(?:allow|permit|accept)\s+)?(?:{_KEY_PREP})?{_KEY}\b(?:\s+{_SSH}{_SSH_ACCESS}\b)?"  # only (by) keys
+    rf"|\b(?:password[\s-]?less|password[\s-]free)\s+{_SSH}{_SSH_ACCESS}\b"  # passwordless ssh
+    rf"|\b{_SSH}{_SSH_ACCESS}\s+(?:(?:with|and|but)\s+)?(?:{_NO}|no)\s+(?:an?\s+)?{_PASSWORDS}\b"  # ssh without passwords
+    rf"|\b{_NO}\s+(?:an?\s+)?{_PASSWORDS}(?:\s+(?:over|via|for|on|through|in))?\s+{_SSH}{_SSH_ACCESS}\b"  # no password ssh
+    rf")"
+)
+
+
 def is_setting_key(key: str) -> bool:
     """A ``key=value`` that is a setting written by a command, not a kernel parameter: a sysctl path
     (``vm.swappiness=10``) or a setting's words (``timezone=UTC``)."""
@@ -56,6 +80,7 @@ class SettingPhrases(ParserState):
             key, value = m.group(1).lower(), m.group(2)
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
+        self._keys_only()
         self._listed_off = self._switched_in_lists()
         # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), and longest
         # words first ("ipv6 forwarding" is not "ipv6").
@@ -69,6 +94,27 @@ class SettingPhrases(ParserState):
                 self._switch(setting, words)
             else:
                 self._valued(setting, words)
+        if any(c.get("setting") == "key-only ssh" and not c.get("remove") for c in self.spec.configurations):
+            for m in self._each(rf"\b{_NO}\s+(?:an?\s+)?{_PASSWORDS}\b"):  # said twice: "keys only, no passwords"
+                if self._about_ssh(m):
+                    self._mask(m.start(), m.end())
+
+    def _about_ssh(self, m: re.Match[str]) -> bool:
+        """The sentence ``m`` stands in talks about ssh or logging in."""
+        sentence = re.split(r"[.;!?\n]", self.said[:m.start()])[-1] + re.split(r"[.;!?\n]", self.said[m.start():])[0]
+        return re.search(rf"\b(?:{_SSH}|log(?:-|\s+)?ins?|logins?|remote\s+access)\b", sentence, re.I) is not None
+
+    def _keys_only(self) -> None:
+        """sshd taking keys alone (_KEYS_ONLY). A form without an ssh word of its own ("keys only", "only with
+        a key") counts only in a sentence about ssh or logging in: "only a key" of a disk encryption is none."""
+        setting = load_settings()["key-only ssh"]
+        for m in self._each(_KEYS_ONLY):
+            if not self._about_ssh(m):
+                continue
+            self._mask(m.start(), m.end())
+            self._write(setting, setting.value)
+            if re.search(rf"\b{_SSH}\b", m.group(0), re.I) and "ssh" in self.caps.groups:
+                self.spec.add_groups.append("ssh")  # named: asked for, as "ssh" alone would be
 
     def _not_written(self, setting: Setting, words: str) -> None:
         """A setting the composer does not write, reported with the words next to it that say which ("German

@@ -95,6 +95,7 @@ class ParserState:
         self.caps = caps
         self.spec = spec
         self.work = text  # spans already understood are blanked out (same length keeps offsets)
+        self.said = text  # as written, at the same offsets until _typos rewrites misspelt words
         # Real package names (knowledge plus the caller's index) win over one-word capability
         # triggers ("add tcpdump" adds tcpdump, not every network tool); mere aliases
         # ("docker", "ssh") do not.

@@ -1,0 +1,89 @@
+"""Kinds of words read as one class each: sshd's way in, a purpose after the packages it explains, a filesystem's
+tools, software named by its vendor's stack, sizes of other things."""
+
+from __future__ import annotations
+
+import pytest
+from image_composer_mcp.server.composer.request_parser import parse_request
+
+
+def _labels(text: str) -> list[str]:
+    return [c["label"] for c in parse_request(text).configurations]
+
+
+@pytest.mark.parametrize("text", [
+    "no password ssh", "ssh without passwords", "passwordless ssh", "enable ssh with key only", "ssh key-only",
+    "only allow key based ssh", "allow ssh by key only", "ssh login with public keys only", "ssh access only via keys",
+    "disable password ssh", "users log in with ssh keys only", "ssh with keys, no passwords",
+])
+def test_sshd_taking_keys_alone_is_read_in_any_phrasing_and_never_removes_ssh(text):
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == ["key-only ssh on"]
+    assert "PasswordAuthentication no" in spec.configurations[0]["cmd"]
+    assert "ssh" not in spec.remove_groups and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["a user alice with passwordless sudo and ssh", "a user bob with no password",
+                                  "luks encryption unlocked with a key only"])
+def test_keys_and_passwords_outside_sshd_are_no_sshd_setting(text):
+    assert "key-only ssh on" not in _labels(text)
+
+
+@pytest.mark.parametrize(("text", "packages", "group"), [
+    ("add tcpdump, strace and htop for debugging", ["tcpdump", "strace", "htop"], "debug"),
+    ("add htop for monitoring", ["htop"], "monitoring"),
+])
+def test_a_purpose_after_packages_it_explains_asks_for_no_more_than_them(text, packages, group):
+    spec = parse_request(text)
+    assert spec.add_packages == packages and group not in spec.add_groups
+    assert any(n.startswith("'for ") for n in spec.notes), spec.notes
+
+
+@pytest.mark.parametrize(("text", "group"), [("ubuntu with nginx for debugging", "debug"),
+                                             ("ubuntu with debugging tools", "debug")])
+def test_a_purpose_no_named_package_serves_still_asks_for_its_group(text, group):
+    assert group in parse_request(text).add_groups
+
+
+@pytest.mark.parametrize(("text", "package"), [("xfs tools", "xfsprogs"), ("debian with btrfs utilities", "btrfs-progs"),
+                                               ("exfat support packages", "exfatprogs")])
+def test_a_filesystem_before_a_word_for_software_names_its_tools_not_a_filesystem(text, package):
+    spec = parse_request(text)
+    assert spec.add_packages == [package] and not spec.partitions and not spec.unsupported
+
+
+def test_zfs_tools_are_a_group_and_zfs_on_root_stays_unsupported():
+    assert parse_request("ubuntu with zfs utils").add_groups == ["zfs"]
+    assert any(u.startswith("zfs on root") for u in parse_request("ubuntu with zfs on root").unsupported)
+
+
+@pytest.mark.parametrize(("text", "minimal"), [("I run a small bakery and want a debian machine", False),
+                                               ("a tiny office router on debian", False),
+                                               ("a small ubuntu image", True), ("small debian", True),
+                                               ("ubuntu, small and fast", True), ("a lightweight server with nginx", True)])
+def test_a_size_word_makes_the_image_minimal_only_when_it_qualifies_the_image(text, minimal):
+    assert parse_request(text).minimal is minimal
+
+
+@pytest.mark.parametrize(("text", "word"), [("ubuntu 24.04 for a raspberry pi 4 with pihole", "pihole"),
+                                            ("a debian image that runs home assistant", "home assistant")])
+def test_software_only_its_project_ships_is_said_not_applied_with_where_it_comes_from(text, word):
+    spec = parse_request(text)
+    assert any(n.startswith(f"{word} not applied:") and "container" in n for n in spec.notes), spec.notes
+    assert not spec.unparsed
+
+
+def test_a_vendor_gpu_stack_stands_in_for_the_other_vendors_inference_group():
+    spec = parse_request("azure linux 3 with the nvidia gpu driver and cuda for ML inference")
+    assert "ai" not in spec.add_groups and any("not applied" in n for n in spec.notes)
+
+
+def test_a_users_groups_after_with_are_read():
+    (user,) = parse_request("add user carol with groups wheel and docker").users
+    assert user["groups"] == ["wheel", "docker"] and user["sudo"] is True
+    (user,) = parse_request("add user erin with the supplementary groups dialout, plugdev").users
+    assert user["groups"] == ["dialout", "plugdev"]
+
+
+def test_a_receipt_printer_is_printing():
+    assert "printing" in parse_request("a debian till with a receipt printer").add_groups

@@ -229,14 +229,15 @@ class Agent:
         if not spec.arch:
             spec.arch = "x86_64"  # the default target; the explanation says so
         self._hypervisor_format(spec, caps)
-        self._place_by_index(spec, text)
+        self.place_by_index(spec, text)
         return spec
 
     @staticmethod
     def _hypervisor_format(spec: RequestSpec, caps: Capabilities) -> None:
         """A new image for a hypervisor ("a VM for VMware ESXi") writes that hypervisor's disk format beside the raw
-        disk, unless the request names formats of its own (a group's ``disk_format``)."""
-        if spec.image_type not in (None, "raw") or spec.hardware or any(a != "raw" for a in spec.artifacts):
+        disk, unless the request names formats of its own (a group's ``disk_format``), the raw one included: "a
+        raw disk image for qemu" is raw only."""
+        if spec.image_type is not None or spec.hardware or spec.artifacts:
             return
         for group in spec.add_groups:
             info = caps.groups.get(group)
@@ -247,22 +248,26 @@ class Agent:
                                   f"'raw only', to change it)")
                 return
 
-    def _place_by_index(self, spec: RequestSpec, request: str) -> None:
-        """Words the rules could not place that the target's repository index knows are packages after all, as
-        written or by the distributions' naming conventions (server/composer/index_names.py). Uses the package
-        verifier, so its settings decide whether indexes are downloaded or only read from the cache; without
-        an index the words stay reported as not understood."""
+    def place_by_index(self, spec: RequestSpec, request: str, target: dict[str, Any] | None = None) -> None:
+        """Words the rules could not place that the repository index of the target (the spec's, else ``target``:
+        an edited template's) knows are packages after all, as written or by the distributions' naming
+        conventions (server/composer/index_names.py). Uses the package verifier, so its settings decide whether
+        indexes are downloaded or only read from the cache; without an index the words stay reported as not
+        understood, with how to add them unchecked."""
         candidates = index_names.readings(spec, request)
-        if not candidates or not spec.dist:
+        given = target or {}
+        dist, os_, arch = (spec.dist or given.get("dist"), spec.os or given.get("os"),
+                           spec.arch or given.get("arch"))
+        if not candidates or not dist:
             return
         from ..library.embed_local import english_words  # the model's vocabulary; numpy is loaded by then
 
-        why = f"the {spec.dist} repository index could not be read"
+        why = f"the {dist} repository index could not be read"
         if not self.settings.agent.verify_packages:
             why = "package checks are off (ai.agent.verify_packages)"
         else:
             try:
-                result = self.engine.verify_packages(list(candidates), os=spec.os, dist=spec.dist, arch=spec.arch)
+                result = self.engine.verify_packages(list(candidates), os=os_, dist=str(dist), arch=arch)
             except (ValueError, RuntimeError, OSError) as exc:
                 log.debug("index check of %s skipped: %s", list(candidates), exc)
             else:

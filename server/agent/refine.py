@@ -27,7 +27,7 @@ from ..composer.request_parser import parse_request
 from ..composer.request_spec import RequestSpec
 from ..core.yamlsafe import load_mapping
 from ..knowledge.loader import load_capabilities
-from ..knowledge.sizes import CASUAL_SIZE, NUMBER_WORDS, number_value
+from ..knowledge.sizes import CASUAL_SIZE, NUMBER_WORDS, number_value, template_mib
 from ..llm.chat import CallbackProvider, ChatProvider, LLMError
 from ..validation.validator import validate_text
 from . import prompts
@@ -83,6 +83,35 @@ def corrected_instruction(conv: Conversation, instruction: str) -> tuple[str, in
         return None
     at = earlier[-1]
     return said.group(1)[:at.start()] + sizes[0].group(0) + said.group(1)[at.end():], before
+
+
+def last_partition(conv: Conversation) -> str | None:
+    """The mount point of the one partition the conversation's last edit added or changed, beyond root ("add a
+    20GB /var/lib/rancher partition", then "make that xfs"); None when that edit touched none or several."""
+    last = conv.current
+    before = undo_target(conv, 1)
+    if last is None or before is None or not (last.note or "").startswith("refined: "):
+        return None
+    try:
+        old, new = (_partitions(_current_data(r.yaml)) for r in (conv.revision(before), last))
+    except (ValueError, KeyError):
+        return None
+    added = [m for m in new if m not in old and m != "/"]
+    touched = added or [m for m, shape in new.items() if m != "/" and m in old and old[m] != shape]
+    return touched[0] if len(touched) == 1 else None
+
+
+def _partitions(data: Any) -> dict[str, tuple[object, int | None]]:
+    """Mount point -> (filesystem, size in MiB; None for the one that fills the disk): what an edit of a
+    partition changes, not where it starts, which an edit of another one before it moves."""
+    disk = data.get("disk") if isinstance(data, dict) else None
+    parts = disk.get("partitions") if isinstance(disk, dict) else None
+    out: dict[str, tuple[object, int | None]] = {}
+    for p in parts or []:
+        if isinstance(p, dict) and p.get("mountPoint"):
+            start, end = template_mib(p.get("start")) or 0, template_mib(p.get("end"))
+            out[str(p["mountPoint"])] = (p.get("fsType"), None if end is None else end - start)
+    return out
 
 
 def undo_steps(instruction: str) -> int:
@@ -141,6 +170,8 @@ class Drafter(Protocol):
     async def asks_client(self, sampling: CallbackProvider | None) -> bool: ...
 
     def known_packages(self) -> set[str]: ...
+
+    def place_by_index(self, spec: RequestSpec, request: str, target: dict[str, Any] | None = None) -> None: ...
 
     def verify_draft(self, draft: Draft) -> dict[str, Any] | None: ...
 
@@ -233,6 +264,7 @@ class Refiner:
 
         await report_progress(progress, 1, "applying the change")
         spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
+        spec.last_partition = last_partition(conv) if base is current else None
         draft = await self._refine_draft(instruction, base.yaml, data, conv, sampling, progress, spec)
         if correction is not None:
             draft.notes.insert(0, f"read as a correction of the last edit: '{instruction}' applied to revision "
@@ -317,6 +349,8 @@ class Refiner:
             names |= {str(p) for p in ((data.get("systemConfig") or {}).get("packages") or [])}
         spec = parse_request(instruction, known_packages=names)
         spec.arch_named = bool(spec.arch)
+        target = data.get("target") if isinstance(data, dict) else None
+        self.agent.place_by_index(spec, instruction, target if isinstance(target, dict) else None)
         return spec
 
     async def _refine_draft(self, instruction: str, current_yaml: str, data: dict | None, conv: Conversation,

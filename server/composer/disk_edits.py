@@ -99,7 +99,7 @@ class DiskEdit(TemplateEdit):
         for request in spec.partitions:
             action = request.get("action")
             place = self._data_dir(str(request["mountPoint"]), spec)
-            mount = layout.referent(place) if place is not None else None
+            mount = layout.referent(place, spec.last_partition) if place is not None else None
             if mount is None:
                 continue
             if action == "remove":

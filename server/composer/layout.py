@@ -22,6 +22,9 @@ MIN_OTHER_MIB = 256
 ROOM_KEPT_MIB = 4096
 GPT_TAIL_MIB = 1  # the backup GPT lives in the last sectors; fixed partitions must end before it
 THAT_PARTITION = "@that"  # the mount point of "that partition": Layout.referent says which it is
+# A filesystem said with no place ("make it xfs"): the partition the last edit touched (RequestSpec.last_partition),
+# else root.
+LAST_EDITED = "@last"
 
 
 class EditLog(Protocol):
@@ -299,15 +302,22 @@ class Layout:
         filler = self.size_mib - filler_start
         return more > filler // 2 and filler - more < ROOM_KEPT_MIB
 
-    def referent(self, mount: str) -> str | None:
-        """The mount point an edit means: ``THAT_PARTITION`` ("make that partition xfs") is the template's one
-        partition beyond the boot, root and swap ones; with none or several, None and the problem said."""
+    def referent(self, mount: str, last: str | None = None) -> str | None:
+        """The mount point an edit means. ``LAST_EDITED`` ("make it xfs") is ``last``, the partition the last edit
+        touched, when the disk still has it, else root. ``THAT_PARTITION`` ("make that partition xfs") is the
+        template's one partition beyond the boot, root and swap ones, or ``last`` among several; otherwise None
+        and the problem said."""
+        have = {str(p.get("mountPoint")) for p in self.parts if isinstance(p, dict)}
+        if mount == LAST_EDITED:
+            return last if last in have else "/"
         if mount != THAT_PARTITION:
             return mount
         own = [str(p.get("mountPoint")) for p in self.parts if isinstance(p, dict) and p.get("mountPoint")
                and p.get("mountPoint") not in ("/", "/boot/efi", "none", "swap") and p.get("type") != "esp"]
         if len(own) == 1:
             return own[0]
+        if last in own:
+            return last
         self.edit.problems.append("which partition is meant? " + (
             f"name its mount point ({', '.join(own)})" if own else "the image has no partition beyond boot and root"))
         return None
@@ -426,5 +436,5 @@ class Layout:
         return f"; moved {', '.join(following)} by {'+' if delta > 0 else '-'}{_fmt_size(abs(delta))}"
 
 
-__all__ = ["DEFAULT_NEW_PARTITION_MIB", "GPT_TAIL_MIB", "THAT_PARTITION", "Layout", "MIN_OTHER_MIB", "MIN_ROOT_MIB",
+__all__ = ["DEFAULT_NEW_PARTITION_MIB", "GPT_TAIL_MIB", "LAST_EDITED", "THAT_PARTITION", "Layout", "MIN_OTHER_MIB", "MIN_ROOT_MIB",
            "VERITY_HASH_MIB", "is_fill", "part_id"]

@@ -8,7 +8,7 @@ import re
 from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
 from ..knowledge.template_format import load_template_format
-from .layout import THAT_PARTITION
+from .layout import LAST_EDITED, THAT_PARTITION
 from .phrasing import ParserState, alternatives
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
@@ -16,7 +16,11 @@ _SIZE = CASUAL_SIZE
 _WORDS = load_request_words()
 
 
-_FS = rf"({alternatives(_WORDS.filesystems)})"
+# A filesystem's name before a word for its software ("zfs utilities", "xfs tools") names that software, no
+# filesystem to make.
+_FS_SOFTWARE = (r"(?:utilities|utility|utils|tools|progs|userland|userspace|support|packages?|kernel\s+modules?|modules?|"
+                r"drivers?|dkms|pools?)")
+_FS = rf"({alternatives(_WORDS.filesystems)})(?!\s+{_FS_SOFTWARE}\b)"
 # A filesystem named after its partition: "formatted xfs", "formatted as btrfs", "with xfs"
 _FS_AFTER = rf"(?:\s+(?:formatted(?:\s+(?:as|with|using|in|to))?|as|with|using|in)\s+{_FS})?"
 # "under 1 GB", "no bigger than 2G": a lone size as an upper bound is the disk's size, the words read with it
@@ -63,6 +67,11 @@ class DiskPhrases(ParserState):
 
     def _partitions(self) -> None:
         spec = self.spec
+        # "xfs tools", "btrfs utilities": the filesystem's software, a package (ZFS's: the zfs group's triggers)
+        tools = _WORDS.filesystem_tools
+        for m in self._each(rf"\b({alternatives(tools)})\s+{_FS_SOFTWARE}\b"):
+            spec.add_packages.append(tools[m.group(1).lower()])
+            self._mask(m.start(), m.end())
         # "btrfs for the root partition": before the patterns below read "the root partition" as one to add
         for m in self._each(rf"\b{_FS}(?:\s+(?:filesystem|file\s+system|fs|format))?\s+(?:on|for)\s+{_ROOT}"):
             spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(m.group(1))})
@@ -192,6 +201,18 @@ class DiskPhrases(ParserState):
                                    self.work[m.end():], re.I)
                 self._mask(m.start(), m.end() + (purpose.end() if purpose else 0))
                 self._software_readable(m, software_at)
+        # "a 200GB data disk at /tank", "an xfs drive mounted on /srv": a template has one disk, so a disk for a place
+        # in the filesystem is a partition on it, and the answer says so
+        for m in self._each(rf"(?:\b{_SIZE}\s+)?(?:{_FS}\s+)?(?:(?:data|storage|second|extra|separate|additional|"
+                            rf"dedicated|another)\s+)?\b(?:disk|drive)\s+(?:(?:mounted|mount)\s+)?(?:at|on|for|as)\s+"
+                            rf"(/[\w./-]+)(?![\w/-])(?:\s+(?:of|with|sized?)\s+{_SIZE})?{_FS_AFTER}"):
+            g = m.groups()
+            size = _size(g[0], g[1]) if g[0] else _size(g[4], g[5]) if g[4] else None
+            mount = _mount(g[3])
+            spec.partitions.append({"action": "add", "mountPoint": mount, "size": size, "fsType": _fs(g[2] or g[6]),
+                                    "fill": False})
+            spec.notes.append(f"a template describes one disk: {mount} is a partition on it, not a disk of its own")
+            self._mask(m.start(), m.end())
         # "a 500MB /boot and 8G for /", "2 GB boot, 10 GB root", "/var 20G": a size beside a mount point, with
         # no "partition": a partition of that size there (the root one is fixed at it). After the forms with
         # "partition", which say more (what is separate, its filesystem).
@@ -240,7 +261,8 @@ class DiskPhrases(ParserState):
 
     def _lone_filesystems(self) -> None:
         """A filesystem named alone ("a /var/log partition of 4G, ext4", "/srv partition 2G ext4") is the last
-        partition's added without one, else the root's; never a package."""
+        partition's added without one, else the one the conversation's last edit touched ("make it xfs"), else
+        the root's; never a package."""
         spec = self.spec
         # "btrfs /home", "xfs for /srv": a filesystem followed by the mount point it is for
         for m in self._each(rf"(?<![\w/.-]){_FS}\s+(?:for\s+|on\s+)?(?:the\s+)?(/[\w./-]*)(?![\w/-])"):
@@ -261,8 +283,8 @@ class DiskPhrases(ParserState):
                            and p.get("mountPoint") not in ("swap", "/")]
             if unformatted:
                 unformatted[-1]["fsType"] = fs
-            else:
-                spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": fs})
+            else:  # in a conversation, the partition its last edit touched (Layout.referent)
+                spec.partitions.append({"action": "resize", "mountPoint": LAST_EDITED, "size": None, "fsType": fs})
             self._mask(m.start(), m.end())
 
     def _supported_filesystems(self) -> None:

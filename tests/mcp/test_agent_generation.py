@@ -246,3 +246,64 @@ async def test_a_size_said_again_corrects_the_last_edit_not_the_disk(client):
     part = next(p for p in doc["disk"]["partitions"] if p.get("mountPoint") == "/var/lib/postgresql")
     assert int(part["end"].removesuffix("MiB")) - int(part["start"].removesuffix("MiB")) == 25 * 1024
     assert any(n.startswith("read as a correction of the last edit") for n in out["notes"]), out["notes"]
+
+
+async def _steps(client, start: str, *instructions: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    gen, _doc = await _gen(client, start)
+    out = []
+    for instruction in instructions:
+        r = await client.call_tool("refine_template", {"conversation_id": gen["conversation_id"],
+                                                       "instruction": instruction})
+        assert not r.is_error, r.content[0].text
+        out.append((r.structured_content, load_mapping(r.structured_content["yaml"]).data))
+    return out
+
+
+def _fs(doc: dict[str, Any]) -> dict[str, str]:
+    return {str(p.get("mountPoint")): str(p.get("fsType")) for p in doc["disk"]["partitions"]}
+
+
+async def test_a_filesystem_said_with_no_place_is_the_partition_the_last_edit_touched(client):
+    """"make that xfs" after a partition was added means that partition; after an edit of something else, root."""
+    steps = await _steps(client, "ubuntu 24.04 server with postgresql 16", "put the database on its own 100G partition",
+                         "make that xfs", "add nginx", "change its filesystem to xfs")
+    assert _fs(steps[1][1])["/var/lib/postgresql"] == "xfs" and _fs(steps[1][1])["/"] == "ext4"
+    assert _fs(steps[3][1])["/"] == "xfs"
+
+
+async def test_an_edit_with_an_unknown_name_says_why_and_how_to_add_it_like_a_request(client):
+    steps = await _steps(client, "debian 13 minimal server", "add pgbouncer")
+    notes = steps[0][0]["notes"]
+    assert any(n.startswith("not understood: pgbouncer (") and "'add the package pgbouncer'" in n for n in notes), notes
+
+
+async def test_a_kernel_parameter_already_there_is_said_not_reported_as_not_understood(client):
+    (out, doc), = await _steps(client, "azure linux container host", "set kernel cmdline console=ttyS0,115200")
+    assert "kernel cmdline already has console=ttyS0,115200" in out["notes"], out["notes"]
+    assert not any(n.startswith("not understood") for n in out["notes"]), out["notes"]
+    _out, doc = await _gen(client, "a raw disk image of debian 13 for qemu with a serial console on ttyS0")
+    consoles = [w for w in doc["systemConfig"]["kernel"]["cmdline"].split() if w.startswith("console=ttyS0")]
+    assert consoles == ["console=ttyS0,115200"]  # one console per device
+    assert [a["type"] for a in doc["disk"]["artifacts"]] == ["raw"]  # raw named: no qcow2 beside it
+
+
+async def test_a_family_admin_group_said_by_another_familys_name_is_this_familys(client):
+    (out, doc), = await _steps(client, "ubuntu 24.04 with docker", "add user carol with groups wheel and docker")
+    (carol,) = [u for u in doc["systemConfig"]["users"] if u["name"] == "carol"]
+    assert carol["groups"] == ["sudo", "docker"] and carol["sudo"] is True
+    assert any("wheel is sudo on this distribution" in c for c in out["changes"]), out["changes"]
+
+
+async def test_a_minimal_request_leaves_cloud_init_out_unless_asked(client):
+    _out, doc = await _gen(client, "a minimal elxr12 for arm64 with only ssh and curl")
+    assert "cloud-init" not in installed(doc) and {"curl", "openssh-server"} <= installed(doc)
+    _out, doc = await _gen(client, "ubuntu minimal cloud image")
+    assert "cloud-init" in installed(doc)
+
+
+async def test_a_disk_for_a_place_is_a_partition_and_filesystem_tools_are_packages(client):
+    out, doc = await _gen(client, "ubuntu 24.04 arm64 with zfs utilities and a 200GB data disk at /tank")
+    tank = next(p for p in doc["disk"]["partitions"] if p.get("mountPoint") == "/tank")
+    assert int(tank["end"].removesuffix("MiB")) - int(tank["start"].removesuffix("MiB")) == 200 * 1024
+    assert "zfsutils-linux" in installed(doc) and not out["unsupported"]
+    assert any("/tank is a partition on it" in n for n in out["notes"]), out["notes"]

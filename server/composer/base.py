@@ -50,8 +50,9 @@ def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict
     asked = asked_groups(spec, caps)
     named = {p.lower() for p in spec.add_packages}
     out: dict[str, list[str]] = {}
-    # a machine of its own has no use for what a base group does for a cloud (cloud-init)
-    welcome = caps.base_groups - set(caps.hardware.leave_groups) if spec.hardware else caps.base_groups
+    # a machine of its own has no use for what a base group does for a cloud (cloud-init), and a minimal image
+    # ("a minimal elxr12 with only ssh and curl") has none unless asked
+    welcome = caps.base_groups - set(caps.hardware.leave_groups) if spec.hardware or spec.minimal else caps.base_groups
     for gid in caps.groups:
         if gid in asked or gid in welcome:
             continue

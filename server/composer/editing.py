@@ -106,13 +106,26 @@ class TemplateEdit:
         return removed
 
     def _append_cmdline(self, param: str) -> bool:
+        """Add ``param`` to the kernel command line; False when the line already says it. A key's other value is
+        replaced rather than passed twice. Consoles are keyed by their device, since several may be listed
+        ("console=tty0 console=ttyS0,115200"): "console=ttyS0" beside "console=ttyS0,115200" is that console
+        already, and "console=ttyS0,9600" changes its speed."""
         kernel = self.kernel()
         words = str(kernel.get("cmdline") or "").split()
         if param in words:
             return False
-        key = param.split("=", 1)[0]
-        if "=" in param and key != "console":
-            # Same key with another value: replace it rather than pass both.
+        key, _, value = param.partition("=")
+        if key == "console":
+            device, _, options = value.partition(",")
+            for i, w in enumerate(words):
+                wkey, _, wvalue = w.partition("=")
+                if wkey == "console" and wvalue.partition(",")[0] == device:
+                    if not options:
+                        return False
+                    words[i] = param
+                    kernel["cmdline"] = " ".join(words)
+                    return True
+        elif value:
             for i, w in enumerate(words):
                 if w.split("=", 1)[0] == key:
                     words[i] = param

@@ -91,6 +91,16 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
     def name(word: str) -> str:  # the reading a convention gives it ("numpy" beside Python: python3-numpy)
         return next((n for n, reading in candidates.items() if reading.tokens == (word,) and n != word), word)
 
+    # A name with its version ("openjdk 17", "java 21"): one wish, with the names the families package it under
+    versioned: dict[Reading, list[str]] = {}
+    for candidate, reading in candidates.items():
+        if len(reading.tokens) > 1 and all(t in spec.unparsed for t in reading.tokens):
+            versioned.setdefault(reading, []).append(candidate)
+    for reading, names in versioned.items():
+        at = min(spec.unparsed.index(t) for t in reading.tokens)
+        spec.unparsed = [u for u in spec.unparsed if u not in reading.tokens]
+        spec.unparsed.insert(at, f"{reading.said} (no package this server knows, and {why} to check which of "
+                                 f"{', '.join(names)} it has: 'add the package <name>' adds one unchecked)")
     said = {w for w, reading in candidates.items() if reading.tokens == (w,) and not HOST_NAME.fullmatch(w)
             and not prose(w) and (looks_like_package(w) or (english and w not in english))}
     spec.unparsed = [f"{u} (no package this server knows, and {why} to check it: 'add the package {name(u)}' adds "

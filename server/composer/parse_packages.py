@@ -20,6 +20,13 @@ from .phrasing import (
     looks_like_package,
 )
 
+# Words of size that make an image minimal only when they qualify it ("a small image", "tiny azure linux", "a
+# lightweight server"), not another noun ("a small bakery", "a tiny office").
+_SIZE_ADJECTIVES = {"small", "tiny", "little", "lightweight", "slim", "lean"}
+_IMAGE_NOUNS = {"image", "images", "os", "system", "systems", "distro", "distribution", "install", "installation",
+                "footprint", "build", "base", "vm", "vms", "server", "servers", "host", "hosts", "machine", "box",
+                "appliance", "device", "node", "nodes", "gateway", "setup", "container", "one", "linux", "rootfs",
+                "root", "disk", "template", "variant", "version", "flavour", "flavor"}
 _WEAK_ADD = {"need", "needs", "want", "wants", "use", "using", "have", "has"}
 _PACKAGE_NOUNS = {"package", "packages", "pkg", "pkgs"}  # "install the package X": X is named as a package
 _STRONG_ADD = {
@@ -361,6 +368,11 @@ class PackagePhrases(UnreadWords):
                             continue  # a shorter phrase would match under a longer size and overrun
                         phrase = normalize_phrase(" ".join(tokens[i : i + size]))
                         if phrase in use_case_words and (size > 1 or tokens[i] not in self.known):
+                            if size == 1 and tokens[i] in _SIZE_ADJECTIVES and i + 1 < len(tokens) and not (
+                                    tokens[i + 1] in _IMAGE_NOUNS or self._known_word(tokens[i + 1])
+                                    or tokens[i + 1] in use_case_words or tokens[i + 1] in STOPWORDS
+                                    or not tokens[i + 1].isalpha()):
+                                break  # "a small bakery": the size of something else, not of the image
                             if mode != "remove":
                                 self.spec.use_cases.append(use_case_words[phrase])
                             i += size

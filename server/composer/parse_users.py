@@ -121,7 +121,9 @@ class UserPhrases(ParserState):
             if _NOPASSWD.search(clause):
                 user["sudo"] = user["nopasswd"] = True
             groups = re.search(
-                r"\b(?:in|to|into|member\s+of)\s+(?:the\s+)?(?:groups?\s+)?([a-z_][\w-]*(?:\s*(?:,|and)\s*[a-z_][\w-]*)*)\s*(?:groups?)?",
+                r"\b(?:(?:in|to|into|member\s+of)\s+(?:the\s+)?(?:groups?\s+)?|(?:with|and|plus|having)\s+(?:the\s+)?"
+                r"(?:(?:supplementary|secondary|extra|additional)\s+)?groups?\s*:?\s*)"
+                r"([a-z_][\w-]*(?:\s*(?:,|and)\s*[a-z_][\w-]*)*)\s*(?:groups?)?",
                 clause,
                 re.I,
             )

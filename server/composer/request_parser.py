@@ -125,7 +125,29 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._role_fillers()
         self._signed_items()
         self._scan()
+        self._purposes_of_named()
         self._dedupe()
+
+    def _purposes_of_named(self) -> None:
+        """A purpose said after packages it explains ("tcpdump, strace and htop for debugging", "htop for
+        monitoring") asks for no more than them: the group its words name is left out when one of the packages
+        said before it is that group's. Named otherwise ("with debugging tools"), the group is added."""
+        spec = self.spec
+        text = self.said.lower()
+        for phrase, group in self.caps.triggers().items():
+            if group not in spec.add_groups:
+                continue
+            pattern = r"[\s-]+".join(map(re.escape, phrase.split()))
+            for m in re.finditer(rf"\bfor\s+(?:the\s+|some\s+|basic\s+|simple\s+)?{pattern}\b", text):
+                sentence = re.split(r"[.;!?\n]", text[:m.start()])[-1]
+                named = [p for p in spec.add_packages if re.search(rf"(?<![\w-]){re.escape(p.lower())}(?![\w-])", sentence)]
+                if self.caps.group_members(group, named) and not re.search(
+                        rf"\b{pattern}\b", text[:m.start()] + " " + text[m.end():]):
+                    spec.add_groups.remove(group)
+                    spec.notes.append(f"'for {phrase}' read as what {', '.join(named)} "
+                                      f"{'is' if len(named) == 1 else 'are'} for; say '{phrase} tools' for the "
+                                      f"{group} group's whole set")
+                    break
 
     def _dedupe(self) -> None:
         spec = self.spec

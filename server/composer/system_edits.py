@@ -33,6 +33,8 @@ class SystemEdit(TemplateEdit):
         for param in spec.kernel_cmdline_append:
             if self._append_cmdline(param):
                 self.changes.append(f"kernel cmdline: added {param}")
+            else:  # asked for and already there: said so, not reported as an instruction not understood
+                self.changes.append(f"kernel cmdline already has {param}")
         for param in spec.kernel_cmdline_remove:
             kernel = self.kernel()
             words = str(kernel.get("cmdline") or "").split()
@@ -155,9 +157,12 @@ class SystemEdit(TemplateEdit):
                 else:
                     self.changes.append(f"nothing to change: user {name} is not in group {gone}")
             if request.get("groups"):
-                groups = list(dict.fromkeys([*(entry.get("groups") or []), *request["groups"]]))
+                said = [self._admin_group(str(g)) for g in request["groups"]]
+                groups = list(dict.fromkeys([*(entry.get("groups") or []), *said]))
                 entry["groups"] = [g for g in groups if not str(g).startswith("<")]
                 details.append("groups " + ", ".join(entry["groups"]))
+                details += [f"{g} is {a} on this distribution" for g, a in zip(request["groups"], said, strict=True)
+                            if g != a]
             for key in ("shell", "home"):
                 if request.get(key):
                     entry[key] = request[key]
@@ -174,6 +179,13 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(
                     f"note: user {name} has no password; set a hashed one (password + hash_algo) or log in with SSH keys"
                 )
+
+    def _admin_group(self, group: str) -> str:
+        """A family's administrators' group said by another family's name ("wheel" on Ubuntu, "sudo" on the Red
+        Hat family): this family's, since the other does not exist here and the build's useradd would fail."""
+        family = self.caps.families.get(self.family)
+        admin = {f.admin_group for f in self.caps.families.values()}
+        return family.admin_group if family is not None and group in admin else group
 
     def _rename_user(self, entry: dict | None, old: str, new: str) -> None:
         if entry is None:

@@ -43,6 +43,7 @@ class RequestWords:
     negating_suffixes: tuple[str, ...] = ()  # "docker-free": read as "no docker"
     likeness_words: tuple[str, ...] = ()  # "a RHEL 10 clone": the distribution named, nothing more
     data_dirs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # database -> packages|deb|rpm -> value
+    filesystem_tools: Mapping[str, str] = field(default_factory=dict)  # filesystem word -> its tools' package
 
     def data_dir(self, mount: str, pkg_type: str) -> tuple[str, str] | None:
         """(database, its directory on ``pkg_type``) when ``mount`` is a database's data directory on the other
@@ -91,6 +92,7 @@ def load_request_words() -> RequestWords:
         placeholders=frozenset(w.lower() for w in _words(raw.get("placeholders"))),
         likeness_words=_words(raw.get("likeness_words")),
         data_dirs={str(k): {str(a): str(b) for a, b in v.items()} for k, v in (raw.get("data_dirs") or {}).items()},
+        filesystem_tools={str(k): str(v) for k, v in (raw.get("filesystem_tools") or {}).items()},
         versioned_names={str(k): _words(v) for k, v in (raw.get("versioned_names") or {}).items()},
         compound_suffixes=_words(raw.get("compound_suffixes")),
         negating_suffixes=_words(raw.get("negating_suffixes")),

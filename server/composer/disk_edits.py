@@ -96,7 +96,12 @@ class DiskEdit(TemplateEdit):
             return
         layout = Layout(self, disk)
         grow_disk = not (spec.disk_size or spec.disk_size_delta)
-        for request in spec.partitions:
+        # "shrink root to 6G and give the rest to /srv": the partition that is to fill the disk first, so root is a
+        # fixed one by the time it is sized, and sizing it moves the rest instead of the disk's end
+        filler = any(r.get("action") == "add" and r.get("fill") and r.get("mountPoint") != "/" for r in spec.partitions)
+        ordered = sorted(spec.partitions, key=lambda r: not (r.get("action") == "add" and r.get("fill"))) \
+            if filler else spec.partitions
+        for request in ordered:
             action = request.get("action")
             place = self._data_dir(str(request["mountPoint"]), spec)
             mount = layout.referent(place, spec.last_partition) if place is not None else None

@@ -237,8 +237,24 @@ class DiskPhrases(ParserState):
             spec.partitions.append({"action": "add", "mountPoint": _mount(m.group(1)), "size": None, "fsType": None,
                                     "fill": True})
             self._mask(m.start(), m.end())
-        # "the rest as root", "root takes the remaining space": the root partition fills the disk
+        # "give the rest to /srv", "the rest goes to /data", "the remainder for home": the rest said first, then
+        # where it goes (root: see below)
         rest = rf"(?:the\s+)?{_REST_WORDS}(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?"
+        for m in self._each(rf"\b(?:(?:give|giving|put|leave|assign|allocate|dedicate|use)\s+)?{rest}\s+"
+                            rf"(?:(?:goes|going|should\s+go|will\s+go)\s+)?(?:(?:to|for|on|in|into|as|at)\s+)?"
+                            rf"(?:the\s+)?{_MOUNT}(?![\w/-])(?!\s+(?:partition|filesystem|fs)\s+(?:of|at)\b)"):
+            mount = _mount(m.group(1))
+            if mount != "/":
+                spec.partitions.append({"action": "add", "mountPoint": mount, "size": None, "fsType": None,
+                                        "fill": True})
+                self._mask(m.start(), m.end())
+        # "root 6G", "rootfs: 20 GB": the root partition's size said after it, with no verb
+        for m in self._each(rf"(?<![\w/-])(?:the\s+)?(?:root|rootfs)(?:\s+(?:partition|filesystem|fs))?\s*"
+                            rf"(?:of\s+|at\s+|=\s*|:\s*|\(\s*)?{_SIZE}(?:\s*\))?(?!\s*(?:disk|drive|image)\b)"):
+            spec.partitions.append({"action": "add", "mountPoint": "/", "size": _size(m.group(1), m.group(2)),
+                                    "fsType": None, "fill": False})
+            self._mask(m.start(), m.end())
+        # "the rest as root", "root takes the remaining space": the root partition fills the disk
         root = _ROOT
         for m in self._each(rf"\b{rest}\s+(?:goes\s+|going\s+)?(?:as|for|to|on|in|into)\s+{root}"
                             rf"|(?<![\w/]){root}\s+(?:(?:gets|takes|fills|uses|on|with|in|for)\s+(?:up\s+)?|\(\s*){rest}(?:\s*\))?"):

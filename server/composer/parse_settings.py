@@ -104,6 +104,11 @@ class SettingPhrases(ParserState):
         sentence = re.split(r"[.;!?\n]", self.said[:m.start()])[-1] + re.split(r"[.;!?\n]", self.said[m.start():])[0]
         return re.search(rf"\b(?:{_SSH}|log(?:-|\s+)?ins?|logins?|remote\s+access)\b", sentence, re.I) is not None
 
+    def _about_root(self, m: re.Match[str]) -> bool:
+        """The sentence ``m`` stands in is about root's own login ("let root log in with a key only")."""
+        sentence = re.split(r"[.;!?\n,]", self.said[:m.start()])[-1] + m.group(0)
+        return re.search(r"\broot\b", sentence, re.I) is not None
+
     def _keys_only(self) -> None:
         """sshd taking keys alone (_KEYS_ONLY). A form without an ssh word of its own ("keys only", "only with
         a key") counts only in a sentence about ssh or logging in: "only a key" of a disk encryption is none."""
@@ -112,6 +117,11 @@ class SettingPhrases(ParserState):
             if not self._about_ssh(m):
                 continue
             self._mask(m.start(), m.end())
+            if self._about_root(m):  # "let root log in over ssh with a key only": root's way in, sshd's default
+                root = load_settings()["root login"]
+                self.spec.notes.append(f"root logging in over ssh with a key only is {root.default}: nothing is "
+                                       "written for it")
+                continue
             self._write(setting, setting.value)
             if re.search(rf"\b{_SSH}\b", m.group(0), re.I) and "ssh" in self.caps.groups:
                 self.spec.add_groups.append("ssh")  # named: asked for, as "ssh" alone would be

@@ -307,3 +307,11 @@ async def test_a_disk_for_a_place_is_a_partition_and_filesystem_tools_are_packag
     assert int(tank["end"].removesuffix("MiB")) - int(tank["start"].removesuffix("MiB")) == 200 * 1024
     assert "zfsutils-linux" in installed(doc) and not out["unsupported"]
     assert any("/tank is a partition on it" in n for n in out["notes"]), out["notes"]
+
+
+async def test_root_shrunk_and_the_rest_given_to_a_partition_keeps_the_disk(client):
+    (out, doc), = await _steps(client, "debian 13 server with nginx, 10GB disk",
+                               "shrink root to 6G and give the rest to /srv")
+    parts = {p.get("mountPoint"): p for p in doc["disk"]["partitions"]}
+    assert doc["disk"]["size"] == "10GiB" and parts["/srv"]["end"] in ("0", 0)
+    assert int(parts["/"]["end"].removesuffix("MiB")) - int(parts["/"]["start"].removesuffix("MiB")) == 6 * 1024

@@ -87,3 +87,21 @@ def test_a_users_groups_after_with_are_read():
 
 def test_a_receipt_printer_is_printing():
     assert "printing" in parse_request("a debian till with a receipt printer").add_groups
+
+
+@pytest.mark.parametrize(("text", "mount"), [("give the rest to /srv", "/srv"), ("the rest goes to /data", "/data"),
+                                             ("give the remainder to home", "/home"), ("make root 6G and the rest /srv", "/srv")])
+def test_the_rest_said_before_where_it_goes_fills_the_disk_there(text, mount):
+    adds = [p for p in parse_request(text).partitions if p["action"] == "add"]
+    assert [(p["mountPoint"], p["fill"]) for p in adds] == [(mount, True)]
+
+
+def test_roots_size_after_it_with_no_verb_is_roots_not_the_disks():
+    spec = parse_request("root 6G, rest to /srv")
+    assert spec.disk_size is None and not spec.unparsed
+    assert ("/", "6GiB") in [(p["mountPoint"], p["size"]) for p in spec.partitions]
+
+
+def test_root_logging_in_with_a_key_is_sshds_default_and_writes_nothing():
+    spec = parse_request("let root log in over ssh with a key only")
+    assert not spec.configurations and any(n.startswith("root logging in over ssh with a key only") for n in spec.notes)

@@ -845,7 +845,7 @@ def test_an_unsupported_release_is_named_without_the_label_of_the_supported_one(
 # ---- words a request uses around what it wants ------------------------------------------------------------
 @pytest.mark.parametrize(("text", "reported"), [
     ("debian 13 for a mini pc running uptime kuma", ["uptime kuma"]),
-    ("edge box running k3s and node-red", ["node-red"]),
+    ("edge box running k3s and uptime-kuma", ["uptime-kuma"]),
     ("an image that runs fast", []),
     ("a kiosk running in a mall", []),
 ])

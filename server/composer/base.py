@@ -23,11 +23,16 @@ def _installed(data: dict[str, Any]) -> set[str]:
     return {str(p) for p in system.get("packages") or []}
 
 
+UNASKED_IMMUTABILITY = 4  # in packages of baggage (see unasked)
+UNASKED_SECURE_BOOT = 2
+
+
 def asked_groups(spec: RequestSpec, caps: Capabilities) -> set[str]:
     """Groups the request asked for, by trigger word or by naming one of their packages."""
     groups = set(spec.add_groups)
     # a kind of a group asks for the group too ("gnome desktop": a desktop template is a fine start)
     groups |= {other for g in spec.add_groups if g in caps.groups for other in caps.groups[g].supersedes}
+    groups |= {c for g in set(groups) if g in caps.groups for c in caps.groups[g].companions}
     named = {p.lower() for p in spec.add_packages}
     for gid in caps.groups:
         universe = {n.lower() for n in caps.group_package_universe(gid)}
@@ -50,6 +55,8 @@ def baggage(data: dict[str, Any], spec: RequestSpec, caps: Capabilities) -> dict
     asked = asked_groups(spec, caps)
     named = {p.lower() for p in spec.add_packages}
     out: dict[str, list[str]] = {}
+    # a package a group asked for explains (a desktop's linux-firmware) is none of another group's baggage (AI's)
+    named |= {p.lower() for gid in asked for p in caps.group_members(gid, sorted(have), where)}
     # a machine of its own has no use for what a base group does for a cloud (cloud-init), and a minimal image
     # ("a minimal elxr12 with only ssh and curl") has none unless asked
     welcome = caps.base_groups - set(caps.hardware.leave_groups) if spec.hardware or spec.minimal else caps.base_groups
@@ -144,11 +151,14 @@ def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabiliti
     extra = sum(len(v) for v in baggage(data, spec, caps).values())
     if request is not None and not related(name, request, caps):
         extra += len(leftovers(data, spec, caps))
-    # A read-only root and a signed boot chain shape everything after them: unasked, each weighs like a group.
+    # A read-only root and a signed boot chain shape everything after them, and a starting template's are kept:
+    # unasked, they weigh more than a group's few packages, which leave ("elxr12 minimal image" had started from the
+    # immutable template once its cloud template's cloud-init counted as baggage).
     immutability = (data.get("systemConfig") or {}).get("immutability")
     immutability = immutability if isinstance(immutability, dict) else {}
     if immutability.get("enabled") and spec.immutability is not True:
-        extra += 1 + (spec.secure_boot is not True and bool(immutability.get("secureBootDBKey")))
+        extra += UNASKED_IMMUTABILITY + UNASKED_SECURE_BOOT * (spec.secure_boot is not True
+                                                               and bool(immutability.get("secureBootDBKey")))
     if spec.hardware:  # a virtual-machine kernel on a machine of its own is swapped, and weighs like a group
         kernel = (data.get("systemConfig") or {}).get("kernel")
         kernels = kernel.get("packages") if isinstance(kernel, dict) else None

@@ -131,15 +131,24 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
     def _purposes_of_named(self) -> None:
         """A purpose said after packages it explains ("tcpdump, strace and htop for debugging", "htop for
         monitoring") asks for no more than them: the group its words name is left out when one of the packages
-        said before it is that group's. Named otherwise ("with debugging tools"), the group is added."""
+        said before it is that group's. Named otherwise ("with debugging tools"), the group is added. A group said
+        before a purpose whose group brings its software ("firmware for wifi cards": the Wi-Fi group has the
+        firmware) is that purpose's share of it."""
         spec = self.spec
         text = self.said.lower()
-        for phrase, group in self.caps.triggers().items():
+        triggers = self.caps.triggers()
+        for phrase, group in triggers.items():
             if group not in spec.add_groups:
                 continue
             pattern = r"[\s-]+".join(map(re.escape, phrase.split()))
             for m in re.finditer(rf"\bfor\s+(?:the\s+|some\s+|basic\s+|simple\s+)?{pattern}\b", text):
                 sentence = re.split(r"[.;!?\n]", text[:m.start()])[-1]
+                said_before = {g for p, g in triggers.items() if g != group and g in spec.add_groups
+                               and re.search(rf"\b{re.escape(p)}\s*$", sentence)}
+                universe = self.caps.group_package_universe(group)
+                for other in said_before:
+                    if self.caps.group_members(other, universe):
+                        spec.add_groups.remove(other)
                 named = [p for p in spec.add_packages if re.search(rf"(?<![\w-]){re.escape(p.lower())}(?![\w-])", sentence)]
                 if self.caps.group_members(group, named) and not re.search(
                         rf"\b{pattern}\b", text[:m.start()] + " " + text[m.end():]):

@@ -69,6 +69,9 @@ class Group:
     # Groups this one is a kind of and stands in for ("xfce" for "desktop"): asked for together, only this one
     # is added, and adding it takes out the other's software the template has that is not this one's.
     supersedes: tuple[str, ...] = ()
+    # Groups that come with this one ("printing" with a desktop): asked for with it, so a starting template's share
+    # of them is kept, never added unasked.
+    companions: tuple[str, ...] = ()
     # Ways the group can run ("permissive" MAC): mode -> its words, and its kernel parameters and notes per
     # family, which stand in for the group's own where given.
     modes: Mapping[str, GroupMode] = field(default_factory=dict)
@@ -191,6 +194,7 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
         account_words=as_tuple(spec.get("account_words")),
         as_platform=str(spec["as_platform"]) if spec.get("as_platform") else None,
         supersedes=as_tuple(spec.get("supersedes")),
+        companions=as_tuple(spec.get("companions")),
         modes={str(name): GroupMode(as_tuple(mode.get("words")),
                                     {k: as_tuple(v) for k, v in (mode.get("cmdline_append") or {}).items()},
                                     {k: str(v) for k, v in (mode.get("notes") or {}).items()})

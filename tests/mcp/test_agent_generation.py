@@ -315,3 +315,10 @@ async def test_root_shrunk_and_the_rest_given_to_a_partition_keeps_the_disk(clie
     parts = {p.get("mountPoint"): p for p in doc["disk"]["partitions"]}
     assert doc["disk"]["size"] == "10GiB" and parts["/srv"]["end"] in ("0", 0)
     assert int(parts["/"]["end"].removesuffix("MiB")) - int(parts["/"]["start"].removesuffix("MiB")) == 6 * 1024
+
+
+async def test_a_desktops_printing_and_firmware_come_with_it_and_minimal_is_not_immutable(client):
+    _out, doc = await _gen(client, "ubuntu 24.04 desktop with gnome")
+    assert {"cups", "linux-firmware", "ubuntu-desktop-minimal"} <= installed(doc)
+    _out, doc = await _gen(client, "elxr12 minimal image")
+    assert not (doc["systemConfig"].get("immutability") or {}).get("enabled")

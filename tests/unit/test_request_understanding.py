@@ -867,7 +867,7 @@ def test_a_partition_for_a_named_place_and_a_kind_noun_for_software():
     assert [p["mountPoint"] for p in parse_request("debian with a separate partition for logs").partitions] == \
         ["/var/log"]
     assert parse_request("debian iso with firmware for wifi cards").add_groups == ["wifi"]
-    assert parse_request("debian with firmware").unparsed == ["firmware"]  # alone it is still a wish
+    assert parse_request("debian with firmware").add_groups == ["firmware"]  # alone it is the firmware group
 
 
 @pytest.mark.parametrize(("text", "address"), [

@@ -274,7 +274,7 @@ class Agent:
                 index_names.place(spec, set(result.found), candidates)
                 if result.complete:
                     return
-        index_names.unchecked(spec, candidates, why, english_words())
+        index_names.unchecked(spec, candidates, why, english_words(), request)
 
     def _honesty_notes(self, draft: Draft, spec: RequestSpec, *, arch_named: bool) -> list[str]:
         """What the answer must say: unsupported targets, defaults chosen, stated facts that did not land."""

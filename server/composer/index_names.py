@@ -79,11 +79,13 @@ def place(spec: RequestSpec, found: set[str], candidates: dict[str, Reading]) ->
             spec.corrected.append(f"{reading.said} -> {name}")
 
 
-def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, english: frozenset[str]) -> None:
+def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, english: frozenset[str],
+              request: str = "") -> None:
     """Words still not placed that may be packages, each said with why no index could tell and how to add it
     anyway: "frr" reads "frr (no package this server knows, and the elxr12 repository index could not be read
     to check it: 'add the package frr' adds it unchecked)". A word of ``english`` ("routing") is left as it is;
-    with no such list, only a word shaped like a package name gets the advice."""
+    with no such list, only a word shaped like a package name gets the advice. One listed beside packages
+    ("htop, iotop and tmux") is a package by its company: added unchecked, and said so."""
     def prose(word: str) -> bool:  # "half-terabyte", "well-known": English words joined
         parts = word.split("-")
         return bool(english) and len(parts) > 1 and all(p in english for p in parts)
@@ -103,8 +105,24 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
                                  f"{', '.join(names)} it has: 'add the package <name>' adds one unchecked)")
     said = {w for w, reading in candidates.items() if reading.tokens == (w,) and not HOST_NAME.fullmatch(w)
             and not prose(w) and (looks_like_package(w) or (english and w not in english))}
+    for word in sorted(said & set(spec.unparsed)):
+        if english and word not in english and _listed_with_packages(word, spec.add_packages, request):
+            spec.add_packages.append(word)
+            spec.unparsed.remove(word)
+            spec.notes.append(f"{word}: added as named among packages, unchecked ({why}); say 'remove {word}' if "
+                              "it is no package")
     spec.unparsed = [f"{u} (no package this server knows, and {why} to check it: 'add the package {name(u)}' adds "
                      "it unchecked)" if u in said else u for u in spec.unparsed]
+
+
+def _listed_with_packages(word: str, packages: list[str], request: str) -> bool:
+    """``word`` is an item of a list in ``request`` next to one of ``packages`` ("htop, iotop and tmux")."""
+    if not packages:
+        return False
+    known = "|".join(re.escape(p.lower()) for p in sorted(packages, key=len, reverse=True))
+    joint = r"\s*(?:,\s*(?:and\s+|&\s*)?|\band\s+|&\s*)"
+    w = re.escape(word)
+    return re.search(rf"(?<![\w.+-])(?:(?:{known}){joint}{w}|{w}{joint}(?:{known}))(?![\w.+-])", request.lower()) is not None
 
 
 __all__ = ["Reading", "place", "readings", "unchecked"]

@@ -68,3 +68,29 @@ def test_a_version_packaged_under_a_name_of_its_own_is_placed_by_each_familys_co
         assert not {"openjdk", "17"} & set(spec.unparsed) and f"openjdk 17 -> {name}" in spec.corrected
     spec, _ = _read(request, {"openjdk-21-jdk-headless", "maven"})  # trixie: no 17
     assert {"openjdk", "17"} <= set(spec.unparsed) and not any(p.startswith("openjdk") for p in spec.add_packages)
+
+
+def _unchecked(request: str):
+    from image_composer_mcp.server.composer.index_names import unchecked
+
+    spec = parse_request(request)
+    unchecked(spec, readings(spec, request), "no index", frozenset({"routing", "and", "with"}), request)
+    return spec
+
+
+def test_a_name_no_index_could_check_listed_beside_packages_is_added_and_said_so():
+    spec = _unchecked("ubuntu 24.04 server with htop, iotop and tmux")
+    assert "iotop" in spec.add_packages and "iotop" not in spec.unparsed
+    assert any(n.startswith("iotop: added as named among packages, unchecked (no index)") for n in spec.notes)
+
+
+def test_a_name_no_index_could_check_with_no_package_beside_it_is_only_advised():
+    spec = _unchecked("an elxr image for a router with frr routing and lldpd")
+    assert "frr" not in spec.add_packages and any(u.startswith("frr (") for u in spec.unparsed)
+    assert "routing" in spec.unparsed  # an English word is never added
+
+
+def test_a_versioned_name_no_index_could_check_lists_the_names_it_may_have():
+    spec = _unchecked("ubuntu with openjdk 17")
+    (said,) = [u for u in spec.unparsed if u.startswith("openjdk 17 (")]
+    assert "openjdk-17-jdk-headless" in said and "17" not in spec.unparsed

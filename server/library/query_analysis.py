@@ -210,6 +210,9 @@ class QueryAnalysis:
     # Glossary concepts the query names, each with the content words that named it.
     concepts: list[tuple[Concept, tuple[str, ...]]] = field(default_factory=list)
     corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, as read)
+    # The target named by its maker ("microsoft's distro"), in its own name: embedded beside the query, as a
+    # concept named without its words is, since the words said say nothing of it to the model.
+    target_label: str | None = None
 
     def expansion_terms(self) -> list[str]:
         """Words the templates use for the concepts named in plain words (both search legs add them)."""
@@ -222,7 +225,7 @@ class QueryAnalysis:
         """Texts embedded beside the query: a label for each concept named without any of its own words,
         and each spelling correction."""
         labels = [c.label for c, words in self.concepts if not set(words) & set(c.terms)]
-        return labels + [read for _, read in self.corrections]
+        return labels + [read for _, read in self.corrections] + ([self.target_label] if self.target_label else [])
 
 
 _stem = vocab.stem
@@ -319,8 +322,16 @@ class QueryAnalyzer:
         else:
             qtype = "semantic"
         read = " ".join(tokens) if corrections else query
-        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, self._wants(content, query),
-                             stem_sets, self._concepts(read, content), corrections)
+        wants = self._wants(content)
+        caps = load_capabilities()
+        maker = caps.maker_named(query) if query and not {"dist", "os"} & set(wants) else None
+        if maker:  # "microsoft's linux"; "microsoft" alone may be the cloud
+            dists = list(caps.families[maker].dists)
+            wants.update({"dist": dists[0]} if len(dists) == 1 else {"os": maker})
+            wants.pop("os", None) if "dist" in wants else None
+        return QueryAnalysis(query, qtype, tokens, content, packages, excluded, density, wants, stem_sets,
+                             self._concepts(read, content), corrections,
+                             caps.families[maker].label if maker else None)
 
     def _concepts(self, query: str, content: list[str]) -> list[tuple[Concept, tuple[str, ...]]]:
         out = []
@@ -366,7 +377,8 @@ class QueryAnalyzer:
         return excluded, idx
 
     @staticmethod
-    def _wants(content: list[str], query: str = "") -> dict[str, str]:
+    def _wants(content: list[str]) -> dict[str, str]:
+        """The targets the query's words state (a target named by its maker is read by ``analyze``)."""
         wants: dict[str, str] = {}
         # "wind river", "red hat", "centos stream" name a target in two words; "cbl-mariner" in one dashed word.
         pairs = [f"{a}-{b}" for a, b in zip(content, content[1:], strict=False)]
@@ -387,11 +399,6 @@ class QueryAnalyzer:
                 for os_id, words in vocab.OS_WORDS.items():
                     if tok in words:
                         wants["os"] = os_id
-        caps = load_capabilities()
-        maker_family = caps.maker_named(query) if query and not {"dist", "os"} & set(wants) else None
-        if maker_family:  # "microsoft's linux"; "microsoft" alone may be the cloud
-            dists = list(caps.families[maker_family].dists)
-            wants.update({"dist": dists[0]} if len(dists) == 1 else {"os": maker_family})
         if "dist" in wants:
             wants.pop("os", None)
         return wants

@@ -88,6 +88,16 @@ def test_a_target_named_by_its_maker_its_cloud_or_its_machine_reaches_the_target
     assert reference_engine.searcher.analyzer.analyze(query).wants.get(key) == value
 
 
+def test_a_target_named_by_its_maker_is_embedded_in_its_own_name_and_ranks_its_templates(reference_engine):
+    """"microsoft's distro" says nothing of Azure Linux to the model: its name is embedded beside the query, so the
+    Azure Linux templates are the answer rather than nothing above the threshold."""
+    analysis = reference_engine.searcher.analyzer.analyze("k8s worker on microsoft's distro")
+    assert analysis.target_label == "Azure Linux" and "Azure Linux" in analysis.embedding_labels()
+    outcome = reference_engine.searcher.search("k8s worker on microsoft's distro", 5)
+    assert outcome.results and all(r.record.dist == "azl3" for r in outcome.results[:3]), outcome.message
+    assert reference_engine.searcher.analyzer.analyze("azure linux with docker").target_label is None
+
+
 @pytest.mark.parametrize("query", ["Microsoft Teams on a kiosk", "an Intel NUC media box", "microsoft azure vm"])
 def test_a_maker_alone_names_no_distribution(reference_engine, query):
     assert "dist" not in reference_engine.searcher.analyzer.analyze(query).wants

@@ -86,9 +86,10 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
     to check it: 'add the package frr' adds it unchecked)". A word of ``english`` ("routing") is left as it is;
     with no such list, only a word shaped like a package name gets the advice. One listed beside packages
     ("htop, iotop and tmux") is a package by its company: added unchecked, and said so."""
-    def prose(word: str) -> bool:  # "half-terabyte", "well-known": English words joined
+    def prose(word: str) -> bool:  # "half-terabyte", "well-known": English words joined; "admins": a plural
         parts = word.split("-")
-        return bool(english) and len(parts) > 1 and all(p in english for p in parts)
+        return bool(english) and (len(parts) > 1 and all(p in english for p in parts)
+                                  or (word.endswith("s") and word[:-1] in english))
 
     def name(word: str) -> str:  # the reading a convention gives it ("numpy" beside Python: python3-numpy)
         return next((n for n, reading in candidates.items() if reading.tokens == (word,) and n != word), word)
@@ -121,8 +122,12 @@ def _listed_with_packages(word: str, packages: list[str], request: str) -> bool:
         return False
     known = "|".join(re.escape(p.lower()) for p in sorted(packages, key=len, reverse=True))
     joint = r"\s*(?:,\s*(?:and\s+|&\s*)?|\band\s+|&\s*)"
+    # The word is a whole item: "two nics, nftables" lists two NICs, no package "nics"
+    starts = r"(?:^|[,:;(]|\b(?:and|with|plus|add|install|also)\b)\s*"
+    ends = r"(?=\s*(?:$|[,.;:)&]|\band\b|\bfor\b|\bon\b|\bplus\b))"
     w = re.escape(word)
-    return re.search(rf"(?<![\w.+-])(?:(?:{known}){joint}{w}|{w}{joint}(?:{known}))(?![\w.+-])", request.lower()) is not None
+    return re.search(rf"(?<![\w.+-])(?:{known}){joint}{w}{ends}|{starts}{w}{joint}(?:{known})(?![\w.+-])",
+                     request.lower()) is not None
 
 
 __all__ = ["Reading", "place", "readings", "unchecked"]

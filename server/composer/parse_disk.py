@@ -121,7 +121,8 @@ class DiskPhrases(ParserState):
             rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?{_FS_AFTER}"
             # no verb: "/var on its own 20 GB partition", "home in a separate partition of 50G"
-            rf"|(?<![\w/.-]){_MOUNT}\s+(?:on|in|gets?|has|with)\s+(?:{own})\s+(?:{_SIZE}\s+)?"
+            rf"|(?<![\w/.-]){_MOUNT}\s+(?:on|in|gets?|has|with|needs?|wants?|deserves?|requires?"
+            rf"|(?:should|must|will|shall|can)\s+(?:have|get|go\s+on|be\s+on|live\s+on))\s+(?:{own})\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?{_FS_AFTER}"
         ):
             g = m.groups()
@@ -161,7 +162,7 @@ class DiskPhrases(ParserState):
             rf"(?:\s+mounted\s+(?:at|on|as)\s+(/[\w./-]*))?",  # "a data partition mounted at /srv/data"
             # "a partition for /srv/backup of 100G", "a 100G partition for /srv/backup", "a partition for logs"
             rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?(?:\b{_SIZE}\s+)?"
-            rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?\bpartition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(?:the\s+)?{_MOUNT}(?![\w/-])"
+            rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?\b(?:partition|volume)\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(?:the\s+)?{_MOUNT}(?![\w/-])"
             rf"(?:\s+(?:of|with|sized?)\s+{_SIZE})?",
             rf"\b{_SIZE}\s+(?:of\s+)?swap\b",
             rf"\bswap\s+(?:space\s+)?(?:of\s+)?{_SIZE}",

@@ -128,6 +128,7 @@ _NOT_SOFTWARE = {"it", "this", "that", "one", "image", "machine", "box", "vm", "
 
 _PLATFORM_WORDS = {"for", "on", "under", "inside", "in"}  # "an image for qemu": where it runs
 _HOST_WORDS = {"host", "server", "hypervisor", "node", "machine"}  # "for kvm hosts": what it is
+_GUEST_WORDS = {"agent", "guest", "tool", "addition", "integration"}  # "the qemu agent": the guest's software
 
 
 class PackagePhrases(UnreadWords):
@@ -443,10 +444,12 @@ class PackagePhrases(UnreadWords):
         """A group named right after "for"/"on"/"under" as where the image runs ("an image for qemu") means its
         platform group (the guest agent), unless a host word follows ("for kvm hosts")."""
         spec = self.caps.groups.get(group)
+        after = tokens[i + size] if i + size < len(tokens) else ""
+        if spec is not None and spec.as_platform and after.rstrip("s") in _GUEST_WORDS:
+            return spec.as_platform  # "the qemu agent", "kvm guest tools": the guest side wherever it is said
         if spec is None or not spec.as_platform or not i or not (tokens[i - 1] in _PLATFORM_WORDS
                                                                  or self._listed_after_platform(tokens, i)):
             return group
-        after = tokens[i + size] if i + size < len(tokens) else ""
         return group if after.rstrip("s") in _HOST_WORDS else spec.as_platform
 
     def _listed_after_platform(self, tokens: list[str], i: int) -> bool:

@@ -212,7 +212,7 @@ class SystemPhrases(ParserState):
             # "make the hostname match the role: web-01": the name comes after the colon
             r"\bhost\s*-?\s*name\b[^.;,:=]{0,40}[:=]\s*[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
             # "call the machine gw-1", "rename the box to nuc-07", "a server named web01": a machine's name
-            rf"\b(?:call|name|rename|re-name)\s+(?:the|this|my|our)\s+{_MACHINE}\s+(?:to\s+|as\s+)?"
+            rf"\b(?:call|name|rename|re-name)\s+(?:(?:the|this|my|our)\s+)?{_MACHINE}\s+(?:to\s+|as\s+)?"
             r"[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
             # "give the machine a static name db-01", "give the box the host name gw-2"
             rf"\bgive\s+(?:the|this|my|our)\s+{_MACHINE}\s+(?:a|the)\s+(?:(?:static|fixed|new|proper|host)\s+)?"
@@ -280,7 +280,9 @@ class SystemPhrases(ParserState):
 
     def _kernel_version(self) -> None:
         patterns = [
-            r"\bkernel\s*(?:version)?\s*(?:to|=|:|of|is|at|v)?\s*v?(\d+\.\d+(?:\.\d+)?)\b",
+            # "pin the kernel to 6.8", "hold the kernel at 6.12": a verb of keeping is part of the wish
+            r"(?:\b(?:pin|lock|hold|fix|freeze|keep|stick)\s+(?:(?:the|its)\s+)?)?"
+            r"\bkernel\s*(?:version)?\s*(?:to|=|:|of|is|at|v|on)?\s*v?(\d+\.\d+(?:\.\d+)?)\b",
             r"\b(?:linux\s+)?v?(\d+\.\d+(?:\.\d+)?)\s+(?:kernel|lts\s+kernel)\b",
         ]
         for pattern in patterns:

@@ -94,3 +94,8 @@ def test_a_versioned_name_no_index_could_check_lists_the_names_it_may_have():
     spec = _unchecked("ubuntu with openjdk 17")
     (said,) = [u for u in spec.unparsed if u.startswith("openjdk 17 (")]
     assert "openjdk-17-jdk-headless" in said and "17" not in spec.unparsed
+
+
+def test_a_counted_noun_in_a_list_is_no_package():
+    spec = _unchecked("debian 13 router: two nics, nftables, dnsmasq for dhcp")
+    assert "nics" not in spec.add_packages

@@ -105,3 +105,33 @@ def test_roots_size_after_it_with_no_verb_is_roots_not_the_disks():
 def test_root_logging_in_with_a_key_is_sshds_default_and_writes_nothing():
     spec = parse_request("let root log in over ssh with a key only")
     assert not spec.configurations and any(n.startswith("root logging in over ssh with a key only") for n in spec.notes)
+
+
+@pytest.mark.parametrize("text", ["an el10 guest for proxmox with the qemu agent", "debian with kvm guest tools"])
+def test_a_hypervisors_name_before_a_word_for_the_guests_software_is_the_guest_agent(text):
+    spec = parse_request(text)
+    assert "vm-guest" in spec.add_groups and "virtualization" not in spec.add_groups
+
+
+def test_a_volume_for_a_place_is_a_partition_there():
+    spec = parse_request("debian 13 with docker plus a 100GB volume for /var/lib/docker")
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [("/var/lib/docker", "100GiB")]
+    assert spec.disk_size is None and "volume" not in spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("the database needs its own 50 gig partition formatted xfs", "@database", "50GiB"),
+    ("/var/log should get its own 5G partition", "/var/log", "5GiB"),
+])
+def test_a_place_that_needs_its_own_partition_gets_one(text, mount, size):
+    spec = parse_request(text)
+    assert [(p["action"], p["mountPoint"], p["size"]) for p in spec.partitions] == [("add", mount, size)]
+    assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "field", "value"), [("rename host to db-primary", "hostname", "db-primary"),
+                                                      ("pin the kernel to 6.8", "kernel_version", "6.8"),
+                                                      ("hold the kernel at 6.12", "kernel_version", "6.12")])
+def test_verbs_of_naming_and_keeping_need_no_article(text, field, value):
+    spec = parse_request(text)
+    assert getattr(spec, field) == value and not spec.unparsed

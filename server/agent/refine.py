@@ -85,6 +85,18 @@ def corrected_instruction(conv: Conversation, instruction: str) -> tuple[str, in
     return said.group(1)[:at.start()] + sizes[0].group(0) + said.group(1)[at.end():], before
 
 
+def _users_removed_by_name(spec: RequestSpec, data: Any) -> None:
+    """"delete tom", "remove tom": a removal of a bare word the template has a user by is that user's removal
+    (no package of that name is known, so the reading had left it unread)."""
+    system = data.get("systemConfig") if isinstance(data, dict) else None
+    users = {str(u.get("name")) for u in (system or {}).get("users") or [] if isinstance(u, dict) and u.get("name")}
+    for said in list(spec.unparsed):
+        name = said.removeprefix("no ")
+        if said != name and name in users:
+            spec.unparsed.remove(said)
+            spec.users.append({"action": "remove", "name": name})
+
+
 def last_partition(conv: Conversation) -> str | None:
     """The mount point of the one partition the conversation's last edit added or changed, beyond root ("add a
     20GB /var/lib/rancher partition", then "make that xfs"); None when that edit touched none or several."""
@@ -349,6 +361,7 @@ class Refiner:
             names |= {str(p) for p in ((data.get("systemConfig") or {}).get("packages") or [])}
         spec = parse_request(instruction, known_packages=names)
         spec.arch_named = bool(spec.arch)
+        _users_removed_by_name(spec, data)
         target = data.get("target") if isinstance(data, dict) else None
         self.agent.place_by_index(spec, instruction, target if isinstance(target, dict) else None)
         return spec

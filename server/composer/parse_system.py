@@ -349,8 +349,9 @@ class SystemPhrases(ParserState):
             # "an immutable root (filesystem)": the noun after the adjective is part of the phrase
             r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)(?:\s+(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os))?"
             r"|read[\s-]only\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system|os)"
-            r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image)\s+(?:is\s+|be\s+|to\s+be\s+|as\s+)?"
-            r"read[\s-]only"
+            r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image)\s+"
+            r"(?:(?:should|must|will|shall|needs?\s+to|has\s+to)\s+)?(?:is\s+|be\s+|stay\s+|to\s+be\s+|as\s+)?"
+            r"(?:read[\s-]only|writ(?:e)?able|read[\s-]write)"  # "make the root writable": the other way
             r"|dm-verity|verity|mutable|writ(?:e)?able\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system))(?![\w-])"
         )
         for m in self._each(pattern):
@@ -362,20 +363,20 @@ class SystemPhrases(ParserState):
                     before,
                 )
             )
-            value = (
-                not word.startswith(("mutable", "writ"))
-                if not negated
-                else word.startswith(("mutable", "writ"))
-            )
+            after = _OFF_AFTER.match(self.work, m.end())  # "turn immutability off", "immutability disabled"
+            negated = negated or bool(after)
+            writable = word.startswith("mutable") or re.search(r"writ(?:e)?able|read[\s-]write", word) is not None
+            value = writable if negated else not writable
             self.spec.immutability = value
             start = m.start()
             verb = re.search(
-                r"\b(?:enable|disable|turn\s+(?:on|off)|make\s+(?:it|the\s+\w+)?|without|with|no|not)\s+(?:the\s+|an?\s+)?$",
+                r"\b(?:enable|disable|turn(?:\s+(?:on|off))?|switch(?:\s+(?:on|off))?|make\s+(?:it|the\s+\w+)?|without|with"
+                r"|no|not)\s+(?:the\s+|an?\s+)?$",
                 before,
             )
             if verb:
                 start = m.start() - (len(before) - verb.start())
-            self._mask(start, m.end())
+            self._mask(start, after.end() if after else m.end())
 
     def _secure_boot(self) -> None:
         for m in self._each(r"(?<![\w-])secure[\s-]?boot(?![\w-])"):

@@ -34,6 +34,27 @@ _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 class UserPhrases(ParserState):
     """The user phrases of a request."""
 
+    def _users_by_pronoun(self) -> None:
+        """"add a user named tom, put him in the docker group, give him sudo": a pronoun after a user is added
+        names that user (the last one added by this request); with none, it is left unread and said."""
+        added = [u for u in self.spec.users if u.get("action") == "add"]
+        if not added:
+            return
+        user = added[-1]
+        pronoun = r"(?:him|her|them|that\s+user|this\s+user|the\s+user)"
+        for m in self._each(rf"\b(?:put|add|place|make)\s+{pronoun}\s+(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?"
+                            r"(?:groups?\s+)?([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)(?:\s+groups?\b|(?=\s*(?:,|$|\.|;)))"):
+            names = [g for g in re.split(r"\s*(?:,|\band\b)\s*", m.group(1)) if g and g.lower() not in STOPWORDS]
+            if names:
+                user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
+                self._mask(m.start(), m.end())
+        for m in self._each(rf"\b(?:give|grant)\s+{pronoun}\s+(?:(password[\s-]?less|no[\s-]password)\s+)?sudo"
+                            r"(?:\s+(?:rights|access|privileges))?\b"):
+            user["sudo"] = True
+            if m.group(1):
+                user["nopasswd"] = True
+            self._mask(m.start(), m.end())
+
     def _users(self) -> None:
         remove = [
             r"\b(?:remove|delete|drop)\s+(?:the\s+)?(?:user|account|login)\s+(?:named\s+|called\s+)?[\"'`]?([a-z_][a-z0-9_-]*)",

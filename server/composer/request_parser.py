@@ -96,6 +96,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._name()
         self._compounds()  # after the names, which may hold a hyphen and a suffix word ("hostname gw-ready")
         self._users()
+        self._users_by_pronoun()
         self._called()  # after the users and the image, which "called" may name as well
         self._passwordless_sudo()
         self._sudo_taken_away()

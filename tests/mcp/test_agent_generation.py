@@ -322,3 +322,12 @@ async def test_a_desktops_printing_and_firmware_come_with_it_and_minimal_is_not_
     assert {"cups", "linux-firmware", "ubuntu-desktop-minimal"} <= installed(doc)
     _out, doc = await _gen(client, "elxr12 minimal image")
     assert not (doc["systemConfig"].get("immutability") or {}).get("enabled")
+
+
+async def test_a_template_user_removed_by_bare_name_and_immutability_switched_off_after_the_word(client):
+    steps = await _steps(client, "ubuntu 26.04 minimal", "add a user named tom, put him in the docker group",
+                         "delete tom")
+    assert steps[0][1]["systemConfig"]["users"][0]["groups"] == ["docker"]
+    assert not steps[1][1]["systemConfig"].get("users") and "removed user tom" in steps[1][0]["changes"]
+    (out, doc), = await _steps(client, "immutable emt image with secure boot", "turn immutability off")
+    assert not doc["systemConfig"]["immutability"]["enabled"]

@@ -135,3 +135,21 @@ def test_a_place_that_needs_its_own_partition_gets_one(text, mount, size):
 def test_verbs_of_naming_and_keeping_need_no_article(text, field, value):
     spec = parse_request(text)
     assert getattr(spec, field) == value and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "value"), [("turn immutability off", False), ("immutability disabled please", False),
+                                             ("make the root writable", False), ("root should be read-write", False),
+                                             ("the root filesystem must be read-only", True), ("immutable root", True)])
+def test_immutability_switched_by_a_word_after_it_or_by_the_root_said_writable(text, value):
+    spec = parse_request(text)
+    assert spec.immutability is value and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "groups", "sudo"), [
+    ("add a user named tom, put him in the docker group, and install docker", ["docker"], None),
+    ("create user bo, add him to video and audio groups", ["video", "audio"], None),
+    ("add user ann and give her passwordless sudo", None, True),
+])
+def test_a_pronoun_after_a_user_is_added_names_that_user(text, groups, sudo):
+    (user,) = parse_request(text).users
+    assert user.get("groups") == groups and user.get("sudo") == sudo

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..knowledge.package_names import versioned_build
 from ..knowledge.sizes import template_mib
+from .consoles import SERIAL_CONSOLE, serial_port
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -75,7 +76,10 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     problems += [f"no partition mounted at {m}" for m in _as_list(want.get("mount")) if m not in mounts]
     problems += [f"a partition is still mounted at {m}" for m in _as_list(want.get("no_mount")) if m in mounts]
     cmdline = str((system.get("kernel") or {}).get("cmdline", ""))
-    problems += [f"kernel cmdline lacks {c}" for c in _as_list(want.get("cmdline")) if c not in cmdline]
+    arch = str((doc.get("target") or {}).get("arch") or "")
+    serial = f"console={serial_port(arch)}"  # a serial console said without a device: that port, at any speed
+    problems += [f"kernel cmdline lacks {serial if c == SERIAL_CONSOLE else c}" for c in _as_list(want.get("cmdline"))
+                 if (serial if c == SERIAL_CONSOLE else c) not in cmdline]
     if "immutable" in want and bool((system.get("immutability") or {}).get("enabled")) != want["immutable"]:
         problems.append(f"immutability is not {want['immutable']}")
     users = {str(u.get("name")) for u in system.get("users") or [] if isinstance(u, dict)}

@@ -87,8 +87,14 @@ def _name_words(name: str, caps: Capabilities, *, purpose: bool = True) -> set[s
 
 
 def related(name: str, request: str, caps: Capabilities) -> bool:
-    """Whether the software a template is named for is something the request talks about."""
-    return bool(_name_words(name, caps) & set(re.findall(r"[a-z0-9]+", request.lower())))
+    """Whether the software a template is named for is something the request talks about; for a template named
+    only by what it is for ("debian13-x86_64-realtime-industrial"), whether the request says all of that."""
+    words = set(re.findall(r"[a-z0-9]+", request.lower()))
+    purpose = _name_words(name, caps)
+    if purpose:
+        return bool(purpose & words)
+    deployment = _name_words(name, caps, purpose=False)
+    return bool(deployment) and deployment <= words
 
 
 def named_in(name: str, request: str, caps: Capabilities) -> bool:

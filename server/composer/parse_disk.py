@@ -146,11 +146,17 @@ class DiskPhrases(ParserState):
         for m in self._each(r"\b(?:two|three|four|five|\d)\s+partitions?\s*:"):
             self._mask(m.start(), m.start() + len(m.group(0).split()[0]))
         # "partitions: /home 2G and /srv 3G": a list of mount points, each with its size.
+        # The last may take the rest: "/ 10G and /data rest".
         pair = rf"(/[\w./-]*)\s+(?:of\s+|at\s+|with\s+)?{_SIZE}"
-        for m in self._each(rf"\bpartitions?\s*(?::|=|like|for)?\s*{pair}(?:\s*(?:,|\band\b|;)\s*{pair})*"):
-            for each in re.finditer(pair, m.group(0), re.I):
-                spec.partitions.append({"action": "add", "mountPoint": _mount(each.group(1)),
-                                        "size": _size(each.group(2), each.group(3)), "fsType": None, "fill": False})
+        last = rf"(?:{pair}|(/[\w./-]*)\s+(?:(?:takes|gets|with|using)\s+)?(?:the\s+)?{_REST_WORDS})"
+        for m in self._each(rf"\bpartitions?\s*(?::|=|like|for)?\s*{pair}(?:\s*(?:,|\band\b|;)\s*{last})*"):
+            for each in re.finditer(last, m.group(0), re.I):
+                if each.group(1):
+                    spec.partitions.append({"action": "add", "mountPoint": _mount(each.group(1)),
+                                            "size": _size(each.group(2), each.group(3)), "fsType": None, "fill": False})
+                else:
+                    spec.partitions.append({"action": "add", "mountPoint": _mount(each.group(4)), "size": None,
+                                            "fsType": None, "fill": True})
             self._mask(m.start(), m.end())
         add_patterns = [
             # "a separate 4GiB xfs /data partition of 4GiB formatted as xfs"

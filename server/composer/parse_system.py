@@ -7,6 +7,7 @@ import re
 
 from ..knowledge.request_words import load_request_words
 from ..knowledge.system_settings import load_settings
+from .consoles import SERIAL_CONSOLE
 from .parse_settings import is_setting_key
 from .phrasing import NA, NB, STOPWORDS, ParserState, alternatives
 
@@ -130,6 +131,11 @@ class SystemPhrases(ParserState):
             said = m.group("tty") or m.group("before")
             tty = said[:3].lower() + said[3:]
             self.spec.kernel_cmdline_append.append(f"console={tty}" + (f",{m.group('baud')}" if m.group("baud") else ""))
+            self._mask(m.start(), m.end())
+        # "a serial console", "only serial console": the machine's first serial port, which the template's
+        # architecture names (consoles.py)
+        for m in self._each(r"\b(?:(?:an?|the|only|with)\s+)?serial\s+console\b(?!\s*=)"):
+            self.spec.kernel_cmdline_append.append(SERIAL_CONSOLE)
             self._mask(m.start(), m.end())
         # Bare key=value tokens only ever mean kernel parameters in a template request, but a package with a
         # version ("nginx=1.24.0", apt's way of pinning): the package, and why no version is pinned.

@@ -192,13 +192,14 @@ class TargetPhrases(ParserState):
         if not found:
             return
         for n, (pos, fam_id, dist_id) in enumerate(found):
-            after = re.match(r"(\d+(?:\.\d+)?)\b", self._after(pos))
+            # "ubuntu lts 24", "debian release 13": a word for a release may stand before its number
+            after = re.match(r"(?:(?:lts|release|version|v)\s*)?(\d+(?:\.\d+)?)\b", self._after(pos))
             if dist_id or not after:
                 continue
             info = caps.families[fam_id]
             number = after.group(1)
             at = pos + len(self.work[pos:]) - len(self.work[pos:].lstrip(" "))
-            self._mask(at, at + len(number))  # read: the release, supported or not
+            self._mask(at, at + after.end())  # read: the release, supported or not
             same = [d.id for d in info.dists.values()
                     if number in (str(getattr(d, "release", "") or ""), re.sub(r"^\D+", "", d.id))]
             if same:

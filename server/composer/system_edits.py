@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from . import consoles
 from .base import asked_groups
 from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at, template_packages
@@ -30,7 +31,7 @@ class SystemEdit(TemplateEdit):
             old = kernel.get("cmdline")
             kernel["cmdline"] = spec.kernel_cmdline
             self.changes.append(f"kernel cmdline set to {spec.kernel_cmdline!r} (was {old!r})")
-        for param in spec.kernel_cmdline_append:
+        for param in (consoles.resolved(p, self.arch) for p in spec.kernel_cmdline_append):
             if self._append_cmdline(param):
                 self.changes.append(f"kernel cmdline: added {param}")
             else:  # asked for and already there: said so, not reported as an instruction not understood

@@ -331,3 +331,14 @@ async def test_a_template_user_removed_by_bare_name_and_immutability_switched_of
     assert not steps[1][1]["systemConfig"].get("users") and "removed user tom" in steps[1][0]["changes"]
     (out, doc), = await _steps(client, "immutable emt image with secure boot", "turn immutability off")
     assert not doc["systemConfig"]["immutability"]["enabled"]
+
+
+async def test_a_serial_console_said_for_an_arm_board_is_its_uart_and_ntp_brings_no_ptp(client):
+    out, doc = await _gen(client, "minimal debian for arm 64 board, no cloud init, only serial console")
+    consoles = [w for w in doc["systemConfig"]["kernel"]["cmdline"].split() if w.startswith("console=ttyAMA0")]
+    assert doc["target"]["arch"] == "aarch64" and consoles == ["console=ttyAMA0,115200"]
+    assert not any(n.startswith("not applied") for n in out["notes"]), out["notes"]
+    _out, doc = await _gen(client, "ubuntu 24.04 server with ntp via chrony")
+    assert "chrony" in installed(doc) and "linuxptp" not in installed(doc)
+    _out, doc = await _gen(client, "debian 13 realtime industrial image")
+    assert "linuxptp" in installed(doc)  # a real-time template's PTP comes with it

@@ -153,3 +153,27 @@ def test_immutability_switched_by_a_word_after_it_or_by_the_root_said_writable(t
 def test_a_pronoun_after_a_user_is_added_names_that_user(text, groups, sudo):
     (user,) = parse_request(text).users
     assert user.get("groups") == groups and user.get("sudo") == sudo
+
+
+@pytest.mark.parametrize(("text", "dist", "arch"), [("ubuntu lts 24 for build agents", "ubuntu24", None),
+                                                    ("debian release 13", "debian13", None),
+                                                    ("debian for arm 64 board", None, "aarch64"),
+                                                    ("arm-64 debian", None, "aarch64")])
+def test_a_release_word_before_its_number_and_an_architecture_in_two_words(text, dist, arch):
+    spec = parse_request(text)
+    assert (spec.dist, spec.arch) == (dist, arch) and not spec.unparsed
+
+
+def test_a_serial_console_with_no_device_is_the_architectures_first_serial_port():
+    from image_composer_mcp.server.composer.consoles import SERIAL_CONSOLE, resolved
+
+    assert parse_request("only serial console").kernel_cmdline_append == [SERIAL_CONSOLE]
+    assert resolved(SERIAL_CONSOLE, "aarch64") == "console=ttyAMA0,115200"
+    assert resolved(SERIAL_CONSOLE, "x86_64") == "console=ttyS0,115200"
+    assert parse_request("serial console on ttyS0").kernel_cmdline_append == ["console=ttyS0"]
+
+
+def test_a_list_of_partitions_may_end_with_the_one_taking_the_rest():
+    spec = parse_request("emt image with 2 partitions: / 10G and /data rest")
+    assert [(p["mountPoint"], p["size"], p["fill"]) for p in spec.partitions] == [("/", "10GiB", False),
+                                                                                  ("/data", None, True)]

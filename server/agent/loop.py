@@ -187,7 +187,9 @@ class Agent:
         the explanation) reads this object. Explicit tool arguments win over words in the text."""
         self.engine.ready()
         caps = load_capabilities()
-        spec = parse_request(text, known_packages=self.known_packages())
+        from ..library.embed_local import english_words
+
+        spec = parse_request(text, known_packages=self.known_packages(), english=english_words())
         spec.is_question = False
         given = constraints or {}
         spec.arch_named = bool(spec.arch)

@@ -359,7 +359,9 @@ class Refiner:
         names = set(self.agent.known_packages())
         if isinstance(data, dict):
             names |= {str(p) for p in ((data.get("systemConfig") or {}).get("packages") or [])}
-        spec = parse_request(instruction, known_packages=names)
+        from ..library.embed_local import english_words
+
+        spec = parse_request(instruction, known_packages=names, english=english_words())
         spec.arch_named = bool(spec.arch)
         _users_removed_by_name(spec, data)
         target = data.get("target") if isinstance(data, dict) else None

@@ -65,7 +65,7 @@ class TargetPhrases(ParserState):
         for m in reversed(self._each(r"(?<![\w./-])([a-z][a-z0-9]{4,})(?![\w/-])")):
             word = m.group(1).lower()
             if (word in vocabulary or word in parts or word in STOPWORDS or word in ADD_WORDS
-                    or word in REMOVE_WORDS or self._release_code(word)):
+                    or word in REMOVE_WORDS or word in self.english or self._release_code(word)):
                 continue
             if _PARTICLE.match(self.work, m.end()):  # "turned off", "locked down": a phrasal verb, English
                 continue

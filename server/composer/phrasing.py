@@ -7,7 +7,7 @@ words (distributions, packages, groups, mounts, artifacts) come from the knowled
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from ..knowledge.loader import Capabilities
 from .request_spec import RequestSpec
@@ -96,6 +96,7 @@ class ParserState:
         self.spec = spec
         self.work = text  # spans already understood are blanked out (same length keeps offsets)
         self.said = text  # as written, at the same offsets until _typos rewrites misspelt words
+        self.english: Collection[str] = ()  # common English words: never misspellings (parse_request)
         # Real package names (knowledge plus the caller's index) win over one-word capability
         # triggers ("add tcpdump" adds tcpdump, not every network tool); mere aliases
         # ("docker", "ssh") do not.

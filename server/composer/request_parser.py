@@ -11,7 +11,7 @@ parse_disk, parse_target, parse_packages; their shared words: phrasing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from ..knowledge.loader import load_capabilities
 from .parse_disk import DiskPhrases
@@ -68,8 +68,10 @@ def is_question(text: str) -> bool:
     return False
 
 
-def parse_request(text: str, *, known_packages: Iterable[str] = ()) -> RequestSpec:
-    """Parse a request ("ubuntu edge image with docker, 8GiB disk") or an edit instruction."""
+def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Collection[str] = ()) -> RequestSpec:
+    """Parse a request ("ubuntu edge image with docker, 8GiB disk") or an edit instruction. ``english``: common
+    English words (the caller's vocabulary), which are never read as misspellings of a known name ("photo" is
+    no "photon")."""
     caps = load_capabilities()
     spec = RequestSpec()
     original = " ".join((text or "").split())
@@ -77,6 +79,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = ()) -> RequestSp
         return spec
     spec.is_question = is_question(original)
     parser = _Parser(caps, spec, original, known_packages)
+    parser.english = english
     parser.run()
     return spec
 

@@ -177,3 +177,9 @@ def test_a_list_of_partitions_may_end_with_the_one_taking_the_rest():
     spec = parse_request("emt image with 2 partitions: / 10G and /data rest")
     assert [(p["mountPoint"], p["size"], p["fill"]) for p in spec.partitions] == [("/", "10GiB", False),
                                                                                   ("/data", None, True)]
+
+
+def test_an_english_word_is_no_misspelling_of_a_known_name():
+    english = frozenset({"photo", "frame", "digital", "with"})
+    assert parse_request("debian 13 for a digital photo frame", english=english).corrected == []
+    assert parse_request("ubunut with dokcer", english=english).corrected == ["ubunut -> ubuntu", "dokcer -> docker"]

@@ -214,6 +214,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.add_groups(spec.add_groups, spec.group_modes, without=spec.remove_packages)
         self.add_named_packages(spec.add_packages)
         self.one_per_role()
+        self.graphical_apps(spec)
         self.on_hardware(spec)
         self.kernel_edits(spec)
         self.configurations(spec.configurations)

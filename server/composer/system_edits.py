@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..knowledge.request_words import load_request_words
 from . import consoles
 from .base import asked_groups
 from .coherence import store_configurations
@@ -46,6 +47,20 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(f"kernel cmdline: removed {param}")
             else:
                 self.changes.append(f"kernel cmdline has no {param}")
+
+    def graphical_apps(self, spec: RequestSpec) -> None:
+        """Applications that need a graphical session, named for an image with none ("libreoffice and thunderbird
+        for an office pc"): said, with how to ask for a desktop; no desktop is added unasked."""
+        patterns = load_request_words().graphical_apps
+        if not any(r.search(p.lower()) for p in spec.add_packages for r in patterns):
+            return
+        installed = template_packages(self.data)
+        apps = [p for p in installed if any(r.search(p.lower()) for r in patterns)]
+        sessions = [g for g, info in self.caps.groups.items() if g in ("desktop", "kiosk") or "desktop" in info.supersedes]
+        if not apps or any(self.caps.group_members(g, installed, self.dist or self.family) for g in sessions):
+            return
+        self.changes.append(f"note: {', '.join(apps)} {'needs' if len(apps) == 1 else 'need'} a graphical desktop, "
+                            "which this image does not have: say 'with a desktop' (or 'a kiosk') to add one")
 
     def on_hardware(self, spec: RequestSpec) -> None:
         """An image for a machine of its own (RequestSpec.hardware): what its template carries for a hypervisor or

@@ -44,6 +44,7 @@ class RequestWords:
     likeness_words: tuple[str, ...] = ()  # "a RHEL 10 clone": the distribution named, nothing more
     data_dirs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # database -> packages|deb|rpm -> value
     filesystem_tools: Mapping[str, str] = field(default_factory=dict)  # filesystem word -> its tools' package
+    graphical_apps: tuple[re.Pattern[str], ...] = ()  # applications that need a desktop
 
     def data_dir(self, mount: str, pkg_type: str) -> tuple[str, str] | None:
         """(database, its directory on ``pkg_type``) when ``mount`` is a database's data directory on the other
@@ -93,6 +94,7 @@ def load_request_words() -> RequestWords:
         likeness_words=_words(raw.get("likeness_words")),
         data_dirs={str(k): {str(a): str(b) for a, b in v.items()} for k, v in (raw.get("data_dirs") or {}).items()},
         filesystem_tools={str(k): str(v) for k, v in (raw.get("filesystem_tools") or {}).items()},
+        graphical_apps=tuple(re.compile(str(p)) for p in raw.get("graphical_apps") or ()),
         versioned_names={str(k): _words(v) for k, v in (raw.get("versioned_names") or {}).items()},
         compound_suffixes=_words(raw.get("compound_suffixes")),
         negating_suffixes=_words(raw.get("negating_suffixes")),

@@ -342,3 +342,10 @@ async def test_a_serial_console_said_for_an_arm_board_is_its_uart_and_ntp_brings
     assert "chrony" in installed(doc) and "linuxptp" not in installed(doc)
     _out, doc = await _gen(client, "debian 13 realtime industrial image")
     assert "linuxptp" in installed(doc)  # a real-time template's PTP comes with it
+
+
+async def test_graphical_applications_for_an_image_with_no_desktop_are_said_to_need_one(client):
+    out, _doc = await _gen(client, "ubuntu 24.04 with libreoffice for an office pc")
+    assert any("libreoffice needs a graphical desktop" in c for c in out["changes"]), out["changes"]
+    out, _doc = await _gen(client, "ubuntu 24.04 desktop with gnome and libreoffice")
+    assert not any("graphical desktop" in c for c in out["changes"]), out["changes"]

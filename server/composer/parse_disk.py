@@ -30,9 +30,11 @@ _UPPER_BOUND = re.compile(r"\b(?:(?:no|not)\s+(?:bigger|larger|more)\s+than|(?:s
 _DATA_NOUNS = r"(?:data|files|storage)"
 _MOUNT = (rf"(/[\w./-]*|(?:{alternatives(_WORDS.software_mounts | {'database', 'db'})})\s+{_DATA_NOUNS}\b"
           rf"|{alternatives(_WORDS.mount_words)})")
+# "the web root", "the document root" are the web server's place (mount_words), not /
+_OTHER_ROOTS = r"(?<!web\s)(?<!web-)(?<!document\s)"
 # A mount point with no "partition" beside it: a path ("/boot", "/", not "/64GB"), or a word that names a place
 # in the filesystem by itself ("root", "boot"; see hierarchy_mounts).
-_PLACE = rf"(/(?:[a-z_][\w./-]*)?|(?:{alternatives(_WORDS.hierarchy_mounts)})\b)"
+_PLACE = rf"(/(?:[a-z_][\w./-]*)?|{_OTHER_ROOTS}(?:{alternatives(_WORDS.hierarchy_mounts)})\b)"
 # "a data partition", "a data disk partition", "a data volume": the noun of a partition, with a filler noun.
 _PARTITION = r"(?:(?:disk|drive|storage)\s+)?(?:partition|volume)"
 # What an image is written to, said instead of "disk" ("a 16GB card", "a 32G eMMC").
@@ -47,7 +49,7 @@ _FS_OR_SIZE = rf"(?:to\s+|as\s+|into\s+|with\s+)?(?:(?:{_FS})|{_SIZE})(?:\s+(?:a
 # Verbs that give a partition a size ("bump root to 8 gigs", "shrink /var to 2G").
 _SIZING_VERBS = (r"resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce|bump(?:\s+up)?|raise|"
                  r"expand|boost|lower|trim|cut")
-_ROOT = r"(?:the\s+)?(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
+_ROOT = rf"(?:the\s+)?{_OTHER_ROOTS}(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
 
 
 class DiskPhrases(ParserState):

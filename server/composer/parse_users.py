@@ -204,7 +204,9 @@ class UserPhrases(ParserState):
                             rf"\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\bno\s+(?:more\s+)?{rights}\s+for\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{denied}\s+(?:any\s+)?{rights}"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{not_be}\s+(?:an?\s+)?{_ROLE}"):
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{not_be}\s+(?:an?\s+)?{_ROLE}"
+                            # "remove bob's sudo": the rights said as the user's own
+                            rf"|\b(?:revoke|remove|take\s+away|drop|withdraw|strip|disable)\s+(?:the\s+user\s+)?{who}'s\s+{rights}"):
             # a user the template lacks is said, not created, for losing sudo
             self._sudo_for(m, False, refuse=lambda name: name in STOPWORDS)
 

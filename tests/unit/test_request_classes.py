@@ -183,3 +183,13 @@ def test_an_english_word_is_no_misspelling_of_a_known_name():
     english = frozenset({"photo", "frame", "digital", "with"})
     assert parse_request("debian 13 for a digital photo frame", english=english).corrected == []
     assert parse_request("ubunut with dokcer", english=english).corrected == ["ubunut -> ubuntu", "dokcer -> docker"]
+
+
+def test_sudo_taken_as_the_users_own():
+    (user,) = parse_request("remove bob's sudo").users
+    assert user["name"] == "bob" and user["sudo"] is False
+
+
+@pytest.mark.parametrize("text", ["make the web root xfs", "the document root on its own 5G partition"])
+def test_the_web_servers_document_root_is_not_the_root_partition(text):
+    assert "/" not in [p["mountPoint"] for p in parse_request(text).partitions]

@@ -23,7 +23,7 @@ from .phrasing import (
 # Words of size that make an image minimal only when they qualify it ("a small image", "tiny azure linux", "a
 # lightweight server"), not another noun ("a small bakery", "a tiny office").
 _SIZE_ADJECTIVES = {"small", "tiny", "little", "lightweight", "slim", "lean"}
-_IMAGE_NOUNS = {"image", "images", "os", "system", "systems", "distro", "distribution", "install", "installation",
+_IMAGE_KIND_NOUNS = {"image", "images", "os", "system", "systems", "distro", "distribution", "install", "installation",
                 "footprint", "build", "base", "vm", "vms", "server", "servers", "host", "hosts", "machine", "box",
                 "appliance", "device", "node", "nodes", "gateway", "setup", "container", "one", "linux", "rootfs",
                 "root", "disk", "template", "variant", "version", "flavour", "flavor"}
@@ -370,7 +370,7 @@ class PackagePhrases(UnreadWords):
                         phrase = normalize_phrase(" ".join(tokens[i : i + size]))
                         if phrase in use_case_words and (size > 1 or tokens[i] not in self.known):
                             if size == 1 and tokens[i] in _SIZE_ADJECTIVES and i + 1 < len(tokens) and not (
-                                    tokens[i + 1] in _IMAGE_NOUNS or self._known_word(tokens[i + 1])
+                                    tokens[i + 1] in _IMAGE_KIND_NOUNS or self._known_word(tokens[i + 1])
                                     or tokens[i + 1] in use_case_words or tokens[i + 1] in STOPWORDS
                                     or not tokens[i + 1].isalpha()):
                                 break  # "a small bakery": the size of something else, not of the image

@@ -31,6 +31,11 @@ _NOT_A_NAME = {"new", "normal", "regular", "standard", "default", "local", "main
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
 
+def _group_names(listed: str) -> list[str]:
+    """The groups of a list said for a user ("docker, video and audio")."""
+    return [g for g in re.split(r"\s*(?:,|\band\b)\s*", listed) if g and g.lower() not in STOPWORDS]
+
+
 class UserPhrases(ParserState):
     """The user phrases of a request."""
 
@@ -44,7 +49,7 @@ class UserPhrases(ParserState):
         pronoun = r"(?:him|her|them|that\s+user|this\s+user|the\s+user)"
         for m in self._each(rf"\b(?:put|add|place|make)\s+{pronoun}\s+(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?"
                             r"(?:groups?\s+)?([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)(?:\s+groups?\b|(?=\s*(?:,|$|\.|;)))"):
-            names = [g for g in re.split(r"\s*(?:,|\band\b)\s*", m.group(1)) if g and g.lower() not in STOPWORDS]
+            names = _group_names(m.group(1))
             if names:
                 user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
                 self._mask(m.start(), m.end())
@@ -149,11 +154,7 @@ class UserPhrases(ParserState):
                 re.I,
             )
             if groups and not re.match(r"(?:the\s+)?(?:home|shell)\b", groups.group(1), re.I):
-                names = [
-                    g
-                    for g in re.split(r"\s*(?:,|\band\b)\s*", groups.group(1))
-                    if g and g.lower() not in STOPWORDS
-                ]
+                names = _group_names(groups.group(1))
                 if names:
                     user["groups"] = names
             shell = re.search(r"\bshell\s*(?:=|:|of|is)?\s*(/[\w/.-]+|bash|zsh|sh|fish)", clause, re.I)

@@ -91,12 +91,13 @@ def alternatives(words: Iterable[str], between: str = r"\s+") -> str:
 class ParserState:
     """The request text being read (understood spans blanked out) and the spec being filled."""
 
-    def __init__(self, caps: Capabilities, spec: RequestSpec, text: str, known: Iterable[str]):
+    def __init__(self, caps: Capabilities, spec: RequestSpec, text: str, known: Iterable[str],
+                 english: Collection[str] = ()):
         self.caps = caps
         self.spec = spec
         self.work = text  # spans already understood are blanked out (same length keeps offsets)
         self.said = text  # as written, at the same offsets until _typos rewrites misspelt words
-        self.english: Collection[str] = ()  # common English words: never misspellings (parse_request)
+        self.english = english  # common English words: never misspellings (parse_request)
         # Real package names (knowledge plus the caller's index) win over one-word capability
         # triggers ("add tcpdump" adds tcpdump, not every network tool); mere aliases
         # ("docker", "ssh") do not.

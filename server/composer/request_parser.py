@@ -78,8 +78,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
     if not original:
         return spec
     spec.is_question = is_question(original)
-    parser = _Parser(caps, spec, original, known_packages)
-    parser.english = english
+    parser = _Parser(caps, spec, original, known_packages, english)
     parser.run()
     return spec
 

@@ -169,3 +169,37 @@ def test_catalog_columns_share_one_str_per_distinct_value():
     names = python_values(pa.chunked_array([pa.array(["ubuntu", None, "ubuntu"])]))
     assert names == ["ubuntu", None, "ubuntu"] and names[0] is names[2]
     assert python_values(pa.chunked_array([pa.array([1, 2])])) == [1, 2]
+
+
+def test_a_root_named_twice_still_sees_removals_and_a_fixed_broken_file(tmp_path: Path):
+    """The sync counts the scanned files it knows instead of keeping a set of every uid: a root given twice
+    must not count its files twice, or a removal would hide behind the duplicates."""
+    root = _corpus(tmp_path)
+    index = TemplateIndex(tmp_path / "cache", [root, root], HashEmbedder())
+    assert index.sync().embedded == 3
+    (root / "gamma.yml").unlink()
+    (root / "broken.yml").write_text("image: [oops\n")
+    report = index.sync()
+    assert (report.removed, report.hits) == (1, 2)
+    assert sorted(index.names()) == ["alpha", "beta"]
+    assert [Path(p.path).name for p in report.problems] == ["broken.yml"]
+    (root / "broken.yml").unlink()
+    report = index.sync()
+    assert (report.removed, report.hits, report.problems) == (0, 2, [])
+    assert index._broken == {}  # a broken file that left is forgotten
+
+
+def test_a_touched_file_whose_content_is_kept_is_a_hit_at_either_fingerprint(tmp_path: Path):
+    root = _corpus(tmp_path)
+    emb = HashEmbedder()
+    index = TemplateIndex(tmp_path / "cache", [root], emb)
+    index.sync()
+    path = root / "beta.yml"
+    before = path.stat()
+    later = time.time() + 10
+    os.utime(path, (later, later))
+    assert (index.sync().embedded, index.sync().hits) == (0, 3)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # back to the fingerprint the table has
+    emb.calls.clear()
+    report = index.sync()
+    assert (report.embedded, report.hits) == (0, 3) and emb.calls == []

@@ -284,6 +284,10 @@ class Agent:
         # What the reading itself adjusted or could not apply ("cuda not applied: ...", "password not stored"):
         # in the changes as "note: ...", and here with every other wish left undone.
         notes += [n for n in spec.notes if n not in draft.notes]
+        # What the edit itself found it could not write ("autologin not applied: ...", told once the image's
+        # groups are known): a note among the changes, and here.
+        notes += [c[6:] for c in draft.changes
+                  if c.startswith("note: ") and " not applied" in c and c[6:] not in notes and c[6:] not in draft.notes]
         if not arch_named:
             notes.append("no architecture named: built for x86_64")
         if spec.corrected:

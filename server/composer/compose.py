@@ -177,7 +177,7 @@ def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None 
     new, moved = conform(new)  # metadata os-image-composer refuses (the ADR's fields) -> its own fields
     changes += moved
     unhandled = [*spec.unparsed, *problems]
-    if spec.is_empty() and not unhandled and not any("not applied" in n for n in spec.notes):
+    if spec.is_empty() and not unhandled and not spec.autologin and not any("not applied" in n for n in spec.notes):
         # a note that says why the one wish was not applied ("nvidia driver not applied: ...") is the answer
         unhandled.append(f"could not find an edit in: {instruction!r}")
     return ComposeResult(new, dump_yaml(new), changes, spec, unhandled, problems)
@@ -215,6 +215,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.add_named_packages(spec.add_packages)
         self.one_per_role()
         self.graphical_apps(spec)
+        self.autologin(spec)
         self.on_hardware(spec)
         self.kernel_edits(spec)
         self.configurations(spec.configurations)

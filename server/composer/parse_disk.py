@@ -167,7 +167,8 @@ class DiskPhrases(ParserState):
             rf"(?:{_FS}\s+)?{_MOUNT}\s+{_PARTITION}(?!\s+table)"
             rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
             rf"{_FS_AFTER}"
-            rf"(?:\s+mounted\s+(?:at|on|as)\s+(/[\w./-]*))?",  # "a data partition mounted at /srv/data"
+            # "a data partition mounted at /srv/data", "a data partition on /var/lib/pgsql": the path is its place
+            rf"(?:\s+(?:(?:mounted|mount)\s+)?(?:at|on|as|for|under|in)\s+(/[\w./-]*))?",
             # "a partition for /srv/backup of 100G", "a 100G partition for /srv/backup", "a partition for logs"
             rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?(?:\b{_SIZE}\s+)?"
             rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?\b(?:partition|volume)\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(?:the\s+)?{_MOUNT}(?![\w/-])"

@@ -403,16 +403,12 @@ class SystemPhrases(ParserState):
 
     def _logins(self) -> None:
         """"logs in automatically", "autologin": logging in is no request for system logs. Automatic login is
-        the display manager's or getty's set-up, which the composer does not write: reported."""
+        the display manager's or getty's set-up, which the composer writes only as a group's (a kiosk's session):
+        kept in the spec, and said by the edit (system_edits.autologin)."""
         for m in self._each(r"\bauto[\s-]?log(?:s|ged)?[\s-]?(?:in|on)\b|\bautomatic(?:ally)?\s+log(?:s|ged)?[\s-]?(?:in|on)\b"
                             r"|\blog(?:s|ged)?[\s-]?(?:in|on)\s+automatically\b|\blog(?:s|ged)?\s+(?:in|on)(?:to)?\b"):
-            if "auto" in m.group(0).lower():  # understood, and said not to be written, in the request's own words
-                said = " ".join(m.group(0).lower().split())
-                note = (f"{said} not applied: the composer writes no display manager or getty set-up for automatic "
-                        "login; add a configuration command (e.g. a getty@tty1 drop-in running agetty --autologin "
-                        "<user>)")
-                if note not in self.spec.notes:
-                    self.spec.notes.append(note)
+            if "auto" in m.group(0).lower():  # understood; said with what writes it, in the request's own words
+                self.spec.autologin = self.spec.autologin or " ".join(m.group(0).lower().split())
             self._mask(m.start(), m.end())
 
     def _group_modes(self) -> None:

@@ -332,12 +332,14 @@ class TargetPhrases(ParserState):
             self._mask(m.start(), m.end())
 
     def _in_trigger(self, m: re.Match[str]) -> bool:
-        """Whether a group's trigger phrase in the text holds the words ``m`` matched."""
+        """Whether a group's trigger phrase in the text holds the words ``m`` matched, or lies inside them."""
         said = " ".join(re.split(r"[\s-]+", m.group(0).lower()))
         for phrase in self.caps.triggers():
-            if f" {said} " in f" {phrase} ":
+            # either holds the other: "a self-checkout" in "self checkout", "point of sale" in "point of sale terminal"
+            if f" {said} " in f" {phrase} " or f" {phrase} " in f" {said} ":
                 pattern = NB + r"[\s-]+".join(map(re.escape, phrase.split())) + NA
-                if any(t.start() <= m.start() and m.end() <= t.end() for t in self._each(pattern)):
+                if any(t.start() <= m.start() and m.end() <= t.end() or m.start() <= t.start() and t.end() <= m.end()
+                       for t in self._each(pattern)):
                     return True
         return False
 

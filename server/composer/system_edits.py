@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
-from . import consoles
+from ..knowledge.system_settings import load_settings
+from . import consoles, cpu_lists
 from .base import asked_groups
 from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at, template_packages
@@ -33,8 +34,16 @@ class SystemEdit(TemplateEdit):
             kernel["cmdline"] = spec.kernel_cmdline
             self.changes.append(f"kernel cmdline set to {spec.kernel_cmdline!r} (was {old!r})")
         for param in (consoles.resolved(p, self.arch) for p in spec.kernel_cmdline_append):
-            if self._append_cmdline(param):
-                self.changes.append(f"kernel cmdline: added {param}")
+            before = str(self.kernel().get("cmdline") or "").split()
+            same, param = self._cpu_list_beside(before, param)
+            if same:  # "isolcpus=2,3" beside "isolcpus=2-3": the same CPUs, nothing to change
+                self.changes.append(f"kernel cmdline already has {same}")
+            elif self._append_cmdline(param):
+                now = str(self.kernel().get("cmdline") or "").split()
+                replaced = [w for w in before if w not in now]
+                self.changes.append(f"kernel cmdline: {replaced[0]} -> {param}" if len(replaced) == 1
+                                    else f"kernel cmdline: added {param}")
+                self._cpus_follow(before, param)
             else:  # asked for and already there: said so, not reported as an instruction not understood
                 self.changes.append(f"kernel cmdline already has {param}")
         for param in spec.kernel_cmdline_remove:
@@ -47,6 +56,46 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(f"kernel cmdline: removed {param}")
             else:
                 self.changes.append(f"kernel cmdline has no {param}")
+
+    @staticmethod
+    def _cpu_list_beside(words: list[str], param: str) -> tuple[str | None, str]:
+        """(the command line's word that gives ``param``'s key the same CPUs in other words, or None; ``param``
+        with the flags of the word it replaces). "isolate cores 1-3" beside "isolcpus=managed_irq,domain,2-3"
+        keeps the flags: they say how the CPUs are isolated, the request only which."""
+        key, _, value = param.partition("=")
+        wanted = cpu_lists.parse(value) if value else None
+        if wanted is None:
+            return None, param
+        for word in words:
+            if word == param or word.partition("=")[0] != key:
+                continue
+            there = cpu_lists.parse(word.partition("=")[2])
+            if there is None:
+                continue
+            if there[1] == wanted[1] and (not wanted[0] or there[0] == wanted[0]):
+                return word, param
+            if there[0] and not wanted[0]:
+                return None, f"{key}={','.join((*there[0], value))}"
+        return None, param
+
+    def _cpus_follow(self, before: list[str], param: str) -> None:
+        """A CPU list changed ("isolcpus=2,3" -> "isolcpus=1-3"): the parameters that named the old CPUs, or the
+        rest of them, follow (system_settings.yaml ``same_cpus`` / ``other_cpus``, see cpu_lists.py)."""
+        key, _, value = param.partition("=")
+        setting = next((s for s in load_settings().values() if s.same_cpus or s.other_cpus
+                        if any(p.partition("=")[0] == key for p in s.cmdline)), None)
+        new = cpu_lists.parse(value) if setting is not None else None
+        old_word = next((w for w in before if w.partition("=")[0] == key and w != param), None)
+        old = cpu_lists.parse(old_word.partition("=")[2]) if old_word else None
+        if setting is None or new is None or old is None:
+            return
+        kernel = self.kernel()
+        words, changes = cpu_lists.follow(str(kernel.get("cmdline") or "").split(), old[1], new[1],
+                                          value.split(",", len(new[0]))[-1] if new[0] else value,
+                                          setting.same_cpus, setting.other_cpus)
+        if changes:
+            kernel["cmdline"] = " ".join(words)
+            self.changes.extend(changes)
 
     def graphical_apps(self, spec: RequestSpec) -> None:
         """Applications that need a graphical session, named for an image with none ("libreoffice and thunderbird
@@ -61,6 +110,21 @@ class SystemEdit(TemplateEdit):
             return
         self.changes.append(f"note: {', '.join(apps)} {'needs' if len(apps) == 1 else 'need'} a graphical desktop, "
                             "which this image does not have: say 'with a desktop' (or 'a kiosk') to add one")
+
+    def autologin(self, spec: RequestSpec) -> None:
+        """Automatic login asked for: said as done where a group in the image logs its user in (a kiosk's
+        session, capabilities.yaml ``logs_in``), else as not written, with how to add it."""
+        if not spec.autologin:
+            return
+        installed = template_packages(self.data)
+        by = [info.logs_in for group, info in self.caps.groups.items()
+              if info.logs_in and self.caps.group_members(group, installed, self.dist or self.family)]
+        if by:
+            self.changes.append(f"note: {spec.autologin}: {by[0]}")
+            return
+        self.changes.append(f"note: {spec.autologin} not applied: the composer writes no display manager or getty "
+                            "set-up for automatic login; add a configuration command (e.g. a getty@tty1 drop-in "
+                            "running agetty --autologin <user>)")
 
     def on_hardware(self, spec: RequestSpec) -> None:
         """An image for a machine of its own (RequestSpec.hardware): what its template carries for a hypervisor or

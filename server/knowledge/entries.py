@@ -72,6 +72,8 @@ class Group:
     # Groups that come with this one ("printing" with a desktop): asked for with it, so a starting template's share
     # of them is kept, never added unasked.
     companions: tuple[str, ...] = ()
+    # How the group logs a user in at boot (a kiosk's session), said when automatic login is asked for.
+    logs_in: str = ""
     # Ways the group can run ("permissive" MAC): mode -> its words, and its kernel parameters and notes per
     # family, which stand in for the group's own where given.
     modes: Mapping[str, GroupMode] = field(default_factory=dict)
@@ -195,6 +197,7 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
         as_platform=str(spec["as_platform"]) if spec.get("as_platform") else None,
         supersedes=as_tuple(spec.get("supersedes")),
         companions=as_tuple(spec.get("companions")),
+        logs_in=str(spec.get("logs_in") or ""),
         modes={str(name): GroupMode(as_tuple(mode.get("words")),
                                     {k: as_tuple(v) for k, v in (mode.get("cmdline_append") or {}).items()},
                                     {k: str(v) for k, v in (mode.get("notes") or {}).items()})

@@ -39,6 +39,8 @@ class Setting:
     reason: str = ""  # why a setting of value "none" is not written
     default: str = "the kernel's default"  # whose default the other direction of a switch is
     switched_only: bool = False  # read only beside a switch word ("no swap"), never as the bare word
+    same_cpus: tuple[str, ...] = ()  # kernel parameters naming the same CPUs (value cpus)
+    other_cpus: tuple[str, ...] = ()  # kernel parameters naming the other CPUs
 
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
@@ -88,7 +90,9 @@ def load_settings() -> Mapping[str, Setting]:
             sysctl=str(spec.get("sysctl") or ""), command=str(spec.get("command") or ""),
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
             low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""),
-            default=str(spec.get("default") or Setting.default), switched_only=bool(spec.get("switched_only")))
+            default=str(spec.get("default") or Setting.default), switched_only=bool(spec.get("switched_only")),
+            same_cpus=tuple(str(p) for p in spec.get("same_cpus") or ()),
+            other_cpus=tuple(str(p) for p in spec.get("other_cpus") or ()))
         if spec.get("sshd"):  # sshd_config lines: their drop-in is the setting's command
             entry = sshd_configuration(tuple(str(line) for line in spec["sshd"]), str(name).replace(" ", "-"),
                                        str(name))

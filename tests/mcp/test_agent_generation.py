@@ -349,3 +349,37 @@ async def test_graphical_applications_for_an_image_with_no_desktop_are_said_to_n
     assert any("libreoffice needs a graphical desktop" in c for c in out["changes"]), out["changes"]
     out, _doc = await _gen(client, "ubuntu 24.04 desktop with gnome and libreoffice")
     assert not any("graphical desktop" in c for c in out["changes"]), out["changes"]
+
+
+async def test_isolating_other_cpus_moves_the_parameters_that_named_the_old_ones(client):
+    _gen_out, out, doc = await _refine(client, "emt3 realtime industrial controller", "actually isolate cores 1-3")
+    words = doc["systemConfig"]["kernel"]["cmdline"].split()
+    assert "isolcpus=nohz,domain,managed_irq,1-3" in words  # how the CPUs are isolated is kept
+    assert {"nohz_full=1-3", "rcu_nocbs=1-3", "irqaffinity=0"} <= set(words)
+    assert not any(w.endswith("2-3") or w == "irqaffinity=0-1" for w in words)
+    assert "Not applied" not in out["explanation"], out["explanation"]
+    assert "kernel cmdline: irqaffinity 0-1 -> 0 (the CPUs left for interrupts)" in out["changes"]
+
+
+async def test_the_same_cpus_in_other_words_are_already_there(client):
+    out, doc = await _gen(client, "emt3 realtime industrial controller with isolated cores 2,3")
+    assert "isolcpus=nohz,domain,managed_irq,2-3" in doc["systemConfig"]["kernel"]["cmdline"].split()
+    assert "kernel cmdline already has isolcpus=nohz,domain,managed_irq,2-3" in out["changes"]
+    assert "Not applied" not in out["explanation"], out["explanation"]
+
+
+async def test_a_data_partition_on_a_path_is_mounted_there(client):
+    _out, doc = await _gen(client, "el10 postgres database server with a separate 200G data partition on /var/lib/pgsql")
+    assert unmet(doc, {"mount": "/var/lib/pgsql", "no_mount": "/data"}) == []
+
+
+async def test_automatic_login_is_said_done_by_a_kiosk_and_not_applied_without_one(client):
+    out, _doc = await _gen(client, "debian point of sale terminal that logs in automatically to a browser")
+    assert "kiosk" in " ".join(out["changes"])  # the terminal's words hold the kiosk's "point of sale"
+    assert "note: logs in automatically: kiosk.service logs the kiosk user in on tty1 at boot" in out["changes"]
+    assert not any("not applied" in n for n in out["notes"]), out["notes"]
+    out, _doc = await _gen(client, "ubuntu 24.04 server with autologin")
+    assert any(n.startswith("autologin not applied: ") and "agetty --autologin" in n for n in out["notes"]), out["notes"]
+    r = await client.call_tool("refine_template", {"conversation_id": out["conversation_id"],
+                                                   "instruction": "enable auto login"})
+    assert "not understood" not in r.structured_content["explanation"].lower()

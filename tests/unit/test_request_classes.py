@@ -193,3 +193,37 @@ def test_sudo_taken_as_the_users_own():
 @pytest.mark.parametrize("text", ["make the web root xfs", "the document root on its own 5G partition"])
 def test_the_web_servers_document_root_is_not_the_root_partition(text):
     assert "/" not in [p["mountPoint"] for p in parse_request(text).partitions]
+
+
+@pytest.mark.parametrize(("value", "flags", "cpus"), [
+    ("2,3", (), {2, 3}), ("1-3", (), {1, 2, 3}), ("0-1,4", (), {0, 1, 4}),
+    ("nohz,domain,managed_irq,2-3", ("nohz", "domain", "managed_irq"), {2, 3}),
+])
+def test_kernel_cpu_lists_are_read_with_their_flags(value, flags, cpus):
+    from image_composer_mcp.server.composer import cpu_lists
+
+    assert cpu_lists.parse(value) == (flags, frozenset(cpus))
+
+
+@pytest.mark.parametrize("value", ["3-1", "2,x", "", "2-3,managed_irq", "0-99999"])
+def test_what_is_no_cpu_list_is_not_read_as_one(value):
+    from image_composer_mcp.server.composer import cpu_lists
+
+    assert cpu_lists.parse(value) is None
+
+
+def test_parameters_that_named_the_old_cpus_follow_and_the_others_are_kept():
+    from image_composer_mcp.server.composer import cpu_lists
+
+    words = ["quiet", "nohz_full=2-3", "rcu_nocbs=2,3", "irqaffinity=0-1", "rcu_nocb_poll", "kthread_cpus=0"]
+    out, changes = cpu_lists.follow(words, frozenset({2, 3}), frozenset({4, 5, 6, 7}), "4-7",
+                                    ("nohz_full", "rcu_nocbs"), ("irqaffinity",))
+    assert out == ["quiet", "nohz_full=4-7", "rcu_nocbs=4-7", "irqaffinity=0-3", "rcu_nocb_poll", "kthread_cpus=0"]
+    assert len(changes) == 3
+    # a parameter that named other CPUs than the old isolated ones was the user's own choice: kept
+    kept, said = cpu_lists.follow(["nohz_full=3", "irqaffinity=0"], frozenset({2, 3}), frozenset({1}), "1",
+                                  ("nohz_full",), ("irqaffinity",))
+    assert kept == ["nohz_full=3", "irqaffinity=0"] and said == []
+    assert cpu_lists.format_cpus(frozenset({0, 1, 2, 5, 7, 8})) == "0-2,5,7,8"
+    assert cpu_lists.names_cpus(["isolcpus=managed_irq,2-3"], "isolcpus=2,3")
+    assert not cpu_lists.names_cpus(["isolcpus=2-4"], "isolcpus=2,3")

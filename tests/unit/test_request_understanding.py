@@ -186,8 +186,8 @@ def test_headless_takes_out_the_display_stacks(text):
 ])
 def test_a_list_item_nothing_read_is_reported(text, reported):
     spec = parse_request(text)
-    assert spec.unparsed == reported  # automatic login is read, and said not to be applied
-    assert ("autologin" in text) == any(n.startswith("autologin not applied") for n in spec.notes)
+    assert spec.unparsed == reported  # automatic login is read, and said by the edit (with what writes it, if any)
+    assert ("autologin" in text) == (spec.autologin == "autologin")
 
 
 @pytest.mark.parametrize("text", [
@@ -407,7 +407,7 @@ def test_the_kind_of_what_was_just_named_is_said_again_not_wished_for(text, pack
 def test_logging_in_is_no_request_for_system_logs(text, reported):
     spec = parse_request(text)
     assert "logging" not in spec.add_groups and not spec.unparsed
-    assert [n.split(" not applied")[0] for n in spec.notes] == ([reported] if reported else [])
+    assert spec.autologin == reported
 
 
 @pytest.mark.parametrize(("text", "package", "reported"), [
@@ -1359,9 +1359,9 @@ def test_users_named_quoted_or_for_their_login_and_what_is_said_of_them(text, us
     assert [(u["name"], u.get("sudo"), u.get("shell")) for u in spec.users] == users and not spec.unparsed
 
 
-def test_automatic_login_is_said_not_applied_with_how():
+def test_automatic_login_is_kept_in_the_words_said():
     spec = parse_request("auto-login user 'pos'")
-    assert spec.notes[0].startswith("auto-login not applied: ") and "agetty --autologin" in spec.notes[0]
+    assert spec.autologin == "auto-login" and not spec.notes
 
 
 @pytest.mark.parametrize(("text", "said"), [("debian 13 Jellyfin box image", ["jellyfin"]),

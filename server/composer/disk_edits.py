@@ -88,7 +88,10 @@ class DiskEdit(TemplateEdit):
         if spec.disk_size_delta:
             layout.change_size_by(spec.disk_size_delta)
         if spec.disk_size and not created and disk.get("size") != spec.disk_size:
+            before = layout.size_mib
             layout.set_size(spec.disk_size)
+            if before and (layout.size_mib or 0) > before:
+                self.disk_grown_from = before  # what a new partition filling the disk leaves the one filling it now
 
     def partition_edits(self, spec: RequestSpec) -> None:
         disk = self.disk()
@@ -96,6 +99,9 @@ class DiskEdit(TemplateEdit):
             return
         layout = Layout(self, disk)
         grow_disk = not (spec.disk_size or spec.disk_size_delta)
+        # "a big data partition, 2TB disk": a new partition filling the disk takes the room the request added, and
+        # the partition that filled it keeps its size (else it would keep half of the new disk)
+        grown_from = getattr(self, "disk_grown_from", None)
         # "shrink root to 6G and give the rest to /srv": the partition that is to fill the disk first, so root is a
         # fixed one by the time it is sized, and sizing it moves the rest instead of the disk's end
         filler = any(r.get("action") == "add" and r.get("fill") and r.get("mountPoint") != "/" for r in spec.partitions)
@@ -118,7 +124,7 @@ class DiskEdit(TemplateEdit):
                     layout.resize_by(mount, request["size_delta"], grow_disk=grow_disk)
             else:
                 layout.add(mount, request.get("size"), request.get("fsType"), bool(request.get("fill")),
-                           grow_disk=grow_disk)
+                           grow_disk=grow_disk, filler_ends_at=grown_from)
 
     def _data_dir(self, mount: str, spec: RequestSpec) -> str | None:
         """Where a partition for a database goes on this target (request_words.yaml ``data_dirs``): DATABASE is

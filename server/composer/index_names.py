@@ -50,6 +50,8 @@ def readings(spec: RequestSpec, request: str) -> dict[str, Reading]:
             reading = Reading(f"{word} {version}", (), added[word])
         elif word in unparsed and version in unparsed:
             reading = Reading(f"{word} {version}", (word, version))
+        elif f"{word} {version}" in unparsed:  # one item of a list left unread whole ("4 cores, java 21")
+            reading = Reading(f"{word} {version}", (f"{word} {version}",))
         else:
             continue
         conventions = load_request_words().versioned_names.get(word, ())
@@ -97,7 +99,7 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
     # A name with its version ("openjdk 17", "java 21"): one wish, with the names the families package it under
     versioned: dict[Reading, list[str]] = {}
     for candidate, reading in candidates.items():
-        if len(reading.tokens) > 1 and all(t in spec.unparsed for t in reading.tokens):
+        if (len(reading.tokens) > 1 or " " in "".join(reading.tokens)) and all(t in spec.unparsed for t in reading.tokens):
             versioned.setdefault(reading, []).append(candidate)
     for reading, names in versioned.items():
         at = min(spec.unparsed.index(t) for t in reading.tokens)
@@ -107,7 +109,10 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
     said = {w for w, reading in candidates.items() if reading.tokens == (w,) and not HOST_NAME.fullmatch(w)
             and not prose(w) and (looks_like_package(w) or (english and w not in english))}
     for word in sorted(said & set(spec.unparsed)):
-        if english and word not in english and _listed_with_packages(word, spec.add_packages, request):
+        # the packages as said: "ninja" of "cmake, ninja, ccache" was read as ninja-build
+        named = [*spec.add_packages, *(c.split(" -> ")[0] for c in spec.corrected),
+                 *(p.split("-")[0] for p in spec.add_packages if "-" in p)]
+        if english and word not in english and _listed_with_packages(word, named, request):
             spec.add_packages.append(word)
             spec.unparsed.remove(word)
             spec.notes.append(f"{word}: added as named among packages, unchecked ({why}); say 'remove {word}' if "

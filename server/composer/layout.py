@@ -216,10 +216,13 @@ class Layout:
             pid, n = f"{base}{n}", n + 1
         return pid
 
-    def add(self, mount: str, size: str | None, fs: str | None, fill: bool, grow_disk: bool = False) -> None:
+    def add(self, mount: str, size: str | None, fs: str | None, fill: bool, grow_disk: bool = False,
+            filler_ends_at: int | None = None) -> None:
         """Add a partition. ``grow_disk`` (no disk size was asked for): a partition placed before the one that
         fills the disk grows the disk by its size when it would take over half of that one (_needs_own_room);
-        otherwise it takes its room from that partition."""
+        otherwise it takes its room from that partition. ``filler_ends_at`` (MiB; the disk's size before the
+        request grew it): a partition that is to fill the disk starts there, the one filling it now keeping its
+        size, instead of taking half of that one."""
         found = self._find(mount)
         if found is not None:
             fill_i = self._fill_index()
@@ -247,6 +250,8 @@ class Layout:
             start = _mib(grower.get("start")) or 0
             available = (self.size_mib or start + 2 * MIN_ROOT_MIB) - start
             keep = max(self._min_size(grower), (available // 2) // 256 * 256)
+            if filler_ends_at and self.size_mib and start + self._min_size(grower) <= filler_ends_at < self.size_mib:
+                keep = filler_ends_at - start
             grower["end"] = _fmt_mib(start + keep)
             part = self.new_partition(pid, mount, start + keep, None, fs)
             self.parts.insert(fill_i + 1, part)

@@ -191,21 +191,26 @@ class DiskPhrases(ParserState):
                     software_at = 3
                 else:
                     mount, size, fs = "swap", _size(g[0], g[1]), None
+                # "a big data partition": no size, so it takes the rest of the disk (the adjective is read)
+                big = re.search(r"\b(?:big|bigger|large|larger|huge|roomy|spacious)\s+$", self.work[:m.start()], re.I)
                 tail = self.work[m.end() : m.end() + 60]
-                fill = bool(
-                    re.match(
-                        rf"\s*(?:that\s+|which\s+)?(?:uses|using|fills?|filling|takes?|taking|with|gets?)\s+(?:up\s+)?(?:the\s+)?"
-                        rf"(?:{_REST_WORDS}|remaining|all\s+remaining|free)",
-                        tail,
-                        re.I,
-                    )
+                # "... that takes the rest", "... using all remaining space of the disk": only those words are read
+                # (a disk size said after them, ", 100G disk", is the disk's)
+                taking = re.match(
+                    rf"\s*(?:that\s+|which\s+)?(?:uses|using|fills?|filling|takes?|taking|with|gets?)\s+(?:up\s+)?(?:the\s+)?"
+                    rf"(?:{_REST_WORDS}|remaining|all\s+remaining|free)(?:\s+(?:space|room))?"
+                    rf"(?:\s+(?:of|on)\s+(?:the\s+)?(?:disk|drive|image))?",
+                    tail,
+                    re.I,
                 )
-                if fill:
-                    fill_m = re.match(r"\s*\S+(?:\s+\S+){0,5}?\s+(?:space|disk|of\s+the\s+disk)", tail, re.I)
-                    self._mask(m.end(), m.end() + (fill_m.end() if fill_m else 0))
+                fill = bool(taking) or bool(big and size is None and mount != "swap")
+                if taking:
+                    self._mask(m.end(), m.end() + taking.end())
                 spec.partitions.append(
                     {"action": "add", "mountPoint": mount, "size": size, "fsType": _fs(fs), "fill": fill}
                 )
+                if big:
+                    self._mask(big.start(), big.end())
                 # "... partition for logs": the purpose describes the partition, it asks for no software.
                 purpose = re.match(r"\s+for\s+(?:the\s+|my\s+|our\s+|its\s+)?[a-z][\w-]*(?:\s+(?:data|files|storage))?",
                                    self.work[m.end():], re.I)

@@ -351,8 +351,10 @@ class PackagePhrases(UnreadWords):
                     group = triggers.get(phrase)
                     if not group:
                         continue
-                    if size == 1 and tokens[i] in self.real:
-                        break
+                    if size == 1 and tokens[i] in self.real and not (
+                            tokens[i] == group and self.caps.groups[group].whole_by_name and not self._by_name
+                            and not (i + 1 < len(tokens) and tokens[i + 1] in _PACKAGE_NOUNS)):
+                        break  # "the kubernetes package": the package, though its name asks for the whole group
                     platform = self._as_platform(group, tokens, i, size)
                     if mode == "remove":
                         self.spec.remove_groups.append(platform)
@@ -532,7 +534,10 @@ class PackagePhrases(UnreadWords):
                 self.caps.group_for_word(token)):
             (self.spec.add_packages if mode == "add" else self.spec.remove_packages).append(token)
             return "done"
-        if mode == "remove" and not (is_known or looks_like_package(token) or self._short_name(token)):
+        # A word no English word list has, after a verb of removing ("drop ccache"), names software: the removal
+        # is reported as done or as nothing to remove
+        named = strength == "strong" and bool(self.english) and token.isalpha() and token not in self.english
+        if mode == "remove" and not (is_known or looks_like_package(token) or self._short_name(token) or named):
             # "no password login", "the root user disabled": a word that names no package we know, in the template
             # or elsewhere, is no removal to report as done ("nothing to remove"): the wish was not understood.
             self.spec.unparsed.append(f"no {token}")

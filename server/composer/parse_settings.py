@@ -25,8 +25,9 @@ _ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate
 _MODAL = r"(?:(?:should|must|shall|will|would|to|can|needs?\s+to|has\s+to|have\s+to)\s+)?"
 _ON_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?"
              r"(?:on|enabled|turned\s+on|switched\s+on|allowed|active|activated)")
+# "remove the password login", "get rid of root login": a feature removed is switched off (not its setting undone)
 _OFF = (r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill|block|forbid|prevent"
-        r"|lock\s+down|lock\s+out|lock)")
+        r"|lock\s+down|lock\s+out|lock|remove|drop|get\s+rid\s+of|take\s+out|eliminate|strip)")
 _OFF_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
               r"|blocked|forbidden|locked(?:\s+down)?|not\s+(?:needed|wanted|required|allowed|permitted))")
 _ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
@@ -75,7 +76,23 @@ def is_setting_key(key: str) -> bool:
 class SettingPhrases(ParserState):
     """The system settings of a request."""
 
+    def _machine_resources(self) -> None:
+        """"8GB of RAM", "4 cores", "2 vcpus": the machine's or the virtual machine's resources, which a template
+        does not set (the image runs with what it is given). Said as not applied, so a size of memory is never read
+        as the disk's, and a count of cores never as a CPU list."""
+        units = r"(?:[kmgt]i?b|[kmgt]|gigs?|megs?|gigabytes?|megabytes?)"
+        memory = rf"\b\d+(?:\.\d+)?\s*{units}\s+(?:of\s+)?(?:ram|memory)\b|\b(?:ram|memory)\s*(?:of|:|=)?\s*\d+(?:\.\d+)?\s*{units}(?![\w/])"
+        cpus = r"\b\d+[\s-]+(?:v?cpus?|cpu\s+cores?|cores?|vcores?|cpu\s+threads|processors)\b"
+        for m in self._each(rf"{memory}|{cpus}"):
+            if re.search(r"\b(?:isolat\w*|reserv\w*|dedicat\w*|pin\w*)\s+$", self.work[max(0, m.start() - 20):m.start()], re.I):
+                continue  # "isolate 2 cores": the CPU isolation's own words, read there
+            said = " ".join(m.group(0).split())
+            self.spec.notes.append(f"{said} not applied: memory and CPUs are set where the image runs (the virtual "
+                                   "machine or the machine itself), not in a template")
+            self._mask(m.start(), m.end())
+
     def _settings(self) -> None:
+        self._machine_resources()
         for m in self._each(_SYSCTL):
             key, value = m.group(1).lower(), m.group(2)
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))

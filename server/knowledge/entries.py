@@ -74,6 +74,9 @@ class Group:
     companions: tuple[str, ...] = ()
     # How the group logs a user in at boot (a kiosk's session), said when automatic login is asked for.
     logs_in: str = ""
+    # Software packaged in parts (Kubernetes: the kubelet, kubectl, kubeadm): its name asks for the whole group,
+    # even where one part's package carries the name (an exact package name otherwise wins over a trigger).
+    whole_by_name: bool = False
     # Ways the group can run ("permissive" MAC): mode -> its words, and its kernel parameters and notes per
     # family, which stand in for the group's own where given.
     modes: Mapping[str, GroupMode] = field(default_factory=dict)
@@ -198,6 +201,7 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
         supersedes=as_tuple(spec.get("supersedes")),
         companions=as_tuple(spec.get("companions")),
         logs_in=str(spec.get("logs_in") or ""),
+        whole_by_name=bool(spec.get("whole_by_name", False)),
         modes={str(name): GroupMode(as_tuple(mode.get("words")),
                                     {k: as_tuple(v) for k, v in (mode.get("cmdline_append") or {}).items()},
                                     {k: str(v) for k, v in (mode.get("notes") or {}).items()})

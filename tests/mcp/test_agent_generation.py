@@ -383,3 +383,12 @@ async def test_automatic_login_is_said_done_by_a_kiosk_and_not_applied_without_o
     r = await client.call_tool("refine_template", {"conversation_id": out["conversation_id"],
                                                    "instruction": "enable auto login"})
     assert "not understood" not in r.structured_content["explanation"].lower()
+
+
+async def test_a_partition_filling_a_disk_the_request_grew_takes_the_added_room(client):
+    out, doc = await _gen(client, "home NAS on debian with a big data partition, 2TB disk")
+    parts = {p["mountPoint"]: p for p in doc["disk"]["partitions"]}
+    assert doc["disk"]["size"] == "2048GiB" and parts["/data"]["end"] == "0"
+    # root keeps the size it had on the starting template's disk, instead of half of 2 TB
+    assert int(parts["/"]["end"].removesuffix("MiB")) <= 16 * 1024, parts["/"]
+    assert {"samba", "nfs-kernel-server"} <= installed(doc)

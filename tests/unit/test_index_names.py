@@ -99,3 +99,21 @@ def test_a_versioned_name_no_index_could_check_lists_the_names_it_may_have():
 def test_a_counted_noun_in_a_list_is_no_package():
     spec = _unchecked("debian 13 router: two nics, nftables, dnsmasq for dhcp")
     assert "nics" not in spec.add_packages
+
+
+def test_a_versioned_name_left_whole_as_an_item_of_a_list_lists_the_names_it_may_have():
+    spec = _unchecked("ubuntu 26.04 image to run a game server, 4 cores, java 21")
+    (said,) = [u for u in spec.unparsed if u.startswith("java 21 (")]
+    assert "openjdk-21-jdk-headless" in said and "java-21-openjdk-devel" in said
+
+
+def test_a_name_listed_beside_a_package_read_under_another_name_is_added():
+    from image_composer_mcp.server.composer.index_names import unchecked
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request("azure linux build server with cmake, ninja, ccache")
+    spec.add_packages = [*spec.add_packages, "ninja-build"]  # as the agent's known packages read "ninja"
+    spec.unparsed = [u for u in spec.unparsed if u != "ninja"]
+    unchecked(spec, readings(spec, "azure linux build server with cmake, ninja, ccache"), "no index",
+              english_words(), "azure linux build server with cmake, ninja, ccache")
+    assert "ccache" in spec.add_packages

@@ -227,3 +227,73 @@ def test_parameters_that_named_the_old_cpus_follow_and_the_others_are_kept():
     assert cpu_lists.format_cpus(frozenset({0, 1, 2, 5, 7, 8})) == "0-2,5,7,8"
     assert cpu_lists.names_cpus(["isolcpus=managed_irq,2-3"], "isolcpus=2,3")
     assert not cpu_lists.names_cpus(["isolcpus=2-4"], "isolcpus=2,3")
+
+
+@pytest.mark.parametrize(("text", "groups", "packages"), [
+    ("azure linux 3 with kubernetes", ["kubernetes"], []),
+    ("azl3 container host with docker and kubernetes tools", ["containers", "kubernetes"], []),
+    ("add the kubernetes package", [], ["kubernetes"]),
+    ("install package kubernetes", [], ["kubernetes"]),
+    ("emt with helm", [], ["helm"]),  # a part named by its own package stays that package
+])
+def test_software_packaged_in_parts_is_the_whole_group_by_its_name(text, groups, packages):
+    spec = parse_request(text)
+    assert (spec.add_groups, spec.add_packages) == (groups, packages)
+
+
+@pytest.mark.parametrize(("text", "groups"), [("home NAS on debian", ["file-sharing"]),
+                                              ("a file server on el10", ["file-sharing"]),
+                                              ("elxr12 appliance with a dhcp server", ["dhcp-server"]),
+                                              ("debian with samba", [])])
+def test_file_sharing_and_dhcp_serving_are_groups(text, groups):
+    assert parse_request(text).add_groups == groups
+
+
+@pytest.mark.parametrize(("text", "said"), [("ubuntu with a static ip 10.0.0.5", "static ip 10.0.0.5"),
+                                            ("debian with a network bridge br0", "network bridge br0"),
+                                            ("debian kvm host with bonded nics", "bonded nics"),
+                                            ("an appliance with two bridges", "bridges")])
+def test_network_interfaces_are_said_not_written_with_how(text, said):
+    unparsed = parse_request(text).unparsed
+    assert len(unparsed) == 1 and unparsed[0].startswith(f"{said} (network interfaces ") and "netplan" in unparsed[0]
+
+
+@pytest.mark.parametrize(("text", "disk"), [
+    ("debian with a big data partition, 2TB disk", "2048GiB"),
+    ("ubuntu 24.04 with a separate /data partition that takes the rest, 100G disk", "100GiB"),
+    ("debian with a large /srv partition", None),
+])
+def test_a_partition_taking_the_rest_leaves_the_disk_size_said_after_it(text, disk):
+    spec = parse_request(text)
+    assert [p["fill"] for p in spec.partitions] == [True] and spec.disk_size == disk and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("ubuntu with 8GB of RAM", ["8GB of RAM"]), ("debian vm with 2 vcpus and 4 GiB memory", ["2 vcpus", "4 GiB memory"]),
+    ("debian, 16 GB RAM, 40 GB disk", ["16 GB RAM"]), ("a 4-core machine", ["4-core"]),
+])
+def test_memory_and_cpu_counts_are_the_machines_not_the_templates(text, said):
+    spec = parse_request(text)
+    assert [n.split(" not applied: ")[0] for n in spec.notes] == said
+    assert all("set where the image runs" in n for n in spec.notes)
+    assert spec.disk_size == ("40GiB" if "disk" in text else None) and not spec.kernel_cmdline_append
+
+
+def test_cpu_lists_and_counts_of_isolated_cores_stay_the_isolations():
+    assert parse_request("isolate cores 2 and 3").kernel_cmdline_append == ["isolcpus=2,3"]
+    assert not parse_request("isolate 2 cores for realtime").notes
+
+
+@pytest.mark.parametrize("text", ["remove the password login", "get rid of password login", "disable password login"])
+def test_removing_a_feature_switches_it_off(text):
+    configurations = parse_request(text).configurations
+    assert [c["label"] for c in configurations] == ["password login off"]
+    assert "PasswordAuthentication no" in configurations[0]["cmd"]
+
+
+def test_a_word_no_english_list_has_after_a_removal_verb_is_software():
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request("drop ccache", english=english_words())
+    assert spec.remove_packages == ["ccache"] and not spec.unparsed
+    assert parse_request("drop the ssh password", english=english_words()).remove_packages == []

@@ -218,7 +218,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.autologin(spec)
         self.on_hardware(spec)
         self.kernel_edits(spec)
-        self.configurations(spec.configurations)
+        self.configurations(self.swap_partition_off(spec))
         self.hostname(spec.hostname)
         self.users(spec.users)
         self.ssh_keys(spec.ssh_keys)

@@ -116,6 +116,10 @@ class DiskEdit(TemplateEdit):
             if action == "remove":
                 layout.remove(mount)
             elif action == "resize":
+                if request.get("size") and mount != "/" and layout.find(mount) is None:
+                    # "the /var partition needs to be 5G" where there is none: the partition is what is asked for
+                    layout.add(mount, request["size"], request.get("fsType"), False, grow_disk=grow_disk)
+                    continue
                 if request.get("fsType"):
                     layout.set_fs(mount, request["fsType"])
                 if request.get("size"):
@@ -125,6 +129,17 @@ class DiskEdit(TemplateEdit):
             else:
                 layout.add(mount, request.get("size"), request.get("fsType"), bool(request.get("fill")),
                            grow_disk=grow_disk, filler_ends_at=grown_from)
+
+    def swap_partition_off(self, spec: RequestSpec) -> list[dict]:
+        """The configurations to write, after "no swap" where the disk has a swap partition: the partition goes
+        too (the layout closes the gap, said); masking swap.target alone left a partition nobody could use."""
+        off = any(c.get("setting") == "swap" and not c.get("remove") for c in spec.configurations)
+        disk = self.disk()
+        if off and disk is not None:
+            layout = Layout(self, disk)
+            if layout.find("swap") is not None:
+                layout.remove("swap")
+        return spec.configurations
 
     def _data_dir(self, mount: str, spec: RequestSpec) -> str | None:
         """Where a partition for a database goes on this target (request_words.yaml ``data_dirs``): DATABASE is

@@ -69,6 +69,10 @@ class Layout:
         self.parts: list[dict] = disk["partitions"]
         self.size_mib = _mib(disk.get("size"))
 
+    def find(self, mount: str) -> int | None:
+        """The index of the partition mounted at ``mount`` (or of that id), if the layout has one."""
+        return self._find(mount)
+
     def _find(self, mount: str) -> int | None:
         for i, p in enumerate(self.parts):
             if not isinstance(p, dict):

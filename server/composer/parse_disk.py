@@ -380,7 +380,9 @@ class DiskPhrases(ParserState):
                 self._mask(m.start(), m.end())
         if spec.disk_size is None and not spec.disk_size_delta:
             # A lone size ("edge image with docker, 32GiB") can only mean the disk; memory sizes are not ours.
-            for m in self._each(rf"(?<![\w/.]){_SIZE}(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
+            # "16 GB total", "32G in total": the size of the whole disk, the word after it read with it
+            for m in self._each(rf"(?<![\w/.]){_SIZE}(?:\s+(?:in\s+)?(?:total|overall|altogether))?"
+                                rf"(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
                 # "a cache of 500MB", "logs: 2G": a size said of something else is no disk size (what it is
                 # said of is reported as a value nothing read)
                 said_of = re.search(r"\b([a-z][\w-]*)\s*(?:\bof|\bat|=|:)\s*$", self.work[:m.start()], re.I)
@@ -453,8 +455,9 @@ def _fs_and_size(tail: tuple[str | None, ...]) -> tuple[str | None, str | None]:
 def _place_said(verbs: str, joiner: str, value: str) -> str:
     """A place in the filesystem given a value without the word partition: "<verb> (the) <place> <joiner><value>"
     or "(the) <place> should be <value>"; read with :func:`_said`."""
-    return (rf"\b(?:{verbs})\s+(?:the\s+)?{_PLACE}(?![\w/])\s+{joiner}{value}"
-            rf"|(?<![\w/])(?:the\s+)?{_PLACE}(?![\w/])\s+(?:should|must|needs?\s+to|has\s+to|will)\s+be\s+{value}")
+    noun = r"(?:\s+(?:partition|filesystem|file\s+system|fs|volume))?"  # "the root partition should be 12 gigs"
+    return (rf"\b(?:{verbs})\s+(?:the\s+)?{_PLACE}(?![\w/])\s+{joiner}{value}"  # with the noun: _partitions
+            rf"|(?<![\w/])(?:the\s+)?{_PLACE}(?![\w/]){noun}\s+(?:should|must|needs?\s+to|has\s+to|will|is\s+to)\s+be\s+{value}")
 
 
 def _said(m: re.Match[str]) -> tuple[str, ...]:

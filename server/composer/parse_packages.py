@@ -226,7 +226,12 @@ class PackagePhrases(UnreadWords):
         }
         # A comma before a subject of its own starts a new clause ("get rid of ssh, we use the console"): the
         # verb before it does not govern what that clause names.
-        for clause in re.split(r"[;.!?\n]+(?:\s|$)|\bthen\b|,\s*(?=(?:we|i|they|you|we're|i'm|they're)\s)", text):
+        # "... so I can manage it from a browser": what the wish is for starts a clause of its own, whose words
+        # no earlier "with" governs (prose, unless they name software: "so we can run docker").
+        purpose = (r"\bso\s+(?:that\s+)?(?=(?:we|i|they|you|admins?|users?|people|operators?|staff|someone|anyone)"
+                   r"\s+(?:can|could|will|may|might|are\s+able\s+to)\b)")
+        for clause in re.split(rf"[;.!?\n]+(?:\s|$)|\bthen\b|,\s*(?=(?:we|i|they|you|we're|i'm|they're)\s)|{purpose}",
+                               text):
             mode: str | None = None
             self._by_name = False  # "add package pgbackrest": the words after it are package names, known or not
             self._verb = ""  # the last verb that began adding (_INSTALL_VERBS)

@@ -19,7 +19,7 @@ _WHAT_IT_IS = {"box", "appliance", "app", "apps", "application", "applications"}
 _IMAGE_NOUNS = {"image", "images"}
 _DETERMINERS = {"a", "an", "the", "our", "my", "their", "your", "this", "that", "for", "of", "with", "as"}
 # What an image is said to be without naming software: no wish to report ("a custom image", "the golden image").
-_PLAIN_ADJECTIVES = {"custom", "golden", "gold", "production", "prod", "staging", "test", "testing", "dev", "simple",
+PLAIN_ADJECTIVES = {"custom", "golden", "gold", "production", "prod", "staging", "test", "testing", "dev", "simple",
                      "clean", "fresh", "generic", "final", "plain", "stock", "vanilla", "reference", "sample", "demo",
                      "example", "proper", "decent", "working", "bootable", "small", "new", "own", "first", "second",
                      "latest", "updated", "nice", "good", "single", "complete", "full", "whole", "base", "master",
@@ -91,7 +91,7 @@ class UnreadWords(ParserState):
                 continue
             j = k
             while j > 0 and k - j < 2 and j - 1 in ignored and j - 1 not in reported and found[j - 1][0] not in (
-                    _ITEM_FILLER | _PLAIN_ADJECTIVES) and not _says_how(found[j - 1][0]):
+                    _ITEM_FILLER | PLAIN_ADJECTIVES) and not _says_how(found[j - 1][0]):
                 j -= 1
             opened = j == 0 or found[j - 1][0] in _DETERMINERS
             named = noun in _WHAT_IT_IS or (k - j == 1 and looks_like_package(found[j][0]))

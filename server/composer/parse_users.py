@@ -83,8 +83,10 @@ class UserPhrases(ParserState):
         self._user_lists()
         self._user_named_by_is()
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
+        self._name_before_account(qualifiers)
         add = (
-            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure)\s+|(?:^|(?<=[,;:]))\s*"
+            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure"
+            r"|there\s+(?:is|are|should\s+be|must\s+be))\s+|(?:^|(?<=[,;:]))\s*"
             # or anywhere, when a name is given to it ("there is a user called ops")
             rf"|\b(?=(?:a|an|the|one)\s+(?:new\s+)?(?:{qualifiers}\s+)?(?:user|account)\s+(?:named|called)\b)"
             # or anywhere, when a role follows the name ("ubuntu 24.04 user marco as administrator")
@@ -92,7 +94,7 @@ class UserPhrases(ParserState):
             r"(?:a\s+|an\s+|the\s+|one\s+)?(?:new\s+)?"
             rf"(?:(?P<qual>{qualifiers})\s+)?"
             # "user data", "user namespaces", "user session": compound nouns, not a user's name
-            r"(?:user|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
+            r"(?:user(?:\s+account)?|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
             r"(?:\s+(?:(?:named|called|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
         )
         # a clause ends at punctuation, at "and" before an edit verb, or at the next user ("... and user bob")
@@ -327,6 +329,20 @@ class UserPhrases(ParserState):
                             rf"(?:to|=|:|into)\s*{shells}"):
             self.spec.unparsed.append(f"shell {m.group(1)}: no user named (say e.g. 'change ops's shell to {m.group(1)}')")
             self._mask(m.start(), m.end())
+
+    def _name_before_account(self, qualifiers: str) -> None:
+        """"a student account", "a guest account": a plain word before "account" is the account's name. The two
+        words are swapped in the working text ("account student", the same length), so the user reading that
+        follows reads the name and what the clause says of it ("... account without sudo": no sudo)."""
+        for m in self._each(r"\b(?:a|an|the|one)\s+(?:(?:shared|common|local|new|separate|single|dedicated)\s+)?"
+                            r"([a-z][a-z0-9_-]{1,30})\s+account\b"):
+            name = m.group(1).lower()
+            if (name in NOT_A_USER or name in STOPWORDS or re.fullmatch(qualifiers, name)
+                    or name in self.known or self.caps.group_for_word(name)):
+                continue  # "an admin account" (a role), "a docker account", "a user account"
+            start, end = m.span(1)[0], m.end()
+            self.work = self.work[:start] + "account " + name + self.work[start + len(name) + len(" account"):end] \
+                + self.work[end:]
 
     def _users_named_otherwise(self) -> None:
         """"a 'student' user", "a shared 'lab' account" (a quoted name before the noun), "auto-login user 'pos'",

@@ -21,8 +21,9 @@ from .parse_settings import SettingPhrases
 from .parse_sizes import SizePhrases
 from .parse_system import SystemPhrases
 from .parse_target import TargetPhrases
+from .parse_unread import PLAIN_ADJECTIVES
 from .parse_users import UserPhrases
-from .phrasing import EDIT_VERBS
+from .phrasing import EDIT_VERBS, STOPWORDS
 from .request_spec import RequestSpec
 
 _QUESTION_START = re.compile(
@@ -129,7 +130,30 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._signed_items()
         self._scan()
         self._purposes_of_named()
+        self._purpose_unserved()
         self._dedupe()
+
+    def _purpose_unserved(self) -> None:
+        """A request that names no software and says what the image is for in words nothing read ("for a digital
+        photo frame, slideshow of pictures from a USB stick"): said, so an image with nothing for it is never
+        passed off as the answer. Two words at least, none of them a plain adjective ("for production")."""
+        spec = self.spec
+        if (spec.add_groups or spec.add_packages or spec.use_cases or spec.configurations or spec.remove_groups
+                or spec.unparsed):  # words reported already (software the vocabulary lacks: "frr") say enough
+            return
+        m = re.search(r"\b(?:for|to\s+(?:run|show|display|play|power|drive|be\s+used\s+as))\s+(?=\S)", self.work, re.I)
+        if m is None:
+            return
+        end = re.search(r"[.;!?\n]|$", self.work[m.end():])
+        start, stop = m.end(), m.end() + (end.start() if end else 0)
+        words = [w for w in re.findall(r"[a-z][\w'-]*", self.work[start:stop].lower())
+                 if w not in STOPWORDS and w not in PLAIN_ADJECTIVES]
+        if len(words) < 2:
+            return
+        said = " ".join(self.said[start:stop].split()).strip(" ,")
+        spec.notes.append(f"nothing was added for '{said}': no software this server knows was read in it; name the "
+                          "packages it needs")
+        self._mask(start, stop)
 
     def _purposes_of_named(self) -> None:
         """A purpose said after packages it explains ("tcpdump, strace and htop for debugging", "htop for

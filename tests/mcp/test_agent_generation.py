@@ -392,3 +392,17 @@ async def test_a_partition_filling_a_disk_the_request_grew_takes_the_added_room(
     # root keeps the size it had on the starting template's disk, instead of half of 2 TB
     assert int(parts["/"]["end"].removesuffix("MiB")) <= 16 * 1024, parts["/"]
     assert {"samba", "nfs-kernel-server"} <= installed(doc)
+
+
+async def test_sizing_a_partition_the_template_lacks_adds_it(client):
+    _out, doc = await _gen(client, "debian 13 server where the /var partition needs to be 5G")
+    (var,) = [p for p in doc["disk"]["partitions"] if p["mountPoint"] == "/var"]
+    assert var["end"] != "0" and unmet(doc, {"mount": "/var"}) == []
+
+
+async def test_no_swap_takes_out_the_swap_partition_the_template_has(client):
+    _gen_out, out, doc = await _refine(client, "azure linux 3 image with a 2 GB swap partition and 16 GB total",
+                                       "no swap after all")
+    assert unmet(doc, {"no_mount": "swap", "size": "16GiB"}) == [], out["changes"]
+    assert any(c.startswith("removed partition swap") for c in out["changes"])
+    assert "Not applied" not in out["explanation"]

@@ -297,3 +297,55 @@ def test_a_word_no_english_list_has_after_a_removal_verb_is_software():
     spec = parse_request("drop ccache", english=english_words())
     assert spec.remove_packages == ["ccache"] and not spec.unparsed
     assert parse_request("drop the ssh password", english=english_words()).remove_packages == []
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("the root partition should be 12 gigs", "/", "12GiB"), ("the /var partition needs to be 5G", "/var", "5GiB"),
+    ("the root fs must be 20G", "/", "20GiB"),
+])
+def test_a_partition_named_with_its_noun_before_a_modal_verb_is_sized_not_the_disk(text, mount, size):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "resize", "mountPoint": mount, "size": size}] and spec.disk_size is None
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("make sure there is a student account without sudo", [("student", False)]),
+    ("debian with a guest account", [("guest", None)]),
+    ("debian with a student account, no sudo", [("student", False)]),
+    ("add a user account bob", [("bob", None)]),
+    ("ubuntu kiosk with a docker account", []),  # software's account, no user named docker
+])
+def test_a_plain_word_before_account_names_the_account(text, users):
+    assert [(u["name"], u.get("sudo")) for u in parse_request(text).users] == users
+
+
+@pytest.mark.parametrize(("text", "noted"), [
+    ("Ubuntu Noble box for a digital photo frame, slideshow of pictures from a USB stick", True),
+    ("debian image for production", False),  # a plain adjective is no purpose left unserved
+    ("an elxr image for a router with frr routing and lldpd", False),  # its software words are reported already
+    ("ubuntu 24.04 image for a raspberry pi 4", False),
+])
+def test_a_purpose_nothing_was_read_in_is_said_when_no_software_is_named(text, noted):
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    notes = parse_request(text, english=english_words()).notes
+    assert any(n.startswith("nothing was added for '") for n in notes) == noted, notes
+
+
+def test_what_a_wish_is_for_starts_a_clause_of_its_own():
+    spec = parse_request("el10 vm image with cockpit so I can manage it from a browser", known_packages={"cockpit"})
+    assert spec.add_packages == ["cockpit"] and not spec.unparsed and "browser" not in spec.add_groups
+    spec = parse_request("ubuntu with nginx so we can run docker containers")
+    assert spec.add_packages == ["nginx"] and spec.add_groups == ["containers"]
+
+
+@pytest.mark.parametrize(("text", "said"), [("Ubuntu 24.04 with Secure Boot and full disk encryption", "full disk encryption"),
+                                            ("debian with an encrypted root partition", "encrypted root")])
+def test_disk_encryption_is_said_not_written_with_how(text, said):
+    (unparsed,) = parse_request(text).unparsed
+    assert unparsed.startswith(f"{said} (disk encryption is not written") and "systemd-cryptenroll" in unparsed
+
+
+def test_a_size_said_as_the_total_is_the_disks():
+    spec = parse_request("azure linux 3 with a 2 GB swap partition and 16 GB total")
+    assert spec.disk_size == "16GiB" and not spec.unparsed

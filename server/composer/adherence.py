@@ -6,8 +6,10 @@ A wanted-facts mapping names what must hold:
 * target: ``os``, ``dist``, ``arch``, ``type`` (imageType);
 * packages: ``has`` (must be installed), ``lacks`` (must not be);
 * ``hostname``; ``version`` (image.version); ``size`` (disk.size, compared in MiB) and ``min_size``;
-* partitions: ``mount`` (a mount point that must exist), ``no_mount`` (one that must not);
-* ``cmdline`` (a kernel command-line fragment), ``immutable`` (bool), ``user`` (user names),
+* partitions: ``mount`` (a mount point that must exist), ``no_mount`` (one that must not), ``sized`` (mount
+  point -> the size its partition must have, compared in MiB);
+* ``cmdline`` (a kernel command-line fragment), ``immutable`` (bool), ``user`` (user names), ``config_has`` (text
+  some configuration command must contain),
   ``artifact`` (artifact types such as qcow2), ``no_enable`` (services no configuration may enable).
 
 Facts about the answer rather than the template (``unsupported``: the reply names something as
@@ -76,6 +78,12 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
                and ("swap" in str(p.get("type", "")) or p.get("fsType") == "swap")}
     problems += [f"no partition mounted at {m}" for m in _as_list(want.get("mount")) if m not in mounts]
     problems += [f"a partition is still mounted at {m}" for m in _as_list(want.get("no_mount")) if m in mounts]
+    for mount, size in (want.get("sized") or {}).items():
+        part = next((p for p in disk.get("partitions") or [] if isinstance(p, dict)
+                     and (p.get("mountPoint") == mount or mount == "/" and p.get("id") in ("rootfs", "root"))), None)
+        span = part_mib(part, have_mib) if part is not None else None
+        if span != template_mib(size):
+            problems.append(f"partition {mount} is {'missing' if part is None else f'{span} MiB'}, wanted {size}")
     cmdline = str((system.get("kernel") or {}).get("cmdline", ""))
     arch = str((doc.get("target") or {}).get("arch") or "")
     serial = f"console={serial_port(arch)}"  # a serial console said without a device: that port, at any speed
@@ -91,9 +99,18 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     configs = system.get("configurations")
     commands = {str(c.get("cmd")) for c in (configs if isinstance(configs, list) else []) if isinstance(c, dict)}
     problems += [f"no configuration command `{c}`" for c in _as_list(want.get("config")) if c not in commands]
+    problems += [f"no configuration command with `{t}`" for t in _as_list(want.get("config_has"))
+                 if not any(t in c for c in commands)]
     services = enabled_services(doc)
     problems += [f"service {s} is still enabled" for s in _as_list(want.get("no_enable")) if s in services]
     return problems
+
+
+def part_mib(part: dict, disk_mib: int | None) -> int | None:
+    """A partition's size in MiB from its start and end (an end of "0" is the end of a disk of ``disk_mib``)."""
+    start, end = template_mib(part.get("start")), part.get("end")
+    stop = disk_mib if str(end) in ("0", "") else template_mib(end)
+    return stop - start if start is not None and stop is not None else None
 
 
 def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from ..knowledge.package_names import versioned_build
 from ..knowledge.sizes import template_mib
 from . import cpu_lists
 from .consoles import SERIAL_CONSOLE, serial_port
+from .layout import GPT_TAIL_MIB
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -107,9 +108,10 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
 
 
 def part_mib(part: dict, disk_mib: int | None) -> int | None:
-    """A partition's size in MiB from its start and end (an end of "0" is the end of a disk of ``disk_mib``)."""
+    """A partition's size in MiB from its start and end (an end of "0" is the end of a disk of ``disk_mib``, less
+    the backup GPT's tail)."""
     start, end = template_mib(part.get("start")), part.get("end")
-    stop = disk_mib if str(end) in ("0", "") else template_mib(end)
+    stop = disk_mib - GPT_TAIL_MIB if disk_mib and str(end) in ("0", "") else template_mib(end)
     return stop - start if start is not None and stop is not None else None
 
 

@@ -154,10 +154,12 @@ class PackagePhrases(UnreadWords):
                     continue  # "ubuntu instead of debian" is a distribution switch, handled below
                 for part in self._named(old):
                     self._classify(part, mode="remove", strength="strong")
-                for k, part in enumerate(self._named(new)):
-                    # an unknown second word is prose ("podman since ..."), unless shaped like a package name
+                # "and plex instead of jellyfin": a joining word before the name is no first word of it
+                for k, part in enumerate(p for p in self._named(new) if p.lower() not in STOPWORDS):
+                    # an unknown second word is prose ("podman since ..."), unless shaped like a package name,
+                    # and so is an English word ("it is rootless instead of docker")
                     if self._classify(part, mode="add", strength="strong") == "unknown-strong" and (
-                            k == 0 or looks_like_package(part.lower())):
+                            looks_like_package(part.lower()) or (k == 0 and part.lower() not in self.english)):
                         self.spec.add_packages.append(part.lower())
                 self._mask(m.start(), m.end())
 

@@ -288,7 +288,9 @@ class SystemPhrases(ParserState):
         patterns = [
             # "pin the kernel to 6.8", "hold the kernel at 6.12": a verb of keeping is part of the wish
             r"(?:\b(?:pin|lock|hold|fix|freeze|keep|stick)\s+(?:(?:the|its)\s+)?)?"
-            r"\bkernel\s*(?:version)?\s*(?:to|=|:|of|is|at|v|on)?\s*v?(\d+\.\d+(?:\.\d+)?)\b",
+            r"\bkernel\s*(?:version)?\s*(?:to|=|:|of|is|at|v|on|from|series)?\s*v?(\d+\.\d+(?:\.\d+)?)\b"
+            # "the kernel from 6.6 pinned", "kernel 6.12 held": the verb of keeping may follow
+            r"(?:\s+(?:pinned|locked|held|fixed|frozen|kept))?",
             r"\b(?:linux\s+)?v?(\d+\.\d+(?:\.\d+)?)\s+(?:kernel|lts\s+kernel)\b",
         ]
         for pattern in patterns:

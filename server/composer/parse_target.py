@@ -113,8 +113,11 @@ class TargetPhrases(ParserState):
         # Whole package names and their first word ("wireguard" of wireguard-tools), which resolve() completes.
         words = {w for name in self.real for w in (name, re.split(r"[-.+_]", name)[0])
                  if re.fullmatch(r"[a-z][a-z0-9]{4,}", w)}
+        # Machines named instead of an architecture ("raspberry pi", "jetson"). Not the hardware words, whose
+        # plurals ("rack servers") would keep "servers" from being read as "server".
+        machines = [str(m) for info in self.caps.arch_info.values() for m in (info.get("hardware") or {})]
         phrases = [*self.caps.triggers(), *(w for f in self.caps.families.values() for w in f.words),
-                   *(p for uc in self.caps.use_cases.values() for p in uc.words),
+                   *(p for uc in self.caps.use_cases.values() for p in uc.words), *machines,
                    *(p for f in self.caps.families.values() for d in f.dists.values() for p in d.words)]
         parts: set[str] = set()
         pairs: set[str] = set()  # each two words in a row of a longer name

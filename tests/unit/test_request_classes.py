@@ -349,3 +349,30 @@ def test_disk_encryption_is_said_not_written_with_how(text, said):
 def test_a_size_said_as_the_total_is_the_disks():
     spec = parse_request("azure linux 3 with a 2 GB swap partition and 16 GB total")
     assert spec.disk_size == "16GiB" and not spec.unparsed
+
+
+def test_a_replacement_after_a_joining_word_and_prose_before_it():
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request("and plex instead of jellyfin", english=english_words())
+    assert (spec.add_packages, spec.remove_packages) == (["plex"], ["jellyfin"])
+    spec = parse_request("podman since it is rootless instead of docker", english=english_words())
+    assert spec.add_packages == ["podman"] and spec.remove_groups == ["containers"]  # "is" is no package
+
+
+@pytest.mark.parametrize("text", ["azl3 with the kernel from 6.6 pinned", "kernel 6.6 held", "pin the kernel at 6.6"])
+def test_a_kernel_version_kept_by_a_verb_after_it(text):
+    spec = parse_request(text)
+    assert spec.kernel_version == "6.6" and not spec.unparsed
+
+
+def test_ebpf_tools_are_a_group_and_bcc_is_each_familys_package():
+    spec = parse_request("azl3 with ebpf tools (bpftrace, bcc)")
+    assert spec.add_groups == ["ebpf"] and spec.add_packages == ["bpftrace", "bcc"]
+
+
+@pytest.mark.parametrize(("text", "fixed"), [("ubuntu for a raspbery pi 5", "raspbery -> raspberry"),
+                                             ("ubuntu on a jetsen", "jetsen -> jetson")])
+def test_a_misspelt_machine_name_is_read_as_the_machine(text, fixed):
+    spec = parse_request(text)
+    assert spec.arch == "aarch64" and spec.corrected == [fixed] and not spec.unparsed

@@ -345,9 +345,9 @@ class PackagePhrases(UnreadWords):
                         # "disable swap for kubernetes": after its object, "for" says what a removal serves, not
                         # one more item; right after the verb it leads to the item ("no need for docker")
                         mode, strength = None, ""
-                    elif token == "for" and strength == "with":
-                        # "flask and gunicorn for a small web app": what follows says what it is for (prose), and
-                        # only names this reading knows are taken
+                    elif token == "for" and strength in ("with", "strong"):
+                        # "flask and gunicorn for a small web app", "add keepalived for failover": what follows
+                        # says what it is for (prose), and only names this reading knows are taken
                         strength = "quiet"
                     i += 1
                     continue

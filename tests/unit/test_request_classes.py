@@ -376,3 +376,18 @@ def test_ebpf_tools_are_a_group_and_bcc_is_each_familys_package():
 def test_a_misspelt_machine_name_is_read_as_the_machine(text, fixed):
     spec = parse_request(text)
     assert spec.arch == "aarch64" and spec.corrected == [fixed] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["debian 13 with ssh on port 2222", "change the ssh port to 2222",
+                                  "sshd listening on 2222"])
+def test_sshds_port_is_a_setting(text):
+    (configuration,) = parse_request(text).configurations
+    assert configuration["setting"] == "ssh port" and "printf 'Port 2222\\n'" in configuration["cmd"]
+    assert not parse_request(text).unparsed
+
+
+def test_a_purpose_after_a_strongly_added_package_is_prose_and_separate_qualifies_a_sized_place():
+    assert parse_request("add keepalived for failover").unparsed == []
+    spec = parse_request("100 gigs disk please and a separate 50G /home")
+    assert spec.partitions[0]["mountPoint"] == "/home" and not spec.unparsed
+    assert parse_request("azure linux 3 for a jump box").use_cases == ["server"]

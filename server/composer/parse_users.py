@@ -340,9 +340,8 @@ class UserPhrases(ParserState):
             if (name in NOT_A_USER or name in STOPWORDS or re.fullmatch(qualifiers, name)
                     or name in self.known or self.caps.group_for_word(name)):
                 continue  # "an admin account" (a role), "a docker account", "a user account"
-            start, end = m.span(1)[0], m.end()
-            self.work = self.work[:start] + "account " + name + self.work[start + len(name) + len(" account"):end] \
-                + self.work[end:]
+            start, end = m.start(1), m.end()
+            self.work = self.work[:start] + f"account {name}".ljust(end - start) + self.work[end:]
 
     def _users_named_otherwise(self) -> None:
         """"a 'student' user", "a shared 'lab' account" (a quoted name before the noun), "auto-login user 'pos'",

@@ -391,3 +391,7 @@ def test_a_purpose_after_a_strongly_added_package_is_prose_and_separate_qualifie
     spec = parse_request("100 gigs disk please and a separate 50G /home")
     assert spec.partitions[0]["mountPoint"] == "/home" and not spec.unparsed
     assert parse_request("azure linux 3 for a jump box").use_cases == ["server"]
+
+
+def test_the_name_before_account_is_read_whatever_the_spaces_and_case():
+    assert [u["name"] for u in parse_request("there is a Student   account without sudo").users] == ["student"]

@@ -156,6 +156,10 @@ class PackagePhrases(UnreadWords):
                     self._classify(part, mode="remove", strength="strong")
                 # "and plex instead of jellyfin": a joining word before the name is no first word of it
                 for k, part in enumerate(p for p in self._named(new) if p.lower() not in STOPWORDS):
+                    stack = next((v for v in self.caps.vendor_stacks.values() if part.lower() in v.words), None)
+                    if stack is not None:  # "plex instead of jellyfin": its vendor's, said as the stack reading says
+                        self.spec.notes.append(f"{part.lower()} not applied: {stack.note}")
+                        continue
                     # an unknown second word is prose ("podman since ..."), unless shaped like a package name,
                     # and so is an English word ("it is rootless instead of docker")
                     if self._classify(part, mode="add", strength="strong") == "unknown-strong" and (

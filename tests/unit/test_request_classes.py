@@ -354,8 +354,11 @@ def test_a_size_said_as_the_total_is_the_disks():
 def test_a_replacement_after_a_joining_word_and_prose_before_it():
     from image_composer_mcp.server.library.embed_local import english_words
 
-    spec = parse_request("and plex instead of jellyfin", english=english_words())
-    assert (spec.add_packages, spec.remove_packages) == (["plex"], ["jellyfin"])
+    spec = parse_request("and mopidy instead of jellyfin", english=english_words())
+    assert (spec.add_packages, spec.remove_packages) == (["mopidy"], ["jellyfin"])
+    spec = parse_request("and plex instead of jellyfin", english=english_words())  # Plex's own repository: said
+    assert spec.remove_packages == ["jellyfin"] and not spec.add_packages
+    assert spec.notes[0].startswith("plex not applied: Plex Media Server comes from Plex's own repository")
     spec = parse_request("podman since it is rootless instead of docker", english=english_words())
     assert spec.add_packages == ["podman"] and spec.remove_groups == ["containers"]  # "is" is no package
 
@@ -395,3 +398,9 @@ def test_a_purpose_after_a_strongly_added_package_is_prose_and_separate_qualifie
 
 def test_the_name_before_account_is_read_whatever_the_spaces_and_case():
     assert [u["name"] for u in parse_request("there is a Student   account without sudo").users] == ["student"]
+
+
+@pytest.mark.parametrize(("text", "said"), [("a thin client for citrix", "citrix"),
+                                            ("el10 with podman and a quadlet for my app", "quadlet")])
+def test_software_outside_the_archives_and_a_feature_of_a_package_are_said_not_applied(text, said):
+    assert any(n.startswith(f"{said} not applied: ") for n in parse_request(text).notes)

@@ -406,3 +406,10 @@ async def test_no_swap_takes_out_the_swap_partition_the_template_has(client):
     assert unmet(doc, {"no_mount": "swap", "size": "16GiB"}) == [], out["changes"]
     assert any(c.startswith("removed partition swap") for c in out["changes"])
     assert "Not applied" not in out["explanation"]
+
+
+async def test_the_ai_groups_gpu_parameter_leaves_with_it_and_stays_when_asked(client):
+    _out, doc = await _gen(client, "emt3 with kubernetes")  # starts from the AI template, whose stack leaves
+    assert "i915.force_probe" not in doc["systemConfig"]["kernel"]["cmdline"]
+    _out, doc = await _gen(client, "An EMT image for retail analytics: DL Streamer and OpenVINO with a camera")
+    assert "i915.force_probe=*" in doc["systemConfig"]["kernel"]["cmdline"].split()

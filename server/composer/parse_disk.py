@@ -74,6 +74,19 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\b({alternatives(tools)})\s+{_FS_SOFTWARE}\b"):
             spec.add_packages.append(tools[m.group(1).lower()])
             self._mask(m.start(), m.end())
+        # "a nightly backup to /backup, 50G backup partition": a partition named by the last word of a path the
+        # request names is that path's ("the backup partition" is /backup), with its size if one comes before
+        paths = {p.rstrip("/").rsplit("/", 1)[-1].lower(): p.rstrip("/")
+                 for p in re.findall(r"(?<![\w.])/[a-z][\w./-]*", self.said, re.I) if p.rstrip("/")}
+        named = {n: p for n, p in paths.items() if n.isalpha() and n not in _WORDS.mount_words}
+        if named:
+            for m in self._each(rf"(?:\b{_SIZE}\s+)?\b({alternatives(named)})\s+(?:partition|volume)\b"
+                                rf"(?:\s+(?:of\s+|with\s+|at\s+)?{_SIZE}(?![\w/]))?"):
+                size = (_size(m.group(1), m.group(2)) if m.group(1) else
+                        _size(m.group(4), m.group(5)) if m.group(4) else None)
+                spec.partitions.append({"action": "add", "mountPoint": _mount(named[m.group(3).lower()]),
+                                        "size": size, "fsType": None, "fill": False})
+                self._mask(m.start(), m.end())
         # "btrfs for the root partition": before the patterns below read "the root partition" as one to add
         for m in self._each(rf"\b{_FS}(?:\s+(?:filesystem|file\s+system|fs|format))?\s+(?:on|for)\s+{_ROOT}"):
             spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(m.group(1))})

@@ -404,3 +404,18 @@ def test_the_name_before_account_is_read_whatever_the_spaces_and_case():
                                             ("el10 with podman and a quadlet for my app", "quadlet")])
 def test_software_outside_the_archives_and_a_feature_of_a_package_are_said_not_applied(text, said):
     assert any(n.startswith(f"{said} not applied: ") for n in parse_request(text).notes)
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("el10 with a nightly backup to /backup, 50G backup partition", "/backup", "50GiB"),
+    ("backups go to /srv/backup, give the backup partition 200G", "/srv/backup", "200GiB"),
+])
+def test_a_partition_named_by_the_last_word_of_a_path_said_is_that_paths(text, mount, size):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "add", "mountPoint": mount, "size": size, "fsType": None, "fill": False}]
+    assert spec.disk_size is None
+
+
+def test_display_rotation_is_said_not_written_with_how():
+    (said,) = parse_request("debian 13 signage screen in portrait").unparsed
+    assert said.startswith("portrait (display rotation is not written") and "kanshi" in said

@@ -18,6 +18,9 @@ DATABASE = "@database"  # the mount word of "a partition for the database" (requ
 class DiskEdit(TemplateEdit):
     """Image type, disk, partition, artifact, immutability and secure boot edits."""
 
+    # The disk's size in MiB before the request grew it (disk_size_edits), for a new partition that is to fill it
+    disk_grown_from: int | None = None
+
     def switch_image_type(self, spec: RequestSpec) -> None:
         new = spec.image_type
         if not new and (
@@ -101,7 +104,7 @@ class DiskEdit(TemplateEdit):
         grow_disk = not (spec.disk_size or spec.disk_size_delta)
         # "a big data partition, 2TB disk": a new partition filling the disk takes the room the request added, and
         # the partition that filled it keeps its size (else it would keep half of the new disk)
-        grown_from = getattr(self, "disk_grown_from", None)
+        grown_from = self.disk_grown_from
         # "shrink root to 6G and give the rest to /srv": the partition that is to fill the disk first, so root is a
         # fixed one by the time it is sized, and sizing it moves the rest instead of the disk's end
         filler = any(r.get("action") == "add" and r.get("fill") and r.get("mountPoint") != "/" for r in spec.partitions)
@@ -130,16 +133,15 @@ class DiskEdit(TemplateEdit):
                 layout.add(mount, request.get("size"), request.get("fsType"), bool(request.get("fill")),
                            grow_disk=grow_disk, filler_ends_at=grown_from)
 
-    def swap_partition_off(self, spec: RequestSpec) -> list[dict]:
-        """The configurations to write, after "no swap" where the disk has a swap partition: the partition goes
-        too (the layout closes the gap, said); masking swap.target alone left a partition nobody could use."""
+    def swap_partition_off(self, spec: RequestSpec) -> None:
+        """"no swap" where the disk has a swap partition: the partition goes too (the layout closes the gap, said);
+        masking swap.target alone left a partition nobody could use."""
         off = any(c.get("setting") == "swap" and not c.get("remove") for c in spec.configurations)
         disk = self.disk()
         if off and disk is not None:
             layout = Layout(self, disk)
             if layout.find("swap") is not None:
                 layout.remove("swap")
-        return spec.configurations
 
     def _data_dir(self, mount: str, spec: RequestSpec) -> str | None:
         """Where a partition for a database goes on this target (request_words.yaml ``data_dirs``): DATABASE is

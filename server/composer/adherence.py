@@ -23,7 +23,7 @@ from typing import Any
 
 from ..knowledge.package_names import versioned_build
 from ..knowledge.sizes import template_mib
-from . import cpu_lists
+from . import cpu_lists, module_lists
 from .consoles import SERIAL_CONSOLE, serial_port
 from .layout import GPT_TAIL_MIB
 
@@ -90,7 +90,8 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     serial = f"console={serial_port(arch)}"  # a serial console said without a device: that port, at any speed
     problems += [f"kernel cmdline lacks {serial if c == SERIAL_CONSOLE else c}" for c in _as_list(want.get("cmdline"))
                  if (serial if c == SERIAL_CONSOLE else c) not in cmdline
-                 and not cpu_lists.names_cpus(cmdline.split(), str(c))]
+                 and not cpu_lists.names_cpus(cmdline.split(), str(c))
+                 and not module_lists.listed(cmdline.split(), str(c))]
     if "immutable" in want and bool((system.get("immutability") or {}).get("enabled")) != want["immutable"]:
         problems.append(f"immutability is not {want['immutable']}")
     users = {str(u.get("name")) for u in system.get("users") or [] if isinstance(u, dict)}

@@ -17,7 +17,7 @@ from ..knowledge.loader import Capabilities
 from ..knowledge.package_names import versioned_build
 from ..knowledge.request_words import load_request_words
 from ..knowledge.stems import service_spans
-from . import coherence
+from . import coherence, module_lists
 from .layout import Layout
 
 
@@ -128,6 +128,9 @@ class TemplateEdit:
         elif value:
             for i, w in enumerate(words):
                 if w.split("=", 1)[0] == key:
+                    param = module_lists.merged(w, param) or param  # one more module kept out, the others too
+                    if param == w:
+                        return False
                     words[i] = param
                     kernel["cmdline"] = " ".join(words)
                     return True

@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 
 from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual
-from ..knowledge.system_settings import Setting, load_settings, sysctl_configuration, zone_named
+from ..knowledge.system_settings import (
+    Setting,
+    kernel_modules,
+    load_settings,
+    module_key,
+    sysctl_configuration,
+    zone_named,
+)
 from .phrasing import STOPWORDS, ParserState, alternatives
 
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
@@ -38,6 +45,11 @@ _SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.
 # A server's address: IPv4 or a dotted host name, with an optional port.
 _ADDRESS = (r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,})"
             r"(?::\d{1,5})?(?![\w.:-])")
+# Words before a setting's that make it a destination ("to the central syslog server", "a remote log server").
+_DESTINATION_BEFORE = re.compile(r"\b(?:to|towards|remote)\s+(?:(?:the|a|an|our|my|their|remote|central)\s+)*$", re.I)
+# An address after a setting's words, as "send logs to the server 10.0.0.5" gives it.
+_TO_ADDRESS = (rf"(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+)?(?:syslog\s+|log\s+)?(?:server|host)\s+)?"
+               rf"(?:(?:at|on)\s+)?{_ADDRESS}")
 _SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})\s*=\s*([\w.:-]+)(?![\w/])"
 
 
@@ -93,15 +105,17 @@ class SettingPhrases(ParserState):
 
     def _settings(self) -> None:
         self._machine_resources()
+        self._kernel_modules()
         for m in self._each(_SYSCTL):
             key, value = m.group(1).lower(), m.group(2)
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
         self._keys_only()
         self._listed_off = self._switched_in_lists()
-        # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), and longest
-        # words first ("ipv6 forwarding" is not "ipv6").
-        order = {"count": 0, "size": 0, "zone": 0, "cpus": 1}
+        # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), addresses before
+        # the switches that name them with one ("send logs to the syslog server 10.0.0.5" is read whole), and
+        # longest words first ("ipv6 forwarding" is not "ipv6").
+        order = {"count": 0, "size": 0, "zone": 0, "cpus": 1, "address": 1}
         for setting in sorted(load_settings().values(),
                               key=lambda s: (order.get(s.value, 2), -max(map(len, s.words)))):
             words = alternatives(setting.words, between=r"[\s_-]*")
@@ -115,6 +129,30 @@ class SettingPhrases(ParserState):
             for m in self._each(rf"\b{_NO}\s+(?:an?\s+)?{_PASSWORDS}\b"):  # said twice: "keys only, no passwords"
                 if self._about_ssh(m):
                     self._mask(m.start(), m.end())
+
+    def _kernel_modules(self) -> None:
+        """Kernel modules kept from loading: "disable nouveau", "no pc speaker", "firewire blacklisted" by the
+        words known for them (system_settings.yaml ``kernel_modules``), "blacklist the foo and bar modules" by
+        any module name's shape. All of them go in one module_blacklist= parameter."""
+        known = kernel_modules()
+        name = alternatives(list(known), between=r"[\s_-]*")
+        names = rf"(?:{name})(?:\s*(?:,|\band\b|\bor\b)\s*(?:the\s+)?(?:{name}))*"
+        noun = r"(?:\s+(?:kernel\s+)?(?:modules?|drivers?))?"
+        off = rf"(?:{_OFF}|blacklist(?:ed|ing)?|block(?:list)?)"
+        modules: list[str] = []
+        for m in self._each(rf"\b{off}\s+{_ARTICLE}(?:(?:kernel\s+)?(?:modules?|drivers?)\s+)?({names}){noun}\b"
+                            rf"|\b({names}){noun}\s+(?:{_OFF_AFTER}|blacklisted|blocklisted)\b"):
+            listed = re.split(r"\s*(?:,|\band\b|\bor\b|\bthe\b)\s*", m.group(1) or m.group(2))
+            modules += [known[module_key(w)] for w in listed if w.strip()]
+            self._mask(m.start(), m.end())
+        shape = r"[a-z][a-z0-9_-]*[a-z0-9]"
+        for m in self._each(rf"\bblacklist(?:ed|ing)?\s+(?:the\s+)?(?:kernel\s+)?(?:modules?\s+)?"
+                            rf"({shape}(?:\s*(?:,|\band\b)\s*{shape})*)(?:\s+(?:kernel\s+)?modules?)?\b"):
+            shaped = [w for w in re.split(r"\s*(?:,|\band\b)\s*", m.group(1).lower()) if w and w not in STOPWORDS]
+            modules += [n.replace("-", "_") for n in shaped]
+            self._mask(m.start(), m.end())
+        if modules:
+            self.spec.kernel_cmdline_append.append(f"module_blacklist={','.join(dict.fromkeys(modules))}")
 
     def _about_ssh(self, m: re.Match[str]) -> bool:
         """The sentence ``m`` stands in talks about ssh or logging in."""
@@ -175,6 +213,9 @@ class SettingPhrases(ParserState):
         # "no root login over ssh": for sshd's settings, the way in said after them is part of their words
         over_ssh = r"(?:\s+(?:over|via|through)\s+ssh\b)?" if "openssh-server" in setting.packages else ""
         w = rf"(?<![\w-])(?:{words})\b{over_ssh}(?!\s+partitions?\b)"
+        if setting.with_address:  # "syslog server 10.0.0.5": where this image's logs go, not what it is
+            self._valued(load_settings()[setting.with_address], words, own=False)
+            w += rf"(?!{_LINK}{_TO_ADDRESS})"
         # A switch after the words wins over a word before them: "with ipv6 disabled" is off.
         forms: list[tuple[bool, str]] = [(True, rf"{w}\s+{_ON_AFTER}\b"), (False, rf"{w}\s+{_OFF_AFTER}\b"),
                                          (True, rf"\b{_ON}\s+{_ARTICLE}{w}"), (False, rf"\b{_OFF}\s+{_ARTICLE}{w}")]
@@ -183,6 +224,8 @@ class SettingPhrases(ParserState):
         for on, form in forms:
             for m in self._each(form):
                 self._mask(m.start(), m.end())
+                if setting.with_address and _DESTINATION_BEFORE.search(self.work[:m.start()]):
+                    continue  # "send its logs to a syslog server": where logs go, which the sending words report
                 if form == w and m.start() in self._listed_off:
                     on = False  # a later item of a list an off word governs
                 if on == (setting.value == "on"):
@@ -200,7 +243,9 @@ class SettingPhrases(ParserState):
                                              "label": f"{setting.name} {setting.value}"})
         self.spec.notes.append(f"{setting.name} {direction} is {setting.default}: nothing is written for it")
 
-    def _valued(self, setting: Setting, words: str) -> None:
+    def _valued(self, setting: Setting, words: str, own: bool = True) -> None:
+        """``setting``'s value read beside ``words``: its own, or (not ``own``) a switch's that name it with an
+        address, which are neither taken out nor reported when no value follows."""
         w = rf"\b(?:{words})\b"
         # Each form: the pattern, and whether the value's words are read from their start (after the
         # setting's words) or from their end (before them).
@@ -217,8 +262,7 @@ class SettingPhrases(ParserState):
         elif setting.value == "size":
             forms = [(rf"{w}{_LINK}({_SIZE_TEXT})", True), (rf"({_SIZE_TEXT})\s+(?:of\s+)?{w}", False)]
         elif setting.value == "address":  # "send logs to the server 10.0.0.5": "the server" may stand between
-            forms = [(rf"{w}{_LINK}(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+)?(?:syslog\s+|log\s+)?(?:server|host)\s+)?"
-                      rf"(?:(?:at|on)\s+)?({_ADDRESS})", True)]
+            forms = [(rf"{w}{_LINK}{_TO_ADDRESS.replace(_ADDRESS, f'({_ADDRESS})')}", True)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
             forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False)]
@@ -240,6 +284,8 @@ class SettingPhrases(ParserState):
                 if named and "/" in named:
                     self._write(setting, named)
                     self._mask(m.start(), m.end())
+        if not own:
+            return
         # "remove isolcpus", "drop the hugepages parameter": the setting taken out, whatever its value
         for m in self._each(rf"\b(?:remove|drop|delete|disable|strip|no|without|get\s+rid\s+of)\s+(?:the\s+)?{w}"
                             r"(?:\s+(?:parameters?|settings?|options?|flags?))?"):

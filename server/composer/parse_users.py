@@ -400,8 +400,10 @@ class UserPhrases(ParserState):
     def _user_lists(self) -> None:
         """"two users: alice with sudo and bob without", "users alice, bob", "two users, admin and ops": several
         names after "users" (after a comma only when counted, where the names must follow)."""
-        head = (r"\b(?:(?:two|three|four|five|\d+)\s+(?:users|accounts)\s*[,:]?"
-                r"|(?:users|accounts)\s*(?::|-|named|called)?)\s*")
+        # A role said before the noun is said of every name listed ("two admin users, anna and ben").
+        said_role = r"(?:(?P<role>admin(?:istrator)?|sudo(?:er)?|privileged|superuser)\s+)?"
+        head = (rf"\b(?:(?:two|three|four|five|six|a\s+couple\s+of|\d+)\s+{said_role}(?:users|accounts)\s*[,:]?"
+                rf"|{said_role.replace('role', 'role2')}(?:users|accounts)\s*(?::|-|named|called)?)\s*")
         # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
         role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"
         # A name that a verb follows begins a clause of its own ("users alice and bob, alice is an admin").
@@ -410,23 +412,26 @@ class UserPhrases(ParserState):
                 r"(?:\s*\((?:an?\s+)?(?:(?:no|without)\s+)?" + role + r"(?:\s+" + role + r")*\))?"
                 r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?")
         item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"
-        for m in self._each(rf"{head}({item}(?:\s*(?:,|\band\b)\s*{item})+)"):
-            users = []
+        for m in self._each(rf"{head}(?P<names>{item}(?:\s*(?:,|\band\b)\s*{item})+)"):
+            users: list[dict[str, Any]] = []
             nopasswd = False  # "users alice and bob, passwordless sudo": said of the whole list
-            for part in re.split(r"\s*(?:,|\band\b)\s*", m.group(1)):
+            listed_as_admins = bool(m.group("role") or m.group("role2"))
+            for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("names")):
                 if _NOPASSWD.search(part):
                     nopasswd = True
                     continue
                 words = part.lower().split()
                 if not words or words[0] in STOPWORDS or words[0] in ("with", "without", "no"):
                     continue
-                user: dict[str, Any] = {"action": "add", "name": words[0]}
+                # a name said again in the list says more of the same user ("tom and jerry, jerry without sudo")
+                user = next((u for u in users if u["name"] == words[0]), None) or {"action": "add", "name": words[0]}
                 rest = " ".join(words[1:])
                 if re.search(r"\b(?:without|no)\b", rest):
                     user["sudo"] = False
-                elif re.search(r"\b(?:sudo|admin\w*|root)\b", rest):
+                elif re.search(r"\b(?:sudo|admin\w*|root)\b", rest) or listed_as_admins:
                     user["sudo"] = True
-                users.append(user)
+                if all(u is not user for u in users):
+                    users.append(user)
             if len(users) >= 2:
                 for user in users if nopasswd else ():
                     user["sudo"] = user["nopasswd"] = True

@@ -136,7 +136,8 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
     def _purpose_unserved(self) -> None:
         """A request that names no software and says what the image is for in words nothing read ("for a digital
         photo frame, slideshow of pictures from a USB stick"): said, so an image with nothing for it is never
-        passed off as the answer. Two words at least, none of them a plain adjective ("for production")."""
+        passed off as the answer. Two words at least, none of them a plain adjective ("for production"), or one
+        that is no common English word (a machine or a product this server does not know: "for a cubieboard")."""
         spec = self.spec
         if (spec.add_groups or spec.add_packages or spec.use_cases or spec.configurations or spec.remove_groups
                 or spec.unparsed):  # words reported already (software the vocabulary lacks: "frr") say enough
@@ -148,7 +149,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         start, stop = m.end(), m.end() + (end.start() if end else 0)
         words = [w for w in re.findall(r"[a-z][\w'-]*", self.work[start:stop].lower())
                  if w not in STOPWORDS and w not in PLAIN_ADJECTIVES]
-        if len(words) < 2:
+        if len(words) < 2 and not (words and self.english and words[0] not in self.english):
             return
         said = " ".join(self.said[start:stop].split()).strip(" ,")
         spec.notes.append(f"nothing was added for '{said}': no software this server knows was read in it; name the "

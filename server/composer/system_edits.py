@@ -41,7 +41,8 @@ class SystemEdit(TemplateEdit):
             elif self._append_cmdline(param):
                 now = str(self.kernel().get("cmdline") or "").split()
                 replaced = [w for w in before if w not in now]
-                self.changes.append(f"kernel cmdline: {replaced[0]} -> {param}" if len(replaced) == 1
+                written = [w for w in now if w not in before]
+                self.changes.append(f"kernel cmdline: {replaced[0]} -> {written[0]}" if len(replaced) == 1
                                     else f"kernel cmdline: added {param}")
                 self._cpus_follow(before, param)
             else:  # asked for and already there: said so, not reported as an instruction not understood

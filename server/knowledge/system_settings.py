@@ -41,6 +41,7 @@ class Setting:
     switched_only: bool = False  # read only beside a switch word ("no swap"), never as the bare word
     same_cpus: tuple[str, ...] = ()  # kernel parameters naming the same CPUs (value cpus)
     other_cpus: tuple[str, ...] = ()  # kernel parameters naming the other CPUs
+    with_address: str = ""  # the setting these words name when an address follows them (a destination)
 
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
@@ -92,12 +93,16 @@ def load_settings() -> Mapping[str, Setting]:
             low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""),
             default=str(spec.get("default") or Setting.default), switched_only=bool(spec.get("switched_only")),
             same_cpus=tuple(str(p) for p in spec.get("same_cpus") or ()),
-            other_cpus=tuple(str(p) for p in spec.get("other_cpus") or ()))
+            other_cpus=tuple(str(p) for p in spec.get("other_cpus") or ()),
+            with_address=str(spec.get("with_address") or ""))
         if spec.get("sshd"):  # sshd_config lines: their drop-in is the setting's command
             entry = sshd_configuration(tuple(str(line) for line in spec["sshd"]), str(name).replace(" ", "-"),
                                        str(name))
             out[str(name)] = dataclasses.replace(out[str(name)], command=entry["cmd"], replaces=entry["replaces"])
     for name, spec in (raw.get("settings") or {}).items():
+        if spec.get("with_address") and out.get(str(spec["with_address"]), Setting("", (), "")).value != "address":
+            raise ValueError(f"{RESOURCE}: setting {name!r} names {spec['with_address']!r} with an address, "
+                             "which is no setting taking one")
         if spec.get("writes_as"):
             same = out.get(str(spec["writes_as"]))
             if same is None:
@@ -106,6 +111,20 @@ def load_settings() -> Mapping[str, Setting]:
                                                  command=same.command, replaces=same.replaces,
                                                  packages=same.packages)
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def kernel_modules() -> Mapping[str, str]:
+    """The words people use for a kernel module, each to the module's name (system_settings.yaml), keyed by
+    :func:`module_key`."""
+    raw: Mapping[str, Any] = load_mapping(resource_text(RESOURCE)).data
+    return {module_key(word): str(module) for module, words in (raw.get("kernel_modules") or {}).items()
+            for word in [str(module), *(str(w) for w in words or ())]}
+
+
+def module_key(words: str) -> str:
+    """Words for a module as they are looked up: lower case, dashes, underscores and spaces alike."""
+    return " ".join(re.split(r"[\s_-]+", words.strip().lower()))
 
 
 @functools.lru_cache(maxsize=1)

@@ -413,3 +413,28 @@ async def test_the_ai_groups_gpu_parameter_leaves_with_it_and_stays_when_asked(c
     assert "i915.force_probe" not in doc["systemConfig"]["kernel"]["cmdline"]
     _out, doc = await _gen(client, "An EMT image for retail analytics: DL Streamer and OpenVINO with a camera")
     assert "i915.force_probe=*" in doc["systemConfig"]["kernel"]["cmdline"].split()
+
+
+async def test_a_module_kept_out_later_joins_the_list_and_adherence_reads_lists(client):
+    _gen_out, out, doc = await _refine(client, "debian 13 minimal image with nouveau disabled",
+                                       "also blacklist the pc speaker")
+    assert "module_blacklist=nouveau,pcspkr" in doc["systemConfig"]["kernel"]["cmdline"].split()
+    assert "kernel cmdline: module_blacklist=nouveau -> module_blacklist=nouveau,pcspkr" in out["changes"]
+    assert "Not applied" not in out["explanation"], out["explanation"]
+    assert unmet(doc, {"cmdline": ["module_blacklist=pcspkr", "module_blacklist=nouveau"]}) == []
+
+
+async def test_a_lamp_stack_is_its_packages_per_family_and_said_where_missing(client):
+    _out, doc = await _gen(client, "debian 13 with a LAMP stack")
+    assert unmet(doc, {"has": ["apache2", "mariadb-server", "php", "libapache2-mod-php"]}) == []
+    out, _doc = await _gen(client, "el10 lemp server")
+    assert unmet(_doc, {"has": ["nginx", "mariadb-server", "php-fpm"]}) == []
+    out, _doc = await _gen(client, "azure linux 3 with a lamp stack")
+    assert any("lamp" in n and "not available for azl3" in n for n in out["notes"]), out["notes"]
+
+
+async def test_a_rival_engine_named_alone_takes_dockers_front_ends_partition_and_group_with_it(client):
+    _gen_out, out, doc = await _refine(client, "ubuntu 24.04 edge gateway with docker", "switch to podman")
+    assert unmet(doc, {"has": ["podman"], "lacks": ["docker.io", "docker-compose-v2"],
+                       "no_mount": "/var/lib/docker", "no_enable": ["docker"]}) == []
+    assert all("docker" not in (u.get("groups") or []) for u in doc["systemConfig"].get("users") or [])

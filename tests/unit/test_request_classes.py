@@ -319,6 +319,18 @@ def test_a_plain_word_before_account_names_the_account(text, users):
     assert [(u["name"], u.get("sudo")) for u in parse_request(text).users] == users
 
 
+@pytest.mark.parametrize(("text", "users"), [
+    ("debian 13 with two admin users, anna and ben", [("anna", True), ("ben", True)]),
+    ("ubuntu with administrator accounts: kim and lee", [("kim", True), ("lee", True)]),
+    ("ubuntu with a couple of sudo users: tom and jerry, jerry without sudo", [("tom", True), ("jerry", False)]),
+    ("ubuntu with users alice and bob", [("alice", None), ("bob", None)]),
+    ("users alice, bob and carol, carol as admin", [("alice", None), ("bob", None), ("carol", True)]),
+])
+def test_a_role_before_a_list_of_users_is_every_listed_users_and_a_name_said_again_says_more_of_it(text, users):
+    spec = parse_request(text)
+    assert [(u["name"], u.get("sudo")) for u in spec.users] == users and not spec.unparsed
+
+
 @pytest.mark.parametrize(("text", "noted"), [
     ("Ubuntu Noble box for a digital photo frame, slideshow of pictures from a USB stick", True),
     ("debian image for production", False),  # a plain adjective is no purpose left unserved
@@ -419,3 +431,56 @@ def test_a_partition_named_by_the_last_word_of_a_path_said_is_that_paths(text, m
 def test_display_rotation_is_said_not_written_with_how():
     (said,) = parse_request("debian 13 signage screen in portrait").unparsed
     assert said.startswith("portrait (display rotation is not written") and "kanshi" in said
+
+
+@pytest.mark.parametrize(("text", "note"), [
+    ("debian 13 image for a beaglebone", "armhf"),
+    ("ubuntu 24.04 for my orange pi 5 with docker", "U-Boot"),
+    ("an odroid running debian with samba", "U-Boot"),
+])
+def test_an_arm_board_named_builds_for_aarch64_with_what_it_needs_to_boot(text, note):
+    spec = parse_request(text)
+    assert spec.arch == "aarch64" and any(note in n for n in spec.notes), spec.notes
+
+
+@pytest.mark.parametrize(("text", "noted"), [
+    ("debian 13 image for a cubieboard", True),  # no English word: a machine or product this server lacks
+    ("debian image for my bakery", False),  # one plain English word is a purpose, not a wish left out
+])
+def test_one_unknown_word_after_for_is_said_when_nothing_serves_it(text, noted):
+    english = {"bakery", "image", "my", "a", "for", "debian"}
+    spec = parse_request(text, english=english)
+    assert any(n.startswith("nothing was added for") for n in spec.notes) == noted, spec.notes
+
+
+@pytest.mark.parametrize("text", ["ubuntu 24.04 that mounts /tmp as tmpfs", "debian 13 with tmp in ram",
+                                  "el10 with tmpfs for /tmp and nginx"])
+def test_tmp_in_memory_is_a_tmpfs_line_in_fstab(text):
+    spec = parse_request(text)
+    (entry,) = [c for c in spec.configurations if c.get("setting") == "tmp in memory"]
+    assert entry["cmd"].startswith("echo 'tmpfs /tmp tmpfs ") and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "setting"), [
+    ("a debian 13 syslog server collecting logs from other machines with rsyslog", "log collection"),
+    ("ubuntu 24.04 central log server", "log collection"),
+    ("debian 13 with syslog server 10.0.0.5", "remote logging"),  # an address after it: where logs go
+    ("ubuntu 24.04, send logs to the syslog server logs.example.com:514", "remote logging"),
+    ("debian, send logs to a syslog server", None),  # a destination with no address: reported
+])
+def test_a_log_servers_words_are_this_images_role_unless_they_name_where_logs_go(text, setting):
+    spec = parse_request(text)
+    assert [c["setting"] for c in spec.configurations] == ([setting] if setting else [])
+    assert bool(spec.unparsed) == (setting is None), spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "param"), [
+    ("debian trixie image with nouveau disabled", "module_blacklist=nouveau"),
+    ("ubuntu 24.04, disable the pc speaker and firewire", "module_blacklist=pcspkr,firewire_core"),
+    ("el10 with cramfs, udf and sctp blacklisted", "module_blacklist=cramfs,udf,sctp"),
+    ("blacklist the module foo_bar and baz", "module_blacklist=foo_bar,baz"),  # any module, after "blacklist"
+    ("ubuntu with the usb-storage module disabled", "module_blacklist=usb_storage"),
+])
+def test_kernel_modules_kept_out_are_one_module_blacklist_parameter(text, param):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_append == [param] and not spec.unparsed

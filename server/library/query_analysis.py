@@ -232,6 +232,14 @@ _stem = vocab.stem
 Spelt = tuple[list[str], list[tuple[str, str]]]  # a query's tokens as read, and (as typed, as read) pairs
 
 
+def _english() -> frozenset[str]:
+    """Common English words, which are never misspellings: "control plane" is no "control plate" because a
+    glossary phrase names license plates. Loaded on the first query with a word to check (~20,000 words, once)."""
+    from .embed_local import english_words
+
+    return english_words()
+
+
 class QueryAnalyzer:
     """Classifies a query and pulls out packages, exclusions and stated targets."""
 
@@ -277,7 +285,8 @@ class QueryAnalyzer:
         corrections: list[tuple[str, str]] = []
         if self.spelling is not None:
             for i, tok in enumerate(tokens):
-                fixed = None if tok in self.known_packages or tok in vocab.STOPWORDS else self.spelling.correct(tok)
+                fixed = (None if tok in self.known_packages or tok in vocab.STOPWORDS or tok in _english()
+                         else self.spelling.correct(tok))
                 if fixed:
                     corrections.append((tok, fixed))
                     tokens[i] = fixed

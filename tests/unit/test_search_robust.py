@@ -224,6 +224,12 @@ def test_known_words_are_never_corrected(reference_engine):
     assert analysis.corrections == []
 
 
+def test_a_common_english_word_is_not_a_misspelling_of_a_glossary_word(library_engine):
+    library_engine.search("k3s")  # the analyzer knows the catalog's words once it is loaded
+    analysis = library_engine.searcher.analyzer.analyze("kubernetes control plane with etcd")
+    assert ("plane", "plate") not in analysis.corrections and "plane" in analysis.tokens
+
+
 def test_a_plural_of_a_known_word_is_not_a_misspelling(reference_engine):
     reference_engine.search("linux headers")  # the analyzer knows the catalog's package stems once it is loaded
     analysis = reference_engine.searcher.analyzer.analyze("linux headers for the intel 6.12 kernel")

@@ -92,7 +92,9 @@ class DiskPhrases(ParserState):
             spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(m.group(1))})
             self._mask(m.start(), m.end())
         for m in self._each(
-            rf"\b(?:remove|drop|delete|get\s+rid\s+of|no|without)\s+(?:the\s+|an?\s+)?(?:separate\s+|extra\s+)?{_MOUNT}"
+            # "a swap file instead of a swap partition": what something stands in for is taken out
+            rf"\b(?:remove|drop|delete|get\s+rid\s+of|no|without|instead\s+of|rather\s+than|in\s+place\s+of)\s+"
+            rf"(?:the\s+|an?\s+)?(?:separate\s+|extra\s+|dedicated\s+)?{_MOUNT}"
             rf"\s+partition\b"
             rf"|\b(?:remove|drop|delete)\s+(?:the\s+)?partition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"
         ):

@@ -45,6 +45,7 @@ _SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.
 # A server's address: IPv4 or a dotted host name, with an optional port.
 _ADDRESS = (r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,})"
             r"(?::\d{1,5})?(?![\w.:-])")
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight")
 # Words before a setting's that make it a destination ("to the central syslog server", "a remote log server").
 _DESTINATION_BEFORE = re.compile(r"\b(?:to|towards|remote)\s+(?:(?:the|a|an|our|my|their|remote|central)\s+)*$", re.I)
 # An address after a setting's words, as "send logs to the server 10.0.0.5" gives it.
@@ -212,7 +213,8 @@ class SettingPhrases(ParserState):
         # "no swap partition" is the disk's; "a non-root user" is no root user
         # "no root login over ssh": for sshd's settings, the way in said after them is part of their words
         over_ssh = r"(?:\s+(?:over|via|through)\s+ssh\b)?" if "openssh-server" in setting.packages else ""
-        w = rf"(?<![\w-])(?:{words})\b{over_ssh}(?!\s+partitions?\b)"
+        # a plural is the same setting ("no ssh password logins")
+        w = rf"(?<![\w-])(?:{words})s?\b{over_ssh}(?!\s+partitions?\b)"
         if setting.with_address:  # "syslog server 10.0.0.5": where this image's logs go, not what it is
             self._valued(load_settings()[setting.with_address], words, own=False)
             w += rf"(?!{_LINK}{_TO_ADDRESS})"
@@ -250,6 +252,7 @@ class SettingPhrases(ParserState):
         # Each form: the pattern, and whether the value's words are read from their start (after the
         # setting's words) or from their end (before them).
         if setting.value == "cpus":
+            self._cpu_count(setting)
             forms = [(rf"{w}{_LINK}(?:{_CPU_NOUN}\s+)?({_CPUS})(?![\w.-])", True)]
             # The name turned round with the list inside: "cores 4-7 isolated" for "isolated cores".
             firsts = {x.split()[0] for x in setting.words if len(x.split()) == 2
@@ -309,6 +312,19 @@ class SettingPhrases(ParserState):
             self._mask(m.start() if forward else at, at + len(shaped) if forward else m.end())
             self.spec.unparsed.append(f"{setting.name} {shaped} (not a time zone of the tz database, e.g. "
                                       f"'{self._example(setting)}')")
+
+    def _cpu_count(self, setting: Setting) -> None:
+        """"2 isolated cores", "isolate four cpus": a number before the noun counts CPUs (after it, "cores 2 and
+        3", it names them). Which ones the template decides (system_edits.isolated_count)."""
+        first = alternatives({x.split()[0] for x in setting.words if len(x.split()) == 2
+                              and re.fullmatch(_CPU_NOUN, x.split()[1])} | {"dedicated", "reserved"})
+        number = rf"(\d+|{'|'.join(_NUMBER_WORDS)})"
+        for m in self._each(rf"\b{number}\s+(?:{first})\s+{_CPU_NOUN}\b|\b(?:{first})\s+{number}\s+{_CPU_NOUN}\b"):
+            said = (m.group(1) or m.group(2)).lower()
+            count = int(said) if said.isdigit() else _NUMBER_WORDS.index(said) + 1
+            if count >= 1:
+                self.spec.isolated_cpu_count = count
+            self._mask(m.start(), m.end())
 
     def _value(self, setting: Setting, text: str, forward: bool) -> tuple[str, int] | None:
         """The value ``text`` gives ``setting``, normalised, with the length of ``text`` it takes; None when it

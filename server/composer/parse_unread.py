@@ -9,7 +9,8 @@ from .phrasing import ADD_WORDS, ParserState, looks_like_package
 
 # Words an item may carry besides its wish ("touchscreen support", "autologin enabled").
 _ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just", "only", "too", "support",
-                "supported", "enabled", "installed", "included", "preinstalled"}
+                "supported", "enabled", "installed", "included", "preinstalled", "pre-installed", "preloaded",
+                "pre-loaded", "built-in", "builtin", "baked-in"}
 # An item that starts with one of these says what the image is for or where it runs, not what it holds.
 _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of", "so", "that", "which", "where",
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}

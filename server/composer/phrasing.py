@@ -24,7 +24,8 @@ EDIT_VERBS = (
 ADD_WORDS = {
     "add", "adds", "adding", "install", "installing", "include", "includes", "including", "with", "plus", "also",
     "enable", "need", "needs", "want", "wants", "require", "requires", "support", "supporting", "containing",
-    "bundle", "ship", "put", "use", "using", "preinstall", "preinstalled", "have", "has",
+    "bundle", "ship", "put", "use", "using", "preinstall", "preinstalled", "pre-install", "pre-installed", "have",
+    "has",
     # what an image holds, said of the image ("an image that ships X", "it carries Y", "bundles Z")
     "ships", "bundles", "bundled", "contain", "contains", "carry", "carries",
 }  # fmt: skip

@@ -35,6 +35,8 @@ class RequestSpec:
     unparsed: list[str] = field(default_factory=list)
     # Additions beyond the first agreed API (all optional, defaults keep callers working).
     kernel_cmdline_remove: list[str] = field(default_factory=list)
+    # "2 isolated cores": how many CPUs to isolate, not which; the template's isolated CPUs decide (system_edits)
+    isolated_cpu_count: int | None = None
     disk_size_delta: str | None = None  # "+2GiB", "-1GiB" or "x2"
     remove_artifacts: list[str] = field(default_factory=list)
     artifact_compression: str | None = None

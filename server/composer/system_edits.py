@@ -33,7 +33,7 @@ class SystemEdit(TemplateEdit):
             old = kernel.get("cmdline")
             kernel["cmdline"] = spec.kernel_cmdline
             self.changes.append(f"kernel cmdline set to {spec.kernel_cmdline!r} (was {old!r})")
-        for param in (consoles.resolved(p, self.arch) for p in spec.kernel_cmdline_append):
+        for param in (consoles.resolved(p, self.arch) for p in [*spec.kernel_cmdline_append, *self._isolated_count(spec)]):
             before = str(self.kernel().get("cmdline") or "").split()
             same, param = self._cpu_list_beside(before, param)
             if same:  # "isolcpus=2,3" beside "isolcpus=2-3": the same CPUs, nothing to change
@@ -57,6 +57,22 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(f"kernel cmdline: removed {param}")
             else:
                 self.changes.append(f"kernel cmdline has no {param}")
+
+    def _isolated_count(self, spec: RequestSpec) -> list[str]:
+        """"2 isolated cores": the template's isolated CPUs when they are that many, else CPUs 1 to N, CPU 0 left to
+        the system and its interrupts (as upstream's real-time templates leave 0-1); said either way."""
+        count = spec.isolated_cpu_count
+        if not count:
+            return []
+        words = str(self.kernel().get("cmdline") or "").split()
+        there = next((cpu_lists.parse(w.partition("=")[2]) for w in words if w.partition("=")[0] == "isolcpus"), None)
+        if there is not None and len(there[1]) == count:
+            self.changes.append(f"kernel cmdline already isolates {count} CPUs ({cpu_lists.format_cpus(there[1])})")
+            return []
+        chosen = cpu_lists.format_cpus(frozenset(range(1, count + 1)))
+        self.changes.append(f"note: {count} isolated CPUs written as {chosen}, CPU 0 left to the system; name the "
+                            f"CPUs to choose others (e.g. 'isolate cores 2-{count + 1}')")
+        return [f"isolcpus={chosen}"]
 
     @staticmethod
     def _cpu_list_beside(words: list[str], param: str) -> tuple[str | None, str]:

@@ -138,7 +138,38 @@ def _zones() -> Mapping[str, str]:
         if "/" in n and not n.startswith(("Etc/", "SystemV/", "posix/", "right/")):
             by_place.setdefault(n.rsplit("/", 1)[1].lower().replace("_", " "), set()).add(n)
     places = {place: next(iter(zones)) for place, zones in by_place.items() if len(zones) == 1}
-    return {**places, **by_name}
+    return {**places, **by_name, **_country_zones()}  # a country by its name: its zone's canonical name ("japan")
+
+
+@functools.lru_cache(maxsize=1)
+def _country_zones() -> Mapping[str, str]:
+    """Countries by their names (the tz database's iso3166.tab, and the adjectives in system_settings.yaml
+    ``country_words``), lower case, to the country's zone: its only one, or the one zone.tab says covers most of
+    it or its mainland ("most of Germany": Europe/Berlin). A country with several zones and no main one is left
+    out, so its zone must be named."""
+    try:
+        from importlib.resources import files
+
+        base = files("tzdata.zoneinfo")
+        countries = base.joinpath("iso3166.tab").read_text(encoding="utf-8")
+        table = base.joinpath("zone.tab").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, OSError):  # no tzdata package: the system's zones still name places
+        return {}
+    by_code: dict[str, list[tuple[str, str]]] = {}
+    for line in table.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 3 and not line.startswith("#"):
+            by_code.setdefault(fields[0], []).append((fields[2], fields[3] if len(fields) > 3 else ""))
+    main: dict[str, str] = {}
+    for code, zones in by_code.items():
+        chosen = [z for z, note in zones if re.search(r"\bmost\b|\bmainland\b", note, re.I)]
+        if len(zones) == 1 or len(chosen) == 1:
+            main[code] = zones[0][0] if len(zones) == 1 else chosen[0]
+    names = {fields[1].lower(): fields[0] for line in countries.splitlines() if not line.startswith("#")
+             for fields in [line.split("\t")] if len(fields) == 2}
+    raw: Mapping[str, Any] = load_mapping(resource_text(RESOURCE)).data
+    names |= {str(word).lower(): str(code) for word, code in (raw.get("country_words") or {}).items()}
+    return {name: main[code] for name, code in names.items() if code in main}
 
 
 def zone_named(text: str) -> str | None:

@@ -438,3 +438,13 @@ async def test_a_rival_engine_named_alone_takes_dockers_front_ends_partition_and
     assert unmet(doc, {"has": ["podman"], "lacks": ["docker.io", "docker-compose-v2"],
                        "no_mount": "/var/lib/docker", "no_enable": ["docker"]}) == []
     assert all("docker" not in (u.get("groups") or []) for u in doc["systemConfig"].get("users") or [])
+
+
+async def test_a_count_of_isolated_cpus_keeps_a_template_isolating_that_many_and_writes_1_to_n_otherwise(client):
+    out, doc = await _gen(client, "emt3 realtime industrial controller with 2 isolated cores")
+    assert "isolcpus=nohz,domain,managed_irq,2-3" in doc["systemConfig"]["kernel"]["cmdline"].split()
+    assert "kernel cmdline already isolates 2 CPUs (2,3)" in out["changes"]
+    out, doc = await _gen(client, "emt3 realtime industrial controller with 3 isolated cores")
+    words = doc["systemConfig"]["kernel"]["cmdline"].split()
+    assert {"isolcpus=nohz,domain,managed_irq,1-3", "nohz_full=1-3", "irqaffinity=0"} <= set(words)
+    assert any(c.startswith("note: 3 isolated CPUs written as 1-3, CPU 0 left to the system") for c in out["changes"])

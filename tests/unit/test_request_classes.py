@@ -484,3 +484,47 @@ def test_a_log_servers_words_are_this_images_role_unless_they_name_where_logs_go
 def test_kernel_modules_kept_out_are_one_module_blacklist_parameter(text, param):
     spec = parse_request(text)
     assert spec.kernel_cmdline_append == [param] and not spec.unparsed
+
+
+def test_a_plural_of_a_settings_words_is_that_setting():
+    spec = parse_request("debian 13 firewall with nftables and wireguard, no ssh password logins")
+    assert [c["setting"] for c in spec.configurations] == ["password login"] and not spec.remove_groups
+    assert not any("default" in n for n in spec.notes), spec.notes  # it had been read as passwords left on
+
+
+@pytest.mark.parametrize(("text", "count", "append"), [
+    ("emt3 with the real-time kernel and 2 isolated cores", 2, []),
+    ("isolate four cpus", 4, []),
+    ("isolate cores 2 and 3", None, ["isolcpus=2,3"]),  # after the noun, numbers name CPUs
+])
+def test_a_number_before_the_cpu_noun_counts_cpus_and_after_it_names_them(text, count, append):
+    spec = parse_request(text)
+    assert spec.isolated_cpu_count == count and spec.kernel_cmdline_append == append and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["ubuntu 24.04 with a 2 GB swap file instead of a swap partition",
+                                  "ubuntu 24.04, a 1G swap file rather than a swap partition"])
+def test_what_a_partition_is_said_to_stand_in_for_is_taken_out(text):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "remove", "mountPoint": "swap"}]
+    assert [c["setting"] for c in spec.configurations] == ["swap file"]
+
+
+@pytest.mark.parametrize(("text", "zone"), [
+    ("ubuntu 24.04 server, german timezone", "Europe/Berlin"),  # "most of Germany", not Busingen
+    ("debian with the timezone of japan", "Asia/Tokyo"),  # the canonical name, not the old link "Japan"
+    ("el10 in the french time zone", "Europe/Paris"),
+])
+def test_a_country_named_for_the_time_zone_is_its_main_zone(text, zone):
+    (entry,) = parse_request(text).configurations
+    assert entry["label"] == f"timezone {zone}"
+
+
+def test_a_country_with_several_zones_and_no_main_one_is_reported():
+    spec = parse_request("ubuntu, time zone: united states")
+    assert not spec.configurations and any("timezone" in u for u in spec.unparsed)
+
+
+def test_pre_installed_is_a_word_of_having():
+    spec = parse_request("debian 13 image with ansible pre-installed")
+    assert spec.add_packages == ["ansible"] and not spec.unparsed

@@ -89,7 +89,9 @@ def _name_words(name: str, caps: Capabilities, *, purpose: bool = True) -> set[s
 def related(name: str, request: str, caps: Capabilities) -> bool:
     """Whether the software a template is named for is something the request talks about; for a template named
     only by what it is for ("debian13-x86_64-realtime-industrial"), whether the request says all of that."""
-    words = set(re.findall(r"[a-z0-9]+", request.lower()))
+    said = re.findall(r"[a-z0-9]+", request.lower())
+    # a name written apart is the same name ("DL Streamer" for the dlstreamer template)
+    words = set(said) | {a + b for a, b in zip(said, said[1:], strict=False)}
     purpose = _name_words(name, caps)
     if purpose:
         return bool(purpose & words)
@@ -184,8 +186,9 @@ def unavailable_groups(spec: RequestSpec, target: dict[str, Any], caps: Capabili
 
 def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
                 caps: Capabilities, request: str | None = None) -> list[tuple[str, str, dict]]:
-    """Candidates reordered: matching target first, then the fewest asked groups their target lacks, then the least
-    unrequested baggage, then search rank."""
+    """Candidates reordered: matching target first, then the fewest asked groups their target lacks, then those
+    whose purpose the request names (a real-time template for a real-time request keeps its tuned command line,
+    where a bare base given the real-time group would not), then the least unrequested baggage, then search rank."""
     def target_miss(data: dict[str, Any]) -> int:
         target = data.get("target") or {}
         # An image type nobody named is the default raw disk, not whatever the closest template is.
@@ -193,11 +196,12 @@ def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
         return sum(1 for key, want in (("dist", spec.dist), ("arch", spec.arch), ("imageType", kind))
                    if want and target.get(key) != want)
 
-    def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, int, int]:
+    def score(item: tuple[int, tuple[str, str, dict]]) -> tuple[int, int, bool, int, int]:
         rank, (name, _text, data) = item
         # with no target named, a family that has the asked groups is the better start
         lacking = unavailable_groups(spec, data.get("target") or {}, caps)
-        return target_miss(data), lacking, unasked(name, data, spec, caps, request), rank
+        unrelated = request is not None and not spec.minimal and not related(name, request, caps)
+        return target_miss(data), lacking, unrelated, unasked(name, data, spec, caps, request), rank
 
     return [c for _r, c in sorted(enumerate(candidates), key=score)]
 

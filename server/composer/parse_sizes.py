@@ -98,6 +98,15 @@ class SizePhrases(ParserState):
             if amount and not spec.disk_size_delta:
                 spec.disk_size_delta = ("-" if re.fullmatch(_SMALLER, m.group(3), re.I) else "+") + amount
                 self._mask(m.start(), m.end())
+        # "give the disk another 8 GB", "an extra 10 gigs": a size said as one more is added to the disk, unless
+        # something else follows it ("another 10G partition", "an extra 2G of swap", "4G more RAM")
+        for m in self._each(rf"\b(?:another|an?\s+(?:extra|additional|further)|extra|additional)\s+{_SIZE}"
+                            r"(?!\s*(?:\w+\s+)?(?:partitions?|volumes?|swap|ram|memory|for|of\s+(?:swap|ram|memory)"
+                            r"|(?:to|on)\s+/))"):
+            amount = _amount(m.group(1), m.group(2))
+            if amount and not spec.disk_size_delta:
+                spec.disk_size_delta = "+" + amount
+                self._mask(m.start(), m.end())
         # "double it", "halve the disk", "make the disk twice as big", "half the size"
         times = alternatives(_TIMES)
         for m in self._each(rf"\b(double|halve|triple)\s+(?:it|this|{_DISK}|the\s+size)\b"

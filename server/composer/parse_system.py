@@ -167,6 +167,12 @@ class SystemPhrases(ParserState):
                             rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b"):
             self.spec.unparsed.append(f"{m.group(0).strip()} {_FIREWALL_RULES}")
             self._mask(m.start(), m.end())
+        # "a java service on port 8080": where software listens is its own configuration's, not the template's
+        for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
+                            r"port\s+(\d{1,5})\b"):
+            self.spec.notes.append(f"port {m.group(1)} not applied: the port a service listens on is set in its own "
+                                   f"configuration, and opening it {_FIREWALL_RULES}")
+            self._mask(m.start(), m.end())
         # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
         # install (https is no typo of httpd here); the firewall itself is still asked for
         item = r"(?:(?:tcp\s+|udp\s+)?ports?\s+)?[a-z0-9][\w/-]*"

@@ -39,6 +39,24 @@ def _group_names(listed: str) -> list[str]:
 class UserPhrases(ParserState):
     """The user phrases of a request."""
 
+    def _user_into_groups(self) -> None:
+        """"add bob to the docker group", "put alice in the wheel and video groups": a user named into groups; one
+        the request or the template does not have is added with them. A package's or a group's name is no
+        user's ("add nginx to the www-data group" is software)."""
+        groups = r"([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)"
+        for m in self._each(rf"\b(?:add|put|place|make)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+"
+                            rf"(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?(?:groups?\s+)?{groups}\s+groups?\b"):
+            name = m.group(1).lower()
+            if name in NOT_A_USER or name in STOPWORDS or name in self.known or self.caps.group_for_word(name):
+                continue
+            names = _group_names(m.group(2))
+            user = self._user_referred(name)
+            if user is None:
+                user = {"action": "add", "name": name}
+                self.spec.users.append(user)
+            user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
+            self._mask(m.start(), m.end())
+
     def _users_by_pronoun(self) -> None:
         """"add a user named tom, put him in the docker group, give him sudo": a pronoun after a user is added
         names that user (the last one added by this request); with none, it is left unread and said."""
@@ -78,7 +96,16 @@ class UserPhrases(ParserState):
                 continue
             self.spec.users.append({"action": "rename", "name": old, "to": new})
             self._mask(m.start(), m.end())
+        # "rename edgeadmin to ops": a name with no noun is a user's or the host's, whichever the template has
+        for m in self._each(rf"\brename\s+{WHO}\s+(?:to|as|into)\s+{WHO}(?![\w.-])"):
+            old, new = m.group(1), m.group(2)
+            if ({old.lower(), new.lower()} & NOT_A_USER or old.lower() in STOPWORDS or old.lower() in self.known
+                    or self.caps.group_for_word(old.lower())):
+                continue
+            self.spec.users.append({"action": "rename", "name": old, "to": new, "or_host": True})
+            self._mask(m.start(), m.end())
         self._user_shells()
+        self._user_into_groups()
         self._users_named_otherwise()
         self._user_lists()
         self._user_named_by_is()
@@ -205,6 +232,8 @@ class UserPhrases(ParserState):
                   r"|isn't|need\s+not|needn't)\s+be")
         for m in self._each(rf"\b(?:revoke|remove|take\s+away|drop|withdraw|strip)\s+(?:the\s+)?{rights}\s+(?:from|of|for)"
                             rf"\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
+                            # a verb split round the rights: "take sudo away from ops"
+                            rf"|\b(?:take|get)\s+(?:the\s+)?{rights}\s+(?:away\s+)?from\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\bno\s+(?:more\s+)?{rights}\s+for\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{denied}\s+(?:any\s+)?{rights}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{not_be}\s+(?:an?\s+)?{_ROLE}"

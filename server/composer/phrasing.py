@@ -40,7 +40,8 @@ STOPWORDS = {
     "a", "an", "the", "and", "or", "of", "in", "into", "it", "its", "this", "that", "these", "those", "my", "our",
     "me", "us", "we", "i", "you", "please", "also", "some", "any", "all", "more", "few", "other", "too", "as",
     "be", "by", "at", "from", "then", "so", "but", "just", "only", "very", "really", "well", "up", "out", "off",
-    "back", "anymore",  # "put ssh back", "nginx is not needed anymore"
+    "back", "anymore", "longer",  # "put ssh back", "nginx is not needed anymore", "no longer need wireguard"
+    "another", "extra", "additional", "further",  # "another 10G partition": one more of what follows
     "open",  # "ports open": a verb, not the one package named open-* (open-iscsi)
     "package", "packages", "pkg", "pkgs", "tool", "tools", "utility", "utilities", "software", "stuff", "things",
     "image", "images", "template", "templates", "os", "system", "build", "version", "based", "ready", "new",

@@ -229,7 +229,13 @@ class SystemEdit(TemplateEdit):
                 continue
             entry = next((u for u in existing if isinstance(u, dict) and u.get("name") == name), None)
             if request.get("action") == "rename":
-                self._rename_user(entry, str(name), str(request["to"]))
+                if entry is None and request.get("or_host") and sc.get("hostname") == name:
+                    sc["hostname"] = request["to"]
+                    self.changes.append(f"hostname {name} -> {request['to']}")
+                elif entry is None and request.get("or_host"):
+                    self.changes.append(f"nothing to rename: no user or host name {name}")
+                else:
+                    self._rename_user(entry, str(name), str(request["to"]))
                 continue
             if entry is None and request.get("existing_only"):
                 self.changes.append(f"nothing to change: no user {name}")
@@ -245,6 +251,15 @@ class SystemEdit(TemplateEdit):
                 details.append("sudo" if request["sudo"] else "no sudo")
                 if not request["sudo"]:
                     self._drop_passwordless_sudo(str(name))
+                    # the administrators' group gives sudo as well (sudoers' %sudo / %wheel): it goes too
+                    admin = {f.admin_group for f in self.caps.families.values()}
+                    kept = [g for g in entry.get("groups") or [] if g not in admin]
+                    if kept != list(entry.get("groups") or []):
+                        details.append("left group " + ", ".join(g for g in entry["groups"] if g in admin))
+                        if kept:
+                            entry["groups"] = kept
+                        else:
+                            entry.pop("groups")
             for gone in request.get("leave_groups") or []:
                 if gone in (entry.get("groups") or []):
                     entry["groups"] = [g for g in entry["groups"] if g != gone]

@@ -448,3 +448,28 @@ async def test_a_count_of_isolated_cpus_keeps_a_template_isolating_that_many_and
     words = doc["systemConfig"]["kernel"]["cmdline"].split()
     assert {"isolcpus=nohz,domain,managed_irq,1-3", "nohz_full=1-3", "irqaffinity=0"} <= set(words)
     assert any(c.startswith("note: 3 isolated CPUs written as 1-3, CPU 0 left to the system") for c in out["changes"])
+
+
+async def test_sudo_taken_away_takes_the_administrators_group_too(client):
+    _gen_out, out, doc = await _refine(client, "ubuntu 24.04 edge gateway with docker", "take sudo away from edgeadmin")
+    (user,) = doc["systemConfig"]["users"]
+    assert user["sudo"] is False and "sudo" not in (user.get("groups") or []) and "docker" in user["groups"]
+    assert "updated user edgeadmin (no sudo; left group sudo)" in out["changes"]
+
+
+async def test_rename_with_no_noun_renames_the_user_or_the_host_the_template_has(client):
+    _gen_out, out, doc = await _refine(client, "ubuntu 24.04 edge gateway with docker", "rename edgeadmin to ops")
+    assert [u["name"] for u in doc["systemConfig"]["users"]] == ["ops"] and "renamed user edgeadmin -> ops" in out["changes"]
+    r = await client.call_tool("refine_template", {"conversation_id": out["conversation_id"],
+                                                   "instruction": "rename ubuntu-edge-gw to gw-7"})
+    assert "hostname ubuntu-edge-gw -> gw-7" in r.structured_content["changes"]
+    r = await client.call_tool("refine_template", {"conversation_id": out["conversation_id"],
+                                                   "instruction": "rename bob to carol"})
+    assert "nothing to rename: no user or host name bob" in r.structured_content["notes"]
+
+
+async def test_no_longer_needed_software_is_removed_without_unread_words(client):
+    _gen_out, out, doc = await _refine(client, "ubuntu 24.04 edge gateway with docker",
+                                       "I no longer need wireguard or the watchdog")
+    assert unmet(doc, {"lacks": ["wireguard-tools", "watchdog"]}) == []
+    assert "not understood" not in out["explanation"].lower(), out["explanation"]

@@ -528,3 +528,30 @@ def test_a_country_with_several_zones_and_no_main_one_is_reported():
 def test_pre_installed_is_a_word_of_having():
     spec = parse_request("debian 13 image with ansible pre-installed")
     assert spec.add_packages == ["ansible"] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("add bob to the docker group", [{"action": "add", "name": "bob", "groups": ["docker"]}]),
+    ("put alice in the wheel and video groups", [{"action": "add", "name": "alice", "groups": ["wheel", "video"]}]),
+    ("add nginx to the www-data group", []),  # software's name: no user
+])
+def test_a_user_named_into_groups_is_that_users_membership(text, users):
+    assert parse_request(text).users == users
+
+
+def test_a_verb_split_round_the_rights_takes_sudo_away():
+    (user,) = parse_request("take sudo away from edgeadmin").users
+    assert user["name"] == "edgeadmin" and user["sudo"] is False
+    assert not parse_request("take sudo away from ops").add_packages  # it had added the sudo package
+
+
+@pytest.mark.parametrize(("text", "delta", "partition"), [
+    ("give the disk another 8 GB", "+8GiB", None),
+    ("an extra 10 gigs of disk please", "+10GiB", None),
+    ("add another 10G partition for /data", None, "/data"),  # one more partition, not more disk
+    ("add an extra 2G of swap", None, "swap"),
+])
+def test_a_size_said_as_one_more_adds_to_the_disk_unless_something_else_follows(text, delta, partition):
+    spec = parse_request(text)
+    assert spec.disk_size_delta == delta and spec.disk_size is None and not spec.unparsed
+    assert [p["mountPoint"] for p in spec.partitions] == ([partition] if partition else [])

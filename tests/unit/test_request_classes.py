@@ -555,3 +555,16 @@ def test_a_size_said_as_one_more_adds_to_the_disk_unless_something_else_follows(
     spec = parse_request(text)
     assert spec.disk_size_delta == delta and spec.disk_size is None and not spec.unparsed
     assert [p["mountPoint"] for p in spec.partitions] == ([partition] if partition else [])
+
+
+@pytest.mark.parametrize(("text", "groups"), [
+    ("debian 13 that auto-updates security patches every night", ["updates"]),  # not the hardening baseline
+    ("debian 13 security hardened", ["security"]),
+])
+def test_security_patches_are_updates_and_security_alone_is_hardening(text, groups):
+    assert parse_request(text).add_groups == groups
+
+
+def test_bonded_network_cards_are_said_not_written():
+    spec = parse_request("ubuntu 24.04 with 2 network cards bonded")
+    assert len(spec.unparsed) == 1 and "network interfaces" in spec.unparsed[0] and "not written" in spec.unparsed[0]

@@ -130,7 +130,7 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
 
     want: dict[str, Any] = {}
     for key, attr in (("dist", "dist"), ("arch", "arch"), ("type", "image_type"), ("hostname", "hostname"),
-                      ("size", "disk_size")):
+                      ("size", "disk_size"), ("version", "image_version")):
         if getattr(spec, attr, None):
             want[key] = getattr(spec, attr)
     configurations = [c for c in getattr(spec, "configurations", None) or [] if not c.get("remove")]

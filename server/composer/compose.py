@@ -235,6 +235,9 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         if spec.name and image_section(self.data).get("name") != spec.name:
             image_section(self.data)["name"] = spec.name
             self.changes.append(f"image name set to {spec.name}")
+        if spec.image_version and str(image_section(self.data).get("version")) != spec.image_version:
+            image_section(self.data)["version"] = spec.image_version
+            self.changes.append(f"image version set to {spec.image_version}")
         self.clean_up_after_removals()
         self.tidy()
 

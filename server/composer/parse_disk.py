@@ -93,7 +93,9 @@ class DiskPhrases(ParserState):
             self._mask(m.start(), m.end())
         for m in self._each(
             # "a swap file instead of a swap partition": what something stands in for is taken out
-            rf"\b(?:remove|drop|delete|get\s+rid\s+of|no|without|instead\s+of|rather\s+than|in\s+place\s+of)\s+"
+            rf"\b(?:remove|drop|delete|get\s+rid\s+of|no|without|instead\s+of|rather\s+than|in\s+place\s+of"
+            # what is taken back: "never mind the /var/log partition", "forget the swap partition"
+            rf"|never\s+mind|forget(?:\s+about)?|scrap|scratch|cancel|ditch|skip)\s+"
             rf"(?:the\s+|an?\s+)?(?:separate\s+|extra\s+|dedicated\s+)?{_MOUNT}"
             rf"\s+partition\b"
             rf"|\b(?:remove|drop|delete)\s+(?:the\s+)?partition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"

@@ -51,6 +51,15 @@ class SizePhrases(ParserState):
                             rf"(?:the\s+)?(/[\w./-]*){_NOUN}?(?:'s\s+size|\s+size)?\s+(?:to|=|be)\s*{_SIZE}"):
             self._partition(m.group(1), size=_amount(m.group(2), m.group(3)))
             self._mask(m.start(), m.end())
+        # "the root partition is too small, give it 10G": "it" is the partition the clause before named
+        for m in self._each(rf"\b(?:the\s+)?{_MOUNT}{_NOUN}?\s+is\s+(?:too\s+(?:small|tight|little|big|large)"
+                            rf"|(?:running\s+)?out\s+of\s+(?:space|room)|(?:almost\s+)?full)\s*[,;.]?\s*"
+                            rf"(?:so\s+|please\s+|just\s+)?(?:give|make|set|grow|resize|bump|shrink)\s+it\s+"
+                            rf"(?:to\s+)?{_SIZE}"):
+            amount = _amount(m.group(2), m.group(3))
+            if amount:
+                self._partition(m.group(1), size=amount)
+                self._mask(m.start(), m.end())
         # "grow /data by 2G", "shrink the /var partition by 1G", "make /srv 2G bigger"
         for m in self._each(rf"\b({_GROW}|{_SHRINK})\s+(?:the\s+)?{_MOUNT}{_NOUN}?\s+by\s+{_SIZE}"
                             rf"|\b(?:make|grow)\s+(?:the\s+)?{_MOUNT}{_NOUN}?\s+{_SIZE}\s+({_BIGGER}|{_SMALLER})\b"):

@@ -289,6 +289,15 @@ class SystemPhrases(ParserState):
                 if slug:
                     self.spec.name = slug
                 self._mask(m.start(), m.end())
+        # The image's own version: named as the image's or the template's, set by a verb, or a three-part
+        # version after "version" (a kernel's is read later, by _kernel_version, and a release's by its name)
+        number = r"v?(\d+(?:\.\d+){0,3}(?:[-+][\w.]+)?)(?![\w.])"
+        for m in self._each(rf"\b(?:image|template)(?:'s)?\s+version\s*(?:to|=|:|as|of|is|should\s+be)?\s*{number}"
+                            rf"|\bversion\s+of\s+(?:the\s+|this\s+)?(?:image|template)\s*(?:to|=|:|as|is|should\s+be)?\s*{number}"
+                            rf"|\b(?:set|change|bump|make)\s+(?:the\s+|its\s+)?version\s+(?:to\s+)?{number}"
+                            rf"|(?<!kernel\s)\bversion\s*(?:to|=|:|is|should\s+be)?\s*v?(\d+\.\d+\.\d+(?:[-+][\w.]+)?)(?![\w.])"):
+            self.spec.image_version = next(g for g in m.groups() if g)
+            self._mask(m.start(), m.end())
 
     def _kernel_version(self) -> None:
         patterns = [

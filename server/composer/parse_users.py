@@ -431,7 +431,8 @@ class UserPhrases(ParserState):
         names after "users" (after a comma only when counted, where the names must follow)."""
         # A role said before the noun is said of every name listed ("two admin users, anna and ben").
         said_role = r"(?:(?P<role>admin(?:istrator)?|sudo(?:er)?|privileged|superuser)\s+)?"
-        head = (rf"\b(?:(?:two|three|four|five|six|a\s+couple\s+of|\d+)\s+{said_role}(?:users|accounts)\s*[,:]?"
+        head = (rf"\b(?:(?:two|three|four|five|six|a\s+couple\s+of|\d+)\s+(?:more\s+|new\s+|other\s+)?{said_role}"
+                rf"(?:users|accounts)\s*[,:]?"
                 rf"|{said_role.replace('role', 'role2')}(?:users|accounts)\s*(?::|-|named|called)?)\s*")
         # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
         role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"

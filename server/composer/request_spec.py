@@ -31,6 +31,7 @@ class RequestSpec:
     secure_boot: bool | None = None
     artifacts: list[str] = field(default_factory=list)
     name: str | None = None
+    image_version: str | None = None  # image.version ("version 2.1.0", "set the image version to 1.2")
     is_question: bool = False
     unparsed: list[str] = field(default_factory=list)
     # Additions beyond the first agreed API (all optional, defaults keep callers working).

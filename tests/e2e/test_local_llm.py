@@ -196,7 +196,7 @@ async def test_real_model_refines_a_template(library_cache: Path, real_llm: Loca
         cid = gen.structured_content["conversation_id"]
         # The composer cannot do this edit, so the model has to.
         r = await c.call_tool("refine_template", {"conversation_id": cid,
-                                                  "instruction": "set the image version to 2.1.0"})
+                                                  "instruction": "mark this build as the spring release"})
         assert not r.is_error, r.content[0].text
         data = r.structured_content
         _check_honest(data)

@@ -473,3 +473,8 @@ async def test_no_longer_needed_software_is_removed_without_unread_words(client)
                                        "I no longer need wireguard or the watchdog")
     assert unmet(doc, {"lacks": ["wireguard-tools", "watchdog"]}) == []
     assert "not understood" not in out["explanation"].lower(), out["explanation"]
+
+
+async def test_the_image_version_said_in_an_edit_is_written(client):
+    _gen_out, out, doc = await _refine(client, "debian 13 minimal image", "and the version 2.1.0")
+    assert doc["image"]["version"] == "2.1.0" and "image version set to 2.1.0" in out["changes"]

@@ -568,3 +568,30 @@ def test_security_patches_are_updates_and_security_alone_is_hardening(text, grou
 def test_bonded_network_cards_are_said_not_written():
     spec = parse_request("ubuntu 24.04 with 2 network cards bonded")
     assert len(spec.unparsed) == 1 and "network interfaces" in spec.unparsed[0] and "not written" in spec.unparsed[0]
+
+
+@pytest.mark.parametrize(("text", "version"), [
+    ("and the version 2.1.0", "2.1.0"), ("set the version to 2.1", "2.1"), ("image version 1.2", "1.2"),
+    ("ubuntu 24.04 with kernel version 6.8.12", None),  # the kernel's
+])
+def test_the_image_version_is_read_where_it_is_the_images(text, version):
+    assert parse_request(text).image_version == version
+
+
+def test_a_count_with_more_before_users_lists_them():
+    assert [u["name"] for u in parse_request("add two more users, ann and joe").users] == ["ann", "joe"]
+
+
+@pytest.mark.parametrize(("text", "mount"), [("never mind the /var/log partition", "/var/log"),
+                                             ("forget about the swap partition", "swap")])
+def test_a_partition_taken_back_is_removed(text, mount):
+    assert parse_request(text).partitions == [{"action": "remove", "mountPoint": mount}]
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("the root partition is too small, give it 10G", "/", "10GiB"),
+    ("/var is running out of space, make it 20G", "/var", "20GiB"),
+])
+def test_it_after_a_partition_said_too_small_is_that_partition(text, mount, size):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "resize", "mountPoint": mount, "size": size}] and spec.disk_size is None

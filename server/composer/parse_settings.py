@@ -290,7 +290,8 @@ class SettingPhrases(ParserState):
         if not own:
             return
         # "remove isolcpus", "drop the hugepages parameter": the setting taken out, whatever its value
-        for m in self._each(rf"\b(?:remove|drop|delete|disable|strip|no|without|get\s+rid\s+of)\s+(?:the\s+)?{w}"
+        for m in self._each(rf"\b(?:remove|drop|delete|disable|strip|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel"
+                            rf"|scratch|never\s+mind)\s+(?:the\s+)?{w}"
                             r"(?:\s+(?:parameters?|settings?|options?|flags?))?"):
             self.spec.kernel_cmdline_remove += [p.split("=", 1)[0] for p in setting.cmdline]
             entry = setting.configuration("")

@@ -33,6 +33,7 @@ REMOVE_WORDS = {
     "remove", "removing", "uninstall", "drop", "delete", "without", "exclude", "excluding", "except", "no", "not",
     "minus", "disable", "purge", "strip", "omit", "skip", "lose", "ditch", "kill", "nuke", "scrap", "axe",
     "rm", "del", "w/o",  # a shell's and a note's way of writing it
+    "forget", "scratch", "cancel", "nevermind",  # what is taken back ("forget about nginx", "scratch the htop")
 }  # fmt: skip
 STOPWORDS = {
     # conjunctions that begin a reason or a condition, never a name ("swap docker for podman since emt has it")

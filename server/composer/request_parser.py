@@ -88,6 +88,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
+        self._reminders()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._urls()
         self._cmdline()
@@ -132,6 +133,13 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._purposes_of_named()
         self._purpose_unserved()
         self._dedupe()
+
+    def _reminders(self) -> None:
+        """"don't forget curl", "do not forget to add htop": a reminder asks for what follows, where "forget" alone
+        takes it back. Rewritten in place, at the same length, as the verb of adding."""
+        for m in self._each(r"\b(?:do\s+not|don'?t|never|remember\s+not\s+to)\s+forget(?:\s+about)?"
+                            r"(?:\s+to\s+(?:add|install|include))?\b"):
+            self.work = self.work[:m.start()] + "add".ljust(m.end() - m.start()) + self.work[m.end():]
 
     def _purpose_unserved(self) -> None:
         """A request that names no software and says what the image is for in words nothing read ("for a digital

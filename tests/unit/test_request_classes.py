@@ -595,3 +595,19 @@ def test_a_partition_taken_back_is_removed(text, mount):
 def test_it_after_a_partition_said_too_small_is_that_partition(text, mount, size):
     spec = parse_request(text)
     assert spec.partitions == [{"action": "resize", "mountPoint": mount, "size": size}] and spec.disk_size is None
+
+
+@pytest.mark.parametrize(("text", "added", "removed"), [
+    ("forget about nginx", [], ["nginx"]),  # it had added nginx
+    ("scratch the htop", [], ["htop"]),
+    ("ubuntu with htop, do not forget curl", ["htop", "curl"], []),  # a reminder asks for it
+    ("and don't forget to install jq", ["jq"], []),
+])
+def test_what_is_taken_back_is_removed_and_a_reminder_is_asked_for(text, added, removed):
+    spec = parse_request(text)
+    assert spec.add_packages == added and spec.remove_packages == removed and not spec.unparsed
+
+
+def test_a_setting_taken_back_is_taken_out():
+    spec = parse_request("cancel the swap file")
+    assert spec.configurations == [{"remove": True, "replaces": "/swapfile", "cmd": "", "label": "swap file"}]

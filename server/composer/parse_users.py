@@ -31,6 +31,15 @@ _NOT_A_NAME = {"new", "normal", "regular", "standard", "default", "local", "main
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
 
+# Groups listed for a user ("docker, video and audio"), lazily, so "groups"/"group" after them stays outside.
+_GROUP_LIST = r"([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)"
+
+
+def _said_role(group: str) -> str:
+    """A role said before a list of users ("two admin users, anna and ben"), captured as ``group``."""
+    return rf"(?:(?P<{group}>admin(?:istrator)?|sudo(?:er)?|privileged|superuser)\s+)?"
+
+
 def _group_names(listed: str) -> list[str]:
     """The groups of a list said for a user ("docker, video and audio")."""
     return [g for g in re.split(r"\s*(?:,|\band\b)\s*", listed) if g and g.lower() not in STOPWORDS]
@@ -43,9 +52,8 @@ class UserPhrases(ParserState):
         """"add bob to the docker group", "put alice in the wheel and video groups": a user named into groups; one
         the request or the template does not have is added with them. A package's or a group's name is no
         user's ("add nginx to the www-data group" is software)."""
-        groups = r"([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)"
         for m in self._each(rf"\b(?:add|put|place|make)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+"
-                            rf"(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?(?:groups?\s+)?{groups}\s+groups?\b"):
+                            rf"(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?(?:groups?\s+)?{_GROUP_LIST}\s+groups?\b"):
             name = m.group(1).lower()
             if name in NOT_A_USER or name in STOPWORDS or name in self.known or self.caps.group_for_word(name):
                 continue
@@ -66,7 +74,7 @@ class UserPhrases(ParserState):
         user = added[-1]
         pronoun = r"(?:him|her|them|that\s+user|this\s+user|the\s+user)"
         for m in self._each(rf"\b(?:put|add|place|make)\s+{pronoun}\s+(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?"
-                            r"(?:groups?\s+)?([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)(?:\s+groups?\b|(?=\s*(?:,|$|\.|;)))"):
+                            rf"(?:groups?\s+)?{_GROUP_LIST}(?:\s+groups?\b|(?=\s*(?:,|$|\.|;)))"):
             names = _group_names(m.group(1))
             if names:
                 user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
@@ -430,10 +438,9 @@ class UserPhrases(ParserState):
         """"two users: alice with sudo and bob without", "users alice, bob", "two users, admin and ops": several
         names after "users" (after a comma only when counted, where the names must follow)."""
         # A role said before the noun is said of every name listed ("two admin users, anna and ben").
-        said_role = r"(?:(?P<role>admin(?:istrator)?|sudo(?:er)?|privileged|superuser)\s+)?"
-        head = (rf"\b(?:(?:two|three|four|five|six|a\s+couple\s+of|\d+)\s+(?:more\s+|new\s+|other\s+)?{said_role}"
-                rf"(?:users|accounts)\s*[,:]?"
-                rf"|{said_role.replace('role', 'role2')}(?:users|accounts)\s*(?::|-|named|called)?)\s*")
+        head = (rf"\b(?:(?:two|three|four|five|six|a\s+couple\s+of|\d+)\s+(?:more\s+|new\s+|other\s+)?"
+                rf"{_said_role('role')}(?:users|accounts)\s*[,:]?"
+                rf"|{_said_role('role2')}(?:users|accounts)\s*(?::|-|named|called)?)\s*")
         # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
         role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"
         # A name that a verb follows begins a clause of its own ("users alice and bob, alice is an admin").

@@ -252,7 +252,7 @@ class SystemEdit(TemplateEdit):
                 if not request["sudo"]:
                     self._drop_passwordless_sudo(str(name))
                     # the administrators' group gives sudo as well (sudoers' %sudo / %wheel): it goes too
-                    admin = {f.admin_group for f in self.caps.families.values()}
+                    admin = self._admin_groups()
                     kept = [g for g in entry.get("groups") or [] if g not in admin]
                     if kept != list(entry.get("groups") or []):
                         details.append("left group " + ", ".join(g for g in entry["groups"] if g in admin))
@@ -296,8 +296,11 @@ class SystemEdit(TemplateEdit):
         """A family's administrators' group said by another family's name ("wheel" on Ubuntu, "sudo" on the Red
         Hat family): this family's, since the other does not exist here and the build's useradd would fail."""
         family = self.caps.families.get(self.family)
-        admin = {f.admin_group for f in self.caps.families.values()}
-        return family.admin_group if family is not None and group in admin else group
+        return family.admin_group if family is not None and group in self._admin_groups() else group
+
+    def _admin_groups(self) -> set[str]:
+        """Every family's administrators' group (`sudo`, `wheel`): membership gives sudo (sudoers' %group)."""
+        return {f.admin_group for f in self.caps.families.values()}
 
     def _rename_user(self, entry: dict | None, old: str, new: str) -> None:
         if entry is None:

@@ -77,9 +77,16 @@ def sshd_configuration(lines: tuple[str, ...], file: str, setting: str) -> dict[
 
 
 @functools.lru_cache(maxsize=1)
+def _raw() -> Mapping[str, Any]:
+    """The bundled file, read and parsed once for the settings, the kernel modules and the country words."""
+    data: Mapping[str, Any] = load_mapping(resource_text(RESOURCE)).data
+    return data
+
+
+@functools.lru_cache(maxsize=1)
 def load_settings() -> Mapping[str, Setting]:
     """The bundled settings by name, parsed once."""
-    raw: Mapping[str, Any] = load_mapping(resource_text(RESOURCE)).data
+    raw = _raw()
     out: dict[str, Setting] = {}
     for name, spec in (raw.get("settings") or {}).items():
         value = str(spec.get("value"))
@@ -117,7 +124,7 @@ def load_settings() -> Mapping[str, Setting]:
 def kernel_modules() -> Mapping[str, str]:
     """The words people use for a kernel module, each to the module's name (system_settings.yaml), keyed by
     :func:`module_key`."""
-    raw: Mapping[str, Any] = load_mapping(resource_text(RESOURCE)).data
+    raw = _raw()
     return {module_key(word): str(module) for module, words in (raw.get("kernel_modules") or {}).items()
             for word in [str(module), *(str(w) for w in words or ())]}
 
@@ -167,7 +174,7 @@ def _country_zones() -> Mapping[str, str]:
             main[code] = zones[0][0] if len(zones) == 1 else chosen[0]
     names = {fields[1].lower(): fields[0] for line in countries.splitlines() if not line.startswith("#")
              for fields in [line.split("\t")] if len(fields) == 2}
-    raw: Mapping[str, Any] = load_mapping(resource_text(RESOURCE)).data
+    raw = _raw()
     names |= {str(word).lower(): str(code) for word, code in (raw.get("country_words") or {}).items()}
     return {name: main[code] for name, code in names.items() if code in main}
 

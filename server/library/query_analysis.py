@@ -232,6 +232,7 @@ _stem = vocab.stem
 Spelt = tuple[list[str], list[tuple[str, str]]]  # a query's tokens as read, and (as typed, as read) pairs
 
 
+@functools.lru_cache(maxsize=1)
 def _english() -> frozenset[str]:
     """Common English words, which are never misspellings: "control plane" is no "control plate" because a
     glossary phrase names license plates. Loaded on the first query with a word to check (~20,000 words, once)."""

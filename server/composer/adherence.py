@@ -26,6 +26,7 @@ from ..knowledge.sizes import template_mib
 from . import cpu_lists, module_lists
 from .consoles import SERIAL_CONSOLE, serial_port
 from .layout import GPT_TAIL_MIB
+from .request_spec import REFERRED_USER
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -166,7 +167,7 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
         want["config"] = written
     if spec.immutability is not None:
         want["immutable"] = spec.immutability
-    users = [u["name"] for u in spec.users if u.get("action") == "add" and u.get("name")]
+    users = [u["name"] for u in spec.users if u.get("action") == "add" and u.get("name") not in (None, REFERRED_USER)]
     if users:
         want["user"] = users
     if spec.artifacts:

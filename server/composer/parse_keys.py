@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.system_settings import sshd_configuration
-from .phrasing import NOT_A_USER, WHO, ParserState
+from .phrasing import NAMED_WHO, NOT_A_USER, ParserState
 
 # An OpenSSH public key line: its type, its base64 body, and an optional comment of the user@host kind.
 _KEY = re.compile(
@@ -23,11 +23,11 @@ _INTRO = re.compile(r"(?:\b(?:with|and|using|add|install|put)\s+)?(?:\b(?:an?|th
                     r"(?:\bssh\s+)?(?:\b(?:public|authori[sz]ed)\s+)?\b(?:keys?|pub\s*keys?|pubkeys?)\s*[:=]?\s*$", re.I)
 # "ssh key for root: ssh-ed25519 …": the key's words and its user, before it.
 _INTRO_FOR = re.compile(r"(?:\b(?:an?|the|my|our)\s+)?(?:\bssh\s+)?(?:\b(?:public|authori[sz]ed)\s+)?\bkeys?\s+(?:for|of)\s+"
-                        rf"(?:(?:the\s+)?(?:user|account)\s+)?{WHO}\s*[:=]?\s*$", re.I)
-_USER_BEFORE = re.compile(rf"\b(?:user|account|login|for|to)\s+{WHO}"
+                        rf"(?:(?:the\s+)?(?:user|account)\s+)?{NAMED_WHO}\s*[:=]?\s*$", re.I)
+_USER_BEFORE = re.compile(rf"\b(?:user|account|login|for|to)\s+{NAMED_WHO}"
                           r"(?:\s+(?:can|may|will|should|must|to|who|which|that|logs?|with|has|gets?)\b[^,;]*)?\s*$", re.I)
-_USER_AFTER = re.compile(rf"^\s*(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}", re.I)
-_USER_NAMED = re.compile(rf"\b(?:user|account)\s+{WHO}", re.I)
+_USER_AFTER = re.compile(rf"^\s*(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{NAMED_WHO}", re.I)
+_USER_NAMED = re.compile(rf"\b(?:user|account)\s+{NAMED_WHO}", re.I)
 # Words in a user's place that name nobody ("for the image", "to it"); not the stop words, which hold verbs that
 # are fine account names ("deploy").
 _NOT_A_NAME = NOT_A_USER | {"ssh", "me", "my", "login", "log", "key", "keys", "the", "a", "an", "this", "that",

@@ -21,6 +21,7 @@ from ..knowledge.system_settings import (
     zone_named,
 )
 from .phrasing import STOPWORDS, ParserState, alternatives
+from .schedules import SCHEDULE, calendar
 
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
 _CPUS = r"\d+(?:\s*-\s*\d+)?(?:\s*(?:,|\band\b|&)\s*\d+(?:\s*-\s*\d+)?(?!\s*(?:[kmgtp]i?b?\b|%)))*"
@@ -45,11 +46,15 @@ _SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.
 # A server's address: IPv4 or a dotted host name, with an optional port.
 _ADDRESS = (r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,})"
             r"(?::\d{1,5})?(?![\w.:-])")
+# Verbs that take a setting out, whatever its value ("remove isolcpus", "cancel the nightly reboot").
+_UNDO = (r"(?:remove|drop|delete|disable|strip|stop|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel|scratch"
+         r"|never\s+mind)")
 _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight")
 # Words before a setting's that make it a destination ("to the central syslog server", "a remote log server").
 _DESTINATION_BEFORE = re.compile(r"\b(?:to|towards|remote)\s+(?:(?:the|a|an|our|my|their|remote|central)\s+)*$", re.I)
 # An address after a setting's words, as "send logs to the server 10.0.0.5" gives it.
-_TO_ADDRESS = (rf"(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+)?(?:syslog\s+|log\s+)?(?:server|host)\s+)?"
+_TO_ADDRESS = (r"(?:(?:with|from|against|using|via|pointing\s+at|pointed\s+at|pointing\s+to|pointed\s+to)\s+)?"
+               rf"(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+)?(?:syslog\s+|log\s+|ntp\s+|time\s+)?(?:server|host)\s+)?"
                rf"(?:(?:at|on)\s+)?{_ADDRESS}")
 _SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})\s*=\s*([\w.:-]+)(?![\w/])"
 
@@ -251,7 +256,10 @@ class SettingPhrases(ParserState):
         w = rf"\b(?:{words})\b"
         # Each form: the pattern, and whether the value's words are read from their start (after the
         # setting's words) or from their end (before them).
-        if setting.value == "cpus":
+        forms: list[tuple[str, bool]] = []
+        if setting.value == "schedule":
+            self._scheduled(setting, w)
+        elif setting.value == "cpus":
             self._cpu_count(setting)
             forms = [(rf"{w}{_LINK}(?:{_CPU_NOUN}\s+)?({_CPUS})(?![\w.-])", True)]
             # The name turned round with the list inside: "cores 4-7 isolated" for "isolated cores".
@@ -265,7 +273,9 @@ class SettingPhrases(ParserState):
         elif setting.value == "size":
             forms = [(rf"{w}{_LINK}({_SIZE_TEXT})", True), (rf"({_SIZE_TEXT})\s+(?:of\s+)?{w}", False)]
         elif setting.value == "address":  # "send logs to the server 10.0.0.5": "the server" may stand between
-            forms = [(rf"{w}{_LINK}{_TO_ADDRESS.replace(_ADDRESS, f'({_ADDRESS})')}", True)]
+            forms = [(rf"{w}{_LINK}{_TO_ADDRESS.replace(_ADDRESS, f'({_ADDRESS})')}", True),
+                     # "time1.example.org as the time server", "10.0.0.5 for the logs"
+                     (rf"(?<![\w.-])({_ADDRESS})\s+as\s+(?:(?:the|a|an|our|its|my)\s+)?{w}", False)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
             forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False)]
@@ -277,6 +287,9 @@ class SettingPhrases(ParserState):
                     continue
                 value, length = found
                 self._write(setting, value)
+                said = m.group(0).lower()
+                self.spec.add_packages += [p for p in setting.packages_named
+                                           if re.search(rf"\b{re.escape(p)}\b", said) and p not in self.spec.add_packages]
                 if forward:
                     self._mask(m.start(), m.start(1) + length)
                 else:
@@ -290,19 +303,45 @@ class SettingPhrases(ParserState):
         if not own:
             return
         # "remove isolcpus", "drop the hugepages parameter": the setting taken out, whatever its value
-        for m in self._each(rf"\b(?:remove|drop|delete|disable|strip|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel"
-                            rf"|scratch|never\s+mind)\s+(?:the\s+)?{w}"
-                            r"(?:\s+(?:parameters?|settings?|options?|flags?))?"):
-            self.spec.kernel_cmdline_remove += [p.split("=", 1)[0] for p in setting.cmdline]
-            entry = setting.configuration("")
-            if entry is not None:
-                self.spec.configurations.append({"remove": True, "replaces": entry["replaces"], "cmd": "",
-                                                 "label": setting.name})
+        for m in self._each(rf"\b{_UNDO}\s+(?:the\s+)?{w}(?:\s+(?:parameters?|settings?|options?|flags?))?"):
+            self._undo(setting)
             self._mask(m.start(), m.end())
+        valued = any(c.get("setting") == setting.name and not c.get("remove") for c in self.spec.configurations)
         for m in self._each(w):  # the words are left, with no value they take
+            if self._known_word(m.group(0).lower()) or m.group(0).lower() in setting.packages_named:
+                continue  # a package named alone is that package ("an image with chrony")
             self._mask(m.start(), m.end())
+            if valued:
+                continue  # said again beside its value ("chrony using time1.example.org as the time server")
             self.spec.unparsed.append(f"{setting.name}: no {self._shape(setting)} named with it "
                                       f"(e.g. '{self._example(setting)}')")
+
+    def _undo(self, setting: Setting) -> None:
+        """The setting taken out, whatever its value: its kernel parameters and its configuration entry."""
+        self.spec.kernel_cmdline_remove += [p.split("=", 1)[0] for p in setting.cmdline]
+        entry = setting.configuration("")
+        if entry is not None:
+            self.spec.configurations.append({"remove": True, "replaces": entry["replaces"], "cmd": "",
+                                             "label": setting.name})
+
+    def _scheduled(self, setting: Setting, w: str) -> None:
+        """A recurring setting and when: "reboot it every sunday at 4", "a nightly reboot at 3am", "at 2am every
+        day the machine reboots". What the reading chose that was not said (midnight, Monday for weekly) is noted."""
+        what = r"(?:\s+(?:it|itself|the\s+(?:machine|system|box|device|server|node|image|computer)))?"
+        subject = r"(?:(?:it|the\s+(?:machine|system|box|device|server|node|image|computer))\s+)?"
+        for m in self._each(rf"(?:\b({SCHEDULE})\s+{subject})?{w}{what}(?:\s*,?\s+({SCHEDULE}))?"):
+            undo = re.search(rf"\b{_UNDO}\s+(?:(?:the|any|its|more)\s+)*$", self.work[:m.start()])
+            if undo:
+                self._undo(setting)  # "stop the nightly reboot", "no more weekly reboots"
+                self._mask(undo.start(), m.end())
+                continue
+            said = " ".join(g for g in (m.group(1), m.group(2)) if g)
+            at = calendar(said) if said else None
+            if at is None:
+                continue  # "reboot" alone, or after updates: no schedule, and nothing written
+            self._write(setting, at.event)
+            self.spec.notes += [f"{setting.name}: {note}" for note in at.notes]
+            self._mask(m.start(), m.end())
 
     def _not_a_zone(self, setting: Setting, m: re.Match[str], forward: bool) -> None:
         """A name shaped like a zone ("Mars/Olympus") next to the words that is none: reported with them."""
@@ -367,11 +406,11 @@ class SettingPhrases(ParserState):
 
     @staticmethod
     def _shape(setting: Setting) -> str:
-        return {"cpus": "CPU list", "count": "number", "size": "size", "zone": "time zone",
+        return {"cpus": "CPU list", "count": "number", "size": "size", "zone": "time zone", "schedule": "schedule",
                 "address": "server address"}[setting.value]
 
     @staticmethod
     def _example(setting: Setting) -> str:
         word = setting.words[0]
-        return {"cpus": f"{word} 2-3", "count": f"{word} 10", "size": f"{word} of 2G",
+        return setting.example or {"cpus": f"{word} 2-3", "count": f"{word} 10", "size": f"{word} of 2G",
                 "zone": f"{word} Europe/Berlin", "address": f"{word} logs.example.com:514"}[setting.value]

@@ -7,7 +7,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .phrasing import EDIT_VERBS, NOT_A_USER, STOPWORDS, WHO, ParserState
+from .phrasing import EDIT_VERBS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO, ParserState
+from .request_spec import REFERRED_USER
 
 # Sudo that asks no password ("passwordless sudo", "sudo without a password", "NOPASSWD"): upstream templates
 # write it as a sudoers.d file from a configuration command (the schema's ``sudo: true`` alone asks for one).
@@ -52,7 +53,7 @@ class UserPhrases(ParserState):
         """"add bob to the docker group", "put alice in the wheel and video groups": a user named into groups; one
         the request or the template does not have is added with them. A package's or a group's name is no
         user's ("add nginx to the www-data group" is software)."""
-        for m in self._each(rf"\b(?:add|put|place|make)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+"
+        for m in self._each(rf"\b(?:add|put|place|make)\s+(?:the\s+)?(?:user\s+|account\s+)?{NAMED_WHO}\s+"
                             rf"(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?(?:groups?\s+)?{_GROUP_LIST}\s+groups?\b"):
             name = m.group(1).lower()
             if name in NOT_A_USER or name in STOPWORDS or name in self.known or self.caps.group_for_word(name):
@@ -67,29 +68,28 @@ class UserPhrases(ParserState):
 
     def _users_by_pronoun(self) -> None:
         """"add a user named tom, put him in the docker group, give him sudo": a pronoun after a user is added
-        names that user (the last one added by this request); with none, it is left unread and said."""
-        added = [u for u in self.spec.users if u.get("action") == "add"]
-        if not added:
-            return
-        user = added[-1]
+        names that user (the last one added by this request); with none, the template's (see _pronoun_user)."""
         pronoun = r"(?:him|her|them|that\s+user|this\s+user|the\s+user)"
         for m in self._each(rf"\b(?:put|add|place|make)\s+{pronoun}\s+(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?"
                             rf"(?:groups?\s+)?{_GROUP_LIST}(?:\s+groups?\b|(?=\s*(?:,|$|\.|;)))"):
             names = _group_names(m.group(1))
             if names:
+                user = self._pronoun_user()
                 user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
                 self._mask(m.start(), m.end())
         for m in self._each(rf"\b(?:give|grant)\s+{pronoun}\s+(?:(password[\s-]?less|no[\s-]password)\s+)?sudo"
                             r"(?:\s+(?:rights|access|privileges))?\b"):
+            user = self._pronoun_user()
             user["sudo"] = True
             if m.group(1):
                 user["nopasswd"] = True
             self._mask(m.start(), m.end())
 
     def _users(self) -> None:
+        leaves_group = r"(?![\w-])(?!\s+(?:out\s+of|from)\s+(?:the\s+)?[\w-]+\s+groups?\b)"  # only a membership goes
         remove = [
-            r"\b(?:remove|delete|drop)\s+(?:the\s+)?(?:user|account|login)\s+(?:named\s+|called\s+)?[\"'`]?([a-z_][a-z0-9_-]*)",
-            r"\b(?:remove|delete|drop)\s+(?:the\s+)?[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?\s+(?:user|account)\b",
+            rf"\b(?:remove|delete|drop)\s+(?:the\s+)?(?:user|account|login)\s+{NAMED_WHO}{leaves_group}",
+            rf"\b(?:remove|delete|drop)\s+(?:the\s+)?+{WHO}\s+(?:user|account)\b{leaves_group}",
         ]
         for pattern in remove:
             for m in self._each(pattern):
@@ -265,11 +265,24 @@ class UserPhrases(ParserState):
         self._mask(m.start(), m.end())
 
     def _user_referred(self, word: str) -> dict[str, Any] | None:
-        """The user this request adds that ``word`` names: by its name, or by a pronoun for the last one named."""
-        added = [u for u in self.spec.users if u.get("action") == "add" and not u.get("existing_only")]
+        """The user this request adds that ``word`` names: by its name, or by a pronoun (see _pronoun_user)."""
         if re.fullmatch(_PRONOUNS, word):
-            return added[-1] if added else None
-        return next((u for u in added if u.get("name") == word), None)
+            return self._pronoun_user()
+        return next((u for u in self.spec.users if u.get("action") == "add" and not u.get("existing_only")
+                     and u.get("name") == word), None)
+
+    def _pronoun_user(self) -> dict[str, Any]:
+        """The user a pronoun names: the last one this request adds; with none named before it ("make her an admin"
+        in an edit), the template's, as an entry named REFERRED_USER that changes a user the template has and never
+        creates one."""
+        added = [u for u in self.spec.users if u.get("action") == "add" and not u.get("existing_only")]
+        if added:
+            return added[-1]
+        referred = next((u for u in self.spec.users if u.get("name") == REFERRED_USER), None)
+        if referred is None:
+            referred = {"action": "add", "name": REFERRED_USER, "existing_only": True}
+            self.spec.users.append(referred)
+        return referred
 
     def _sudo_given(self) -> None:
         """Sudo given to a user by name, apart from the user's own clause: "alice is an admin", "carol should be an
@@ -299,16 +312,19 @@ class UserPhrases(ParserState):
         user leaves groups; a user the template lacks is said, not created."""
         group = r"(?:the\s+)?([a-z_][a-z0-9_-]*)(?:\s+group)?"
         for m in self._each(rf"\b(?:remove|drop|take)\s+(?:the\s+)?([a-z_][a-z0-9_-]*)\s+group\s+(?:away\s+)?from\s+"
-                            rf"(?:the\s+)?(?:user\s+|account\s+)?{WHO}"
-                            rf"|\b(?:remove|drop|take)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+(?:out\s+of|from)\s+{group}"):
+                            rf"(?:the\s+)?(?:user\s+|account\s+)?{NAMED_WHO}"
+                            rf"|\b(?:remove|drop|take)\s+(?:the\s+)?(?:user\s+|account\s+)?{NAMED_WHO}\s+(?:out\s+of|from)\s+{group}"):
             g = m.groups()
             gname, user = (g[0], g[1]) if g[0] else (g[3], g[2])
             said_group = bool(g[0]) or m.group(0).rstrip().endswith("group")
             # "remove docker from the image": software from the image, no user from a group
-            if user.lower() in NOT_A_USER or self._known_word(user) or not (said_group or self._known_group(gname)):
+            pronoun = re.fullmatch(_PRONOUNS, user.lower())
+            if (user.lower() in NOT_A_USER and not pronoun) or self._known_word(user) or not (said_group or self._known_group(gname)):
                 continue
             named = self._user_referred(user.lower())
-            if named is not None:
+            if named is not None and named.get("existing_only"):  # "remove her from the video group": the template's
+                named["leave_groups"] = [*named.get("leave_groups", []), gname]
+            elif named is not None:
                 named["groups"] = [x for x in named.get("groups") or [] if x != gname]
             else:
                 self.spec.users.append({"action": "add", "name": user, "existing_only": True, "leave_groups": [gname]})
@@ -321,7 +337,7 @@ class UserPhrases(ParserState):
         """"bob is a normal user", "carol should be a regular user": a user without sudo, added (or, in an edit, its
         sudo taken away where the template has it)."""
         plain = r"(?:normal|regular|standard|ordinary|plain|unprivileged|non-?admin|limited|basic|non-?root)"
-        for m in self._each(rf"\b(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+(?:is|should\s+be|must\s+be|will\s+be|stays)"
+        for m in self._each(rf"\b(?:the\s+)?(?:user\s+|account\s+)?{NAMED_WHO}\s+(?:is|should\s+be|must\s+be|will\s+be|stays)"
                             rf"\s+(?:just\s+|only\s+)?(?:an?\s+)?{plain}\s+(?:user|account)\b"):
             name = m.group(1).lower()
             named = self._user_referred(name)

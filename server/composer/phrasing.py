@@ -74,6 +74,8 @@ STOPWORDS = {
 # A user named in a phrase ("give ops ...", "revoke sudo from 'ops'", "ssh key ... to deploy"), and words in a
 # user's place that name nobody.
 WHO = r"[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
+# A user's name after the word for a user, with the words that may introduce it ("user called deploy").
+NAMED_WHO = rf"(?:(?:named|called)\s+)?+{WHO}"  # possessive: "named" is never the name
 NOT_A_USER = frozenset({"has", "have", "had", "gets", "got", "is", "was", "are", "can", "could", "should", "would", "will",
                         "must", "may", "might", "needs", "with", "without", "and", "or", "shall",  # verbs after "user"
                         "user", "users", "everyone", "everybody", "nobody", "it", "image", "all", "me", "us", "them", "him",

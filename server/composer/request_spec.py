@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The name of a user said only by a pronoun, resolved against the template's users when the edit is applied.
+REFERRED_USER = "<referred>"
+
 
 @dataclass
 class RequestSpec:
@@ -25,7 +28,8 @@ class RequestSpec:
     kernel_version: str | None = None
     kernel_cmdline: str | None = None
     kernel_cmdline_append: list[str] = field(default_factory=list)
-    # {"action": "add"|"remove", "name": str, "sudo": bool?, "groups": [...], "shell": str?, "home": str?}
+    # {"action": "add"|"remove", "name": str, "sudo": bool?, "groups": [...], "shell": str?, "home": str?};
+    # name REFERRED_USER: a pronoun for a user this request does not name ("make her an admin" in an edit)
     users: list[dict] = field(default_factory=list)
     immutability: bool | None = None
     secure_boot: bool | None = None

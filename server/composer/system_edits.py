@@ -11,7 +11,7 @@ from .base import asked_groups
 from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at, template_packages
 from .parse_keys import key_commands
-from .request_spec import RequestSpec
+from .request_spec import REFERRED_USER, RequestSpec
 
 
 class SystemEdit(TemplateEdit):
@@ -213,6 +213,8 @@ class SystemEdit(TemplateEdit):
             return
         sc = self.system()
         for request in users:
+            if request.get("name") == REFERRED_USER and not self._resolve_referred(request, list_at(sc, "users")):
+                continue
             name = request.get("name")
             existing = list_at(sc, "users")
             if request.get("action") == "remove":
@@ -291,6 +293,19 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(
                     f"note: user {name} has no password; set a hashed one (password + hash_algo) or log in with SSH keys"
                 )
+
+    def _resolve_referred(self, request: dict, existing: list) -> bool:
+        """A user said by a pronoun alone ("make her an admin"): the template's only user, or the last one it lists
+        (an edit appends the users it adds), said as such; False, and said, when the template has no user."""
+        names = [str(u["name"]) for u in existing if isinstance(u, dict) and u.get("name") and u["name"] != "root"]
+        if not names:
+            self.changes.append("nothing to change: a pronoun names no user, and the template has none (name the user)")
+            return False
+        request["name"] = names[-1]
+        if len(names) > 1:
+            self.changes.append(f"note: read the pronoun as user {names[-1]}, the last one the template lists; name "
+                                f"the user to change another ({', '.join(names[:-1])})")
+        return True
 
     def _admin_group(self, group: str) -> str:
         """A family's administrators' group said by another family's name ("wheel" on Ubuntu, "sudo" on the Red

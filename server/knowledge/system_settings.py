@@ -21,7 +21,7 @@ from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
 
 RESOURCE = "system_settings.yaml"
-VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "on", "off", "none")
+VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "on", "off", "none")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class Setting:
     same_cpus: tuple[str, ...] = ()  # kernel parameters naming the same CPUs (value cpus)
     other_cpus: tuple[str, ...] = ()  # kernel parameters naming the other CPUs
     with_address: str = ""  # the setting these words name when an address follows them (a destination)
+    packages_named: tuple[str, ...] = ()  # packages among the words, wanted too when they are read with a value
+    example: str = ""  # the setting said with a value, for the message when the words come without one
 
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
@@ -101,7 +103,9 @@ def load_settings() -> Mapping[str, Setting]:
             default=str(spec.get("default") or Setting.default), switched_only=bool(spec.get("switched_only")),
             same_cpus=tuple(str(p) for p in spec.get("same_cpus") or ()),
             other_cpus=tuple(str(p) for p in spec.get("other_cpus") or ()),
-            with_address=str(spec.get("with_address") or ""))
+            with_address=str(spec.get("with_address") or ""),
+            packages_named=tuple(str(p) for p in spec.get("packages_named") or ()),
+            example=str(spec.get("example") or ""))
         if spec.get("sshd"):  # sshd_config lines: their drop-in is the setting's command
             entry = sshd_configuration(tuple(str(line) for line in spec["sshd"]), str(name).replace(" ", "-"),
                                        str(name))

@@ -478,3 +478,25 @@ async def test_no_longer_needed_software_is_removed_without_unread_words(client)
 async def test_the_image_version_said_in_an_edit_is_written(client):
     _gen_out, out, doc = await _refine(client, "debian 13 minimal image", "and the version 2.1.0")
     assert doc["image"]["version"] == "2.1.0" and "image version set to 2.1.0" in out["changes"]
+
+
+async def test_a_pronoun_in_an_edit_changes_the_user_the_conversation_added(client):
+    steps = await _steps(client, "debian 13 minimal image", "add the user maria", "make her an admin",
+                         "put her in the video group", "she should be a normal user")
+    assert steps[1][0]["changes"] == ["updated user maria (sudo)"]
+    (user,) = steps[-1][1]["systemConfig"]["users"]
+    assert user == {"name": "maria", "groups": ["video"], "sudo": False}
+    out, _doc = (await _steps(client, "el10 minimal", "give her sudo"))[0]
+    assert any("a pronoun names no user" in n for n in out["notes"]) and out["changes"] == []
+
+
+async def test_time_servers_and_a_scheduled_reboot_are_written_replaced_and_taken_out(client):
+    steps = await _steps(client, "debian 13 minimal image", "sync time against pool.ntp.org",
+                         "and reboot it every sunday at 04:00", "make the reboot daily at 2am",
+                         "use time.google.com as the ntp server instead", "stop the reboot")
+    cmds = [[c["cmd"] for c in doc["systemConfig"].get("configurations") or []] for _out, doc in steps]
+    assert any("NTP=pool.ntp.org" in c for c in cmds[0])
+    assert sum("OnCalendar=" in c for c in cmds[2]) == 1 and any("OnCalendar=*-*-* 02:00:00" in c for c in cmds[2])
+    assert not any("pool.ntp.org" in c for c in cmds[3]) and any("NTP=time.google.com" in c for c in cmds[3])
+    assert not any("OnCalendar" in c for c in cmds[4]) and any("time.google.com" in c for c in cmds[4])
+    assert all(out["valid"] for out, _doc in steps)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from image_composer_mcp.server.composer.request_parser import parse_request
+from image_composer_mcp.server.composer.request_spec import REFERRED_USER
 
 
 def _labels(text: str) -> list[str]:
@@ -611,3 +612,78 @@ def test_what_is_taken_back_is_removed_and_a_reminder_is_asked_for(text, added, 
 def test_a_setting_taken_back_is_taken_out():
     spec = parse_request("cancel the swap file")
     assert spec.configurations == [{"remove": True, "replaces": "/swapfile", "cmd": "", "label": "swap file"}]
+
+
+@pytest.mark.parametrize(("text", "user"), [
+    ("debian 13 with a user called deploy that has sudo and an ssh key ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAbc d@l",
+     "deploy"),
+    ("an account named kim with the key ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAB kim@x", "kim"),
+])
+def test_called_or_named_before_a_user_is_no_user_of_its_own(text, user):
+    spec = parse_request(text)
+    assert [u["name"] for u in spec.users] == [user] and [k["user"] for k in spec.ssh_keys] == [user]
+
+
+def test_a_user_named_leaving_a_group_is_no_removal_of_the_user():
+    (entry,) = parse_request("remove the user named ann from the wheel group").users
+    assert entry["name"] == "ann" and entry["leave_groups"] == ["wheel"] and entry["action"] == "add"
+    assert parse_request("remove the user named ann").users == [{"action": "remove", "name": "ann"}]
+
+
+@pytest.mark.parametrize(("text", "sudo", "groups", "leave"), [
+    ("make her an admin", True, None, None), ("give him sudo", True, None, None),
+    ("put them in the video group", None, ["video"], None), ("she should be a normal user", False, None, None),
+    ("remove her from the video group", None, None, ["video"]),
+])
+def test_a_pronoun_with_no_user_before_it_refers_to_the_templates_user(text, sudo, groups, leave):
+    (entry,) = parse_request(text).users
+    assert entry["name"] == REFERRED_USER and entry["existing_only"]
+    assert (entry.get("sudo"), entry.get("groups"), entry.get("leave_groups")) == (sudo, groups, leave)
+
+
+@pytest.mark.parametrize(("text", "server"), [
+    ("ubuntu server that syncs its clock from ntp.corp.example.com", "ntp.corp.example.com"),
+    ("use time1.example.org as the time server", "time1.example.org"), ("ntp server 10.0.0.1", "10.0.0.1"),
+    ("sync time against pool.ntp.org", "pool.ntp.org"), ("synchronize the clock with time.google.com", "time.google.com"),
+])
+def test_a_time_server_is_written_for_timesyncd_and_chrony(text, server):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert entry["setting"] == "time servers" and f"NTP={server}" in entry["cmd"]
+    assert f"echo 'server {server} iburst'" in entry["cmd"] and not spec.unparsed
+
+
+def test_chrony_named_with_a_server_is_wanted_too_and_alone_is_only_the_package():
+    spec = parse_request("debian 13 with chrony using time1.example.org as the time server")
+    assert spec.add_packages == ["chrony"] and [c["label"] for c in spec.configurations] == ["time servers time1.example.org"]
+    assert not spec.unparsed
+    spec = parse_request("an image with chrony")
+    assert spec.add_packages == ["chrony"] and not spec.configurations and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "event"), [
+    ("an edge node that reboots every night at 3am", "*-*-* 03:00:00"),
+    ("reboot it every sunday at 4", "Sun *-*-* 04:00:00"), ("a nightly reboot at 23:30", "*-*-* 23:30:00"),
+    ("at 2am every day the machine reboots", "*-*-* 02:00:00"),
+    ("scheduled reboot on weekdays at 6pm", "Mon..Fri *-*-* 18:00:00"),
+    ("reboot every monday and thursday at 1am", "Mon,Thu *-*-* 01:00:00"),
+    ("reboot every night at 11", "*-*-* 23:00:00"), ("weekly reboots", "Mon *-*-* 00:00:00"),
+])
+def test_a_scheduled_reboot_is_a_systemd_timer_on_its_calendar_event(text, event):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert f"OnCalendar={event}\\n" in entry["cmd"] and "systemctl enable scheduled-reboot.timer" in entry["cmd"]
+    assert not spec.unparsed
+
+
+def test_what_a_schedule_did_not_say_is_noted_and_a_reboot_with_none_is_reported():
+    assert "scheduled reboot: no time of day said: at midnight" in parse_request("weekly reboots").notes
+    assert any("no schedule named" in u for u in parse_request("reboot after updates").unparsed)
+    assert parse_request("reboot every other week").configurations == []
+
+
+@pytest.mark.parametrize("text", ["stop the nightly reboot", "no more weekly reboots", "remove the scheduled reboot"])
+def test_a_reboot_taken_back_removes_its_timer(text):
+    spec = parse_request(text)
+    assert [(c.get("remove"), c["label"]) for c in spec.configurations] == [(True, "scheduled reboot")]
+    assert not spec.unparsed

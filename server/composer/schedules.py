@@ -1,0 +1,99 @@
+"""When something recurs, as people say it ("every night at 3am", "sundays at 4", "weekly", "at 02:30 on
+weekdays"), read as a systemd calendar event (systemd.time(7): ``DayOfWeek Year-Month-Day Hour:Minute:Second``).
+
+A schedule is made of a period (which days) and a time of day, either first. A period with no time starts at
+midnight, as systemd's own ``daily`` and ``weekly`` do; "weekly" is systemd's week, from Monday. An hour said
+without am/pm is read on the 24-hour clock, except after "night" or "evening", where "at 11" is 23:00; each
+reading that chose something not said is returned as a note.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_DAYS = {"mon": "Mon", "tue": "Tue", "wed": "Wed", "thu": "Thu", "fri": "Fri", "sat": "Sat", "sun": "Sun"}
+_DAY = (r"(?:mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?|sat(?:urday)?"
+        r"|sun(?:day)?)s?")
+_UNIT = r"(?:day|night|morning|evening|week|month|weekday|weekend)s?"
+_DAYS_SAID = rf"{_DAY}(?:\s*(?:,|\band\b|\bor\b|&)\s*{_DAY})*"  # "monday and thursday", "sat, sun"
+PERIOD = (rf"(?:(?:every|each)\s+(?:other\s+)?(?:{_UNIT}|{_DAYS_SAID})|(?:daily|nightly|weekly|monthly)"
+          rf"|(?:on\s+)?(?:the\s+)?(?:{_DAYS_SAID}|weekends|weekdays)(?:\s+(?:nights?|mornings?|evenings?))?"
+          r"|once\s+(?:a|per|every)\s+(?:day|night|week|month)|at\s+night|in\s+the\s+(?:night|morning|evening))")
+# A time of day; a bare hour only after "at" ("at 4"), not a size or a count ("4 gb", "4 cores").
+TIME = (r"(?:(?:at|around|by)\s+)?(?:midnight|noon|midday|\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}"
+        r"|(?<=at\s)\d{1,2}(?![\d.:]|\s*(?:gi?b?|mi?b?|%|cores?|cpus?|users?)\b))")
+# A whole schedule: one or two pieces, a period and a time in either order ("every sunday at 4", "at 3am daily").
+SCHEDULE = rf"(?:{PERIOD}|{TIME})(?:\s*,?\s*(?:{PERIOD}|{TIME}))?"
+
+
+@dataclass(frozen=True)
+class Calendar:
+    event: str  # the OnCalendar value
+    notes: tuple[str, ...] = ()
+
+
+def calendar(text: str) -> Calendar | None:
+    """The calendar event ``text`` (one schedule, matched by SCHEDULE) says; None when it says no period and
+    no time."""
+    said = text.lower()
+    if re.search(r"\bother\s+(?!days?\b|nights?\b)", said):
+        return None  # every other week or weekday: no calendar event says it
+    days, period_notes, evening = _period(said)
+    hour_minute = _time(said, evening)
+    if days is None and hour_minute is None:
+        return None
+    notes = list(period_notes)
+    if hour_minute is None:
+        hour, minute = 0, 0
+        notes.append("no time of day said: at midnight")
+    else:
+        hour, minute, time_note = hour_minute
+        notes += [time_note] if time_note else []
+    if days is None:
+        days = "*-*-*"
+    return Calendar(f"{days} {hour:02d}:{minute:02d}:00", tuple(notes))
+
+
+def _period(said: str) -> tuple[str | None, list[str], bool]:
+    """Which days (the calendar's date part), notes on what was chosen, and whether an hour belongs to the
+    evening ("every night at 11")."""
+    evening = bool(re.search(r"\b(?:night|nightly|evening)s?\b", said))
+    if re.search(r"\bother\s+(?:day|night)\b", said):
+        return "*-*-01/2", ["every other day: on the odd days of the month"], evening
+    days = [_DAYS[d[:3]] for d in re.findall(rf"\b({_DAY})\b", said) if d[:3] in _DAYS]
+    if days:
+        return f"{','.join(dict.fromkeys(days))} *-*-*", [], evening
+    if re.search(r"\bweekdays?\b", said):
+        return "Mon..Fri *-*-*", [], evening
+    if re.search(r"\bweekends?\b", said):
+        return "Sat,Sun *-*-*", [], evening
+    if re.search(r"\b(?:weekly|weeks?)\b", said):
+        return "Mon *-*-*", ["weekly: on Mondays, as systemd's weekly"], evening
+    if re.search(r"\b(?:monthly|months?)\b", said):
+        return "*-*-01", ["monthly: on the first of the month"], evening
+    if re.search(r"\b(?:daily|nightly|days?|nights?|mornings?|evenings?)\b", said):
+        return "*-*-*", [], evening
+    return None, [], evening
+
+
+def _time(said: str, evening: bool) -> tuple[int, int, str] | None:
+    m = re.search(r"\b(midnight|noon|midday)\b", said)
+    if m:
+        return (0, 0, "") if m.group(1) == "midnight" else (12, 0, "")
+    m = re.search(r"(?<![\d:])(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?(?![\d:])", said)
+    if m is None:
+        return None
+    hour, minute, half = int(m.group(1)), int(m.group(2) or 0), (m.group(3) or "").replace(".", "")
+    if hour > 23 or minute > 59 or (half and not 1 <= hour <= 12):
+        return None
+    if half:
+        return (hour % 12 + (12 if half == "pm" else 0), minute, "")
+    if evening and 6 <= hour < 12:
+        return hour + 12, minute, f"{m.group(0).strip()} at night: {hour + 12:02d}:{minute:02d}"
+    if not m.group(2) and hour <= 12:
+        return hour, minute, f"{hour} read on the 24-hour clock: {hour:02d}:00"
+    return hour, minute, ""
+
+
+__all__ = ["PERIOD", "SCHEDULE", "TIME", "Calendar", "calendar"]

@@ -167,6 +167,26 @@ class PackagePhrases(UnreadWords):
                         self.spec.add_packages.append(part.lower())
                 self._mask(m.start(), m.end())
 
+    def _roles_filled(self) -> None:
+        """A group asked for by words naming its role only ("a container host"), beside software the request names
+        that fills the role ("... with podman", "... with containerd"): the software is the answer, so the group's
+        own (Docker) is not added. A word naming the group's own software ("docker") keeps it."""
+        said = self.said.lower()
+        for gid in list(dict.fromkeys(self.spec.add_groups)):
+            group = self.caps.groups.get(gid)
+            if group is None or not group.role_words:
+                continue
+            own = [t for t in group.triggers if t not in group.role_words and t not in group.filled_by]
+            if any(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", said) for t in own):
+                continue
+            names = [*self.spec.add_packages, *self.spec.add_groups]
+            fillers = [n for n in names if n in group.filled_by
+                       or {a.lower() for a in self.caps.aliases(n)} & set(group.filled_by)]
+            if fillers:
+                self.spec.add_groups = [g for g in self.spec.add_groups if g != gid]
+                self.spec.notes.append(f"{gid} group not added: the request names {', '.join(dict.fromkeys(fillers))} "
+                                       "for that role")
+
     def _role_fillers(self) -> None:
         """"podman as the container engine", "haproxy as a reverse proxy", "apache web server": software given a
         role fills it, so the capability group the role's words name (with its own docker, nginx) is not added.

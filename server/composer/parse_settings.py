@@ -131,7 +131,8 @@ class SettingPhrases(ParserState):
                 self._switch(setting, words)
             else:
                 self._valued(setting, words)
-        if any(c.get("setting") == "key-only ssh" and not c.get("remove") for c in self.spec.configurations):
+        keys_only = load_settings()["key-only ssh"].writes_as  # the setting its words write
+        if any(c.get("setting") == keys_only and not c.get("remove") for c in self.spec.configurations):
             for m in self._each(rf"\b{_NO}\s+(?:an?\s+)?{_PASSWORDS}\b"):  # said twice: "keys only, no passwords"
                 if self._about_ssh(m):
                     self._mask(m.start(), m.end())

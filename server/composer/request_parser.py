@@ -131,6 +131,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._signed_items()
         self._scan()
         self._purposes_of_named()
+        self._roles_filled()
         self._purpose_unserved()
         self._dedupe()
 

@@ -84,6 +84,10 @@ class Group:
     other_releases: Mapping[str, str] = field(default_factory=dict)
     # The disk format of the hypervisor the group is the guest side of, and the hypervisor: (vmdk, VMware).
     disk_format: tuple[str, str] | None = None
+    # Triggers that name the group's role rather than its software ("container host"), and the software (a
+    # package or a group) that fills that role when the request names it beside them ("... with podman").
+    role_words: tuple[str, ...] = ()
+    filled_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,8 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
         other_releases={str(k).lower(): str(v) for k, v in (spec.get("other_releases") or {}).items()},
         disk_format=(str(spec["disk_format"]["type"]), str(spec["disk_format"]["of"])) if spec.get("disk_format")
         else None,
+        role_words=tuple(str(w).lower() for w in as_tuple(spec.get("role_words"))),
+        filled_by=tuple(str(w).lower() for w in as_tuple(spec.get("filled_by"))),
     )
 
 

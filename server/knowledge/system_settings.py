@@ -44,14 +44,17 @@ class Setting:
     with_address: str = ""  # the setting these words name when an address follows them (a destination)
     packages_named: tuple[str, ...] = ()  # packages among the words, wanted too when they are read with a value
     example: str = ""  # the setting said with a value, for the message when the words come without one
+    writes_as: str = ""  # the setting whose writing this one's words ask for ("a router": ip forwarding)
 
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
-        its command, the setting's name, and the pattern of the commands it replaces (an earlier value)."""
+        its command, the name of the setting written (the one it writes as, if any), and the pattern of the
+        commands it replaces (an earlier value)."""
+        name = self.writes_as or self.name
         if self.sysctl:
-            return sysctl_configuration(self.sysctl.format(value=value), self.name.replace(" ", "-"), self.name)
+            return sysctl_configuration(self.sysctl.format(value=value), name.replace(" ", "-"), name)
         if self.command:
-            return {"cmd": self.command.format(value=value), "setting": self.name, "replaces": self.replaces}
+            return {"cmd": self.command.format(value=value), "setting": name, "replaces": self.replaces}
         return None
 
     def parameters(self, value: str) -> list[str]:
@@ -120,7 +123,7 @@ def load_settings() -> Mapping[str, Setting]:
                 raise ValueError(f"{RESOURCE}: setting {name!r} writes as {spec['writes_as']!r}, which is no setting")
             out[str(name)] = dataclasses.replace(out[str(name)], cmdline=same.cmdline, sysctl=same.sysctl,
                                                  command=same.command, replaces=same.replaces,
-                                                 packages=same.packages)
+                                                 packages=same.packages, writes_as=same.name)
     return out
 
 

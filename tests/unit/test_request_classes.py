@@ -687,3 +687,35 @@ def test_a_reboot_taken_back_removes_its_timer(text):
     spec = parse_request(text)
     assert [(c.get("remove"), c["label"]) for c in spec.configurations] == [(True, "scheduled reboot")]
     assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "package"), [
+    ("debian container host with podman", "podman"), ("el10 containers with podman", "podman"),
+    ("azl3 container host with containerd", "containerd"),
+])
+def test_software_named_beside_a_roles_words_fills_the_role_instead_of_the_groups_own(text, package):
+    spec = parse_request(text)
+    assert "containers" not in spec.add_groups and package in spec.add_packages
+    assert f"containers group not added: the request names {package} for that role" in spec.notes
+
+
+@pytest.mark.parametrize("text", ["ubuntu with docker and containerd", "ubuntu container host"])
+def test_the_groups_own_word_or_no_filler_keeps_the_group(text):
+    assert "containers" in parse_request(text).add_groups
+
+
+def test_kubectl_alone_is_the_client_not_a_node():
+    spec = parse_request("azl3 with kubectl")
+    assert spec.add_packages == ["kubectl"] and "kubernetes" not in spec.add_groups
+
+
+@pytest.mark.parametrize("text", ["an el10 router with nftables", "a debian nat gateway"])
+def test_a_router_forwards_packets(text):
+    (entry,) = parse_request(text).configurations
+    assert entry["setting"] == "ip forwarding" and "net.ipv4.ip_forward = 1" in entry["cmd"]
+
+
+@pytest.mark.parametrize("text", ["a tiny elxr image, no extras, just ssh", "a bare bones ubuntu", "debian, no bloat"])
+def test_a_minimal_image_said_by_what_it_lacks(text):
+    spec = parse_request(text)
+    assert spec.minimal and not spec.unparsed and not spec.remove_groups

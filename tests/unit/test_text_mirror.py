@@ -93,9 +93,11 @@ def test_filters_keep_the_global_statistics(tmp_path: Path) -> None:
 
 def _table(tmp_path: Path, texts: list[str | None]) -> tuple[object, TextMirror]:
     import pyarrow as pa
-    from lancedb.index import FTS
 
+    # lancedb whole first: importing a submodule while an earlier test's background sync imports the package
+    # hands one of the two threads a partially initialised module (CPython's import deadlock break)
     db = import_lancedb().connect(tmp_path / "words")
+    from lancedb.index import FTS
     table = db.create_table("t", data=pa.table({"uid": [str(i) for i in range(len(texts))],
                                                 "text": pa.array(texts, pa.string())}))
     table.create_index("text", config=FTS(**FTS_OPTIONS))

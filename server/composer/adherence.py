@@ -10,7 +10,8 @@ A wanted-facts mapping names what must hold:
   point -> the size its partition must have, compared in MiB);
 * ``cmdline`` (a kernel command-line fragment), ``immutable`` (bool), ``user`` (user names), ``config_has`` (text
   some configuration command must contain),
-  ``artifact`` (artifact types such as qcow2), ``no_enable`` (services no configuration may enable).
+  ``artifact`` (artifact types such as qcow2), ``no_enable`` (services no configuration may enable), ``opened``
+  (ports or services a firewall command must let in).
 
 Facts about the answer rather than the template (``unsupported``: the reply names something as
 unsupported; ``unchanged``: no revision was made) are checked by :func:`unmet_reply`.
@@ -23,6 +24,7 @@ from typing import Any
 
 from ..knowledge.package_names import versioned_build
 from ..knowledge.sizes import template_mib
+from ..knowledge.system_settings import firewall_services
 from . import cpu_lists, module_lists
 from .consoles import SERIAL_CONSOLE, serial_port
 from .layout import GPT_TAIL_MIB
@@ -95,6 +97,8 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
                  and not module_lists.listed(cmdline.split(), str(c))]
     if "immutable" in want and bool((system.get("immutability") or {}).get("enabled")) != want["immutable"]:
         problems.append(f"immutability is not {want['immutable']}")
+    written = " ".join(str(c.get("cmd") or "") for c in system.get("configurations") or [] if isinstance(c, dict))
+    problems += [f"port {p} not let in by the firewall" for p in _as_list(want.get("opened")) if not lets_in(written, p)]
     users = {str(u.get("name")) for u in system.get("users") or [] if isinstance(u, dict)}
     problems += [f"no user {u}" for u in _as_list(want.get("user")) if u not in users]
     types = {str(a.get("type")) for a in (disk.get("artifacts") or []) if isinstance(a, dict)}
@@ -167,6 +171,8 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
         want["config"] = written
     if spec.immutability is not None:
         want["immutable"] = spec.immutability
+    if spec.open_ports:
+        want["opened"] = list(spec.open_ports)
     users = [u["name"] for u in spec.users if u.get("action") == "add" and u.get("name") not in (None, REFERRED_USER)]
     if users:
         want["user"] = users
@@ -195,15 +201,26 @@ def unmet_reply(reply: dict[str, Any], want: dict[str, Any], *, previous_revisio
     return problems
 
 
+def lets_in(written: str, opened: str) -> bool:
+    """Whether configuration commands ``written`` already let ``opened`` in ("443/tcp" or "https"), by port or by
+    the service of that port, for firewalld or ufw."""
+    port = firewall_services().get(opened, opened)
+    names = [n for n, p in firewall_services().items() if p == port] + ([opened] if opened != port else [])
+    said = [rf"--add-port={re.escape(port)}\b", rf"\bufw\s+allow\s+{re.escape(port.replace('-', ':'))}(?![\w:])"]
+    said += [rf"--add-service={re.escape(n)}\b|\bufw\s+allow\s+{re.escape(n)}\b" for n in names]
+    return any(re.search(pattern, written) for pattern in said)
+
+
 def untold(missed: list[str], told: list[str]) -> list[str]:
     """Those of ``missed`` (from :func:`unmet`) that no line of ``told`` already reports: a package the
     answer said it did not add ("k3s not added: Kubernetes is not packaged ...") is not reported twice."""
     said = [t for t in told if REPORTED.search(t) or re.search(r"\bnot added\b", t)]
     out = []
     for miss in missed:
-        subject = re.fullmatch(r"package (\S+) missing", miss)
-        if miss in " ".join(told) or (subject and any(re.search(rf"(?<![\w.-]){re.escape(subject.group(1))}(?![\w.-])", t)
-                                                    for t in said)):
+        subject = re.fullmatch(r"package (\S+) missing|port (\S+) not let in by the firewall", miss)
+        named = subject and (subject.group(1) or subject.group(2))
+        if miss in " ".join(told) or (named and any(re.search(rf"(?<![\w.-]){re.escape(named)}(?![\w.-])", t)
+                                                  for t in said)):
             continue
         out.append(miss)
     return out
@@ -214,5 +231,5 @@ def reported(reply: dict[str, Any]) -> bool:
     return bool(REPORTED.search(str(reply.get("explanation") or ""))) or bool(reply.get("unsupported"))
 
 
-__all__ = ["REPORTED", "enabled_services", "installed", "reported", "unmet", "unmet_reply", "untold",
+__all__ = ["REPORTED", "enabled_services", "installed", "lets_in", "reported", "unmet", "unmet_reply", "untold",
            "want_from_spec"]

@@ -220,6 +220,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.kernel_edits(spec)
         self.swap_partition_off(spec)
         self.configurations(spec.configurations)
+        self.open_ports(spec.open_ports)
         self.hostname(spec.hostname)
         self.users(spec.users)
         self.ssh_keys(spec.ssh_keys)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
-from ..knowledge.system_settings import load_settings
+from ..knowledge.system_settings import firewall_services, load_settings
 from .consoles import SERIAL_CONSOLE
 from .parse_settings import is_setting_key
 from .phrasing import NA, NB, STOPWORDS, ParserState, alternatives
@@ -16,6 +16,11 @@ _HOST = re.compile(
 )
 _FIREWALL_RULES = ("(firewall rules are not written by the composer: add a configuration command, e.g. "
                    "firewall-offline-cmd, ufw or an nftables rule)")
+def _port_item(item: str) -> bool:
+    """A port as a firewall rule names it: "22", "port 8080", "443/tcp", "tcp port 53"."""
+    return bool(re.fullmatch(r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?", item.strip(), re.I))
+
+
 # What a request calls the machine an image boots ("rename the box to nuc-07"), for its host name
 _MACHINE = r"(?:host|machine|device|system|box|server|computer|node|appliance|gateway|pc)"
 # A switch named off after it: "secure boot turned off", "... disabled", "... is not needed".
@@ -159,13 +164,27 @@ class SystemPhrases(ParserState):
                 self._mask(m.start(), m.end())
 
     def _ports(self) -> None:
-        """Opening ports is firewall configuration the composer does not write: reported, never read as
-        packages ("open" is no package)."""
+        """Ports and services the firewall lets in ("open port 443", "allow 80 and 443/tcp", "open https in the
+        firewall", "firewalld allowing ssh and https"): RequestSpec.open_ports, written for the template's firewall
+        when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
         ports = r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*[\d/]+)*(?:\s*(?:tcp|udp))?"
-        for m in self._each(rf"\b(?:open|opening|allow|allowing|allows|expose|forward|unblock)\s+(?:only\s+)?"
-                            rf"(?:inbound\s+|incoming\s+)?(?:the\s+)?{ports}"
-                            rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b"):
-            self.spec.unparsed.append(f"{m.group(0).strip()} {_FIREWALL_RULES}")
+        services = alternatives(firewall_services())
+        named = rf"(?:{services})(?:\s*(?:,|\band\b)\s*(?:{services}))*"
+        through = r"(?:\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw))?"
+        verb = r"\b(?:open|opening|allow|allowing|allows|expose|forward|unblock)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?"
+        # numbers alone are ports with a protocol or the firewall said: "allow 80 and 443/tcp"
+        bare = r"\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp))?)*"
+        firewall = r"\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw)\b"
+        for m in self._each(rf"{verb}(?:the\s+)?{ports}{through}"
+                            rf"|{verb}(?:{bare}/(?:tcp|udp)\b{through}|{bare}{firewall})"
+                            # a service by name only with the firewall said: "allow ssh" alone may mean the server
+                            rf"|{verb}(?:the\s+)?{named}(?:\s+(?:traffic|access|ports?))?{firewall}"
+                            rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b{through}"):
+            if re.match(r"forward", m.group(0).strip(), re.I):
+                self.spec.unparsed.append(f"{m.group(0).strip()} (port forwarding is not written by the composer: "
+                                          "add a configuration command with the firewall's forwarding rule)")
+            else:
+                self._open(m.group(0))
             self._mask(m.start(), m.end())
         # "a java service on port 8080": where software listens is its own configuration's, not the template's
         for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
@@ -179,8 +198,26 @@ class SystemPhrases(ParserState):
         for m in self._each(rf"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){{0,3}}?\s+(?P<rule>"
                             rf"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+through|that\s+allows?)"
                             rf"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):
-            self.spec.unparsed.append(f"{' '.join(m.group('rule').split())} {_FIREWALL_RULES}")
+            rule = " ".join(m.group("rule").split())
+            items = re.split(r"\s*(?:,|\band\b|\bor\b)\s*", re.sub(r"^\S+(?:\s+(?:through|allows?))?\s+(?:only\s+)?"
+                                                                 r"(?:inbound\s+|incoming\s+)?", "", rule))
+            if all(i.lower() in firewall_services() or _port_item(i) for i in items if i):
+                self._open(rule)
+            else:
+                self.spec.unparsed.append(f"{rule} {_FIREWALL_RULES}")
             self._mask(m.start("rule"), m.end("rule"))
+
+    def _open(self, said: str) -> None:
+        """The ports and services ``said`` lets in, into RequestSpec.open_ports ("443/tcp", "8000-8010/tcp",
+        "https"); "udp" said makes its ports UDP."""
+        proto = "udp" if re.search(r"\budp\b", said, re.I) else "tcp"
+        for low, high, own in re.findall(r"(?<![\w.])(\d{1,5})(?:\s*(?:-|to)\s*(\d{1,5}))?(?:/(tcp|udp))?(?![\w.])", said):
+            if 0 < int(low) < 65536 and (not high or int(low) < int(high) < 65536):
+                self.spec.open_ports.append(f"{low}{'-' + high if high else ''}/{own or proto}")
+        self.spec.open_ports += [w.lower() for w in re.findall(r"[a-z]+", said, re.I) if w.lower() in firewall_services()]
+        if re.search(r"\bonly\b", said, re.I):
+            self.spec.notes.append("only the ports named: not enforced, the firewall's own default stays as it is "
+                                   "(what its default zone or policy already lets in)")
 
     def _urls(self) -> None:
         """"a kiosk showing https://example.com": the page a kiosk opens. Read before anything else reads the

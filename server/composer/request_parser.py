@@ -198,7 +198,8 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
     def _dedupe(self) -> None:
         spec = self.spec
         for name in ("add_packages", "remove_packages", "add_groups", "remove_groups", "kernel_cmdline_append",
-                     "kernel_cmdline_remove", "artifacts", "remove_artifacts", "use_cases", "unparsed", "notes"):  # fmt: skip
+                     "kernel_cmdline_remove", "artifacts", "remove_artifacts", "use_cases", "unparsed", "notes",
+                     "open_ports"):  # fmt: skip
             setattr(spec, name, list(dict.fromkeys(getattr(spec, name))))
         spec.configurations = list({c["cmd"] or c["replaces"]: c for c in spec.configurations}.values())
         # Asking to add and remove the same thing: the removal is the later, more specific wish.

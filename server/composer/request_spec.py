@@ -35,6 +35,8 @@ class RequestSpec:
     secure_boot: bool | None = None
     artifacts: list[str] = field(default_factory=list)
     name: str | None = None
+    # What the firewall lets in: ports ("443/tcp", "8000-8010/tcp") and services by name ("https")
+    open_ports: list[str] = field(default_factory=list)
     image_version: str | None = None  # image.version ("version 2.1.0", "set the image version to 1.2")
     is_question: bool = False
     unparsed: list[str] = field(default_factory=list)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
-from ..knowledge.system_settings import load_settings
+from ..knowledge.system_settings import firewall_services, load_settings
 from . import consoles, cpu_lists
+from .adherence import lets_in
 from .base import asked_groups
 from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at, template_packages
@@ -198,6 +199,38 @@ class SystemEdit(TemplateEdit):
             store_configurations(self.system(), [c for c in configs if c not in old] + [{"cmd": cmd}])
             what = [f"configuration `{cmd}`"] + [f"replaces `{c.get('cmd')}`" for c in old]
             self.changes.append(f"set {label}: " + "; ".join(what + ([f"package {', '.join(added)}"] if added else [])))
+
+    def open_ports(self, opened: list[str]) -> None:
+        """Ports and services let in by the template's firewall: firewalld's offline command (upstream's EL
+        templates configure it so), or ufw's rules, which it writes while it is inactive. nftables' ruleset is the
+        admin's file, and with no firewall nothing blocks a port: both are said, nothing written."""
+        if not opened:
+            return
+        installed = set(template_packages(self.data))
+        written = " ".join(str(c.get("cmd") or "") for c in self.system(create=False).get("configurations") or []
+                           if isinstance(c, dict))
+        already = [p for p in opened if lets_in(written, p)]
+        if already:
+            self.changes.append(f"firewall already lets in {', '.join(already)}")
+        opened = [p for p in opened if p not in already]
+        if not opened:
+            return
+        said = ", ".join(opened)
+        if "firewalld" in installed:
+            options = [f"--add-service={p}" if p in firewall_services() else f"--add-port={p}" for p in opened]
+            cmd = "firewall-offline-cmd " + " ".join(options)
+        elif "ufw" in installed:
+            ports = [firewall_services().get(p, p).replace("-", ":") for p in opened]  # ufw writes ranges a:b
+            cmd = " && ".join(f"ufw allow {p}" for p in ports)
+        else:
+            walls = sorted(installed & {"nftables", "iptables", "iptables-services", "iptables-persistent"})
+            self.changes.append(
+                f"note: {said} not applied: " + (f"the template's firewall is {walls[0]}, whose ruleset is the admin's "
+                                                "file; add an accept rule to it with a configuration command" if walls
+                                                else "the template has no firewall, so nothing blocks them (ask for "
+                                                "a firewall to let in only what you name)"))
+            return
+        self.configurations([{"cmd": cmd, "label": f"firewall lets in {said}"}])
 
     def hostname(self, hostname: str | None) -> None:
         if not hostname:

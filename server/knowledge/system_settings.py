@@ -136,6 +136,12 @@ def kernel_modules() -> Mapping[str, str]:
             for word in [str(module), *(str(w) for w in words or ())]}
 
 
+@functools.lru_cache(maxsize=1)
+def firewall_services() -> Mapping[str, str]:
+    """Services a firewall lets through by name, each to its port ("https" -> "443/tcp")."""
+    return {str(k).lower(): str(v) for k, v in (_raw().get("firewall_services") or {}).items()}
+
+
 def module_key(words: str) -> str:
     """Words for a module as they are looked up: lower case, dashes, underscores and spaces alike."""
     return " ".join(re.split(r"[\s_-]+", words.strip().lower()))

@@ -500,3 +500,15 @@ async def test_time_servers_and_a_scheduled_reboot_are_written_replaced_and_take
     assert not any("pool.ntp.org" in c for c in cmds[3]) and any("NTP=time.google.com" in c for c in cmds[3])
     assert not any("OnCalendar" in c for c in cmds[4]) and any("time.google.com" in c for c in cmds[4])
     assert all(out["valid"] for out, _doc in steps)
+
+
+async def test_ports_are_opened_by_the_templates_firewall_once_and_said_where_none_blocks_them(client):
+    steps = await _steps(client, "el10 web server with nginx", "open port 443 in the firewall",
+                         "allow 8080/tcp and 9000-9010/udp")
+    assert steps[0][0]["changes"] == [] and "firewall already lets in 443/tcp" in steps[0][0]["notes"]
+    cmds = [c["cmd"] for c in steps[1][1]["systemConfig"]["configurations"]]
+    assert "firewall-offline-cmd --add-port=8080/tcp --add-port=9000-9010/udp" in cmds
+    (out, doc), = await _steps(client, "ubuntu 24.04 hardened server", "open https in the firewall")
+    assert "ufw allow 443/tcp" in [c["cmd"] for c in doc["systemConfig"]["configurations"]]
+    (out, _doc), = await _steps(client, "debian 13 minimal image", "open port 8080")
+    assert any("8080/tcp not applied: the template has no firewall" in n for n in out["notes"])

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from image_composer_mcp.server.composer.adherence import unmet, want_from_spec
+from image_composer_mcp.server.composer.adherence import lets_in, unmet, want_from_spec
 from image_composer_mcp.server.composer.answers import summarize
 from image_composer_mcp.server.composer.base import strip_plan
 from image_composer_mcp.server.composer.compose import apply_instruction, apply_spec, compose
@@ -1084,3 +1084,19 @@ def test_another_familys_group_member_is_no_explained_package_here():
     assert "nftables" not in packages(result.data)
     kept = compose("ubuntu 26.04 arm64 image with htop", base)
     assert any("kept from the starting template" in c and "nftables" in c for c in kept.changes), kept.changes
+
+
+@pytest.mark.parametrize(("written", "opened", "lets"), [
+    ("firewall-offline-cmd --add-service=http --add-service=https", "443/tcp", True),
+    ("firewall-offline-cmd --add-port=8080/tcp", "8080/tcp", True),
+    ("firewall-offline-cmd --add-port=8080/tcp", "80/tcp", False),
+    ("ufw allow 443/tcp", "https", True), ("ufw allow 9000:9010/udp", "9000-9010/udp", True),
+    ("ufw allow 443/tcp", "22/tcp", False), ("", "ssh", False),
+])
+def test_a_port_is_let_in_by_its_number_or_its_services_name(written, opened, lets):
+    assert lets_in(written, opened) is lets
+
+
+def test_adherence_wants_each_opened_port_let_in():
+    doc = {"systemConfig": {"configurations": [{"cmd": "firewall-offline-cmd --add-port=443/tcp"}]}}
+    assert unmet(doc, {"opened": ["https", "8080/tcp"]}) == ["port 8080/tcp not let in by the firewall"]

@@ -209,11 +209,12 @@ def test_a_package_named_like_a_verb_is_a_package_as_a_list_item(text, packages)
     assert parse_request(text).add_packages == packages
 
 
-@pytest.mark.parametrize("text", ["remove the ssh server and open ports 80", "allow port 443/tcp",
-                                  "ubuntu with docker, open port 8080 and 8443"])
-def test_opening_ports_is_reported_as_firewall_work_never_read_as_packages(text):
+@pytest.mark.parametrize(("text", "opened"), [("remove the ssh server and open ports 80", ["80/tcp"]),
+                                              ("allow port 443/tcp", ["443/tcp"]),
+                                              ("ubuntu with docker, open port 8080 and 8443", ["8080/tcp", "8443/tcp"])])
+def test_opening_ports_is_firewall_work_never_read_as_packages(text, opened):
     spec = parse_request(text, known_packages=["open-iscsi"])
-    assert any("firewall rules are not written" in u for u in spec.unparsed)
+    assert spec.open_ports == opened and not spec.unparsed
     assert not [p for p in spec.remove_packages + spec.add_packages if p.startswith(("open", "port", "allow"))]
 
 
@@ -704,7 +705,8 @@ def test_a_partition_that_takes_the_rest_and_ports_said_open_after_them():
     assert not spec.unparsed
     ports = parse_request("ubuntu with the firewall enabled and only ports 22 and 443 open")
     assert ports.add_groups == ["firewall"] and not ports.add_packages  # "open" is no open-iscsi
-    assert len(ports.unparsed) == 1 and "firewall rules are not written" in ports.unparsed[0]
+    assert ports.open_ports == ["22/tcp", "443/tcp"] and not ports.unparsed
+    assert any(n.startswith("only the ports named: not enforced") for n in ports.notes)
 
 
 @pytest.mark.parametrize(("text", "fs", "where"), [
@@ -1014,17 +1016,22 @@ def test_a_user_qualified_with_a_hyphen_is_no_setting():
     assert [c["label"] for c in parse_request("disable the root user").configurations] == ["root account off"]
 
 
-@pytest.mark.parametrize(("text", "firewall", "rule"), [
-    ("el10 image with firewalld allowing only ssh and https", "firewalld", "allowing only ssh and https"),
-    ("ubuntu with ufw that allows ssh", "ufw", "that allows ssh"),
-    ("firewall allowing port 22 and nginx installed", None, "allowing port 22"),
+@pytest.mark.parametrize(("text", "firewall", "opened"), [
+    ("el10 image with firewalld allowing only ssh and https", "firewalld", ["ssh", "https"]),
+    ("ubuntu with ufw that allows ssh", "ufw", ["ssh"]),
+    ("firewall allowing port 22 and nginx installed", None, ["22/tcp"]),
 ])
-def test_what_a_firewall_lets_through_is_reported_not_installed(text, firewall, rule):
+def test_what_a_firewall_lets_through_is_its_openings_not_packages(text, firewall, opened):
     spec = parse_request(text)
     assert "httpd" not in spec.add_packages and "openssh-server" not in spec.add_packages
     assert firewall in spec.add_packages if firewall else "firewall" in spec.add_groups
-    (said,) = spec.unparsed
-    assert said.startswith(rule) and "firewall rules are not written" in said
+    assert spec.open_ports == opened and not spec.unparsed
+
+
+def test_what_a_firewall_lets_through_that_is_no_port_or_service_is_reported():
+    spec = parse_request("debian with ufw allowing the office network")
+    assert any(u.startswith("allowing the") and "firewall rules are not written" in u for u in spec.unparsed)
+    assert not spec.open_ports
 
 
 def test_a_guest_account_denied_is_no_statement_about_the_machine():
@@ -1166,8 +1173,8 @@ def test_a_filesystem_named_with_its_noun_for_the_root_is_the_roots():
 
 def test_ports_a_firewall_allows_are_its_rules_not_versions():
     spec = parse_request("debian 13 server with ufw allowing only port 22 and 443, fail2ban")
-    assert spec.add_packages == ["ufw", "fail2ban"] and not spec.notes
-    assert spec.unparsed[0].startswith("allowing only port 22 and 443 (firewall rules")
+    assert spec.add_packages == ["ufw", "fail2ban"] and spec.open_ports == ["22/tcp", "443/tcp"]
+    assert not spec.unparsed and not any("pinned" in n for n in spec.notes)
 
 
 @pytest.mark.parametrize(("text", "said"), [("i also need numpy and pandas", ["numpy", "pandas"]),

@@ -222,6 +222,16 @@ class SystemEdit(TemplateEdit):
         elif "ufw" in installed:
             ports = [firewall_services().get(p, p).replace("-", ":") for p in opened]  # ufw writes ranges a:b
             cmd = " && ".join(f"ufw allow {p}" for p in ports)
+            # before the command that turns ufw on: once ufw.conf says ENABLED=yes, `ufw allow` loads the rule
+            # into the running kernel, which in the build's chroot is the build host's
+            configs = [c for c in self.system().get("configurations") or [] if c is not None]
+            on = next((i for i, c in enumerate(configs) if isinstance(c, dict)
+                       and re.search(r"ENABLED=yes|\bufw\s+(?:--force\s+)?enable\b", str(c.get("cmd") or ""))), None)
+            if on is not None:
+                store_configurations(self.system(), [*configs[:on], {"cmd": cmd}, *configs[on:]])
+                self.changes.append(f"set firewall lets in {', '.join(opened)}: configuration `{cmd}`, before the "
+                                    "one that turns ufw on")
+                return
         else:
             walls = sorted(installed & {"nftables", "iptables", "iptables-services", "iptables-persistent"})
             self.changes.append(

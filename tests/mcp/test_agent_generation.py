@@ -512,3 +512,13 @@ async def test_ports_are_opened_by_the_templates_firewall_once_and_said_where_no
     assert "ufw allow 443/tcp" in [c["cmd"] for c in doc["systemConfig"]["configurations"]]
     (out, _doc), = await _steps(client, "debian 13 minimal image", "open port 8080")
     assert any("8080/tcp not applied: the template has no firewall" in n for n in out["notes"])
+
+
+async def test_a_firewall_asked_for_is_on_and_ports_opened_go_before_it_is_turned_on(client):
+    (out, doc), = await _steps(client, "ubuntu 24.04 with a firewall", "open port 8080 in the firewall")
+    cmds = [c["cmd"] for c in doc["systemConfig"]["configurations"]]
+    on = next(i for i, c in enumerate(cmds) if "ENABLED=yes" in c)
+    assert cmds.index("ufw allow 8080/tcp") < on and "ufw allow 22/tcp" in cmds[on]  # ssh let in before it is on
+    assert not any("ufw enable" in c or "--force enable" in c for c in cmds)
+    _out, doc = await _gen(client, "el10 minimal with a firewall")
+    assert "systemctl enable firewalld.service" in [c["cmd"] for c in doc["systemConfig"]["configurations"]]

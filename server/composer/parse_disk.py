@@ -80,7 +80,8 @@ class DiskPhrases(ParserState):
                  for p in re.findall(r"(?<![\w.])/[a-z][\w./-]*", self.said, re.I) if p.rstrip("/")}
         named = {n: p for n, p in paths.items() if n.isalpha() and n not in _WORDS.mount_words}
         if named:
-            for m in self._each(rf"(?:\b{_SIZE}\s+)?\b({alternatives(named)})\s+(?:partition|volume)\b"
+            # not inside the path itself: "a 100G /var/lib/pgsql partition" is the path's partition, said whole
+            for m in self._each(rf"(?:\b{_SIZE}\s+)?(?<![/\w.-])({alternatives(named)})\s+(?:partition|volume)\b"
                                 rf"(?:\s+(?:of\s+|with\s+|at\s+)?{_SIZE}(?![\w/]))?"):
                 size = (_size(m.group(1), m.group(2)) if m.group(1) else
                         _size(m.group(4), m.group(5)) if m.group(4) else None)

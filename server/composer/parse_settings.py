@@ -270,6 +270,8 @@ class SettingPhrases(ParserState):
                 forms.append((rf"\b{_CPU_NOUN}\s+({_CPUS})\s+(?:(?:are|is|kept|to\s+be)\s+)?"
                               rf"(?:{alternatives(firsts)})\b", True))
         elif setting.value == "count":
+            if setting.size_each_mib:
+                self._counted_by_size(setting, w)
             forms = [(rf"{w}{_LINK}(\d+)(?![\w.-])", True), (rf"(?<![\w.-])(\d+)\s+{w}", False)]
         elif setting.value == "size":
             forms = [(rf"{w}{_LINK}({_SIZE_TEXT})", True), (rf"({_SIZE_TEXT})\s+(?:of\s+)?{w}", False)]
@@ -316,6 +318,22 @@ class SettingPhrases(ParserState):
                 continue  # said again beside its value ("chrony using time1.example.org as the time server")
             self.spec.unparsed.append(f"{setting.name}: no {self._shape(setting)} named with it "
                                       f"(e.g. '{self._example(setting)}')")
+
+    def _counted_by_size(self, setting: Setting, w: str) -> None:
+        """"2 GB of huge pages", "hugepages totalling 512M": the memory said, as a count of units of
+        ``size_each_mib`` (said in a note), never the disk's size."""
+        each = setting.size_each_mib or 1
+        for m in self._each(rf"(?<![\w.-])({_SIZE_TEXT})\s+(?:of|in|for|worth\s+of)\s+(?:the\s+)?{w}"
+                            rf"|{w}\s+(?:of|totalling|totaling|worth|adding\s+up\s+to)\s+({_SIZE_TEXT})"):
+            said = m.group(1) or m.group(2)
+            mib = parse_casual(said)
+            if not mib or mib < each:
+                continue
+            count = int(mib // each)
+            self._write(setting, str(count))
+            self.spec.notes.append(f"{setting.name}: {said.strip()} read as {count} of {each} MiB each "
+                                   "(the default size); name a count to choose another")
+            self._mask(m.start(), m.end())
 
     def _undo(self, setting: Setting) -> None:
         """The setting taken out, whatever its value: its kernel parameters and its configuration entry."""

@@ -122,8 +122,13 @@ class SystemPhrases(ParserState):
         for m in self._each(rf"\b(?:kernel|boot)\s+(?:option|parameter|param|flag|arg|argument)s?\s+({flag}(?:{spaced})*)"):
             # a setting that takes a number ("... and hugepages enabled") is the settings reader's, which asks for
             # it: the list ends before it, as a bare "hugepages" is no parameter the kernel reads
-            cut = next((w for w in re.finditer(r"[a-z][a-z0-9_.-]*", m.group(1)) if w.group(0) in _COUNTED_SETTINGS
-                        and m.group(1)[w.end():w.end() + 1] != "="), None)
+            # and so does a later bare word that names software or a capability ("audit=1 and selinux enforcing":
+            # SELinux is the mac group's, and "selinux" alone no parameter)
+            cut = next((w for i, w in enumerate(re.finditer(r"[a-z][a-z0-9_.-]*", m.group(1)))
+                        if m.group(1)[w.end():w.end() + 1] != "=" and (
+                            w.group(0) in _COUNTED_SETTINGS or (i > 0 and not re.search(r"[._]", w.group(0))
+                                                                and w.group(0) not in _BARE_FLAGS
+                                                                and self._known_word(w.group(0).lower())))), None)
             listed = m.group(1)[:cut.start()] if cut else m.group(1)
             params = [p for p in _params(listed) if p.lower() not in STOPWORDS]
             if params:

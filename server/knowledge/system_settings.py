@@ -45,6 +45,7 @@ class Setting:
     packages_named: tuple[str, ...] = ()  # packages among the words, wanted too when they are read with a value
     example: str = ""  # the setting said with a value, for the message when the words come without one
     writes_as: str = ""  # the setting whose writing this one's words ask for ("a router": ip forwarding)
+    size_each_mib: int | None = None  # value count: a size said for it counts units of this many MiB
 
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
@@ -108,7 +109,8 @@ def load_settings() -> Mapping[str, Setting]:
             other_cpus=tuple(str(p) for p in spec.get("other_cpus") or ()),
             with_address=str(spec.get("with_address") or ""),
             packages_named=tuple(str(p) for p in spec.get("packages_named") or ()),
-            example=str(spec.get("example") or ""))
+            example=str(spec.get("example") or ""),
+            size_each_mib=int(spec["size_each_mib"]) if spec.get("size_each_mib") else None)
         if spec.get("sshd"):  # sshd_config lines: their drop-in is the setting's command
             entry = sshd_configuration(tuple(str(line) for line in spec["sshd"]), str(name).replace(" ", "-"),
                                        str(name))

@@ -719,3 +719,29 @@ def test_a_router_forwards_packets(text):
 def test_a_minimal_image_said_by_what_it_lacks(text):
     spec = parse_request(text)
     assert spec.minimal and not spec.unparsed and not spec.remove_groups
+
+
+def test_a_path_partition_said_whole_is_one_partition_of_its_size():
+    spec = parse_request("el10 server with postgres 16 and a 100G /var/lib/pgsql partition")
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [("/var/lib/pgsql", "100GiB")]
+
+
+@pytest.mark.parametrize(("text", "count"), [("emt node with 2 GB of huge pages for DPDK", "1024"),
+                                             ("hugepages totalling 512M", "256")])
+def test_memory_said_for_huge_pages_counts_pages_and_is_never_the_disk(text, count):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_append == [f"hugepages={count}"] and spec.disk_size is None
+    assert any(n.startswith("huge pages:") and "2 MiB each" in n for n in spec.notes)
+
+
+def test_software_in_a_kernel_option_list_ends_the_list():
+    spec = parse_request("azure linux 3 with the kernel option audit=1 and selinux enforcing")
+    assert spec.kernel_cmdline_append == ["audit=1"] and spec.add_groups == ["mac"]
+    assert parse_request("boot flags quiet splash and nomodeset").kernel_cmdline_append == ["quiet", "splash", "nomodeset"]
+
+
+@pytest.mark.parametrize(("text", "vendor"), [("ubuntu desktop with chrome", "Google"),
+                                              ("ubuntu media server with jellyfin", "Jellyfin")])
+def test_software_its_vendor_ships_is_said_with_where_it_comes_from(text, vendor):
+    spec = parse_request(text)
+    assert any(f"comes from {vendor}'s own repository" in n for n in spec.notes) and not spec.unparsed

@@ -1371,7 +1371,7 @@ def test_automatic_login_is_kept_in_the_words_said():
     assert spec.autologin == "auto-login" and not spec.notes
 
 
-@pytest.mark.parametrize(("text", "said"), [("debian 13 Jellyfin box image", ["jellyfin"]),
+@pytest.mark.parametrize(("text", "said"), [("debian 13 Navidrome box image", ["navidrome"]),
                                             ("a Uptime Kuma box image on ubuntu", ["uptime kuma"]),
                                             ("an el10 image that only runs our Java app", ["java"]),
                                             ("a custom image with docker", []), ("a golden image", [])])

@@ -299,6 +299,8 @@ class Layout:
         if part.get("fsType") != fs:
             self.edit.changes.append(f"partition {mount}: filesystem {part.get('fsType')} -> {fs}")
             part["fsType"] = fs
+        else:  # said, so an edit asking for what is there is answered rather than "not understood"
+            self.edit.changes.append(f"partition {mount} is already {fs}")
 
     def _needs_own_room(self, more: int, filler_start: int) -> bool:
         """Whether ``more`` MiB for a partition before the one that fills the disk (starting at ``filler_start``)

@@ -28,7 +28,7 @@ _UPPER_BOUND = re.compile(r"\b(?:(?:no|not)\s+(?:bigger|larger|more)\s+than|(?:s
                           r"|up\s+to|under|below|max(?:imum)?|within)\s*$", re.I)
 # "postgres data", "docker storage": software's data is its mount word's place (_mount drops the noun)
 _DATA_NOUNS = r"(?:data|files|storage)"
-_MOUNT = (rf"(/[\w./-]*|(?:{alternatives(_WORDS.software_mounts | {'database', 'db'})})\s+{_DATA_NOUNS}\b"
+_MOUNT = (rf"(/[\w./-]*|(?:{alternatives(_WORDS.software_mounts | {'database', 'db'})})(?:'s)?\s+{_DATA_NOUNS}\b"
           rf"|{alternatives(_WORDS.mount_words)})")
 # "the web root", "the document root" are the web server's place (mount_words), not /
 _OTHER_ROOTS = r"(?<!web\s)(?<!web-)(?<!document\s)"
@@ -489,7 +489,7 @@ def _mount(word: str | None) -> str:
     word = (word or "").strip().lower()
     if word.startswith("/"):
         return word.rstrip("/") or "/"
-    word = re.sub(rf"\s+{_DATA_NOUNS}$", "", word)
+    word = re.sub(rf"(?:'s)?\s+{_DATA_NOUNS}$", "", word)  # "docker's data": docker's place
     return _WORDS.mount_words.get(word, f"/{word}")
 
 

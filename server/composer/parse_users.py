@@ -118,15 +118,16 @@ class UserPhrases(ParserState):
         self._user_lists()
         self._user_named_by_is()
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
+        more = r"(?:(?:new|extra|another|additional|second|third|separate|further)\s+)?"  # "an extra user named ci"
         self._name_before_account(qualifiers)
         add = (
             r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure"
             r"|there\s+(?:is|are|should\s+be|must\s+be))\s+|(?:^|(?<=[,;:]))\s*"
             # or anywhere, when a name is given to it ("there is a user called ops")
-            rf"|\b(?=(?:a|an|the|one)\s+(?:new\s+)?(?:{qualifiers}\s+)?(?:user|account)\s+(?:named|called)\b)"
+            rf"|\b(?=(?:a|an|the|one)\s+{more}(?:{qualifiers}\s+)?(?:user|account)\s+(?:named|called)\b)"
             # or anywhere, when a role follows the name ("ubuntu 24.04 user marco as administrator")
             rf"|\b(?=(?:user|account)\s+{WHO}\s+(?:with|as|having)\s+(?:an?\s+)?{_ROLE}))"
-            r"(?:a\s+|an\s+|the\s+|one\s+)?(?:new\s+)?"
+            rf"(?:a\s+|an\s+|the\s+|one\s+)?{more}"
             rf"(?:(?P<qual>{qualifiers})\s+)?"
             # "user data", "user namespaces", "user session": compound nouns, not a user's name
             r"(?:user(?:\s+account)?|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"

@@ -522,3 +522,8 @@ async def test_a_firewall_asked_for_is_on_and_ports_opened_go_before_it_is_turne
     assert not any("ufw enable" in c or "--force enable" in c for c in cmds)
     _out, doc = await _gen(client, "el10 minimal with a firewall")
     assert "systemctl enable firewalld.service" in [c["cmd"] for c in doc["systemConfig"]["configurations"]]
+
+
+async def test_a_filesystem_asked_for_that_is_there_is_said_so(client):
+    (out, _doc), = await _steps(client, "el10 minimal image", "the root fs should be xfs")
+    assert "partition / is already xfs" in out["notes"] and "not understood" not in " ".join(out["notes"])

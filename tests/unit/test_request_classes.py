@@ -745,3 +745,16 @@ def test_software_in_a_kernel_option_list_ends_the_list():
 def test_software_its_vendor_ships_is_said_with_where_it_comes_from(text, vendor):
     spec = parse_request(text)
     assert any(f"comes from {vendor}'s own repository" in n for n in spec.notes) and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "name"), [("add an extra user named ci with no sudo", "ci"),
+                                            ("add another user called qa", "qa"),
+                                            ("a second user named ops with sudo", "ops")])
+def test_a_user_counted_among_others_is_a_user_not_a_host_name(text, name):
+    spec = parse_request(text)
+    assert [u["name"] for u in spec.users] == [name] and spec.hostname is None and not spec.remove_packages
+
+
+def test_a_softwares_possessive_data_is_its_place():
+    (part,) = parse_request("and put docker's data on its own 20G partition").partitions
+    assert (part["mountPoint"], part["size"]) == ("/var/lib/docker", "20GiB")

@@ -318,6 +318,13 @@ class TemplateEdit:
             else:
                 self.changes.append(f"nothing to remove: {name} is not in the package list")
 
+    def name_groups(self, groups: Iterable[str]) -> None:
+        """Groups the request named by their own software ("docker", not "a container host"): their packages
+        count as named for the exclusive roles, so "docker and podman" keeps both engines."""
+        where = self.dist or self.family
+        if where:
+            self.named.update(p for g in groups for p in self.caps.packages_for(g, where, self.arch))
+
     def add_groups(self, groups: list[str], modes: dict[str, str] | None = None, without: Iterable[str] = ()) -> None:
         """``without``: packages the request takes out ("docker, but not docker-compose"), in any family's name:
         a group brings the rest of its packages."""

@@ -178,6 +178,7 @@ class PackagePhrases(UnreadWords):
                 continue
             own = [t for t in group.triggers if t not in group.role_words and t not in group.filled_by]
             if any(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", said) for t in own):
+                self.spec.groups_named.append(gid)  # "docker and podman": both engines asked for
                 continue
             names = [*self.spec.add_packages, *self.spec.add_groups]
             fillers = [n for n in names if n in group.filled_by

@@ -109,7 +109,43 @@ class SettingPhrases(ParserState):
                                    "machine or the machine itself), not in a template")
             self._mask(m.start(), m.end())
 
+    def _scheduled_commands(self) -> None:
+        """A program run on a schedule ("a cron job that runs /usr/local/bin/backup.sh every night", "run
+        /opt/sync.sh every sunday at 4"): a systemd timer and its oneshot service, as a scheduled reboot is; the
+        program itself must be in the image, which is said. "remove the cron job" takes such timers out."""
+        job = (r"(?:(?:a|an|the)\s+)?(?:(?:nightly|daily|weekly|monthly|hourly)\s+)?(?:cron\s*job|cron\s+entry|crontab"
+               r"(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job)")
+        run = r"(?:runs?|running|executes?|executing|calls?|starts?)"
+        path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
+        for m in self._each(rf"\b{_UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:{path}\s+)?{job}s?\b"):
+            name = _unit_name(m.group(1)) if m.group(1) else r"[\w-]+"
+            self.spec.configurations.append({"remove": True, "replaces": rf"/etc/systemd/system/run-{name}\.timer",
+                                             "cmd": "", "label": "scheduled job"})
+            self._mask(m.start(), m.end())
+        for m in self._each(rf"(?:\b{job}\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:run|execute)|(?P<first>{SCHEDULE})"
+                            rf"\s*,?\s+(?:run|execute)s?)\s+{path}(?:\s*,?\s+(?P<when>{SCHEDULE}))?"):
+            said = m.group("first") or m.group("when")
+            at = calendar(said) if said else None
+            if at is None:
+                continue
+            found = re.search(path, m.group(0))
+            assert found is not None  # the match holds the path
+            program = found.group(1)
+            name = _unit_name(program)
+            unit = f"/etc/systemd/system/run-{name}"
+            cmd = (f"printf '[Unit]\\nDescription=Run {program}\\n\\n[Service]\\nType=oneshot\\nExecStart={program}\\n' "
+                   f"> {unit}.service && printf '[Unit]\\nDescription=Run {program} on schedule\\n\\n[Timer]\\n"
+                   f"OnCalendar={at.event}\\nPersistent=true\\n\\n[Install]\\nWantedBy=timers.target\\n' > {unit}.timer "
+                   f"&& systemctl enable run-{name}.timer")
+            self._configure(f"scheduled {program} {at.event}", {"cmd": cmd, "setting": f"scheduled {program}",
+                                                                "replaces": rf"run-{re.escape(name)}\.timer"})
+            self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
+            self.spec.notes.append(f"{program} is run by a systemd timer (no cron needed); the program itself is "
+                                   "not written: put it in the image (the template's additional files)")
+            self._mask(m.start(), m.end())
+
     def _settings(self) -> None:
+        self._scheduled_commands()
         self._machine_resources()
         self._kernel_modules()
         for m in self._each(_SYSCTL):
@@ -281,7 +317,11 @@ class SettingPhrases(ParserState):
                      (rf"(?<![\w.-])({_ADDRESS})\s+as\s+(?:(?:the|a|an|our|its|my)\s+)?{w}", False)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
-            forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False)]
+            forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False),
+                     # a place's own time is its zone ("berlin time", "japan time"); only a place the tz database
+                     # names is one, so "boot time" or "real time" read nothing here
+                     (rf"(?<![\w/+-])({zone})\s+time\b(?!\s*(?:zones?|servers?|sources?|sync|synchroni[sz]))",
+                      False)]
         for pattern, forward in forms:
             for m in self._each(pattern):
                 found = self._value(setting, m.group(1), forward)
@@ -433,3 +473,9 @@ class SettingPhrases(ParserState):
         word = setting.words[0]
         return setting.example or {"cpus": f"{word} 2-3", "count": f"{word} 10", "size": f"{word} of 2G",
                 "zone": f"{word} Europe/Berlin", "address": f"{word} logs.example.com:514"}[setting.value]
+
+
+def _unit_name(program: str) -> str:
+    """A unit name for a program's timer: its file name without the extension, in a unit name's letters."""
+    base = program.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
+    return re.sub(r"[^a-z0-9-]+", "-", base).strip("-") or "job"

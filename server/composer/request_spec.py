@@ -35,6 +35,8 @@ class RequestSpec:
     secure_boot: bool | None = None
     artifacts: list[str] = field(default_factory=list)
     name: str | None = None
+    # Groups named by their own software ("docker"), not by their role's words: their packages count as named
+    groups_named: list[str] = field(default_factory=list)
     # What the firewall lets in: ports ("443/tcp", "8000-8010/tcp") and services by name ("https")
     open_ports: list[str] = field(default_factory=list)
     image_version: str | None = None  # image.version ("version 2.1.0", "set the image version to 1.2")
@@ -72,7 +74,7 @@ class RequestSpec:
     def is_empty(self) -> bool:
         """True when the text asked for nothing the composer can act on."""
         ignore = {"is_question", "unparsed", "use_cases", "notes", "unsupported", "minimal", "corrected",
-                  "arch_named", "last_partition", "autologin"}
+                  "arch_named", "last_partition", "autologin", "groups_named"}
         return not any(
             value is not None if isinstance(value, bool) or value is None else bool(value)
             for key, value in asdict(self).items()

@@ -527,3 +527,8 @@ async def test_a_firewall_asked_for_is_on_and_ports_opened_go_before_it_is_turne
 async def test_a_filesystem_asked_for_that_is_there_is_said_so(client):
     (out, _doc), = await _steps(client, "el10 minimal image", "the root fs should be xfs")
     assert "partition / is already xfs" in out["notes"] and "not understood" not in " ".join(out["notes"])
+
+
+async def test_two_engines_named_are_both_kept(client):
+    _out, doc = await _gen(client, "debian 13 with both docker and podman")
+    assert {"docker.io", "podman"} <= set(doc["systemConfig"]["packages"])

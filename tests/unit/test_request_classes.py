@@ -3,6 +3,8 @@ tools, software named by its vendor's stack, sizes of other things."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from image_composer_mcp.server.composer.request_parser import parse_request
 from image_composer_mcp.server.composer.request_spec import REFERRED_USER
@@ -758,3 +760,37 @@ def test_a_user_counted_among_others_is_a_user_not_a_host_name(text, name):
 def test_a_softwares_possessive_data_is_its_place():
     (part,) = parse_request("and put docker's data on its own 20G partition").partitions
     assert (part["mountPoint"], part["size"]) == ("/var/lib/docker", "20GiB")
+
+
+@pytest.mark.parametrize(("text", "program", "event"), [
+    ("debian 13 with a cron job that runs /usr/local/bin/backup.sh every night", "/usr/local/bin/backup.sh",
+     "*-*-* 00:00:00"),
+    ("run /opt/sync.sh every sunday at 4", "/opt/sync.sh", "Sun *-*-* 04:00:00"),
+    ("every day at 2am run /usr/bin/cleanup", "/usr/bin/cleanup", "*-*-* 02:00:00"),
+])
+def test_a_program_on_a_schedule_is_a_systemd_timer_and_the_program_is_said_not_written(text, program, event):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert f"ExecStart={program}\\n" in entry["cmd"] and f"OnCalendar={event}\\n" in entry["cmd"]
+    assert "cron" not in spec.add_packages and not spec.unparsed
+    assert any(n.startswith(f"{program} is run by a systemd timer") for n in spec.notes)
+
+
+def test_a_scheduled_job_taken_back_removes_its_timer():
+    (entry,) = parse_request("I changed my mind, remove the cron job").configurations
+    assert entry["remove"] and re.search(entry["replaces"], "/etc/systemd/system/run-backup.timer")
+
+
+@pytest.mark.parametrize(("text", "zone"), [("debian 13 with berlin time", "Europe/Berlin"),
+                                            ("ubuntu on japan time", "Asia/Tokyo")])
+def test_a_places_time_is_its_zone(text, zone):
+    assert [c["label"] for c in parse_request(text).configurations] == [f"timezone {zone}"]
+
+
+def test_a_phrase_with_time_that_names_no_place_sets_no_zone():
+    assert not parse_request("real time kernel").configurations
+
+
+def test_docker_and_podman_named_together_are_both_named_groups():
+    spec = parse_request("debian 13 with both docker and podman")
+    assert spec.groups_named == ["containers"] and "podman" in spec.add_packages

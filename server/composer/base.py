@@ -9,6 +9,7 @@ the always-welcome basics (``base_groups`` in capabilities.yaml) that the reques
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from ..knowledge.loader import Capabilities
@@ -86,15 +87,16 @@ def _name_words(name: str, caps: Capabilities, *, purpose: bool = True) -> set[s
             and not caps.dist_of(w)}
 
 
-def related(name: str, request: str, caps: Capabilities) -> bool:
+def related(name: str, request: str, caps: Capabilities, removed: Collection[str] = ()) -> bool:
     """Whether the software a template is named for is something the request talks about; for a template named
-    only by what it is for ("debian13-x86_64-realtime-industrial"), whether the request says all of that."""
+    only by what it is for ("debian13-x86_64-realtime-industrial"), whether the request says all of that.
+    Software of a group the request takes out (``removed``: "disable selinux") is talked about, but not wanted."""
     said = re.findall(r"[a-z0-9]+", request.lower())
     # a name written apart is the same name ("DL Streamer" for the dlstreamer template)
     words = set(said) | {a + b for a, b in zip(said, said[1:], strict=False)}
     purpose = _name_words(name, caps)
     if purpose:
-        return bool(purpose & words)
+        return bool({w for w in purpose & words if caps.group_for_word(w) not in removed})
     deployment = _name_words(name, caps, purpose=False)
     return bool(deployment) and deployment <= words
 
@@ -157,7 +159,7 @@ def unasked(name: str, data: dict[str, Any], spec: RequestSpec, caps: Capabiliti
     template's purpose is what the request is about (a ROS template's navigation stack for a robotics request,
     not for a web server)."""
     extra = sum(len(v) for v in baggage(data, spec, caps).values())
-    if request is not None and not related(name, request, caps):
+    if request is not None and not related(name, request, caps, spec.remove_groups):
         extra += len(leftovers(data, spec, caps))
     # A read-only root and a signed boot chain shape everything after them, and a starting template's are kept:
     # unasked, they weigh more than a group's few packages, which leave ("elxr12 minimal image" had started from the
@@ -200,7 +202,7 @@ def choose_base(candidates: list[tuple[str, str, dict]], spec: RequestSpec,
         rank, (name, _text, data) = item
         # with no target named, a family that has the asked groups is the better start
         lacking = unavailable_groups(spec, data.get("target") or {}, caps)
-        unrelated = request is not None and not spec.minimal and not related(name, request, caps)
+        unrelated = request is not None and not spec.minimal and not related(name, request, caps, spec.remove_groups)
         return target_miss(data), lacking, unrelated, unasked(name, data, spec, caps, request), rank
 
     return [c for _r, c in sorted(enumerate(candidates), key=score)]
@@ -210,7 +212,7 @@ def strip_plan(name: str, data: dict[str, Any], spec: RequestSpec, request: str,
                caps: Capabilities) -> list[str]:
     """Groups to leave out of the starting template: all its baggage when the request is minimal or the
     template's purpose is unrelated to the request; nothing otherwise (its purpose is what was asked)."""
-    if not (spec.minimal or not related(name, request, caps)):
+    if not (spec.minimal or not related(name, request, caps, spec.remove_groups)):
         return []
     return sorted(g for g in baggage(data, spec, caps) if g not in spec.remove_groups)  # those: the request's own
 

@@ -88,6 +88,9 @@ class DiskPhrases(ParserState):
                 spec.partitions.append({"action": "add", "mountPoint": _mount(named[m.group(3).lower()]),
                                         "size": size, "fsType": None, "fill": False})
                 self._mask(m.start(), m.end())
+        # "a writable /data of 5G": every partition beside a read-only root is writable; the word is no wish
+        for m in self._each(r"\b(?:writable|writeable|read-write)\s+(?=/|[a-z]+\s+(?:partition|volume)\b)"):
+            self._mask(m.start(), m.end())
         # "btrfs for the root partition": before the patterns below read "the root partition" as one to add
         for m in self._each(rf"\b{_FS}(?:\s+(?:filesystem|file\s+system|fs|format))?\s+(?:on|for)\s+{_ROOT}"):
             spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": _fs(m.group(1))})

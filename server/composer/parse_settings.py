@@ -102,8 +102,9 @@ class SettingPhrases(ParserState):
         memory = rf"\b\d+(?:\.\d+)?\s*{units}\s+(?:of\s+)?(?:ram|memory)\b|\b(?:ram|memory)\s*(?:of|:|=)?\s*\d+(?:\.\d+)?\s*{units}(?![\w/])"
         cpus = r"\b\d+[\s-]+(?:v?cpus?|cpu\s+cores?|cores?|vcores?|cpu\s+threads|processors)\b"
         for m in self._each(rf"{memory}|{cpus}"):
-            if re.search(r"\b(?:isolat\w*|reserv\w*|dedicat\w*|pin\w*)\s+$", self.work[max(0, m.start() - 20):m.start()], re.I):
-                continue  # "isolate 2 cores": the CPU isolation's own words, read there
+            if re.search(r"\b(?:isolat\w*|reserv\w*|dedicat\w*|pin\w*)\s+$", self.work[max(0, m.start() - 20):m.start()], re.I) \
+                    or re.match(r"\s+(?:(?:are|to\s+be|kept)\s+)?(?:isolated|reserved|dedicated)\b", self.work[m.end():], re.I):
+                continue  # "isolate 2 cores", "2 cpus isolated": the CPU isolation's own words, read there
             said = " ".join(m.group(0).split())
             self.spec.notes.append(f"{said} not applied: memory and CPUs are set where the image runs (the virtual "
                                    "machine or the machine itself), not in a template")
@@ -418,8 +419,10 @@ class SettingPhrases(ParserState):
         first = alternatives({x.split()[0] for x in setting.words if len(x.split()) == 2
                               and re.fullmatch(_CPU_NOUN, x.split()[1])} | {"dedicated", "reserved"})
         number = rf"(\d+|{'|'.join(_NUMBER_WORDS)})"
-        for m in self._each(rf"\b{number}\s+(?:{first})\s+{_CPU_NOUN}\b|\b(?:{first})\s+{number}\s+{_CPU_NOUN}\b"):
-            said = (m.group(1) or m.group(2)).lower()
+        after = r"(?:isolated|reserved|dedicated)"  # "2 cpus isolated for realtime"
+        for m in self._each(rf"\b{number}\s+(?:{first})\s+{_CPU_NOUN}\b|\b(?:{first})\s+{number}\s+{_CPU_NOUN}\b"
+                            rf"|\b{number}\s+{_CPU_NOUN}\s+(?:(?:are|to\s+be|kept)\s+)?{after}\b"):
+            said = next(g for g in m.groups() if g).lower()
             count = int(said) if said.isdigit() else _NUMBER_WORDS.index(said) + 1
             if count >= 1:
                 self.spec.isolated_cpu_count = count

@@ -532,3 +532,8 @@ async def test_a_filesystem_asked_for_that_is_there_is_said_so(client):
 async def test_two_engines_named_are_both_kept(client):
     _out, doc = await _gen(client, "debian 13 with both docker and podman")
     assert {"docker.io", "podman"} <= set(doc["systemConfig"]["packages"])
+
+
+async def test_a_capability_taken_out_does_not_choose_the_template_named_for_it(client):
+    out, doc = await _gen(client, "el10 image, disable selinux and firewall")
+    assert out["grounded_on"][0] == "el10-x86_64-minimal-base-raw" and "firewalld" not in doc["systemConfig"]["packages"]

@@ -794,3 +794,24 @@ def test_a_phrase_with_time_that_names_no_place_sets_no_zone():
 def test_docker_and_podman_named_together_are_both_named_groups():
     spec = parse_request("debian 13 with both docker and podman")
     assert spec.groups_named == ["containers"] and "podman" in spec.add_packages
+
+
+def test_raspberry_alone_is_the_board():
+    spec = parse_request("need debian13 for raspberry, with wifi and bluetooth")
+    assert spec.arch == "aarch64" and spec.hardware and any(n.startswith("raspberry:") for n in spec.notes)
+
+
+def test_a_count_of_cpus_said_isolated_after_the_noun_is_the_isolation():
+    spec = parse_request("azure linux image for hyper-v with 2 cpus isolated for realtime")
+    assert spec.isolated_cpu_count == 2 and not spec.unparsed and not any("not applied" in n for n in spec.notes)
+
+
+def test_writable_before_a_partition_is_no_wish():
+    spec = parse_request("debian 13 appliance with read-only root and a writable /data of 5G")
+    assert spec.immutability and [p["mountPoint"] for p in spec.partitions] == ["/data"] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["emt3 with intel gpu drivers and openvino", "debian kiosk, rotate screen"])
+def test_more_words_for_a_gpu_and_for_rotation_are_read(text):
+    spec = parse_request(text)
+    assert not [u for u in spec.unparsed if "display rotation" not in u]

@@ -18,6 +18,7 @@ from ..knowledge.system_settings import (
     load_settings,
     module_key,
     sysctl_configuration,
+    timer_command,
     zone_named,
 )
 from .phrasing import STOPWORDS, ParserState, alternatives
@@ -132,14 +133,9 @@ class SettingPhrases(ParserState):
             found = re.search(path, m.group(0))
             assert found is not None  # the match holds the path
             program = found.group(1)
-            name = _unit_name(program)
-            unit = f"/etc/systemd/system/run-{name}"
-            cmd = (f"printf '[Unit]\\nDescription=Run {program}\\n\\n[Service]\\nType=oneshot\\nExecStart={program}\\n' "
-                   f"> {unit}.service && printf '[Unit]\\nDescription=Run {program} on schedule\\n\\n[Timer]\\n"
-                   f"OnCalendar={at.event}\\nPersistent=true\\n\\n[Install]\\nWantedBy=timers.target\\n' > {unit}.timer "
-                   f"&& systemctl enable run-{name}.timer")
-            self._configure(f"scheduled {program} {at.event}", {"cmd": cmd, "setting": f"scheduled {program}",
-                                                                "replaces": rf"run-{re.escape(name)}\.timer"})
+            self._configure(f"scheduled {program} {at.event}",
+                            {**timer_command(f"run-{_unit_name(program)}", program, at.event),
+                             "setting": f"scheduled {program}"})
             self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
             self.spec.notes.append(f"{program} is run by a systemd timer (no cron needed); the program itself is "
                                    "not written: put it in the image (the template's additional files)")

@@ -47,6 +47,8 @@ class Setting:
     writes_as: str = ""  # the setting whose writing this one's words ask for ("a router": ip forwarding)
     size_each_mib: int | None = None  # value count: a size said for it counts units of this many MiB
 
+    runs: tuple[str, str, bool] | None = None  # value schedule: (timer unit, program, persistent)
+
     def configuration(self, value: str) -> dict[str, str] | None:
         """The configuration entry that writes this setting at ``value`` (None for kernel parameters only):
         its command, the name of the setting written (the one it writes as, if any), and the pattern of the
@@ -54,6 +56,9 @@ class Setting:
         name = self.writes_as or self.name
         if self.sysctl:
             return sysctl_configuration(self.sysctl.format(value=value), name.replace(" ", "-"), name)
+        if self.runs:
+            unit, program, persistent = self.runs
+            return {**timer_command(unit, program, value, persistent), "setting": name}
         if self.command:
             return {"cmd": self.command.format(value=value), "setting": name, "replaces": self.replaces}
         return None
@@ -68,6 +73,19 @@ def sysctl_configuration(line: str, file: str, setting: str) -> dict[str, str]:
     key = line.split("=", 1)[0].strip()
     return {"cmd": f"echo '{line}' > /etc/sysctl.d/90-{file}.conf", "setting": setting,
             "replaces": rf"{re.escape(key)}\s*="}
+
+
+def timer_command(unit: str, program: str, event: str, persistent: bool = True) -> dict[str, str]:
+    """The command that runs ``program`` at the calendar ``event`` (systemd.time(7)): a oneshot service and the
+    timer that starts it (systemd.timer(5)), written to /etc/systemd/system and enabled offline, with the pattern
+    of that command (which it replaces). ``persistent``: a run missed while the machine was off is made up at boot."""
+    path = f"/etc/systemd/system/{unit}"
+    service = f"[Unit]\\nDescription=Run {program}\\n\\n[Service]\\nType=oneshot\\nExecStart={program}\\n"
+    timer = (f"[Unit]\\nDescription=Run {program} on schedule\\n\\n[Timer]\\nOnCalendar={event}\\n"
+             f"Persistent={'true' if persistent else 'false'}\\n\\n[Install]\\nWantedBy=timers.target\\n")
+    return {"cmd": f"printf '{service}' > {path}.service && printf '{timer}' > {path}.timer "
+                   f"&& systemctl enable {unit}.timer",
+            "replaces": rf"{re.escape(unit)}\.timer"}
 
 
 def sshd_configuration(lines: tuple[str, ...], file: str, setting: str) -> dict[str, str]:
@@ -110,7 +128,9 @@ def load_settings() -> Mapping[str, Setting]:
             with_address=str(spec.get("with_address") or ""),
             packages_named=tuple(str(p) for p in spec.get("packages_named") or ()),
             example=str(spec.get("example") or ""),
-            size_each_mib=int(spec["size_each_mib"]) if spec.get("size_each_mib") else None)
+            size_each_mib=int(spec["size_each_mib"]) if spec.get("size_each_mib") else None,
+            runs=(str(spec["runs"]["unit"]), str(spec["runs"]["program"]), bool(spec["runs"].get("persistent", True)))
+            if isinstance(spec.get("runs"), dict) else None)
         if spec.get("sshd"):  # sshd_config lines: their drop-in is the setting's command
             entry = sshd_configuration(tuple(str(line) for line in spec["sshd"]), str(name).replace(" ", "-"),
                                        str(name))

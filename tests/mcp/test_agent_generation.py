@@ -537,3 +537,9 @@ async def test_two_engines_named_are_both_kept(client):
 async def test_a_capability_taken_out_does_not_choose_the_template_named_for_it(client):
     out, doc = await _gen(client, "el10 image, disable selinux and firewall")
     assert out["grounded_on"][0] == "el10-x86_64-minimal-base-raw" and "firewalld" not in doc["systemConfig"]["packages"]
+
+
+async def test_a_firewall_that_lets_everything_in_is_said_so(client):
+    out, _doc = await _gen(client, "debian 13 minimal with a firewall")
+    assert any("nftables is installed with Debian's own ruleset, which lets everything in" in n
+               for n in [*out["notes"], *out["changes"]])

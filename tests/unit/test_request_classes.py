@@ -815,3 +815,11 @@ def test_writable_before_a_partition_is_no_wish():
 def test_more_words_for_a_gpu_and_for_rotation_are_read(text):
     spec = parse_request(text)
     assert not [u for u in spec.unparsed if "display rotation" not in u]
+
+
+def test_every_timer_is_written_by_one_command_shape():
+    reboot = parse_request("reboot every sunday at 04:00").configurations[0]["cmd"]
+    job = parse_request("run /opt/sync.sh every sunday at 04:00").configurations[0]["cmd"]
+    for cmd, unit, persistent in ((reboot, "scheduled-reboot", "false"), (job, "run-sync", "true")):
+        assert cmd.endswith(f"systemctl enable {unit}.timer") and f"Persistent={persistent}\\n" in cmd
+        assert "OnCalendar=Sun *-*-* 04:00:00\\n" in cmd and f"> /etc/systemd/system/{unit}.service" in cmd

@@ -126,7 +126,7 @@ def test_the_settings_data_names_each_word_once():
         for word in setting.words:
             assert word not in seen, f"{word!r} names both {seen[word]} and {setting.name}"
             seen[word] = setting.name
-        writes = bool(setting.cmdline or setting.sysctl or setting.command)
+        writes = bool(setting.cmdline or setting.sysctl or setting.command or setting.runs)
         assert writes != (setting.value == "none"), setting.name  # a setting writes something or says why not
         assert setting.value != "none" or setting.reason, setting.name
 

@@ -9,6 +9,7 @@ writes nothing."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual
@@ -252,8 +253,10 @@ class SettingPhrases(ParserState):
         # "no swap partition" is the disk's; "a non-root user" is no root user
         # "no root login over ssh": for sshd's settings, the way in said after them is part of their words
         over_ssh = r"(?:\s+(?:over|via|through)\s+ssh\b)?" if "openssh-server" in setting.packages else ""
-        # a plural is the same setting ("no ssh password logins")
-        w = rf"(?<![\w-])(?:{words})s?\b{over_ssh}(?!\s+partitions?\b)"
+        # a plural is the same setting ("no ssh password logins"); the end of another setting's longer words is not
+        # this one ("root password login" is the root account's, not "password login")
+        inside = "".join(rf"(?<!{re.escape(p)}[\s_-])" for p in _prefixes_of(setting))
+        w = rf"{inside}(?<![\w-])(?:{words})s?\b{over_ssh}(?!\s+partitions?\b)"
         if setting.with_address:  # "syslog server 10.0.0.5": where this image's logs go, not what it is
             self._valued(load_settings()[setting.with_address], words, own=False)
             w += rf"(?!{_LINK}{_TO_ADDRESS})"
@@ -478,3 +481,11 @@ def _unit_name(program: str) -> str:
     """A unit name for a program's timer: its file name without the extension, in a unit name's letters."""
     base = program.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
     return re.sub(r"[^a-z0-9-]+", "-", base).strip("-") or "job"
+
+
+@functools.cache
+def _prefixes_of(setting: Setting) -> frozenset[str]:
+    """The words before this setting's words in another setting's longer ones ("root" of "root password login"
+    for "password login"); once per setting."""
+    return frozenset(other[: -len(word)].strip() for s in load_settings().values() if s is not setting
+                     for other in s.words for word in setting.words if other.endswith(" " + word))

@@ -86,6 +86,7 @@ class UserPhrases(ParserState):
             self._mask(m.start(), m.end())
 
     def _users(self) -> None:
+        self._root_password()
         leaves_group = r"(?![\w-])(?!\s+(?:out\s+of|from)\s+(?:the\s+)?[\w-]+\s+groups?\b)"  # only a membership goes
         remove = [
             rf"\b(?:remove|delete|drop)\s+(?:the\s+)?(?:user|account|login)\s+{NAMED_WHO}{leaves_group}",
@@ -446,6 +447,17 @@ class UserPhrases(ParserState):
             if password:
                 self._password_not_stored(m.group(2))
                 self._mask(m.end(), m.end() + password.end())
+
+    def _root_password(self) -> None:
+        """"the root password is set", "set root's password to hunter2", "a root password": root gets no password
+        from a template (the build leaves the account without one), and a plain-text one would not be stored:
+        said, never dropped."""
+        for m in self._each(r"\b(?:set\s+(?:the\s+|a\s+)?)?root(?:'s)?\s+(?:user\s+|account\s+)?password\b(?!\s+log)"
+                            r"(?:\s+(?:is\s+set|set|should\s+be|must\s+be|is|=|:|of|to)\b(?:\s+(?:to\s+)?\S+)?)?"):
+            self.spec.notes.append("root password not applied: a template sets none for root and plain-text passwords "
+                                   "do not belong in one; add a user with sudo and a hashed password (password + "
+                                   "hash_algo), or log in with SSH keys")
+            self._mask(m.start(), m.end())
 
     def _password_not_stored(self, name: str) -> None:
         self.spec.notes.append(f"password for user {name} not stored: plain-text passwords do not belong in a "

@@ -823,3 +823,16 @@ def test_every_timer_is_written_by_one_command_shape():
     for cmd, unit, persistent in ((reboot, "scheduled-reboot", "false"), (job, "run-sync", "true")):
         assert cmd.endswith(f"systemctl enable {unit}.timer") and f"Persistent={persistent}\\n" in cmd
         assert "OnCalendar=Sun *-*-* 04:00:00\\n" in cmd and f"> /etc/systemd/system/{unit}.service" in cmd
+
+
+@pytest.mark.parametrize("text", ["ubuntu 24.04 image where the root password is set", "set the root password to x1",
+                                  "debian with a root password"])
+def test_a_root_password_is_said_not_applied(text):
+    spec = parse_request(text)
+    assert any(n.startswith("root password not applied") for n in spec.notes) and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["no root password login", "root password login disabled"])
+def test_the_end_of_another_settings_longer_words_is_not_this_setting(text):
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == ["root account off"] and not spec.unparsed

@@ -46,7 +46,9 @@ def _says_how(word: str) -> bool:
 
 
 # A token that is a value: a number, with a unit, dots or a range ("2222", "2g", "1.1.1.1", "10.0.0.0/24", "4-7").
-VALUE = re.compile(r"\d[\d.:]*(?:-\d[\d.]*)?(?:[a-z]{0,3}|/\d+)")
+# A value: a number with its unit or mask ("2222", "30d", "10.0.0.0/24"), or a host with its port
+# ("loki.internal:3100"), which no package name has.
+VALUE = re.compile(r"\d[\d.:]*(?:-\d[\d.]*)?(?:[a-z]{0,3}|/\d+)|[a-z0-9-]+(?:\.[a-z0-9-]+)+:\d{1,5}")
 # Words that join a value to what it is for ("changed to 2222", "logs for 30 days").
 _LINKERS = {"to", "at", "of", "for", "on", "is", "be", "as", "every", "per", "="}
 

@@ -836,3 +836,9 @@ def test_a_root_password_is_said_not_applied(text):
 def test_the_end_of_another_settings_longer_words_is_not_this_setting(text):
     spec = parse_request(text)
     assert [c["label"] for c in spec.configurations] == ["root account off"] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["el10 image that logs to loki.internal:3100",
+                                  "el10 image that logs to a remote loki server at loki.internal:3100"])
+def test_a_host_and_port_nothing_read_is_reported(text):
+    assert "loki.internal:3100" in parse_request(text).unparsed

@@ -91,6 +91,7 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     cmdline = str((system.get("kernel") or {}).get("cmdline", ""))
     arch = str((doc.get("target") or {}).get("arch") or "")
     serial = f"console={serial_port(arch)}"  # a serial console said without a device: that port, at any speed
+    problems += [f"kernel cmdline still has {c}" for c in _as_list(want.get("no_cmdline")) if c in cmdline.split()]
     problems += [f"kernel cmdline lacks {serial if c == SERIAL_CONSOLE else c}" for c in _as_list(want.get("cmdline"))
                  if (serial if c == SERIAL_CONSOLE else c) not in cmdline
                  and not cpu_lists.names_cpus(cmdline.split(), str(c))
@@ -142,6 +143,14 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
     needed = [p for c in configurations for p in c.get("packages") or ()]
     has = list(dict.fromkeys(n for n in (local(p) for p in [*spec.add_packages, *needed]) if n))
     lacks = [n for p in spec.remove_packages for n in {p, local(p)} if n and n not in has]
+    # A group taken out: its packages here, and its own kernel parameters, switched off where it has a switch.
+    arch = spec.arch or "x86_64"
+    removed = [g for g in spec.remove_groups if g in caps.groups] if where else []
+    lacks += [n for g in removed for n in caps.packages_for(g, where, arch) if n not in has and n not in lacks]
+    switched_off = [p for g in removed for p in caps.group_switch_off(g, where)]
+    switched_on = [p for g in removed if caps.group_switch_off(g, where) for p in caps.group_cmdline(g, where)]
+    if switched_on:
+        want["no_cmdline"] = switched_on
     if has:
         want["has"] = has
     if lacks:
@@ -163,8 +172,8 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
         want["mount"] = mounts
     if gone:
         want["no_mount"] = gone
-    if spec.kernel_cmdline_append:
-        want["cmdline"] = list(spec.kernel_cmdline_append)
+    if spec.kernel_cmdline_append or switched_off:
+        want["cmdline"] = list(dict.fromkeys([*spec.kernel_cmdline_append, *switched_off]))
     # A value for a command the template may lack (a kiosk's page) is checked where it is applied, not here.
     written = [str(c["cmd"]) for c in configurations if not c.get("edits_only")]
     if written:

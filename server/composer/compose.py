@@ -211,7 +211,8 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.switch_image_type(spec)
         self.remove_groups(spec.remove_groups)
         self.remove_named_packages(spec.remove_packages)
-        self.add_groups(spec.add_groups, spec.group_modes, without=spec.remove_packages)
+        self.add_groups(spec.add_groups, spec.group_modes, without=spec.remove_packages,
+                        without_groups=spec.remove_groups)
         self.add_named_packages(spec.add_packages)
         self.name_groups(spec.groups_named)
         self.one_per_role()

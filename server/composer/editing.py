@@ -206,9 +206,22 @@ class TemplateEdit:
             if group == "realtime":
                 extra += self._reset_kernel_flavour()
             kernel = self.system(create=False).get("kernel")
-            if isinstance(kernel, dict) and (tuned := caps.group_tuning(group, str(kernel.get("cmdline") or ""))):
-                kernel["cmdline"] = " ".join(w for w in str(kernel["cmdline"]).split() if w not in tuned)
+            where = self.dist or self.family
+            off = caps.group_switch_off(group, where) if where else []
+            cmdline = str(kernel.get("cmdline") or "") if isinstance(kernel, dict) else ""
+            tuned = caps.group_tuning(group, cmdline)
+            if off:  # switched off: every value of its own parameters goes (a permissive mode's enforcing=0 too)
+                names = caps.group_own_parameters(group)
+                tuned += [w for w in cmdline.split() if w.split("=", 1)[0] in names and w not in off and w not in tuned]
+            if isinstance(kernel, dict) and tuned:
+                kernel["cmdline"] = " ".join(w for w in cmdline.split() if w not in tuned)
                 extra.append(f"kernel parameters {short_list(tuned)}")
+            already_off = []
+            for param in off:
+                if self._append_cmdline(param):
+                    extra.append(f"kernel parameter {param} (off at boot: the kernel starts it without its packages)")
+                else:
+                    already_off.append(param)
             for repo in caps.group_repositories(group, self.dist):
                 extra += self._remove_repo(repo)
             configs = self.system(create=False).get("configurations")
@@ -228,6 +241,9 @@ class TemplateEdit:
             if removed or extra:
                 what = ", ".join(removed) if removed else ""
                 self.changes.append(f"removed {group}: " + "; ".join(x for x in (what, *extra) if x))
+            elif already_off:
+                self.changes.append(f"{group} already off: {', '.join(already_off)} on the kernel command line, and "
+                                    "none of its packages in the template")
             else:
                 self.changes.append(
                     f"nothing to remove for {group}: none of its packages are in the template"
@@ -325,14 +341,19 @@ class TemplateEdit:
         if where:
             self.named.update(p for g in groups for p in self.caps.packages_for(g, where, self.arch))
 
-    def add_groups(self, groups: list[str], modes: dict[str, str] | None = None, without: Iterable[str] = ()) -> None:
+    def add_groups(self, groups: list[str], modes: dict[str, str] | None = None, without: Iterable[str] = (),
+                   without_groups: Iterable[str] = ()) -> None:
         """``without``: packages the request takes out ("docker, but not docker-compose"), in any family's name:
-        a group brings the rest of its packages."""
+        a group brings the rest of its packages. ``without_groups``: groups the request takes out ("hardened,
+        without selinux"): a group brings none of their packages or kernel parameters, and says so."""
         caps = self.caps
         where = self.dist or self.family
         modes = modes or {}
         excluded = {n.lower() for name in without for n in (name, caps.translate_package(name, where) if where else name)
                     if n}
+        taken_out = [g for g in without_groups if g in caps.groups]
+        excluded_groups = {n.lower() for g in taken_out for n in caps.group_package_universe(g)}
+        excluded_parameters = {name for g in taken_out for name in caps.group_own_parameters(g)}
         for group in groups:
             if not where:
                 self.problems.append(f"cannot add {group}: the template has no target.os/dist")
@@ -345,8 +366,9 @@ class TemplateEdit:
                 )
                 continue
             extra = self._supersede(group, where)
-            added = [p for p in caps.packages_for(group, where, self.arch)
-                     if p.lower() not in excluded and self.add_package(p)]
+            own = caps.packages_for(group, where, self.arch)
+            left_out = [p for p in own if p.lower() in excluded_groups and p.lower() not in excluded]
+            added = [p for p in own if p.lower() not in excluded | excluded_groups and self.add_package(p)]
             self.group_added.update(added)
             kernel_pkgs = caps.group_kernel_packages(group, where, self.arch)
             if kernel_pkgs:
@@ -360,8 +382,12 @@ class TemplateEdit:
                         extra.append(f"replaced {', '.join(old_in_list)} in packages")
             mode = modes.get(group)
             for param in caps.group_cmdline(group, where, mode):
-                if self._append_cmdline(param):
+                if param.split("=", 1)[0] in excluded_parameters:
+                    left_out.append(param)
+                elif self._append_cmdline(param):
                     extra.append(f"kernel parameter {param}")
+            if left_out:
+                extra.append(f"without its {', '.join(left_out)} (the request takes {', '.join(taken_out)} out)")
             for repo in caps.group_repositories(group, where):
                 if self._add_repo(repo):
                     extra.append(f"repository {repo.get('url')}")

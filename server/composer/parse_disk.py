@@ -48,7 +48,7 @@ _REST_WORDS = (r"(?:rest|remainder|remaining(?:\s+space)?|leftover(?:\s+space)?|
 _FS_OR_SIZE = rf"(?:to\s+|as\s+|into\s+|with\s+)?(?:(?:{_FS})|{_SIZE})(?:\s+(?:and|,)\s+(?:(?:{_FS})|{_SIZE}))?"
 # Verbs that give a partition a size ("bump root to 8 gigs", "shrink /var to 2G").
 _SIZING_VERBS = (r"resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce|bump(?:\s+up)?|raise|"
-                 r"expand|boost|lower|trim|cut")
+                 r"expand|boost|lower|trim|cut|cap|limit")
 _ROOT = rf"(?:the\s+)?{_OTHER_ROOTS}(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
 
 
@@ -378,9 +378,9 @@ class DiskPhrases(ParserState):
                             r"(?:as\s+(?:big|large)|bigger|larger|the\s+size)"):
             spec.disk_size_delta = "x2"
             self._mask(m.start(), m.end())
-        # "shrink it back to 4GB", "grow the disk to 40G": a size the disk is taken to
-        for m in self._each(rf"\b(?:{_SIZING_VERBS}|take|bring)\s+"
-                            rf"(?:it|the\s+disk|the\s+image|disk|image)\s+(?:back\s+)?(?:down\s+|up\s+)?to\s+{_SIZE}"):
+        # "shrink it back to 4GB", "grow the disk to 40G", "cap the whole disk at 6G": a size the disk is taken to
+        for m in self._each(rf"\b(?:{_SIZING_VERBS}|take|bring)\s+(?:it|(?:the\s+)?(?:whole\s+|entire\s+|overall\s+|total\s+)?"
+                            rf"(?:disk|image|drive)(?:\s+size)?)\s+(?:back\s+)?(?:down\s+|up\s+)?(?:to|at)\s+{_SIZE}"):
             spec.disk_size = _size(m.group(1), m.group(2))
             self._mask(m.start(), m.end())
         patterns = [

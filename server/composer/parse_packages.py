@@ -10,7 +10,7 @@ import re
 from ..knowledge.glossary import load_glossary
 from ..knowledge.loader import normalize_phrase
 from ..knowledge.request_words import load_request_words
-from .parse_unread import VALUE, UnreadWords
+from .parse_unread import VALUE, UnreadWords, no_wish
 from .phrasing import (
     ADD_WORDS,
     PACKAGE_SHAPE,
@@ -103,9 +103,12 @@ def _asides() -> re.Pattern[str]:
     return re.compile(rf"\b(?:{alternatives(load_request_words().asides)})\b")
 
 
-# "leave cockpit out", "keep telnet and rsh out of it": a removal whose particle follows its object.
-_SPLIT_PARTICLE = re.compile(r"\b(?:leave|keep|take|rip|strip|throw|cut)\s+((?:the\s+)?[a-z0-9][\w.+-]*"
-                             r"(?:\s*(?:,|\band\b|\bor\b)\s*[a-z0-9][\w.+-]*)*)\s+out\b(?:\s+of\s+(?:it|this|the\s+image))?")
+# "leave cockpit out", "keep telnet and rsh out of it", "turn selinux off": a removal whose particle follows its
+# object.
+_SPLIT_PARTICLE = re.compile(r"\b(?:(?:leave|keep|take|rip|strip|throw|cut)\s+(?P<out>(?:the\s+)?[a-z0-9][\w.+-]*"
+                             r"(?:\s*(?:,|\band\b|\bor\b)\s*[a-z0-9][\w.+-]*)*)\s+out\b(?:\s+of\s+(?:it|this|the\s+image))?"
+                             r"|(?:turn|switch|shut)\s+(?P<off>(?:the\s+)?[a-z0-9][\w.+-]*"
+                             r"(?:\s*(?:,|\band\b|\bor\b)\s*[a-z0-9][\w.+-]*)*)\s+off\b)")
 
 
 def _negations_first(text: str) -> str:
@@ -115,7 +118,7 @@ def _negations_first(text: str) -> str:
     text = _asides().sub(lambda m: " " * len(m.group(0)), text)
     text = _CAUSED_REMOVAL.sub(lambda m: f"without {m.group(1)};", text)
     text = _AFFIRMED.sub(lambda m: f"{m.group(1) or m.group(3) or ''}; keep {m.group(2) or m.group(4)}; ", text)
-    text = _SPLIT_PARTICLE.sub(lambda m: f"without {m.group(1)};", text)
+    text = _SPLIT_PARTICLE.sub(lambda m: f"without {m.group('out') or m.group('off')};", text)
     return _POSTFIX_NEGATION.sub(lambda m: f"{m.group(1)} without {m.group(2).strip()}; ", text)
 
 
@@ -426,6 +429,10 @@ class PackagePhrases(UnreadWords):
                     last_end = found[i][2]  # "firmware for wifi cards", "drivers for the gpu": the kind of what follows
                     i += 1
                     continue
+                if token not in self.known and no_wish(tokens, i):
+                    last_end = found[i][2]  # "an ubuntu vm", "postgresql and its data on ...": no wish
+                    i += 1
+                    continue
                 verdict = self._classify(token, mode=mode, strength=strength)
                 if verdict == "unknown-strong":
                     run.append(token)
@@ -546,7 +553,8 @@ class PackagePhrases(UnreadWords):
             return "skip"
         group = self.caps.group_for_word(token)
         is_known = token in self.known
-        if group and token not in self.real:
+        # Taken out, software the kernel switches on by itself is its group ("without apparmor": off at boot too).
+        if group and (token not in self.real or mode == "remove" and self.caps.groups[group].switch_off):
             (self.spec.remove_groups if mode == "remove" else self.spec.add_groups).append(group)
             return "group"
         if (

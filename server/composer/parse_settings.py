@@ -116,24 +116,31 @@ class SettingPhrases(ParserState):
         """A program run on a schedule ("a cron job that runs /usr/local/bin/backup.sh every night", "run
         /opt/sync.sh every sunday at 4"): a systemd timer and its oneshot service, as a scheduled reboot is; the
         program itself must be in the image, which is said. "remove the cron job" takes such timers out."""
-        job = (r"(?:(?:a|an|the)\s+)?(?:(?:nightly|daily|weekly|monthly|hourly)\s+)?(?:cron\s*job|cron\s+entry|crontab"
-               r"(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job)")
+        job = (r"(?:(?:a|an|the)\s+)?(?:(?P<adjective>nightly|daily|weekly|monthly|hourly)\s+)?(?:cron\s*job|cron\s+entry"
+               r"|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task)")
+        undo_job = re.sub(r"\(\?P<adjective>", "(?:", job)
         run = r"(?:runs?|running|executes?|executing|calls?|starts?)"
         path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
-        for m in self._each(rf"\b{_UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:{path}\s+)?{job}s?\b"):
+        for m in self._each(rf"\b{_UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:{path}\s+)?{undo_job}s?\b"):
             name = _unit_name(m.group(1)) if m.group(1) else r"[\w-]+"
             self.spec.configurations.append({"remove": True, "replaces": rf"/etc/systemd/system/run-{name}\.timer",
                                              "cmd": "", "label": "scheduled job"})
             self._mask(m.start(), m.end())
-        for m in self._each(rf"(?:\b{job}\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:run|execute)|(?P<first>{SCHEDULE})"
-                            rf"\s*,?\s+(?:run|execute)s?)\s+{path}(?:\s*,?\s+(?P<when>{SCHEDULE}))?"):
-            said = m.group("first") or m.group("when")
+        for m in self._each(rf"(?:\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:run|execute)|\b(?P<verb>schedule)"
+                            rf"|(?P<first>{SCHEDULE})\s*,?\s+(?:run|execute)s?)\s+{path}(?:\s+to\s+(?:run|be\s+run))?"
+                            rf"(?:\s*,?\s+(?P<when>{SCHEDULE}))?"):
+            said = m.group("first") or m.group("when") or m.group("adjective")
             at = calendar(said) if said else None
-            if at is None:
-                continue
             found = re.search(path, m.group(0))
             assert found is not None  # the match holds the path
             program = found.group(1)
+            if at is None:
+                if m.group("job") or m.group("verb") or said:  # a job whose schedule says no calendar event
+                    self.spec.notes.append(f"scheduled {program} not applied: " + (
+                        f"'{said}' says no calendar event; say when, e.g. 'every night at 2' or 'every 6 hours'"
+                        if said else "no schedule said; say when, e.g. 'every night at 2' or 'every 6 hours'"))
+                    self._mask(m.start(), m.end())
+                continue
             self._configure(f"scheduled {program} {at.event}",
                             {**timer_command(f"run-{_unit_name(program)}", program, at.event),
                              "setting": f"scheduled {program}"})

@@ -184,6 +184,10 @@ class SystemPhrases(ParserState):
                             rf"|{verb}(?:{bare}/(?:tcp|udp)\b{through}|{bare}{firewall})"
                             # a service by name only with the firewall said: "allow ssh" alone may mean the server
                             rf"|{verb}(?:the\s+)?{named}(?:\s+(?:traffic|access|ports?))?{firewall}"
+                            # opened, a service is the firewall's whatever follows ("open http and https"); "open ssh"
+                            # alone may be OpenSSH misspelt
+                            rf"|\b(?:open|opening|expose|unblock)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?(?:the\s+)?"
+                            rf"(?!ssh\b){named}(?:\s+(?:traffic|access|ports?))?\b"
                             rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b{through}"):
             if re.match(r"forward", m.group(0).strip(), re.I):
                 self.spec.unparsed.append(f"{m.group(0).strip()} (port forwarding is not written by the composer: "
@@ -227,13 +231,15 @@ class SystemPhrases(ParserState):
     def _urls(self) -> None:
         """"a kiosk showing https://example.com": the page a kiosk opens. Read before anything else reads the
         address's words ("https" is no typo of httpd)."""
-        for m in self._each(r"\bhttps?://[^\s'\"`<>]+"):
-            url = m.group(0).rstrip(".,;:)")
+        shown = (r"(?:(?:showing|shows?|displaying|displays?|opening|opens?|loading|loads?|pointing\s+(?:at|to)"
+                 r"|pointed\s+(?:at|to)|with\s+the\s+(?:url|page|address))\s+)?")  # what a kiosk does with it
+        for m in self._each(rf"\b{shown}(?P<url>https?://[^\s'\"`<>]+)"):
+            url = m.group("url").rstrip(".,;:)")
             self.spec.configurations.append({
                 "cmd": f"mkdir -p /etc/kiosk && echo '{url}' > /etc/kiosk/url",
                 "replaces": r"echo '[^']*' > /etc/kiosk/url", "label": f"kiosk page {url}", "setting": "kiosk page",
                 "edits_only": "the image has no kiosk to show it (ask for a kiosk, on Debian)"})
-            self._mask(m.start(), m.start() + len(url))
+            self._mask(m.start(), m.start("url") + len(url))
 
     def _boot_services(self) -> None:
         """"nginx started at boot", "enable chrony on boot", "node exporter enabled as a service": the software is

@@ -26,6 +26,21 @@ PLAIN_ADJECTIVES = {"custom", "golden", "gold", "production", "prod", "staging",
                      "latest", "updated", "nice", "good", "single", "complete", "full", "whole", "base", "master",
                      "template", "starter", "initial", "disk", "system", "os", "vm", "virtual", "physical", "little",
                      "tiny", "mini", "big", "spare", "old", "lab", "office", "edge", "router", "linux", "automotive"}
+# "its data", "their files": the data of software already named (where it goes is read elsewhere), no wish.
+_DATA_NOUNS = {"data", "files", "storage"}
+_POSSESSIVES = {"its", "their", "his", "her"}
+
+
+def no_wish(tokens: list[str], i: int) -> bool:
+    """Whether word ``i`` says nothing to apply or report: what the image is (PLAIN_ADJECTIVES) or the data of
+    software named before it ("and its data on a 50G volume")."""
+    return tokens[i] in PLAIN_ADJECTIVES or owned_data(tokens, i)
+
+
+def owned_data(tokens: list[str], i: int) -> bool:
+    return tokens[i] in _DATA_NOUNS and i > 0 and tokens[i - 1] in _POSSESSIVES
+
+
 # Who wishes, before a verb of wanting ("I also need numpy", "we want pandas"): no part of the item.
 _WISHERS = {"i", "we", "you", "they", "i'd", "we'd", "i'll", "we'll", "really", "would", "also", "still", "do"}
 _WANTING = {"need", "needs", "want", "wants", "require", "requires"}  # not "use": "we use the console" says how
@@ -72,7 +87,7 @@ class UnreadWords(ParserState):
             wished = bool(inside) and found[inside[0]][0] in _WISHERS and any(found[i][0] in _WANTING for i in inside)
             # the verb of an item ("use caddy") is no part of the wish
             words = [i for i in inside if found[i][0] not in _ITEM_FILLER and found[i][0] not in ADD_WORDS
-                     and not (wished and found[i][0] in _WISHERS)]
+                     and not no_wish([t for t, _s, _e in found], i) and not (wished and found[i][0] in _WISHERS)]
             if (words and len(words) <= 2 and set(words) <= ignored
                     and (wished or found[inside[0]][0] not in _PURPOSE_WORDS)):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))

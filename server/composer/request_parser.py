@@ -130,6 +130,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._role_fillers()
         self._signed_items()
         self._scan()
+        self._paths_unread()
         self._purposes_of_named()
         self._roles_filled()
         self._purpose_unserved()
@@ -141,6 +142,16 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         for m in self._each(r"\b(?:do\s+not|don'?t|never|remember\s+not\s+to)\s+forget(?:\s+about)?"
                             r"(?:\s+to\s+(?:add|install|include))?\b"):
             self.work = self.work[:m.start()] + "add".ljust(m.end() - m.start()) + self.work[m.end():]
+
+    def _paths_unread(self) -> None:
+        """A file or directory path nothing read ("run /opt/setup.sh at first boot", "a venv in /opt/app/venv") is a
+        constraint, never prose: reported with the two words before it, as numbers and addresses are."""
+        for m in re.finditer(r"(?<![\w.:/~-])/[\w.+-]+(?:/[\w.+-]+)+/?", self.work):
+            before = re.findall(r"[\w'-]+", re.split(r"[,;:()]", self.said[:m.start()])[-1])[-2:]
+            phrase = " ".join([*before, self.said[m.start():m.end()]])
+            if phrase not in self.spec.unparsed:
+                self.spec.unparsed.append(phrase)
+            self._mask(m.start(), m.end())
 
     def _purpose_unserved(self) -> None:
         """A request that names no software and says what the image is for in words nothing read ("for a digital

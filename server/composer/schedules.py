@@ -17,7 +17,9 @@ _DAY = (r"(?:mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)
         r"|sun(?:day)?)s?")
 _UNIT = r"(?:day|night|morning|evening|week|month|weekday|weekend)s?"
 _DAYS_SAID = rf"{_DAY}(?:\s*(?:,|\band\b|\bor\b|&)\s*{_DAY})*"  # "monday and thursday", "sat, sun"
-PERIOD = (rf"(?:(?:every|each)\s+(?:other\s+)?(?:{_UNIT}|{_DAYS_SAID})|(?:daily|nightly|weekly|monthly)"
+# Within a day: "hourly", "every hour", "every 6 hours", "every 15 minutes" (a step from the top of the day or hour).
+_WITHIN_DAY = r"(?:hourly|(?:every|each|once\s+an?)\s+hour|every\s+\d{1,2}\s+(?:hours?|hrs?|minutes?|mins?))"
+PERIOD = (rf"(?:{_WITHIN_DAY}|(?:every|each)\s+(?:other\s+)?(?:{_UNIT}|{_DAYS_SAID})|(?:daily|nightly|weekly|monthly)"
           rf"|(?:on\s+)?(?:the\s+)?(?:{_DAYS_SAID}|weekends|weekdays)(?:\s+(?:nights?|mornings?|evenings?))?"
           r"|once\s+(?:a|per|every)\s+(?:day|night|week|month)|at\s+night|in\s+the\s+(?:night|morning|evening))")
 # A time of day; a bare hour only after "at" ("at 4"), not a size or a count ("4 gb", "4 cores").
@@ -39,6 +41,9 @@ def calendar(text: str) -> Calendar | None:
     said = text.lower()
     if re.search(r"\bother\s+(?!days?\b|nights?\b)", said):
         return None  # every other week or weekday: no calendar event says it
+    within = _within_day(said)
+    if within is not None:
+        return within
     days, period_notes, evening = _period(said)
     hour_minute = _time(said, evening)
     if days is None and hour_minute is None:
@@ -53,6 +58,20 @@ def calendar(text: str) -> Calendar | None:
     if days is None:
         days = "*-*-*"
     return Calendar(f"{days} {hour:02d}:{minute:02d}:00", tuple(notes))
+
+
+def _within_day(said: str) -> Calendar | None:
+    """A schedule that recurs within each day: hourly at minute 0, every N hours from midnight, every N minutes
+    from the top of the hour (a step that does not divide the hour or the day restarts there, as systemd's does)."""
+    m = re.search(r"\bevery\s+(\d{1,2})\s+(hours?|hrs?|minutes?|mins?)\b", said)
+    if m is not None:
+        step = int(m.group(1))
+        if m.group(2).startswith("h"):
+            return Calendar(f"*-*-* 00/{step}:00:00") if 1 <= step <= 23 else None
+        return Calendar(f"*-*-* *:00/{step}:00") if 1 <= step <= 59 else None
+    if re.search(r"\b(?:hourly|(?:every|each|once\s+an?)\s+hour)\b", said):
+        return Calendar("*-*-* *:00:00")
+    return None
 
 
 def _period(said: str) -> tuple[str | None, list[str], bool]:

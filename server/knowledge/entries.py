@@ -88,6 +88,10 @@ class Group:
     # package or a group) that fills that role when the request names it beside them ("... with podman").
     role_words: tuple[str, ...] = ()
     filled_by: tuple[str, ...] = ()
+    # Kernel parameters that switch the group's software off at boot, per family, for a request that takes it out:
+    # the kernel keeps an LSM on without its packages (Ubuntu's AppArmor), so removing them alone leaves it running.
+    # Its trigger words after "without"/"disable" then take the group out even where one is a package's name.
+    switch_off: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,7 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
         },
         cmdline_append={k: as_tuple(v) for k, v in (spec.get("cmdline_append") or {}).items()},
         cmdline_tuning=as_tuple(spec.get("cmdline_tuning")),
+        switch_off={k: as_tuple(v) for k, v in (spec.get("switch_off") or {}).items()},
         repositories={
             k: tuple(dict(r) for r in v or ()) for k, v in (spec.get("repositories") or {}).items()
         },

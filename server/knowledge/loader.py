@@ -353,6 +353,20 @@ class Capabilities:
         chosen = self._pick(way.cmdline_append, os_or_dist) if way is not None else None
         return list(chosen if chosen is not None else self._pick(spec.cmdline_append, os_or_dist) or ())
 
+    def group_switch_off(self, group: str, os_or_dist: str) -> list[str]:
+        """The kernel parameters that switch ``group``'s software off at boot on this target (``switch_off``)."""
+        spec = self.groups.get(group)
+        return list(self._pick(spec.switch_off, os_or_dist) or ()) if spec else []
+
+    def group_own_parameters(self, group: str) -> set[str]:
+        """The names of the kernel parameters ``group`` sets, on any target and in any mode (selinux, enforcing)."""
+        spec = self.groups.get(group)
+        if spec is None:
+            return set()
+        lists = [*spec.cmdline_append.values(), *(v for m in spec.modes.values() for v in m.cmdline_append.values()),
+                 *spec.switch_off.values()]
+        return {p.split("=", 1)[0] for params in lists for p in params}
+
     def mode_note(self, group: str, mode: str, os_or_dist: str) -> str | None:
         """What to say about running ``group`` in ``mode`` on this target (e.g. that it has no such switch)."""
         spec = self.groups.get(group)

@@ -543,3 +543,11 @@ async def test_a_firewall_that_lets_everything_in_is_said_so(client):
     out, _doc = await _gen(client, "debian 13 minimal with a firewall")
     assert any("nftables is installed with Debian's own ruleset, which lets everything in" in n
                for n in [*out["notes"], *out["changes"]])
+
+
+async def test_hardening_without_its_lsm_is_valid_and_leaves_the_lsm_off(client):
+    out, doc = await _gen(client, "hardened el10 image without selinux")
+    words = doc["systemConfig"]["kernel"]["cmdline"].split()
+    assert out["valid"] and "selinux=0" in words and "selinux=1" not in words and "enforcing=1" not in words
+    assert "selinux-policy-targeted" not in doc["systemConfig"]["packages"]
+    assert any("without its selinux-policy-targeted" in c for c in out["changes"]), out["changes"]

@@ -1101,3 +1101,47 @@ def test_a_port_is_let_in_by_its_number_or_its_services_name(written, opened, le
 def test_adherence_wants_each_opened_port_let_in():
     doc = {"systemConfig": {"configurations": [{"cmd": "firewall-offline-cmd --add-port=443/tcp"}]}}
     assert unmet(doc, {"opened": ["https", "8080/tcp"]}) == ["port 8080/tcp not let in by the firewall"]
+
+
+def test_a_group_taken_out_keeps_another_groups_share_of_it_out_and_switches_it_off():
+    # "hardened, without selinux": the hardening group brings SELinux's packages and selinux=1 enforcing=1; the
+    # removal wins, the answer says what was left out, and SELinux is off at boot.
+    request = "hardened el10 image without selinux"
+    base = _library("el10-x86_64-minimal-base-raw.yml")
+    spec = parse_request(request)
+    assert spec.add_groups == ["security"] and spec.remove_groups == ["mac"]
+    done = compose(request, base, base_file="el10-x86_64-minimal-base-raw", spec=spec)
+    pkgs = set(packages(done.data))
+    cmdline = done.data["systemConfig"]["kernel"]["cmdline"].split()
+    assert {"audit", "aide"} <= pkgs and not {"selinux-policy-targeted", "policycoreutils"} & pkgs
+    assert "selinux=0" in cmdline and not {"selinux=1", "enforcing=1"} & set(cmdline)
+    assert any("without its selinux-policy-targeted" in c and "takes mac out" in c for c in done.changes), done.changes
+    assert unmet(done.data, want_from_spec(spec, "el10")) == []
+    # The same request judged against a template that kept SELinux on fails the check, by name.
+    on = copy.deepcopy(done.data)
+    on["systemConfig"]["kernel"]["cmdline"] += " selinux=1"
+    on["systemConfig"]["packages"].append("policycoreutils")
+    problems = unmet(on, want_from_spec(spec, "el10"))
+    assert "kernel cmdline still has selinux=1" in problems and "package policycoreutils still present" in problems
+
+
+@pytest.mark.parametrize("request_text", ["ubuntu 24.04 without apparmor", "ubuntu 24.04, disable apparmor",
+                                          "ubuntu 24.04 with apparmor turned off"])
+def test_an_lsm_the_kernel_starts_by_itself_is_switched_off_on_the_command_line(request_text):
+    spec = parse_request(request_text)
+    assert spec.remove_groups == ["mac"] and "apparmor" not in spec.remove_packages
+    done = compose(request_text, _library("ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw.yml"),
+                   base_file="ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw", spec=spec)
+    assert "apparmor=0" in done.data["systemConfig"]["kernel"]["cmdline"].split()
+    assert any("apparmor=0" in c for c in done.changes), done.changes
+    assert not any(c.startswith("nothing to remove") for c in done.changes)
+
+
+def test_turning_a_permissive_lsm_off_drops_every_value_of_its_parameters():
+    base = _library("azl3-x86_64-minimal-base-raw.yml")
+    permissive = apply_instruction(base, "add selinux in permissive mode").data
+    assert "enforcing=0" in permissive["systemConfig"]["kernel"]["cmdline"]
+    off = apply_instruction(permissive, "actually turn selinux off")
+    words = off.data["systemConfig"]["kernel"]["cmdline"].split()
+    assert "selinux=0" in words and not [w for w in words if w.startswith("enforcing=") or w == "selinux=1"]
+    assert "selinux-policy" not in packages(off.data)

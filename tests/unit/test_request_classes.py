@@ -842,3 +842,91 @@ def test_the_end_of_another_settings_longer_words_is_not_this_setting(text):
                                   "el10 image that logs to a remote loki server at loki.internal:3100"])
 def test_a_host_and_port_nothing_read_is_reported(text):
     assert "loki.internal:3100" in parse_request(text).unparsed
+
+
+@pytest.mark.parametrize(("text", "removed"), [
+    ("turn selinux off", ["mac"]), ("switch the firewall off", ["firewall"]), ("please turn ssh off", ["ssh"]),
+])
+def test_a_verb_of_switching_whose_off_follows_its_object_removes(text, removed):
+    spec = parse_request(text)
+    assert spec.remove_groups == removed and not spec.add_groups
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("bump the whole disk to 80G", "80GiB"), ("cap the disk at 6GB", "6GiB"), ("increase the disk size to 20G", "20GiB"),
+    ("limit the disk to 6G", "6GiB"), ("azl3 container host with docker, but cap the disk at 6GB", "6GiB"),
+    ("take the entire image down to 8G", "8GiB"),
+])
+def test_verbs_of_sizing_take_the_disk_to_a_size_with_nothing_left_unread(text, size):
+    spec = parse_request(text)
+    assert spec.disk_size == size and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["an ubuntu 24.04 vm", "ubuntu 24.04 vm with 4 cpus", "debian 13 with curl, custom"])
+def test_words_for_what_an_image_is_are_no_wish_to_report(text):
+    assert not parse_request(text).unparsed
+
+
+def test_the_data_of_software_named_before_is_no_wish_and_its_partition_is_read():
+    spec = parse_request("ubuntu 24.04 with postgresql 16 and its data on a separate 50G /var/lib/postgresql volume")
+    assert not spec.unparsed and spec.add_packages == ["postgresql"]
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [("/var/lib/postgresql", "50GiB")]
+
+
+@pytest.mark.parametrize("text", ["debian 13 minimal, no docs, no man pages", "ubuntu without documentation",
+                                  "el10, strip the man pages"])
+def test_manuals_left_out_are_deleted_and_kept_out_of_later_installs(text):
+    spec = parse_request(text)
+    assert _labels(text) == ["documentation off"] and not spec.unparsed and not spec.remove_packages
+    command = spec.configurations[0]["cmd"]
+    assert "path-exclude=/usr/share/doc/*" in command and "tsflags=nodocs" in command and "! -name copyright" in command
+
+
+def test_docs_that_an_image_serves_are_no_manuals():
+    assert not _labels("an image for hosting our docs site with nginx")
+
+
+@pytest.mark.parametrize(("text", "event"), [
+    ("el10 image with a nightly cron job running /usr/local/bin/dbdump.sh", "*-*-* 00:00:00"),
+    ("a weekly cron job running /opt/x.sh", "Mon *-*-* 00:00:00"),
+    ("schedule /opt/x.sh to run every hour", "*-*-* *:00:00"),
+    ("a cron job running /opt/x.sh every 15 minutes", "*-*-* *:00/15:00"),
+    ("run /opt/x.sh every 6 hours", "*-*-* 00/6:00:00"),
+    ("an hourly job running /opt/poll.sh", "*-*-* *:00:00"),
+])
+def test_a_jobs_schedule_is_read_from_its_adjective_a_verb_of_scheduling_or_a_step_within_the_day(text, event):
+    spec = parse_request(text)
+    assert len(spec.configurations) == 1 and spec.configurations[0]["label"].endswith(event), spec.configurations
+    assert "OnCalendar=" + event in spec.configurations[0]["cmd"]
+    assert not spec.unparsed and "cron" not in spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "why"), [("a job that runs /opt/x.sh", "no schedule said"),
+                                           ("run /opt/x.sh every other week", "says no calendar event")])
+def test_a_job_whose_schedule_says_no_calendar_event_is_said_not_applied(text, why):
+    spec = parse_request(text)
+    assert not spec.configurations
+    assert any(n.startswith("scheduled /opt/x.sh not applied") and why in n for n in spec.notes), spec.notes
+
+
+@pytest.mark.parametrize(("text", "reported"), [
+    ("run /opt/setup.sh at first boot", "run /opt/setup.sh"), ("copy /etc/foo.conf into the image", "copy /etc/foo.conf"),
+])
+def test_a_path_nothing_read_is_reported(text, reported):
+    assert reported in parse_request(text).unparsed
+
+
+def test_a_path_a_reader_took_is_not_reported():
+    spec = parse_request("ubuntu with a 50G /var/lib/docker partition and a kiosk showing https://a.example.com/x/y")
+    assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "ports"), [("open http and https", ["http", "https"]), ("open the https port", ["https"])])
+def test_services_opened_are_the_firewalls_without_the_firewall_said(text, ports):
+    spec = parse_request(text)
+    assert spec.open_ports == ports and not spec.unparsed
+
+
+def test_open_ssh_alone_stays_the_ssh_server():
+    spec = parse_request("open ssh")
+    assert spec.add_groups == ["ssh"] and not spec.open_ports

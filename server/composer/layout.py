@@ -231,7 +231,7 @@ class Layout:
         if found is not None:
             fill_i = self._fill_index()
             if size:
-                self.resize(mount, size)
+                self.resize(mount, size, grow_disk=grow_disk)
             elif not fill:
                 self.edit.changes.append(f"the disk already has a {mount} partition")
             elif fill_i == found:
@@ -366,8 +366,13 @@ class Layout:
             own_room = grow_disk and filler_start is not None and self._needs_own_room(delta, filler_start)
             part["end"] = _fmt_mib(start + new)
             self._shift_after(index, delta)
+            # The partition that fills the disk gives or takes the room when the disk keeps its size: said, with
+            # its new size, where "moved" alone had hidden that root shrank.
+            given = (f"; {part_id(self.parts[fill_i])} {'gives' if delta > 0 else 'takes'} the room: now "
+                     f"{_fmt_size(self.size_mib - filler_start - delta - GPT_TAIL_MIB)}"
+                     if filler_start is not None and fill_i is not None and self.size_mib and not own_room else "")
             self.edit.changes.append(
-                f"partition {mount}: {_fmt_size(old_end - start)} -> {size}" + self._shift_note(index, delta)
+                f"partition {mount}: {_fmt_size(old_end - start)} -> {size}" + self._shift_note(index, delta) + given
             )
             if own_room and fill_i is not None:
                 old_size = self.disk.get("size")

@@ -34,7 +34,8 @@ _MOUNT = (rf"(/[\w./-]*|(?:{alternatives(_WORDS.software_mounts | {'database', '
 _OTHER_ROOTS = r"(?<!web\s)(?<!web-)(?<!document\s)"
 # A mount point with no "partition" beside it: a path ("/boot", "/", not "/64GB"), or a word that names a place
 # in the filesystem by itself ("root", "boot"; see hierarchy_mounts).
-_PLACE = rf"(/(?:[a-z_][\w./-]*)?|{_OTHER_ROOTS}(?:{alternatives(_WORDS.hierarchy_mounts)})\b)"
+# Swap too, sized by a verb ("shrink swap to 1G"), though after a bare size it may be a swap file's.
+_PLACE = rf"(/(?:[a-z_][\w./-]*)?|{_OTHER_ROOTS}(?:{alternatives(_WORDS.hierarchy_mounts)}|swap)\b)"
 # "a data partition", "a data disk partition", "a data volume": the noun of a partition, with a filler noun.
 _PARTITION = r"(?:(?:disk|drive|storage)\s+)?(?:partition|volume)"
 # What an image is written to, said instead of "disk" ("a 16GB card", "a 32G eMMC").
@@ -141,8 +142,9 @@ class DiskPhrases(ParserState):
             self._mask(m.start(), m.end())
         own = r"its\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
         for m in self._each(
-            rf"\b(?:give|put)\s+{_MOUNT}\s+(?:on\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
-            rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?{_FS_AFTER}"
+            # "put /var/log on its own 5G partition", "make /var/log its own 5G partition with xfs"
+            rf"\b(?:give|put|make|move)\s+(?:the\s+)?{_MOUNT}\s+(?:on\s+|onto\s+|into\s+|to\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
+            rf"(?:{_FS}\s+)?(?:partition|volume)(?:\s+(?:of|with)\s+{_SIZE})?{_FS_AFTER}"
             # no verb: "/var on its own 20 GB partition", "home in a separate partition of 50G"
             rf"|(?<![\w/.-]){_MOUNT}\s+(?:on|in|gets?|has|with|needs?|wants?|deserves?|requires?"
             rf"|(?:should|must|will|shall|can)\s+(?:have|get|go\s+on|be\s+on|live\s+on))\s+(?:{own})\s+(?:{_SIZE}\s+)?"
@@ -295,6 +297,13 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\b{rest}\s+(?:goes\s+|going\s+)?(?:as|for|to|on|in|into)\s+{root}"
                             rf"|(?<![\w/]){root}\s+(?:(?:gets|takes|fills|uses|on|with|in|for)\s+(?:up\s+)?|\(\s*){rest}(?:\s*\))?"):
             spec.partitions.append({"action": "add", "mountPoint": "/", "size": None, "fsType": None, "fill": True})
+            self._mask(m.start(), m.end())
+        # "give root all remaining space", "let /data use the free space": who gets it said first, after the verb
+        for m in self._each(rf"\b(?:give|giving|let|allow|have)\s+(?:(?P<path>/[a-z_][\w./-]*)|{root})\s+"
+                            rf"(?:(?:use|take|fill|have|get)\s+)?(?:up\s+)?(?:all\s+)?(?:of\s+)?{rest}"):
+            path = m.group("path")
+            spec.partitions.append({"action": "add", "mountPoint": _mount(path) if path else "/", "size": None,
+                                    "fsType": None, "fill": True})
             self._mask(m.start(), m.end())
         # "ext4 on root", "root as xfs", "an xfs root filesystem": the root partition's filesystem
         for m in self._each(rf"(?<![\w/]){root}\s+(?:(?:as|in|on|with|formatted\s+as|=|:|is|be|to\s+be|should\s+be|"

@@ -25,6 +25,8 @@ from ..knowledge.system_settings import (
 from .phrasing import STOPWORDS, ParserState, alternatives
 from .schedules import SCHEDULE, calendar
 
+# Rights given to someone right before a setting's words ("give alice root access", "grant ops full root access").
+_GIVEN_TO = re.compile(r"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?[a-z_][\w-]*\s+(?:full\s+)?$", re.I)
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
 _CPUS = r"\d+(?:\s*-\s*\d+)?(?:\s*(?:,|\band\b|&)\s*\d+(?:\s*-\s*\d+)?(?!\s*(?:[kmgtp]i?b?\b|%)))*"
 _CPU_NOUN = r"(?:cpus?|cores?|processors?)"
@@ -274,6 +276,8 @@ class SettingPhrases(ParserState):
             forms.append((True, w))  # named with no switch: wanted, as a feature named is
         for on, form in forms:
             for m in self._each(form):
+                if _GIVEN_TO.search(self.work[:m.start()]):
+                    continue  # "give alice root access": a user's rights (the users' reading), no sshd switch
                 self._mask(m.start(), m.end())
                 if setting.with_address and _DESTINATION_BEFORE.search(self.work[:m.start()]):
                     continue  # "send its logs to a syslog server": where logs go, which the sending words report

@@ -199,7 +199,8 @@ class SystemPhrases(ParserState):
         for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
                             r"port\s+(\d{1,5})\b"):
             self.spec.notes.append(f"port {m.group(1)} not applied: the port a service listens on is set in its own "
-                                   f"configuration, and opening it {_FIREWALL_RULES}")
+                                   f"configuration; to let it in, say 'open port {m.group(1)} in the firewall' "
+                                   "(written for firewalld and ufw)")
             self._mask(m.start(), m.end())
         # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
         # install (https is no typo of httpd here); the firewall itself is still asked for

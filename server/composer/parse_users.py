@@ -293,7 +293,9 @@ class UserPhrases(ParserState):
         who = WHO
         rights = r"(?:full\s+)?(?:sudo|admin(?:istrator)?|root|superuser)(?:\s+(?:rights|access|privileges|permissions))?"
         admin = r"(?:an?\s+|the\s+)?(?:admin|administrator|sudoer|superuser)s?\b"
-        for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b)"
+        # "give the web root its own partition": a place given room, no user given rights
+        room = r"\s+(?:its|their|a|an)\s+(?:[\w.-]+\s+){0,3}?(?:partition|volume|filesystem|disk)\b"
+        for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b|{room})"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?sudo\b"
                             # "let operator use sudo", "allow ops to run sudo"
                             rf"|\b(?:let|allow)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:to\s+)?(?:use|run|have|get)\s+{rights}"

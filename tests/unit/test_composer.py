@@ -1145,3 +1145,23 @@ def test_turning_a_permissive_lsm_off_drops_every_value_of_its_parameters():
     words = off.data["systemConfig"]["kernel"]["cmdline"].split()
     assert "selinux=0" in words and not [w for w in words if w.startswith("enforcing=") or w == "selinux=1"]
     assert "selinux-policy" not in packages(off.data)
+
+
+def test_a_partition_resized_before_roots_says_what_root_gives_and_grows_the_disk_when_root_would_starve():
+    base = _library("emt3-x86_64-minimal-base-raw.yml")
+    with_swap = apply_instruction(base, "add a 2G swap partition").data
+    assert with_swap["disk"]["size"] == "6GiB"
+    bigger = apply_instruction(with_swap, "actually make swap 4G")
+    assert bigger.data["disk"]["size"] == "8GiB", bigger.changes  # root would have kept 1.5 GiB
+    assert any("so rootfs keeps its size" in c for c in bigger.changes), bigger.changes
+    smaller = apply_instruction(bigger.data, "shrink swap to 1G")
+    assert smaller.data["disk"]["size"] == "8GiB"
+    assert any("rootfs takes the room: now" in c for c in smaller.changes), smaller.changes
+
+
+def test_removing_the_debuggers_keeps_the_compiler_and_git():
+    base = _library("ubuntu24-x86_64-developer-dkms-raw.yml")
+    built = apply_instruction(base, "add build-essential, git, gdb and strace").data
+    done = apply_instruction(built, "remove everything related to debugging")
+    pkgs = set(packages(done.data))
+    assert {"build-essential", "git"} <= pkgs and not {"gdb", "strace"} & pkgs, done.changes

@@ -930,3 +930,53 @@ def test_services_opened_are_the_firewalls_without_the_firewall_said(text, ports
 def test_open_ssh_alone_stays_the_ssh_server():
     spec = parse_request("open ssh")
     assert spec.add_groups == ["ssh"] and not spec.open_ports
+
+
+@pytest.mark.parametrize(("text", "group"), [("ubuntu with debugging tools", "debug"), ("ubuntu with development tools", "development"),
+                                             ("ubuntu with a compiler", "development"), ("add a debugger", "debug")])
+def test_debugging_and_building_are_two_wishes(text, group):
+    assert parse_request(text).add_groups == [group]
+
+
+@pytest.mark.parametrize(("text", "group"), [("remove everything related to debugging", "debug"),
+                                             ("drop all the stuff related to docker", "containers"),
+                                             ("remove anything having to do with printing", "printing")])
+def test_everything_related_to_a_thing_is_that_thing(text, group):
+    spec = parse_request(text)
+    assert spec.remove_groups == [group] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "mount"), [("and give root all remaining space", "/"),
+                                             ("let root use the remaining space", "/"),
+                                             ("give /data all the free space", "/data")])
+def test_who_gets_the_rest_of_the_disk_may_come_first(text, mount):
+    assert [(p["mountPoint"], p["fill"]) for p in parse_request(text).partitions] == [(mount, True)]
+
+
+@pytest.mark.parametrize(("text", "size"), [("shrink swap to 1G", "1GiB"), ("actually make swap 4G", "4GiB"),
+                                            ("the swap should be 2G", "2GiB")])
+def test_swap_sized_by_a_verb_is_the_swap_partition_never_the_disk(text, size):
+    spec = parse_request(text)
+    assert spec.disk_size is None and spec.partitions == [{"action": "resize", "mountPoint": "swap", "size": size}]
+
+
+def test_a_listening_port_points_at_the_firewall_opening_that_is_written():
+    notes = parse_request("add nginx and make it listen on port 8080").notes
+    assert any("port 8080 not applied" in n and "open port 8080 in the firewall" in n for n in notes), notes
+
+
+@pytest.mark.parametrize(("text", "mount", "size", "fs"), [
+    ("make /var/log its own 5G partition with xfs", "/var/log", "5GiB", "xfs"),
+    ("move /home to a separate 20G volume", "/home", "20GiB", None),
+    ("give the web root its own 10G partition", "/var/www", "10GiB", None),
+])
+def test_a_place_given_its_own_partition_by_any_verb_is_that_partition(text, mount, size, fs):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"], p["fsType"]) for p in spec.partitions] == [(mount, size, fs)]
+    assert not spec.users and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["give alice root access", "grant alice full root access"])
+def test_root_access_given_to_someone_is_their_sudo_not_sshds_root_login(text):
+    spec = parse_request(text)
+    assert spec.users == [{"action": "add", "name": "alice", "sudo": True}] and not spec.configurations

@@ -20,6 +20,7 @@ MIN_OTHER_MIB = 256
 # What the partition that fills the disk keeps when a partition added or grown before it would take its room
 # (Layout._needs_own_room): a root that small is often full after the first updates.
 ROOM_KEPT_MIB = 4096
+BIOS_BOOT_MIB = 4  # GRUB's i386-pc core image needs well under 1 MiB; upstream's template gives 4
 GPT_TAIL_MIB = 1  # the backup GPT lives in the last sectors; fixed partitions must end before it
 THAT_PARTITION = "@that"  # the mount point of "that partition": Layout.referent says which it is
 # A filesystem said with no place ("make it xfs"): the partition the last edit touched (RequestSpec.last_partition),
@@ -426,6 +427,29 @@ class Layout:
         self.edit.changes.append(
             f"removed partition {mount} ({_fmt_size(size)})" + self._shift_note(index - 1, -size)
         )
+
+    def bios_boot_partition(self) -> str | None:
+        """A BIOS boot partition first on a GPT disk, for GRUB's i386-pc core (as upstream's ubuntu24 cloud template
+        has it, 4 MiB), the others moved up by its size; None when the disk has one or is MBR, else what was done."""
+        if str(self.disk.get("partitionTableType") or "gpt").lower() != "gpt" or not self.parts:
+            return None
+        if any(isinstance(p, dict) and ("bios_grub" in (p.get("flags") or []) or str(p.get("type")) in ("bios", "bios-boot"))
+               for p in self.parts):
+            return None
+        first = _mib(self.parts[0].get("start")) if isinstance(self.parts[0], dict) else None
+        start = first if first is not None else 1
+        part: dict[str, Any] = {"id": "bios", "type": "bios"}
+        if any(isinstance(p, dict) and "typeUUID" in p for p in self.parts):
+            part["typeUUID"] = self.edit.caps.partition_types["bios"]
+        part.update({"flags": ["bios_grub"], "start": _fmt_mib(start), "end": _fmt_mib(start + BIOS_BOOT_MIB),
+                     "fsType": "ext2"})
+        self.parts.insert(0, part)
+        self._shift_after(0, BIOS_BOOT_MIB)
+        need = self._fits()
+        if need:
+            self.grow_disk_to(need)
+        return (f"added a {BIOS_BOOT_MIB}MiB BIOS boot partition (bios_grub) first, for GRUB's BIOS core"
+                + self._shift_note(0, BIOS_BOOT_MIB))
 
     def _shift_after(self, index: int, delta: int) -> None:
         for part in self.parts[index + 1 :]:

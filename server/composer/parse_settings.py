@@ -204,6 +204,32 @@ class SettingPhrases(ParserState):
         if modules:
             self.spec.kernel_cmdline_append.append(f"module_blacklist={','.join(dict.fromkeys(modules))}")
 
+    def _modules_loaded(self) -> None:
+        """Kernel modules loaded at boot: "load the vfio-pci module", "br_netfilter and overlay modules loaded",
+        "with the vfio modules": a modules-load.d file each (systemd-modules-load reads them at boot). Read before
+        the kernel command line, whose list would take "vfio" for a parameter. A name that is software or a word
+        we know ("python modules", "nvidia modules") is left to the other readers."""
+        shape = r"[a-z0-9][a-z0-9_-]*[a-z0-9]"
+        names = rf"{shape}(?:\s*(?:,|\band\b)\s*{shape})*"
+        noun = r"(?:kernel\s+)?modules?"
+        boot = r"(?:\s+(?:at|on|during)\s+boot(?:\s*time)?)?"
+        kept_out = rf"(?!\s+(?:{_OFF_AFTER}|blacklisted|blocklisted)\b)"  # "the usb-storage module disabled"
+        for m in self._each(rf"\b(?:load|autoload|preload)\s+(?:the\s+)?{noun}\s+(?P<a>{names}){boot}"
+                            rf"|\b(?:load|autoload|preload)\s+(?:the\s+)?(?P<b>{names})\s+{noun}{boot}"
+                            rf"|\b(?P<c>{names})\s+{noun}\s+(?:loaded|autoloaded|preloaded)(?:\s+(?:at|on)\s+boot)?"
+                            rf"|\b(?:with|and|plus)\s+(?:the\s+)?(?P<d>{names})\s+{noun}\b{kept_out}"):
+            said = m.group("a") or m.group("b") or m.group("c") or m.group("d")
+            listed = [w for w in re.split(r"\s*(?:,|\band\b)\s*", said.lower()) if w and w not in STOPWORDS]
+            vendors = {w for stack in self.caps.vendor_stacks.values() for w in stack.words}
+            if not listed or any(self._known_word(w) or w in vendors for w in listed):
+                continue  # software ("python modules") or a vendor's drivers the archives lack ("nvidia modules")
+            for module in listed:
+                file = f"/etc/modules-load.d/{module}.conf"
+                self._configure(f"kernel module {module} loaded",
+                                {"cmd": f"mkdir -p /etc/modules-load.d && echo {module} > {file}",
+                                 "replaces": re.escape(file), "setting": f"kernel module {module}"})
+            self._mask(m.start(), m.end())
+
     def _about_ssh(self, m: re.Match[str]) -> bool:
         """The sentence ``m`` stands in talks about ssh or logging in."""
         sentence = re.split(r"[.;!?\n]", self.said[:m.start()])[-1] + re.split(r"[.;!?\n]", self.said[m.start():])[0]

@@ -91,6 +91,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._reminders()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._urls()
+        self._modules_loaded()  # before the command line, whose list would take a module for a parameter
         self._cmdline()
         self._settings()
         self._ports()

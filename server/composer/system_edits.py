@@ -11,6 +11,7 @@ from .adherence import lets_in
 from .base import asked_groups
 from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at, template_packages
+from .layout import Layout
 from .parse_keys import key_commands
 from .request_spec import REFERRED_USER, RequestSpec
 
@@ -420,14 +421,19 @@ class SystemEdit(TemplateEdit):
         )
         boot_type = spec.boot_type or boot.get("bootType") or "efi"
         if provider == "systemd-boot" and boot_type == "legacy":
-            self.problems.append("systemd-boot only boots in EFI mode; use grub for legacy BIOS boot")
-            return
+            if spec.bootloader:  # systemd-boot asked for by name, with legacy boot: one of them cannot be
+                self.problems.append("systemd-boot only boots in EFI mode; use grub for legacy BIOS boot")
+                return
+            provider = "grub"  # legacy boot asked for: GRUB, the bootloader that can
+            self.changes.append("note: grub in place of systemd-boot, which boots in EFI mode only")
         boot["bootType"], boot["provider"] = boot_type, provider
         sc["bootloader"] = boot
         if old != boot:
             self.changes.append(
                 f"bootloader {old.get('provider', 'default')}/{old.get('bootType', 'default')} -> {provider}/{boot_type}"
             )
+        if boot_type == "legacy" and old.get("bootType") != "legacy":
+            self._bios_boot()
         old_provider = old.get("provider")
         if self.family and old_provider and old_provider != provider:
             old_names = set(self.caps.bootloader_packages(self.family, self.arch, str(old_provider)))
@@ -438,6 +444,20 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(
                     f"bootloader packages: removed {', '.join(removed) or 'none'}; added {', '.join(added) or 'none'}"
                 )
+
+
+    def _bios_boot(self) -> None:
+        """Legacy boot on x86_64: GRUB's BIOS core installed (the family's bios_boot_packages) and, on a GPT disk,
+        a BIOS boot partition for it; the ESP and the EFI packages stay, so the disk boots either way."""
+        if self.arch != "x86_64":
+            return
+        family = self.caps.families.get(self.family or "")
+        added = [p for p in (family.bios_boot_packages if family else ()) if self.add_package(p)]
+        if added:
+            self.changes.append(f"added {', '.join(added)} (GRUB's BIOS core, for legacy boot)")
+        disk = self.disk()
+        if disk is not None and (done := Layout(self, disk).bios_boot_partition()):
+            self.changes.append(done)
 
 
 def _sudoers_commands(name: str) -> list[tuple[str, str]]:

@@ -39,6 +39,7 @@ class Family:
     search_words: tuple[str, ...] = ()
     other_releases: Mapping[str, str] = field(default_factory=dict)  # codename -> release, not buildable here
     makers: tuple[str, ...] = ()  # names that mean this family only beside an OS noun (capabilities.yaml os_nouns)
+    bios_boot_packages: tuple[str, ...] = ()  # GRUB's BIOS core, for legacy boot on x86_64
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,7 @@ def read_family(fid: str, spec: Mapping[str, Any]) -> Family:
         search_words=as_tuple(spec.get("search_words")),
         other_releases={str(k).lower(): str(v) for k, v in (spec.get("other_releases") or {}).items()},
         makers=tuple(m.lower() for m in as_tuple(spec.get("makers"))),
+        bios_boot_packages=as_tuple(spec.get("bios_boot_packages")),
     )
 
 

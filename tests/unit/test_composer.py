@@ -1165,3 +1165,25 @@ def test_removing_the_debuggers_keeps_the_compiler_and_git():
     done = apply_instruction(built, "remove everything related to debugging")
     pkgs = set(packages(done.data))
     assert {"build-essential", "git"} <= pkgs and not {"gdb", "strace"} & pkgs, done.changes
+
+
+@pytest.mark.parametrize(("name", "packages_added"), [("el10-x86_64-minimal-base-raw.yml", {"grub2-pc", "grub2-pc-modules"}),
+                                                      ("debian13-x86_64-minimal-base-raw.yml", {"grub-pc-bin"}),
+                                                      ("azl3-x86_64-minimal-base-raw.yml", {"grub2-pc"})])
+def test_legacy_boot_gets_grubs_bios_core_and_a_bios_boot_partition_first(name, packages_added):
+    from image_composer_mcp.server.validation.validator import validate_data
+
+    done = apply_instruction(_library(name), "switch to legacy bios boot")
+    boot = done.data["systemConfig"]["bootloader"]
+    assert (boot["bootType"], boot["provider"]) == ("legacy", "grub")
+    assert packages_added <= set(packages(done.data)), done.changes
+    first = done.data["disk"]["partitions"][0]
+    assert first["flags"] == ["bios_grub"] and (first["start"], first["end"]) == ("1MiB", "5MiB")
+    assert "grub-pc" not in packages(done.data)  # it conflicts with grub-efi-amd64, which stays
+    report = validate_data(done.data)
+    assert not report.errors and "bootloader.no_bios_boot" not in {w.code for w in report.warnings}
+
+
+def test_systemd_boot_asked_for_by_name_with_legacy_boot_is_refused():
+    done = apply_instruction(_library("azl3-x86_64-minimal-base-raw.yml"), "use systemd-boot with legacy bios boot")
+    assert any("systemd-boot only boots in EFI mode" in p for p in done.problems), done.problems

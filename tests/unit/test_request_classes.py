@@ -980,3 +980,20 @@ def test_a_place_given_its_own_partition_by_any_verb_is_that_partition(text, mou
 def test_root_access_given_to_someone_is_their_sudo_not_sshds_root_login(text):
     spec = parse_request(text)
     assert spec.users == [{"action": "add", "name": "alice", "sudo": True}] and not spec.configurations
+
+
+@pytest.mark.parametrize(("text", "modules"), [
+    ("azl3 image with the kernel parameter intel_iommu=on and vfio modules", ["vfio"]),
+    ("load the vfio-pci module at boot", ["vfio-pci"]),
+    ("br_netfilter and overlay modules loaded", ["br_netfilter", "overlay"]),
+])
+def test_modules_loaded_at_boot_are_a_modules_load_file_each_never_a_kernel_parameter(text, modules):
+    spec = parse_request(text)
+    assert [c["setting"] for c in spec.configurations] == [f"kernel module {m}" for m in modules]
+    assert all(f"echo {m} > /etc/modules-load.d/{m}.conf" in c["cmd"] for m, c in zip(modules, spec.configurations, strict=True))
+    assert not [p for p in spec.kernel_cmdline_append if p in modules] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["with the nvidia modules", "ubuntu with python modules", "load balancing with haproxy"])
+def test_software_and_vendor_drivers_are_no_module_to_load(text):
+    assert not [c for c in parse_request(text).configurations if str(c.get("setting", "")).startswith("kernel module")]

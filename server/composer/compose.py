@@ -212,7 +212,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.remove_groups(spec.remove_groups)
         self.remove_named_packages(spec.remove_packages)
         self.add_groups(spec.add_groups, spec.group_modes, without=spec.remove_packages,
-                        without_groups=spec.remove_groups)
+                        without_groups=spec.remove_groups, named=[*spec.groups_named, *spec.add_packages])
         self.add_named_packages(spec.add_packages)
         self.name_groups(spec.groups_named)
         self.one_per_role()

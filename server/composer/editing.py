@@ -342,10 +342,12 @@ class TemplateEdit:
             self.named.update(p for g in groups for p in self.caps.packages_for(g, where, self.arch))
 
     def add_groups(self, groups: list[str], modes: dict[str, str] | None = None, without: Iterable[str] = (),
-                   without_groups: Iterable[str] = ()) -> None:
+                   without_groups: Iterable[str] = (), named: Iterable[str] = ()) -> None:
         """``without``: packages the request takes out ("docker, but not docker-compose"), in any family's name:
         a group brings the rest of its packages. ``without_groups``: groups the request takes out ("hardened,
-        without selinux"): a group brings none of their packages or kernel parameters, and says so."""
+        without selinux"): a group brings none of their packages or kernel parameters, and says so. ``named``: the
+        groups and packages the request names by their software, which a role the template fills does not stop
+        (see :meth:`_role_filled`)."""
         caps = self.caps
         where = self.dist or self.family
         modes = modes or {}
@@ -367,6 +369,9 @@ class TemplateEdit:
                 continue
             extra = self._supersede(group, where)
             own = caps.packages_for(group, where, self.arch)
+            filled = self._role_filled(group, own, set(named))
+            if filled:
+                own = [p for p in own if p not in filled[1]]
             left_out = [p for p in own if p.lower() in excluded_groups and p.lower() not in excluded]
             added = [p for p in own if p.lower() not in excluded | excluded_groups and self.add_package(p)]
             self.group_added.update(added)
@@ -402,16 +407,31 @@ class TemplateEdit:
                 if config not in configs:
                     configs.append(config)
                     extra.append(f"configuration `{config.get('cmd')}`")
+            role = [f"the template's {filled[0]} fills its role (kept; name another to switch)"] if filled else []
             if added or extra:
-                parts = ([f"packages {', '.join(added)}"] if added else []) + extra
+                parts = ([f"packages {', '.join(added)}"] if added else []) + extra + role
                 self.changes.append(f"added {group} ({caps.groups[group].description}): " + "; ".join(parts))
             else:
-                self.changes.append(f"{group} already present")
+                self.changes.append(": ".join([f"{group} already present", *role]))
             note = caps.group_note(group, where)
             if note:
                 self.changes.append(f"note: {note}")
             if mode:
                 self._report_mode(group, mode, where)
+
+    def _role_filled(self, group: str, own: list[str], named: set[str]) -> tuple[str, set[str]] | None:
+        """A group asked for by its role ("an el10 web server") whose role the template fills already with other
+        software (httpd, where the group's own is nginx): that software, and the group's packages for the role,
+        which are not added. None when the request names the group's software ("web server with nginx")."""
+        if group in named or named & {p.lower() for p in own}:
+            return None
+        present = {str(p) for p in self.packages()}
+        for members in self.caps.exclusive.values():
+            mine = set(own) & set(members)
+            there = [m for m in members if m in present and m not in mine]
+            if mine and there and not mine & present:
+                return there[0], mine
+        return None
 
     def _report_mode(self, group: str, mode: str, where: str) -> None:
         """Say the mode was applied, or why it was not (a mode with nothing to set on this target)."""

@@ -325,6 +325,12 @@ class DiskPhrases(ParserState):
         partition's added without one, else the one the conversation's last edit touched ("make it xfs"), else
         the root's; never a package."""
         spec = self.spec
+        # "put the web root on xfs", "keep /srv on btrfs": a place put on a filesystem (resized to it, or added)
+        for m in self._each(rf"\b(?:put|keep|have|place)\s+(?:the\s+)?{_MOUNT}(?:\s+(?:partition|volume))?\s+(?:on|in|as)\s+"
+                            rf"{_FS}(?![\w/-])(?!\s+(?:partition|volume)\b)"):
+            mount, fs = _mount(m.group(1)), _fs(m.group(2))
+            spec.partitions.append({"action": "resize", "mountPoint": mount, "size": None, "fsType": fs})
+            self._mask(m.start(), m.end())
         # "btrfs /home", "xfs for /srv": a filesystem followed by the mount point it is for
         for m in self._each(rf"(?<![\w/.-]){_FS}\s+(?:for\s+|on\s+)?(?:the\s+)?(/[\w./-]*)(?![\w/-])"):
             fs, mount = _fs(m.group(1)), _mount(m.group(2))

@@ -28,6 +28,8 @@ _ABLE = r"(?:can|may|should\s+be\s+able\s+to|is\s+allowed\s+to|gets?\s+to|must\s
 # Words before "user" that say which, never who ("the new user has sudo").
 _NOT_A_NAME = {"new", "normal", "regular", "standard", "default", "local", "main", "first", "second", "other", "extra",
                "additional", "single", "only", "same", "primary", "last", "existing", "current", "one", "every", "each"}
+# A login shell as people name it: its name or its path.
+_SHELLS = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
 # Login shells that are packages of their own name on every family (bash and sh are in every base system).
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
@@ -84,6 +86,38 @@ class UserPhrases(ParserState):
             if m.group(1):
                 user["nopasswd"] = True
             self._mask(m.start(), m.end())
+
+    def _shells_by_pronoun(self) -> None:
+        """"make the user dev an admin and set their shell to zsh", "give him a fish shell": that user's login shell.
+        Read after every reading that adds a user, so the pronoun names the last one this request adds."""
+        for m in self._each(rf"\b(?:change|set|switch|make)\s+(?:his|her|their)\s+(?:login\s+|default\s+)?shell\s+"
+                            rf"(?:to|=|:|into)\s*{_SHELLS}|\bgive\s+(?:him|her|them)\s+an?\s+{_SHELLS}\s+(?:login\s+)?shell\b"):
+            self._pronoun_user()["shell"] = self._login_shell(m.group(1) or m.group(2))
+            self._mask(m.start(), m.end())
+
+    def _docker_without_sudo(self) -> None:
+        """"let the user admin use docker without sudo", "ops can run it without root" (it: Docker named in the
+        request): membership of the docker group, which lets a user reach Docker's socket; not sudo taken out."""
+        docker = re.search(r"\bdocker\b", self.said, re.I) is not None
+        podman = re.search(r"\bpodman\b", self.said, re.I) is not None
+        what = r"(?:docker|podman|it|containers)" if docker or podman else r"(?:docker|podman)"
+        for m in self._each(rf"\b(?:let|allow)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+(?:to\s+)?(?:use|run)\s+({what})"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+{_ABLE}\s+(?:use|run)\s+({what})"):
+            name = (m.group(1) or m.group(3)).lower()
+            runtime = (m.group(2) or m.group(4)).lower()
+            tail = re.match(r"\s+without\s+(?:sudo|root|being\s+root)\b", self.work[m.end():], re.I)
+            if tail is None or name in NOT_A_USER or name in _NOT_A_NAME:
+                continue
+            if runtime == "podman" or runtime != "docker" and not docker:
+                self.spec.notes.append(f"podman without sudo for {name}: nothing to write, Podman runs rootless "
+                                       "for any user")
+            else:
+                self.spec.users.append({"action": "add", "name": name, "groups": ["docker"]})
+            group = self.caps.group_for_word(runtime)
+            if group:  # the runtime named here is asked for too
+                self.spec.add_groups.append(group)
+                self.spec.groups_named.append(group)
+            self._mask(m.start(), m.end() + tail.end())
 
     def _users(self) -> None:
         self._root_password()
@@ -196,10 +230,10 @@ class UserPhrases(ParserState):
                 names = _group_names(groups.group(1))
                 if names:
                     user["groups"] = names
-            shell = re.search(r"\bshell\s*(?:=|:|of|is)?\s*(/[\w/.-]+|bash|zsh|sh|fish)", clause, re.I)
+            shell = re.search(rf"\bshell\s*(?:=|:|of|is)?\s*{_SHELLS}|\b{_SHELLS}\s+as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?"
+                              r"(?:default\s+|login\s+)?shell\b", clause, re.I)
             if shell:
-                value = shell.group(1)
-                user["shell"] = self._login_shell(value)
+                user["shell"] = self._login_shell(shell.group(1) or shell.group(2))
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)
@@ -370,7 +404,7 @@ class UserPhrases(ParserState):
             self.spec.users.append({"action": "add", "name": m.group(2), "shell": self._login_shell(m.group(1))})
             self._mask(m.start(), m.end())
         # "change deploy's shell to bash", "give the admin user a zsh shell": a user's shell, set
-        shells = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
+        shells = _SHELLS
         for pattern, name_i, shell_i in (
                 (rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*?)(?:'s|s')?\s+(?:user\s+)?"
                  rf"(?:login\s+|default\s+)?shell\s+(?:to|=|:|into)\s*{shells}", 1, 2),
@@ -378,7 +412,7 @@ class UserPhrases(ParserState):
                  1, 2)):
             for m in self._each(pattern):
                 name = m.group(name_i).lower()
-                if name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an"):
+                if name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an", "him", "them"):
                     continue  # "change the login shell": no user named
                 self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(shell_i))})
                 self._mask(m.start(), m.end())

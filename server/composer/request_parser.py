@@ -101,6 +101,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._name()
         self._compounds()  # after the names, which may hold a hyphen and a suffix word ("hostname gw-ready")
         self._groups_left()  # before the users: "remove the user named ann from the wheel group" is no removal
+        self._docker_without_sudo()  # before the users and the scan, which would read "without sudo" as a removal
         self._users()
         self._users_by_pronoun()
         self._called()  # after the users and the image, which "called" may name as well
@@ -108,6 +109,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._sudo_taken_away()
         self._sudo_given()
         self._plain_user_by_is()
+        self._shells_by_pronoun()  # after every reading that adds a user: the pronoun names the last
         self._size_changes()  # before the partitions and the disk size, which would take its size for the disk's
         self._partitions()
         self._disk_size()

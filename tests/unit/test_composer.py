@@ -1187,3 +1187,15 @@ def test_legacy_boot_gets_grubs_bios_core_and_a_bios_boot_partition_first(name, 
 def test_systemd_boot_asked_for_by_name_with_legacy_boot_is_refused():
     done = apply_instruction(_library("azl3-x86_64-minimal-base-raw.yml"), "use systemd-boot with legacy bios boot")
     assert any("systemd-boot only boots in EFI mode" in p for p in done.problems), done.problems
+
+
+def test_a_role_asked_for_by_its_name_keeps_the_software_the_template_fills_it_with():
+    base = _library("el10-x86_64-web-server-httpd-raw.yml")
+    spec = parse_request("el10 web server")
+    done = compose("el10 web server", base, base_file="el10-x86_64-web-server-httpd-raw", spec=spec)
+    pkgs = set(packages(done.data))
+    assert "httpd" in pkgs and "nginx" not in pkgs
+    assert any("the template's httpd fills its role" in c for c in done.changes), done.changes
+    named = compose("el10 web server with nginx", base, base_file="el10-x86_64-web-server-httpd-raw",
+                    spec=parse_request("el10 web server with nginx"))
+    assert "nginx" in packages(named.data) and "httpd" not in packages(named.data)

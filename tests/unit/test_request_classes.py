@@ -997,3 +997,34 @@ def test_modules_loaded_at_boot_are_a_modules_load_file_each_never_a_kernel_para
 @pytest.mark.parametrize("text", ["with the nvidia modules", "ubuntu with python modules", "load balancing with haproxy"])
 def test_software_and_vendor_drivers_are_no_module_to_load(text):
     assert not [c for c in parse_request(text).configurations if str(c.get("setting", "")).startswith("kernel module")]
+
+
+@pytest.mark.parametrize(("text", "name", "shell"), [
+    ("make the user dev an admin and set their shell to zsh", "dev", "/bin/zsh"),
+    ("add a user tom and give him a fish shell", "tom", "/bin/fish"),
+    ("user dev with zsh as the shell", "dev", "/bin/zsh"),
+])
+def test_a_users_shell_said_by_pronoun_or_after_as_is_that_users(text, name, shell):
+    spec = parse_request(text)
+    assert [(u["name"], u.get("shell")) for u in spec.users] == [(name, shell)]
+    assert shell.rsplit("/", 1)[-1] in spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "name"), [("add docker and let the user admin use it without sudo", "admin"),
+                                            ("let alice run docker without sudo", "alice"),
+                                            ("ops can use docker without root", "ops")])
+def test_docker_without_sudo_is_the_docker_group_never_sudo_taken_out(text, name):
+    spec = parse_request(text)
+    assert spec.users == [{"action": "add", "name": name, "groups": ["docker"]}]
+    assert "sudo" not in spec.remove_packages and "containers" in spec.add_groups and not spec.unparsed
+
+
+def test_podman_without_sudo_is_said_to_need_nothing():
+    spec = parse_request("ubuntu with podman, let bob use it without sudo")
+    assert "sudo" not in spec.remove_packages and any("Podman runs rootless" in n for n in spec.notes)
+
+
+def test_a_place_put_on_a_filesystem_is_that_partition():
+    spec = parse_request("put the web root on xfs")
+    assert spec.partitions == [{"action": "resize", "mountPoint": "/var/www", "size": None, "fsType": "xfs"}]
+    assert not spec.unparsed

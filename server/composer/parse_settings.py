@@ -25,6 +25,8 @@ from ..knowledge.system_settings import (
 from .phrasing import STOPWORDS, ParserState, alternatives
 from .schedules import SCHEDULE, calendar
 
+# Languages whose modules are packages of their own ("python3 with the requests module"), not the kernel's.
+_LANGUAGES = re.compile(r"\b(?:python[23]?|pip3?|perl|cpan|ruby|gems?|node(?:js)?|npm|php|lua|rust|cargo|go(?:lang)?)\b", re.I)
 # Rights given to someone right before a setting's words ("give alice root access", "grant ops full root access").
 _GIVEN_TO = re.compile(r"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?[a-z_][\w-]*\s+(?:full\s+)?$", re.I)
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
@@ -219,6 +221,9 @@ class SettingPhrases(ParserState):
                             rf"|\b(?P<c>{names})\s+{noun}\s+(?:loaded|autoloaded|preloaded)(?:\s+(?:at|on)\s+boot)?"
                             rf"|\b(?:with|and|plus)\s+(?:the\s+)?(?P<d>{names})\s+{noun}\b{kept_out}"):
             said = m.group("a") or m.group("b") or m.group("c") or m.group("d")
+            sentence = re.split(r"[.;!?\n]", self.said[:m.start()])[-1] + m.group(0)
+            if m.group("d") and "kernel" not in m.group(0).lower() and _LANGUAGES.search(sentence):
+                continue  # "python3 and the requests and flask modules": a language's modules are its packages
             listed = [w for w in re.split(r"\s*(?:,|\band\b)\s*", said.lower()) if w and w not in STOPWORDS]
             vendors = {w for stack in self.caps.vendor_stacks.values() for w in stack.words}
             if not listed or any(self._known_word(w) or w in vendors for w in listed):

@@ -53,6 +53,11 @@ def _target_names(caps: Capabilities) -> str:
                          for w in (*f.words, *(x for d in f.dists.values() for x in d.words))})
 
 
+
+# A removal said right before software ("we don't need node-red", "drop the tailscale", "no nvidia drivers").
+_TAKEN_BACK = re.compile(r"\b(?:remove|drop|delete|uninstall|without|no|skip|ditch|forget(?:\s+about)?|never\s+mind"
+                         r"|(?:don'?t|do\s+not|no\s+longer|not)\s+(?:need|want)|get\s+rid\s+of)\s+(?:the\s+|any\s+)?$", re.I)
+
 class TargetPhrases(ParserState):
     """The distribution, architecture and image type phrases of a request."""
 
@@ -267,8 +272,13 @@ class TargetPhrases(ParserState):
                 + re.escape(w) + r"(?:\s+(?:gpus?|graphics|drivers?|cards?|toolkit|runtime)){0,2}" + NA)]
             if hits:  # nothing is added for them: said as not applied, in the request's words
                 named = ", ".join(dict.fromkeys(" ".join(m.group(0).lower().split()) for m in hits))
-                self.spec.notes.append(f"{named} not applied: {stack.note}")
-                self.vendor_instead_of.update(stack.instead_of)
+                if all(_TAKEN_BACK.search(self.work[:m.start()]) for m in hits):
+                    # "we don't need node-red after all": it was never added, so there is nothing to take out
+                    self.spec.notes.append(f"nothing to remove: {named} is not in the image (the composer never adds "
+                                           "it: it comes from its vendor's own source)")
+                else:
+                    self.spec.notes.append(f"{named} not applied: {stack.note}")
+                    self.vendor_instead_of.update(stack.instead_of)
                 for m in hits:
                     self._mask(m.start(), m.end())
 

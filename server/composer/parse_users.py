@@ -281,6 +281,11 @@ class UserPhrases(ParserState):
                             rf"|\bno\s+(?:more\s+)?{rights}\s+for\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{denied}\s+(?:any\s+)?{rights}"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{not_be}\s+(?:an?\s+)?{_ROLE}"
+                            # "carol is no longer an admin", "ops isn't an admin", "dev loses sudo"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:(?:is|was)\s+(?:not|no\s+longer)|isn't|wasn't)\s+"
+                            rf"(?:an?\s+)?{_ROLE}"
+                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:loses|lost|gives\s+up|no\s+longer\s+(?:has|gets|needs))"
+                            rf"\s+(?:its\s+|his\s+|her\s+|their\s+)?{rights}"
                             # "remove bob's sudo": the rights said as the user's own
                             rf"|\b(?:revoke|remove|take\s+away|drop|withdraw|strip|disable)\s+(?:the\s+user\s+)?{who}'s\s+{rights}"):
             # a user the template lacks is said, not created, for losing sudo

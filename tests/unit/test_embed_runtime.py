@@ -189,8 +189,11 @@ def test_query_embedding_cost_stays_below_a_fixed_numpy_workload(onnx_embedder: 
         onnx_embedder.embed([f"ubuntu noble edge gateway with docker and mqtt broker {next(counter)}"])
 
     one_query()
-    ratio = _best_seconds(one_query, 15) / _best_seconds(workload, 15)
-    assert ratio <= 1.8, f"query embedding costs {ratio:.2f}x the reference workload"
+    # Three rounds, each side in turn, the best round kept: a burst of other work on a shared machine slows one
+    # round (1.87x once, in a full suite run, against 0.95-1.16x otherwise), a lost fast path slows all three.
+    ratios = [_best_seconds(one_query, 15) / _best_seconds(workload, 15) for _ in range(3)]
+    ratio = min(ratios)
+    assert ratio <= 1.8, f"query embedding costs {ratio:.2f}x the reference workload (rounds: {ratios})"
 
 
 def test_the_weights_digest_is_kept_across_starts_and_redone_for_a_changed_file(tmp_path: Path, monkeypatch) -> None:

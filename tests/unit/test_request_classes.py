@@ -1028,3 +1028,22 @@ def test_a_place_put_on_a_filesystem_is_that_partition():
     spec = parse_request("put the web root on xfs")
     assert spec.partitions == [{"action": "resize", "mountPoint": "/var/www", "size": None, "fsType": "xfs"}]
     assert not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["we don't need node-red after all", "drop tailscale", "no nvidia drivers"])
+def test_software_from_a_vendors_own_source_taken_back_is_nothing_to_remove(text):
+    notes = parse_request(text).notes
+    assert any(n.startswith("nothing to remove:") for n in notes) and not any("not applied" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("text", ["elxr12 image with python3 and the requests and flask modules", "perl with the dbi modules"])
+def test_a_languages_modules_are_no_kernel_modules(text):
+    assert not [c for c in parse_request(text).configurations if str(c.get("setting", "")).startswith("kernel module")]
+
+
+@pytest.mark.parametrize("text", ["carol is no longer an admin", "carol is not an admin", "carol loses sudo",
+                                  "carol isn't an admin anymore", "carol no longer needs sudo"])
+def test_a_user_said_to_be_no_admin_any_more_loses_sudo_and_no_package_admin_is_removed(text):
+    spec = parse_request(text)
+    assert spec.users == [{"action": "add", "name": "carol", "sudo": False, "existing_only": True}]
+    assert not spec.remove_packages

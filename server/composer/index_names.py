@@ -21,7 +21,8 @@ NAME = re.compile(r"[a-z][a-z0-9+._-]{1,60}")
 PYTHON = re.compile(r"\b(?:python3?|pip3?)\b")  # the request talks about Python: a library word is its package
 # A machine's name on the network ("ntp.example.com", "pool.ntp.org", "nas.local"): no package name.
 HOST_NAME = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+){2,}|[a-z0-9-]+\.(?:com|org|net|local|lan|internal|home|corp|example)")
-VERSIONED = re.compile(r"\b([a-z][a-z0-9+._-]*[a-z])\s+v?(\d+(?:\.\d+)*)\b")
+# A name and its version ("java 21", "python 3.12"); four dotted numbers are an address ("dns 1.1.1.1"), no version.
+VERSIONED = re.compile(r"\b([a-z][a-z0-9+._-]*[a-z])\s+v?(\d+(?:\.\d+){0,2})(?![\d.]*\d)\b")
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,8 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         for m in re.finditer(r"(?<![\w.:/~-])/[\w.+-]+(?:/[\w.+-]+)+/?", self.work):
             before = re.findall(r"[\w'-]+", re.split(r"[,;:()]", self.said[:m.start()])[-1])[-2:]
             phrase = " ".join([*before, self.said[m.start():m.end()]])
+            # a word before the path already reported alone ("rules") is said once, in the phrase
+            self.spec.unparsed = [u for u in self.spec.unparsed if u.lower() not in {w.lower() for w in before}]
             if phrase not in self.spec.unparsed:
                 self.spec.unparsed.append(phrase)
             self._mask(m.start(), m.end())

@@ -1047,3 +1047,16 @@ def test_a_user_said_to_be_no_admin_any_more_loses_sudo_and_no_package_admin_is_
     spec = parse_request(text)
     assert spec.users == [{"action": "add", "name": "carol", "sudo": False, "existing_only": True}]
     assert not spec.remove_packages
+
+
+def test_an_address_after_a_word_is_no_version_of_a_package():
+    from image_composer_mcp.server.composer.index_names import readings
+
+    text = "debian 13 image with a static ip 192.168.1.50/24, gateway 192.168.1.1 and dns 1.1.1.1"
+    assert not [name for name in readings(parse_request(text), text) if "1.1.1" in name]
+    assert "java21" in readings(parse_request("el10 with java 21"), "el10 with java 21")
+
+
+def test_a_word_reported_alone_is_said_once_inside_the_path_phrase_it_starts():
+    unparsed = parse_request("el10 with auditd rules for /etc/passwd changes").unparsed
+    assert unparsed == ["rules for /etc/passwd"]

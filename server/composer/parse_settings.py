@@ -130,10 +130,13 @@ class SettingPhrases(ParserState):
             self.spec.configurations.append({"remove": True, "replaces": rf"/etc/systemd/system/run-{name}\.timer",
                                              "cmd": "", "label": "scheduled job"})
             self._mask(m.start(), m.end())
+        # "backups every sunday at 2am via /opt/backup.sh": what the job is for, when, and by which program
+        via = r"(?:via|using|by\s+running|running)"
         for m in self._each(rf"(?:\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:run|execute)|\b(?P<verb>schedule)"
-                            rf"|(?P<first>{SCHEDULE})\s*,?\s+(?:run|execute)s?)\s+{path}(?:\s+to\s+(?:run|be\s+run))?"
+                            rf"|(?P<first>{SCHEDULE})\s*,?\s+(?:run|execute)s?"
+                            rf"|(?:\b[a-z][\w-]*\s+)?(?P<then>{SCHEDULE})\s*,?\s+{via})\s+{path}(?:\s+to\s+(?:run|be\s+run))?"
                             rf"(?:\s*,?\s+(?P<when>{SCHEDULE}))?"):
-            said = m.group("first") or m.group("when") or m.group("adjective")
+            said = m.group("first") or m.group("then") or m.group("when") or m.group("adjective")
             at = calendar(said) if said else None
             found = re.search(path, m.group(0))
             assert found is not None  # the match holds the path

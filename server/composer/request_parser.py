@@ -150,8 +150,9 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         """A file or directory path nothing read ("run /opt/setup.sh at first boot", "a venv in /opt/app/venv") is a
         constraint, never prose: reported with the two words before it, as numbers and addresses are."""
         for m in re.finditer(r"(?<![\w.:/~-])/[\w.+-]+(?:/[\w.+-]+)+/?", self.work):
-            before = re.findall(r"[\w'-]+", re.split(r"[,;:()]", self.said[:m.start()])[-1])[-2:]
-            phrase = " ".join([*before, self.said[m.start():m.end()]])
+            # from the working text: a correction read before ("postgres" -> "postgresql") moved its positions
+            before = re.findall(r"[\w'-]+", re.split(r"[,;:()]", self.work[:m.start()])[-1])[-2:]
+            phrase = " ".join([*before, m.group(0)])
             # a word before the path already reported alone ("rules") is said once, in the phrase
             self.spec.unparsed = [u for u in self.spec.unparsed if u.lower() not in {w.lower() for w in before}]
             if phrase not in self.spec.unparsed:

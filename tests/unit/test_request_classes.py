@@ -1060,3 +1060,21 @@ def test_an_address_after_a_word_is_no_version_of_a_package():
 def test_a_word_reported_alone_is_said_once_inside_the_path_phrase_it_starts():
     unparsed = parse_request("el10 with auditd rules for /etc/passwd changes").unparsed
     assert unparsed == ["rules for /etc/passwd"]
+
+
+def test_a_job_said_by_what_it_is_for_when_and_via_which_program_is_scheduled():
+    text = "ubuntu 24.04 server with postgres, redis and a 100G disk, backups every sunday at 2am via /opt/backup.sh"
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == ["scheduled /opt/backup.sh Sun *-*-* 02:00:00"]
+    assert not spec.unparsed
+
+
+def test_a_path_is_reported_as_written_after_a_correction_moved_the_words():
+    spec = parse_request("ubuntu with postgres, copy /etc/foo.conf into the image")
+    assert "copy /etc/foo.conf" in spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["the wifi ssid should be shopfloor", "access point with ssid shopfloor"])
+def test_a_wifi_networks_name_is_said_not_written(text):
+    unparsed = parse_request(text).unparsed
+    assert any("Wi-Fi network's name and passphrase are not written" in u for u in unparsed), unparsed

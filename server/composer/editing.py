@@ -356,6 +356,7 @@ class TemplateEdit:
         taken_out = [g for g in without_groups if g in caps.groups]
         excluded_groups = {n.lower() for g in taken_out for n in caps.group_package_universe(g)}
         excluded_parameters = {name for g in taken_out for name in caps.group_own_parameters(g)}
+        left_out_names = excluded | excluded_groups
         for group in groups:
             if not where:
                 self.problems.append(f"cannot add {group}: the template has no target.os/dist")
@@ -373,7 +374,7 @@ class TemplateEdit:
             if filled:
                 own = [p for p in own if p not in filled[1]]
             left_out = [p for p in own if p.lower() in excluded_groups and p.lower() not in excluded]
-            added = [p for p in own if p.lower() not in excluded | excluded_groups and self.add_package(p)]
+            added = [p for p in own if p.lower() not in left_out_names and self.add_package(p)]
             self.group_added.update(added)
             kernel_pkgs = caps.group_kernel_packages(group, where, self.arch)
             if kernel_pkgs:

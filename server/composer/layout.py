@@ -11,6 +11,7 @@ from ..knowledge.loader import Capabilities
 from ..knowledge.sizes import fmt_offset as _fmt_mib
 from ..knowledge.sizes import fmt_size as _fmt_size
 from ..knowledge.sizes import template_mib as _mib
+from ..validation.disk_rules import is_bios_boot
 
 # dm-verity hash partition size used by the upstream default layouts (osv default-raw-*.yml).
 VERITY_HASH_MIB = 500
@@ -433,8 +434,7 @@ class Layout:
         has it, 4 MiB), the others moved up by its size; None when the disk has one or is MBR, else what was done."""
         if str(self.disk.get("partitionTableType") or "gpt").lower() != "gpt" or not self.parts:
             return None
-        if any(isinstance(p, dict) and ("bios_grub" in (p.get("flags") or []) or str(p.get("type")) in ("bios", "bios-boot"))
-               for p in self.parts):
+        if any(isinstance(p, dict) and is_bios_boot(p) for p in self.parts):
             return None
         first = _mib(self.parts[0].get("start")) if isinstance(self.parts[0], dict) else None
         start = first if first is not None else 1

@@ -120,9 +120,10 @@ class SettingPhrases(ParserState):
         """A program run on a schedule ("a cron job that runs /usr/local/bin/backup.sh every night", "run
         /opt/sync.sh every sunday at 4"): a systemd timer and its oneshot service, as a scheduled reboot is; the
         program itself must be in the image, which is said. "remove the cron job" takes such timers out."""
-        job = (r"(?:(?:a|an|the)\s+)?(?:(?P<adjective>nightly|daily|weekly|monthly|hourly)\s+)?(?:cron\s*job|cron\s+entry"
-               r"|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task)")
-        undo_job = re.sub(r"\(\?P<adjective>", "(?:", job)
+        every = r"nightly|daily|weekly|monthly|hourly"
+        kind = r"cron\s*job|cron\s+entry|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task"
+        job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind})"
+        undo_job = rf"(?:(?:a|an|the)\s+)?(?:(?:{every})\s+)?(?:{kind})"
         run = r"(?:runs?|running|executes?|executing|calls?|starts?)"
         path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
         for m in self._each(rf"\b{_UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:{path}\s+)?{undo_job}s?\b"):
@@ -219,6 +220,7 @@ class SettingPhrases(ParserState):
         noun = r"(?:kernel\s+)?modules?"
         boot = r"(?:\s+(?:at|on|during)\s+boot(?:\s*time)?)?"
         kept_out = rf"(?!\s+(?:{_OFF_AFTER}|blacklisted|blocklisted)\b)"  # "the usb-storage module disabled"
+        vendors = {w for stack in self.caps.vendor_stacks.values() for w in stack.words}
         for m in self._each(rf"\b(?:load|autoload|preload)\s+(?:the\s+)?{noun}\s+(?P<a>{names}){boot}"
                             rf"|\b(?:load|autoload|preload)\s+(?:the\s+)?(?P<b>{names})\s+{noun}{boot}"
                             rf"|\b(?P<c>{names})\s+{noun}\s+(?:loaded|autoloaded|preloaded)(?:\s+(?:at|on)\s+boot)?"
@@ -228,7 +230,6 @@ class SettingPhrases(ParserState):
             if m.group("d") and "kernel" not in m.group(0).lower() and _LANGUAGES.search(sentence):
                 continue  # "python3 and the requests and flask modules": a language's modules are its packages
             listed = [w for w in re.split(r"\s*(?:,|\band\b)\s*", said.lower()) if w and w not in STOPWORDS]
-            vendors = {w for stack in self.caps.vendor_stacks.values() for w in stack.words}
             if not listed or any(self._known_word(w) or w in vendors for w in listed):
                 continue  # software ("python modules") or a vendor's drivers the archives lack ("nvidia modules")
             for module in listed:

@@ -15,7 +15,7 @@ import anyio
 from ..composer import compose as composer
 from ..composer.adherence import unmet, want_from_spec
 from ..composer.output import conform_text, dump_yaml
-from ..composer.request_spec import RequestSpec
+from ..composer.request_spec import DATABASE, RequestSpec
 from ..core.config import AgentSettings
 from ..core.yamlsafe import YamlError, load_mapping
 from ..llm.chat import ChatMessage, ChatProvider, extract_yaml
@@ -103,7 +103,8 @@ def request_hints(spec: RequestSpec, constraints: dict[str, str | None] | None =
     if spec.add_packages:
         hints.append("add to systemConfig.packages: " + ", ".join(spec.add_packages))
     if spec.remove_packages:
-        hints.append("remove from systemConfig.packages: " + ", ".join(spec.remove_packages))
+        named = ["the database server packages it has" if p == DATABASE else p for p in spec.remove_packages]
+        hints.append("remove from systemConfig.packages: " + ", ".join(named))
     if spec.add_groups:
         hints.append("add to systemConfig.packages the packages for: " + ", ".join(spec.add_groups))
     if spec.hostname:

@@ -10,9 +10,7 @@ from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import fmt_offset, fmt_size, template_mib
 from .editing import TemplateEdit, mapping_at
 from .layout import GPT_TAIL_MIB, MIN_ROOT_MIB, VERITY_HASH_MIB, Layout, is_fill, part_id
-from .request_spec import RequestSpec
-
-DATABASE = "@database"  # the mount word of "a partition for the database" (request_words.yaml mount_words)
+from .request_spec import DATABASE, RequestSpec
 
 
 class DiskEdit(TemplateEdit):

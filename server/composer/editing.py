@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..knowledge.request_words import load_request_words
 from ..knowledge.stems import service_spans
 from . import coherence, module_lists
 from .layout import Layout
+from .request_spec import DATABASE
 
 
 class TemplateEdit:
@@ -314,8 +316,11 @@ class TemplateEdit:
 
     def remove_named_packages(self, names: list[str]) -> None:
         for name in names:
-            wanted = set(self.caps.aliases(name)) | {name}
             installed = template_packages(self.data)
+            if name == DATABASE:
+                self._remove_database(installed)
+                continue
+            wanted = set(self.caps.aliases(name)) | {name}
             if not wanted & set(installed):
                 # A short name of an installed package ("timesyncd" for systemd-timesyncd), when only one fits; never
                 # the kernel ("amd64" is no name for linux-image-amd64).
@@ -333,6 +338,19 @@ class TemplateEdit:
                 self.changes.append(f"removed package(s): {', '.join(removed)}")
             else:
                 self.changes.append(f"nothing to remove: {name} is not in the package list")
+
+    def _remove_database(self, installed: Iterable[str]) -> None:
+        """"get rid of the database": the packages of every database the image has (request_words.yaml
+        ``data_dirs``), with their own add-ons ("postgresql-contrib")."""
+        dirs = load_request_words().data_dirs
+        found = {name: [p for p in installed if re.match(d["packages"], p)] for name, d in dirs.items()}
+        found = {name: packages for name, packages in found.items() if packages}
+        if not found:
+            self.changes.append(f"nothing to remove: the image has no database ({', '.join(dirs)})")
+            return
+        servers = {p for packages in found.values() for p in packages}
+        removed = self.remove_packages(servers | {p for p in installed if any(p.startswith(n + "-") for n in found)})
+        self.changes.append(f"removed the database ({', '.join(found)}): {', '.join(removed)}")
 
     def name_groups(self, groups: Iterable[str]) -> None:
         """Groups the request named by their own software ("docker", not "a container host"): their packages

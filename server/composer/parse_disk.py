@@ -362,8 +362,10 @@ class DiskPhrases(ParserState):
         for part in self.spec.partitions:
             fs = part.get("fsType")
             if fs and fs not in supported:
-                where = "root" if part.get("mountPoint") == "/" else part.get("mountPoint") or "a partition"
-                self.spec.unsupported.append(f"{fs} on {where}: os-image-composer's build does not make {fs} "
+                mount = part.get("mountPoint")
+                # a filesystem said alone is the partition an edit means, named only once the template is read
+                where = "" if mount == LAST_EDITED else " on root" if mount == "/" else f" on {mount or 'a partition'}"
+                self.spec.unsupported.append(f"{fs}{where}: os-image-composer's build does not make {fs} "
                                              f"filesystems; supported: {', '.join(supported)}")
                 part["fsType"] = None
                 if part.get("action") == "resize" and not part.get("size"):

@@ -9,6 +9,7 @@ import re
 from ..knowledge.glossary import load_glossary
 from ..knowledge.loader import normalize_phrase
 from ..knowledge.request_words import load_request_words
+from .index_names import HOST_NAME
 from .parse_unread import VALUE, UnreadWords, no_wish
 from .phrasing import (
     ADD_WORDS,
@@ -19,6 +20,7 @@ from .phrasing import (
     looks_like_package,
 )
 from .removal_phrases import CHANGED_MIND, negations_first
+from .request_spec import DATABASE
 
 # Words of size that make an image minimal only when they qualify it ("a small image", "tiny azure linux", "a
 # lightweight server"), not another noun ("a small bakery", "a tiny office").
@@ -378,7 +380,7 @@ class PackagePhrases(UnreadWords):
                     self._flush_run(run)
                 if verdict == "ignored":
                     ignored.add(i)
-                if verdict in ("skip", "ignored") and VALUE.fullmatch(token) and not (
+                if verdict in ("skip", "ignored") and (VALUE.fullmatch(token) or HOST_NAME.fullmatch(token)) and not (
                         found[i][1] and clause[found[i][1] - 1] in ".-"):
                     # (after "." or "-" it is the tail of a name another reader took: "azure linux 3.0")
                     values.add(i)
@@ -515,7 +517,9 @@ class PackagePhrases(UnreadWords):
         # A word no English word list has, after a verb of removing ("drop ccache"), names software: the removal
         # is reported as done or as nothing to remove
         named = strength == "strong" and bool(self.english) and token.isalpha() and token not in self.english
-        if mode == "remove" and not (is_known or looks_like_package(token) or self._short_name(token) or named):
+        if mode == "remove" and load_request_words().mount_words.get(token) == DATABASE:
+            self.spec.remove_packages.append(DATABASE)  # "get rid of the database": whichever the image has
+        elif mode == "remove" and not (is_known or looks_like_package(token) or self._short_name(token) or named):
             # "no password login", "the root user disabled": a word that names no package we know, in the template
             # or elsewhere, is no removal to report as done ("nothing to remove"): the wish was not understood.
             self.spec.unparsed.append(f"no {token}")

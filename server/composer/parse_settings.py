@@ -40,10 +40,13 @@ _MODAL = r"(?:(?:should|must|shall|will|would|to|can|needs?\s+to|has\s+to|have\s
 _ON_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?"
              r"(?:on|enabled|turned\s+on|switched\s+on|allowed|active|activated)")
 # "remove the password login", "get rid of root login": a feature removed is switched off (not its setting undone)
+# Verbs of forbidding are verbs of switching off ("disallow root login", "deny password logins").
 _OFF = (r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill|block|forbid|prevent"
+        r"|disallow|deny|prohibit|refuse|ban"
         r"|lock\s+down|lock\s+out|lock|remove|drop|get\s+rid\s+of|take\s+out|eliminate|strip)")
 _OFF_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
-              r"|blocked|forbidden|locked(?:\s+down)?|not\s+(?:needed|wanted|required|allowed|permitted))")
+              r"|blocked|forbidden|disallowed|denied|prohibited|refused|banned|locked(?:\s+down)?"
+              r"|not\s+(?:needed|wanted|required|allowed|permitted))")
 _ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
 _SIZE_TEXT = re.sub(r"\((?!\?)", "(?:", CASUAL_SIZE)  # a size, as one piece of text ("2G", "half a gig")
 # key=value whose key is a sysctl path: procfs roots no kernel parameter starts with ("net.ifnames" is one,

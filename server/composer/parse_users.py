@@ -34,6 +34,12 @@ _SHELLS = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
 
+# A relative clause that says a listed user's role, or its absence ("alice who is an admin and bob who is not").
+_WHO_CLAUSE = (r"(?:\s+who\s+(?:(?:is|should\s+be|will\s+be|has|gets|needs|can|may)(?:\s+not)?|isn't|doesn't|won't|"
+               r"does\s+not|can't|cannot|should\s+not|shouldn't)(?:\s+(?:get|have|use|be))?(?:\s+(?:an?|no|any))?"
+               r"(?:\s+(?:sudo\w*|admin\w*|root|superuser))?(?:\s+(?:rights|access|privileges))?(?![\w-]))?")
+
+
 # Groups listed for a user ("docker, video and audio"), lazily, so "groups"/"group" after them stays outside.
 _GROUP_LIST = r"([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)"
 
@@ -517,7 +523,9 @@ class UserPhrases(ParserState):
         item = (r"(?!(?:both|all|each|everyone)\b)[a-z_][a-z0-9_-]*(?![\w-])"
                 r"(?!\s+(?:is|should|must|will|shall|has|gets|becomes|needs)\b)"
                 r"(?:\s*\((?:an?\s+)?(?:(?:no|without)\s+)?" + role + r"(?:\s+" + role + r")*\))?"
-                r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?")
+                r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
+                # or in a clause of its own: "alice who is an admin", "bob who is not", "carol who has no sudo"
+                + _WHO_CLAUSE)
         item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"
         for m in self._each(rf"{head}(?P<names>{item}(?:\s*(?:,|\band\b)\s*{item})+)"):
             users: list[dict[str, Any]] = []
@@ -533,7 +541,7 @@ class UserPhrases(ParserState):
                 # a name said again in the list says more of the same user ("tom and jerry, jerry without sudo")
                 user = next((u for u in users if u["name"] == words[0]), None) or {"action": "add", "name": words[0]}
                 rest = " ".join(words[1:])
-                if re.search(r"\b(?:without|no)\b", rest):
+                if re.search(r"\b(?:without|no|not|never)\b|n't\b", rest):
                     user["sudo"] = False
                 elif re.search(r"\b(?:sudo|admin\w*|root)\b", rest) or listed_as_admins:
                     user["sudo"] = True

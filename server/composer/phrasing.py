@@ -79,7 +79,8 @@ NAMED_WHO = rf"(?:(?:named|called)\s+)?+{WHO}"  # possessive: "named" is never t
 NOT_A_USER = frozenset({"has", "have", "had", "gets", "got", "is", "was", "are", "can", "could", "should", "would", "will",
                         "must", "may", "might", "needs", "with", "without", "and", "or", "shall",  # verbs after "user"
                         "user", "users", "everyone", "everybody", "nobody", "it", "image", "all", "me", "us", "them", "him",
-                        "her", "you", "we", "i", "they", "this", "that", "default", "someone", "somebody", "anyone"})
+                        "her", "you", "we", "i", "they", "this", "that", "default", "someone", "somebody", "anyone",
+                        "who", "whom", "whose", "which"})  # relative pronouns ("alice who is an admin")
 
 
 def looks_like_package(word: str) -> bool:

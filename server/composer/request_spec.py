@@ -7,6 +7,9 @@ from typing import Any
 
 # The name of a user said only by a pronoun, resolved against the template's users when the edit is applied.
 REFERRED_USER = "<referred>"
+# The database the image has, whichever it is: "a partition for the database", "get rid of the database"
+# (the mount word of request_words.yaml, resolved by its data_dirs when the edit is applied).
+DATABASE = "@database"
 
 
 @dataclass

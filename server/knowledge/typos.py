@@ -46,8 +46,19 @@ def derived_form(word: str, known: str) -> bool:
 
 def slip_of(word: str, known: str) -> bool:
     """Whether ``known`` could be what ``word`` was meant to be, as a slip of the fingers: the same first letter
-    (people rarely mistype it; "flake" is no "lake") and not another form of the same word."""
-    return word[:1] == known[:1] and not derived_form(word, known)
+    (people rarely mistype it; "flake" is no "lake"), not another form of the same word, and not another number
+    of the same name: "frobtool2" is no "frobtool", "libssl3" no "libssl1" (a number written is meant; a name said
+    without its number, "apache" for apache2, still is)."""
+    return word[:1] == known[:1] and not derived_form(word, known) and not _renumbered(word, known)
+
+
+def _renumbered(word: str, known: str) -> bool:
+    """``word`` has digits, and the two differ in their digits only."""
+    bare = word.translate(_NO_DIGITS)
+    return word != known and bare != word and bare == known.translate(_NO_DIGITS)
+
+
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def misspelling_of(word: str, vocabulary: Collection[str]) -> str | None:

@@ -1199,3 +1199,22 @@ def test_a_role_asked_for_by_its_name_keeps_the_software_the_template_fills_it_w
     named = compose("el10 web server with nginx", base, base_file="el10-x86_64-web-server-httpd-raw",
                     spec=parse_request("el10 web server with nginx"))
     assert "nginx" in packages(named.data) and "httpd" not in packages(named.data)
+
+
+@pytest.mark.parametrize(("instruction", "database", "gone"), [
+    ("get rid of the database", "postgresql", {"postgresql", "postgresql-contrib"}),
+    ("drop the db", "mariadb", {"mariadb-server"}),
+])
+def test_the_database_taken_out_by_its_role_is_whichever_the_image_has(instruction, database, gone):
+    base = _library("el10-x86_64-minimal-base-raw.yml")
+    built = apply_instruction(base, "add " + " and ".join(sorted(gone)) + " and nginx").data
+    done = apply_instruction(built, instruction)
+    pkgs = set(packages(done.data))
+    assert not gone & pkgs and "nginx" in pkgs, done.changes
+    assert any(c.startswith(f"removed the database ({database})") for c in done.changes), done.changes
+
+
+def test_the_database_taken_out_of_an_image_without_one_is_said_not_there():
+    done = apply_instruction(_library("el10-x86_64-minimal-base-raw.yml"), "get rid of the database")
+    assert done.changes == ["nothing to remove: the image has no database (postgresql, mariadb)"]
+

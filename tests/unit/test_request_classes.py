@@ -60,6 +60,12 @@ def test_zfs_tools_are_a_group_and_zfs_on_root_stays_unsupported():
     assert any(u.startswith("zfs on root") for u in parse_request("ubuntu with zfs on root").unsupported)
 
 
+@pytest.mark.parametrize("text", ["debian 13 image whose root partition is btrfs", "make it btrfs"])
+def test_an_unsupported_filesystem_is_said_in_the_users_terms(text):
+    (said,) = parse_request(text).unsupported
+    assert said.startswith("btrfs") and "@" not in said
+
+
 @pytest.mark.parametrize(("text", "minimal"), [("I run a small bakery and want a debian machine", False),
                                                ("a tiny office router on debian", False),
                                                ("a small ubuntu image", True), ("small debian", True),
@@ -332,6 +338,23 @@ def test_a_plain_word_before_account_names_the_account(text, users):
 def test_a_role_before_a_list_of_users_is_every_listed_users_and_a_name_said_again_says_more_of_it(text, users):
     spec = parse_request(text)
     assert [(u["name"], u.get("sudo")) for u in spec.users] == users and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("el10 image with two users: alice who is an admin and bob who is not", [("alice", True), ("bob", False)]),
+    ("ubuntu 24.04 image, users: carol who has sudo, dave who doesn't", [("carol", True), ("dave", False)]),
+    ("debian 13 with two users, erin who should be an administrator and frank who should not",
+     [("erin", True), ("frank", False)]),
+])
+def test_a_relative_clause_after_a_listed_user_says_its_role_and_who_is_never_a_name(text, users):
+    spec = parse_request(text)
+    assert [(u["name"], u.get("sudo")) for u in spec.users] == users and not spec.unparsed
+
+
+@pytest.mark.parametrize("who", ["who", "which", "whose", "whom"])
+def test_a_relative_pronoun_is_no_users_name(who):
+    spec = parse_request(f"an image where the user {who} is an admin")
+    assert who not in [u["name"] for u in spec.users]
 
 
 @pytest.mark.parametrize(("text", "noted"), [
@@ -647,12 +670,24 @@ def test_a_pronoun_with_no_user_before_it_refers_to_the_templates_user(text, sud
     ("ubuntu server that syncs its clock from ntp.corp.example.com", "ntp.corp.example.com"),
     ("use time1.example.org as the time server", "time1.example.org"), ("ntp server 10.0.0.1", "10.0.0.1"),
     ("sync time against pool.ntp.org", "pool.ntp.org"), ("synchronize the clock with time.google.com", "time.google.com"),
+    # the verbs' -ing forms, and "gets its time from"
+    ("ubuntu 24.04 image syncing time from time.example.com", "time.example.com"),
+    ("debian 13 image synchronizing the clock with 10.0.0.1", "10.0.0.1"),
+    ("el10 image that gets its time from ntp1.corp.local", "ntp1.corp.local"),
 ])
 def test_a_time_server_is_written_for_timesyncd_and_chrony(text, server):
     spec = parse_request(text)
     (entry,) = spec.configurations
     assert entry["setting"] == "time servers" and f"NTP={server}" in entry["cmd"]
     assert f"echo 'server {server} iburst'" in entry["cmd"] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "host"), [
+    ("ubuntu 24.04 image that talks to mqtt.factory.example.com", "mqtt.factory.example.com"),
+    ("azl3 image with a mirror at mirror.corp.example", "mirror.corp.example"),
+])
+def test_a_host_name_nothing_read_is_reported_not_dropped(text, host):
+    assert any(host in u for u in parse_request(text).unparsed)
 
 
 def test_chrony_named_with_a_server_is_wanted_too_and_alone_is_only_the_package():
@@ -1078,3 +1113,4 @@ def test_a_path_is_reported_as_written_after_a_correction_moved_the_words():
 def test_a_wifi_networks_name_is_said_not_written(text):
     unparsed = parse_request(text).unparsed
     assert any("Wi-Fi network's name and passphrase are not written" in u for u in unparsed), unparsed
+

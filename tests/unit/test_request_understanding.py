@@ -549,6 +549,18 @@ def test_a_modal_verb_before_a_switch_keeps_its_direction(text, configured):
     assert parse_request("ipv6 must stay disabled").kernel_cmdline_append == ["ipv6.disable=1"]
 
 
+@pytest.mark.parametrize(("text", "configured"), [
+    ("actually disallow root login over ssh", "PermitRootLogin no"),
+    ("deny password logins", "PasswordAuthentication no"),
+    ("root login over ssh is prohibited", "PermitRootLogin no"),
+    ("ban root ssh login", "PermitRootLogin no"),
+    ("refuse password authentication", "PasswordAuthentication no"),
+])
+def test_verbs_of_forbidding_switch_a_setting_off(text, configured):
+    spec = parse_request(text)
+    assert any(configured in c["cmd"] for c in spec.configurations) and not spec.notes and not spec.unparsed
+
+
 @pytest.mark.parametrize(("text", "removed", "added"), [
     ("swap the ssh server for dropbear", {"remove_groups": ["ssh"]}, ["dropbear"]),
     ("replace the nano editor with vim", {"remove_packages": ["nano"]}, ["vim"]),

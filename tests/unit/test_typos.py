@@ -17,6 +17,16 @@ def test_slips_keep_the_first_letter_and_another_stem(word, known):
     assert slip_of(word, known) and misspelling_of(word, [known]) == known
 
 
+@pytest.mark.parametrize(("word", "known"), [("frobtool2", "frobtool"), ("libssl3", "libssl1"), ("python2", "python3")])
+def test_another_number_of_one_name_is_another_name_not_a_slip(word, known):
+    assert not slip_of(word, known) and misspelling_of(word, [known]) is None
+
+
+def test_a_slip_in_a_numbered_name_is_still_one_and_a_name_said_without_its_number_is_that_name():
+    assert misspelling_of("pyhton3", ["python3"]) == "python3"
+    assert misspelling_of("apache", ["apache2"]) == "apache2"
+
+
 def test_a_first_letter_lost_is_another_word():
     assert not slip_of("flake", "lake") and misspelling_of("flake", ["lake"]) is None
 

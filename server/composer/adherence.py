@@ -175,9 +175,14 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
     if spec.kernel_cmdline_append or switched_off:
         want["cmdline"] = list(dict.fromkeys([*spec.kernel_cmdline_append, *switched_off]))
     # A value for a command the template may lack (a kiosk's page) is checked where it is applied, not here.
-    written = [str(c["cmd"]) for c in configurations if not c.get("edits_only")]
+    written = [str(c["cmd"]) for c in configurations if not c.get("edits_only") and not c.get("defaulted")]
     if written:
         want["config"] = written
+    # A schedule said in part takes its other part from an earlier one where the template has it (system_edits
+    # _keep_schedule): its timer is checked, not the event.
+    partly = [str(c["cmd"]).split("OnCalendar=")[0] for c in configurations if c.get("defaulted") and c.get("cmd")]
+    if partly:
+        want["config_has"] = [*_as_list(want.get("config_has")), *partly]
     if spec.immutability is not None:
         want["immutable"] = spec.immutability
     if spec.open_ports:

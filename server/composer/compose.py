@@ -222,6 +222,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.kernel_edits(spec)
         self.swap_partition_off(spec)
         self.configurations(spec.configurations)
+        spec.notes = [n for n in spec.notes if n not in self.withdrawn]
         self.open_ports(spec.open_ports)
         self.hostname(spec.hostname)
         self.users(spec.users)

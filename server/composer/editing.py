@@ -36,6 +36,7 @@ class TemplateEdit:
         self.named: set[str] = set()  # packages the request named (after translation), for exclusive roles
         self.group_added: set[str] = set()  # packages this edit added as part of a group (reported with it)
         self.translated: list[tuple[str, str]] = []  # (old, new) package names of a distribution switch
+        self.withdrawn: list[str] = []  # the request's notes the template made untrue (a default not used)
         target = mapping_at(self.data, "target")
         self.dist = caps.dist_of(str(target.get("dist") or "")) or str(target.get("dist") or "")
         self.family = caps.family_of(str(target.get("os") or "")) or caps.family_of(self.dist) or ""

@@ -16,6 +16,7 @@ from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual
 from ..knowledge.system_settings import (
     Setting,
     kernel_modules,
+    keyboard_layout_named,
     load_settings,
     module_key,
     sysctl_configuration,
@@ -23,7 +24,7 @@ from ..knowledge.system_settings import (
     zone_named,
 )
 from .phrasing import STOPWORDS, ParserState, alternatives
-from .schedules import SCHEDULE, calendar
+from .schedules import SCHEDULE, Calendar, calendar
 
 # Languages whose modules are packages of their own ("python3 with the requests module"), not the kernel's.
 _LANGUAGES = re.compile(r"\b(?:python[23]?|pip3?|perl|cpan|ruby|gems?|node(?:js)?|npm|php|lua|rust|cargo|go(?:lang)?)\b", re.I)
@@ -32,6 +33,9 @@ _GIVEN_TO = re.compile(r"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?[a
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
 _CPUS = r"\d+(?:\s*-\s*\d+)?(?:\s*(?:,|\band\b|&)\s*\d+(?:\s*-\s*\d+)?(?!\s*(?:[kmgtp]i?b?\b|%)))*"
 _CPU_NOUN = r"(?:cpus?|cores?|processors?)"
+# Keyboard layouts whose XKB name is an English word (Norwegian "no", Icelandic "is", Italian "it", Belgian "be"):
+# before "keyboard" they are that word; "us keyboard" stays American.
+_ENGLISH_LAYOUT_NAMES = frozenset({"no", "is", "it", "be"})
 # What may stand between a setting's words and its value: "swappiness = 10", "time zone set to UTC".
 _LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for)\b)\s*){0,3}"
 _ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate|with|want|need)"
@@ -136,7 +140,7 @@ class SettingPhrases(ParserState):
             self._mask(m.start(), m.end())
         # "backups every sunday at 2am via /opt/backup.sh": what the job is for, when, and by which program
         via = r"(?:via|using|by\s+running|running)"
-        for m in self._each(rf"(?:\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:run|execute)|\b(?P<verb>schedule)"
+        for m in self._each(rf"(?:\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:runs?|executes?)|\b(?P<verb>schedule)"
                             rf"|(?P<first>{SCHEDULE})\s*,?\s+(?:run|execute)s?"
                             rf"|(?:\b[a-z][\w-]*\s+)?(?P<then>{SCHEDULE})\s*,?\s+{via})\s+{path}(?:\s+to\s+(?:run|be\s+run))?"
                             rf"(?:\s*,?\s+(?P<when>{SCHEDULE}))?"):
@@ -155,12 +159,38 @@ class SettingPhrases(ParserState):
             self._configure(f"scheduled {program} {at.event}",
                             {**timer_command(f"run-{_unit_name(program)}", program, at.event),
                              "setting": f"scheduled {program}"})
+            self._dated(at, f"scheduled {program}: ")
             self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
             self.spec.notes.append(f"{program} is run by a systemd timer (no cron needed); the program itself is "
                                    "not written: put it in the image (the template's additional files)")
             self._mask(m.start(), m.end())
 
+    def _dated(self, at: Calendar, prefix: str) -> None:
+        """The schedule just written, with the part a default filled and the note that says so: an edit keeps the
+        earlier schedule's own part instead, and takes the note back (system_edits.configurations)."""
+        self.spec.configurations[-1].update(calendar=at.event, defaulted=at.defaulted,
+                                            default_note=prefix + at.default_note if at.default_note else "")
+
+    def _rescheduled(self) -> None:
+        """"make it weekly on sundays instead", "run it at 4am": a new schedule for the one the image has (a
+        scheduled reboot or job), said by a pronoun; applied only where the template has exactly one."""
+        what = r"(?:it|that|this|the\s+(?:job|timer|schedule|reboot|task|cron\s*job))"
+        for m in self._each(rf"\b(?:make|run|schedule|reschedule|move|change|set|switch|have|let)\s+{what}\s+"
+                            rf"(?:to\s+)?(?:(?:run|happen|be|go)\s+)?(?:(?:to|for)\s+)?(?P<when>{SCHEDULE})"
+                            r"(?:\s+instead)?(?![\w/.-])"):
+            at = calendar(m.group("when"))
+            if at is None:
+                continue
+            self.spec.configurations.append({
+                "cmd": "", "reschedule": True, "replaces": r"OnCalendar=", "label": f"schedule {at.event}",
+                "edits_only": "the image has no scheduled reboot or job to give this schedule; say what runs, e.g. "
+                              "'reboot every sunday at 4' or 'run /opt/x.sh every night'"})
+            self._dated(at, "schedule: ")
+            self.spec.notes += [f"schedule: {note}" for note in at.notes]
+            self._mask(m.start(), m.end())
+
     def _settings(self) -> None:
+        self._rescheduled()
         self._scheduled_commands()
         self._machine_resources()
         self._kernel_modules()
@@ -364,6 +394,10 @@ class SettingPhrases(ParserState):
             forms = [(rf"{w}{_LINK}{_TO_ADDRESS.replace(_ADDRESS, f'({_ADDRESS})')}", True),
                      # "time1.example.org as the time server", "10.0.0.5 for the logs"
                      (rf"(?<![\w.-])({_ADDRESS})\s+as\s+(?:(?:the|a|an|our|its|my)\s+)?{w}", False)]
+        elif setting.value == "layout":  # "keyboard layout de", "a german keyboard", "swiss german keyboard"
+            name = r"[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?"
+            forms = [(rf"(?:{w}|\bkeyboard)(?:\s+{_MODAL})?{_LINK}({name})", True),
+                     (rf"(?<![\w-])({name})\s+(?:{w}|keyboard\b(?!\s+(?:and|or|,)))", False)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
             forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False),
@@ -448,6 +482,7 @@ class SettingPhrases(ParserState):
             if at is None:
                 continue  # "reboot" alone, or after updates: no schedule, and nothing written
             self._write(setting, at.event)
+            self._dated(at, f"{setting.name}: ")
             self.spec.notes += [f"{setting.name}: {note}" for note in at.notes]
             self._mask(m.start(), m.end())
 
@@ -489,6 +524,8 @@ class SettingPhrases(ParserState):
         if setting.value == "size":
             mib = parse_casual(text)
             return (fmt_size(mib) if mib else ""), len(text)
+        if setting.value == "layout":
+            return self._layout(text, forward)
         if setting.value == "count":
             number, low, high = int(text), setting.low, setting.high
             if (low is not None and number < low) or (high is not None and number > high):
@@ -501,6 +538,20 @@ class SettingPhrases(ParserState):
             zone = zone_named(text[start:end])
             if zone:
                 return zone, end if forward else len(text) - start
+        return None
+
+    @staticmethod
+    def _layout(text: str, forward: bool) -> tuple[str, int] | None:
+        """A keyboard layout from the most words next to the setting's that name one ("swiss german" -> ch). Before
+        "keyboard", a layout's name that is an English word says no layout ("no keyboard", "is it a keyboard")."""
+        spans = [m.span() for m in re.finditer(r"\S+", text)]
+        for n in range(len(spans), 0, -1):
+            start, end = (spans[0][0], spans[n - 1][1]) if forward else (spans[-n][0], spans[-1][1])
+            layout = keyboard_layout_named(text[start:end])
+            if layout and not forward and text[start:end].lower() in _ENGLISH_LAYOUT_NAMES:
+                return None
+            if layout:
+                return layout, end if forward else len(text) - start
         return None
 
     def _write(self, setting: Setting, value: str) -> None:
@@ -517,7 +568,7 @@ class SettingPhrases(ParserState):
     @staticmethod
     def _shape(setting: Setting) -> str:
         return {"cpus": "CPU list", "count": "number", "size": "size", "zone": "time zone", "schedule": "schedule",
-                "address": "server address"}[setting.value]
+                "address": "server address", "layout": "keyboard layout"}[setting.value]
 
     @staticmethod
     def _example(setting: Setting) -> str:

@@ -27,7 +27,9 @@ from .phrasing import EDIT_VERBS, STOPWORDS
 from .request_spec import RequestSpec
 
 _QUESTION_START = re.compile(
-    r"^\s*(?:what|what's|whats|which|how|why|where|who|when|does|do(?!\s+not\b)|did|is|are|was|were|has|have|can\s+i|"
+    # "have it run at 4" is no question: "have" before a pronoun and a verb that is no participle has it done
+    r"^\s*(?:what|what's|whats|which|how|why|where|who|when|does|do(?!\s+not\b)|did|is|are|was|were|can\s+i|"
+    r"(?:has|have)(?!\s+(?:it|them|that|this)\s+(?!been\b|got\b)[a-z]+(?<!ed)(?<!en)\b)|"
     r"explain|summari[sz]e|describe|show|list|tell\s+me|give\s+me\s+(?:an?\s+)?(?:overview|summary|rundown)|"
     r"overview|summary)\b",
     re.I,

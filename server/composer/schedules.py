@@ -33,6 +33,24 @@ SCHEDULE = rf"(?:{PERIOD}|{TIME})(?:\s*,?\s*(?:{PERIOD}|{TIME}))?"
 class Calendar:
     event: str  # the OnCalendar value
     notes: tuple[str, ...] = ()
+    # The part a default filled ("time": no time of day said, "days": no period said): in an edit, the earlier
+    # schedule's own part is kept instead (see ``merged``).
+    defaulted: str = ""
+    default_note: str = ""  # the note that says which default was chosen (among ``notes``)
+
+
+
+def merged(event: str, defaulted: str, old: str) -> str:
+    """``event`` with its ``defaulted`` part (Calendar.defaulted) taken from the earlier event ``old``: "on
+    saturdays" said of a reboot every night at 3am is "Sat *-*-* 03:00:00", "at 4am" said of one on Saturdays at
+    midnight is "Sat *-*-* 04:00:00". Unchanged when nothing was defaulted, or either is no day-and-time event
+    (one that recurs within a day)."""
+    day_and_time = r"\S+(?: \S+)? \d{2}:\d{2}:\d{2}"
+    if defaulted not in ("time", "days") or not (re.fullmatch(day_and_time, old) and re.fullmatch(day_and_time, event)):
+        return event
+    days, time = event.rsplit(" ", 1)
+    old_days, old_time = old.rsplit(" ", 1)
+    return f"{days} {old_time}" if defaulted == "time" else f"{old_days} {time}"
 
 
 def calendar(text: str) -> Calendar | None:
@@ -49,15 +67,17 @@ def calendar(text: str) -> Calendar | None:
     if days is None and hour_minute is None:
         return None
     notes = list(period_notes)
+    defaulted = default_note = ""
     if hour_minute is None:
         hour, minute = 0, 0
-        notes.append("no time of day said: at midnight")
+        defaulted, default_note = "time", "no time of day said: at midnight"
+        notes.append(default_note)
     else:
         hour, minute, time_note = hour_minute
         notes += [time_note] if time_note else []
     if days is None:
-        days = "*-*-*"
-    return Calendar(f"{days} {hour:02d}:{minute:02d}:00", tuple(notes))
+        days, defaulted = "*-*-*", "days"
+    return Calendar(f"{days} {hour:02d}:{minute:02d}:00", tuple(notes), defaulted, default_note)
 
 
 def _within_day(said: str) -> Calendar | None:
@@ -115,4 +135,4 @@ def _time(said: str, evening: bool) -> tuple[int, int, str] | None:
     return hour, minute, ""
 
 
-__all__ = ["PERIOD", "SCHEDULE", "TIME", "Calendar", "calendar"]
+__all__ = ["PERIOD", "SCHEDULE", "TIME", "Calendar", "calendar", "merged"]

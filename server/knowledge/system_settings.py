@@ -21,7 +21,7 @@ from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
 
 RESOURCE = "system_settings.yaml"
-VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "on", "off", "none")
+VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "layout", "on", "off", "none")
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,9 @@ class Setting:
             unit, program, persistent = self.runs
             return {**timer_command(unit, program, value, persistent), "setting": name}
         if self.command:
-            return {"cmd": self.command.format(value=value), "setting": name, "replaces": self.replaces}
+            console = keyboard_layouts().get(value, ("", value))[1] if self.value == "layout" else ""
+            return {"cmd": self.command.format(value=value, console=console), "setting": name,
+                    "replaces": self.replaces}
         return None
 
     def parameters(self, value: str) -> list[str]:
@@ -156,6 +158,24 @@ def kernel_modules() -> Mapping[str, str]:
     raw = _raw()
     return {module_key(word): str(module) for module, words in (raw.get("kernel_modules") or {}).items()
             for word in [str(module), *(str(w) for w in words or ())]}
+
+
+@functools.lru_cache(maxsize=1)
+def keyboard_layouts() -> Mapping[str, tuple[str, str]]:
+    """Every word for a keyboard layout (its XKB name among them), lower case, to the layout's XKB name and the
+    console keymap that matches it (system_settings.yaml ``keyboard_layouts``)."""
+    out: dict[str, tuple[str, str]] = {}
+    for xkb, spec in (_raw().get("keyboard_layouts") or {}).items():
+        pair = (str(xkb), str(spec["console"]))
+        for word in [str(xkb), *(str(w) for w in spec.get("words") or ())]:
+            out[module_key(word)] = pair
+    return out
+
+
+def keyboard_layout_named(text: str) -> str | None:
+    """The XKB layout ``text`` names ("german" -> "de", "uk" -> "gb"), or None."""
+    found = keyboard_layouts().get(module_key(text))
+    return found[0] if found else None
 
 
 @functools.lru_cache(maxsize=1)

@@ -1218,3 +1218,36 @@ def test_the_database_taken_out_of_an_image_without_one_is_said_not_there():
     done = apply_instruction(_library("el10-x86_64-minimal-base-raw.yml"), "get rid of the database")
     assert done.changes == ["nothing to remove: the image has no database (postgresql, mariadb)"]
 
+
+def test_a_keyboard_layout_said_again_replaces_the_one_written():
+    base = _library("debian13-x86_64-minimal-base-raw.yml")
+    german = apply_instruction(base, "add a german keyboard").data
+    french = apply_instruction(german, "switch the keyboard to french").data
+    commands = [c["cmd"] for c in french["systemConfig"]["configurations"] if "XKBLAYOUT" in c["cmd"]]
+    assert len(commands) == 1 and 'XKBLAYOUT="fr"' in commands[0]
+
+
+def _on_calendar(data: dict) -> list[str]:
+    return [c["cmd"].split("OnCalendar=")[1].split("\\n")[0] for c in data["systemConfig"]["configurations"]
+            if "OnCalendar=" in c["cmd"]]
+
+
+def test_a_schedule_said_in_part_keeps_the_earlier_ones_other_part():
+    nightly = apply_instruction(_library("azl3-x86_64-minimal-base-raw.yml"), "reboot every night at 3am").data
+    saturdays = apply_instruction(nightly, "reboot on saturdays instead")
+    assert _on_calendar(saturdays.data) == ["Sat *-*-* 03:00:00"], saturdays.changes
+    assert not any("at midnight" in c for c in saturdays.changes) and not saturdays.spec.notes
+    sundays = apply_instruction(saturdays.data, "make it weekly on sundays instead")
+    assert _on_calendar(sundays.data) == ["Sun *-*-* 03:00:00"], sundays.changes
+    later = apply_instruction(sundays.data, "run it at 4am")
+    assert _on_calendar(later.data) == ["Sun *-*-* 04:00:00"], later.changes
+    assert unmet(later.data, want_from_spec(later.spec)) == []
+
+
+def test_a_schedule_said_by_a_pronoun_names_which_when_there_are_none_or_several():
+    plain = _library("azl3-x86_64-minimal-base-raw.yml")
+    none = apply_instruction(plain, "make it weekly")
+    assert none.data == plain and any("no scheduled reboot or job" in p for p in none.problems)
+    two = apply_instruction(plain, "reboot every night at 3am and run /opt/backup.sh every sunday at 2am").data
+    which = apply_instruction(two, "run it at 5am")
+    assert _on_calendar(which.data) == _on_calendar(two) and any("which one?" in p for p in which.problems)

@@ -802,6 +802,7 @@ def test_a_softwares_possessive_data_is_its_place():
      "*-*-* 00:00:00"),
     ("run /opt/sync.sh every sunday at 4", "/opt/sync.sh", "Sun *-*-* 04:00:00"),
     ("every day at 2am run /usr/bin/cleanup", "/usr/bin/cleanup", "*-*-* 02:00:00"),
+    ("an image that runs /opt/backup.sh every night at 2am", "/opt/backup.sh", "*-*-* 02:00:00"),  # the image runs it
 ])
 def test_a_program_on_a_schedule_is_a_systemd_timer_and_the_program_is_said_not_written(text, program, event):
     spec = parse_request(text)
@@ -1114,3 +1115,47 @@ def test_a_wifi_networks_name_is_said_not_written(text):
     unparsed = parse_request(text).unparsed
     assert any("Wi-Fi network's name and passphrase are not written" in u for u in unparsed), unparsed
 
+
+@pytest.mark.parametrize(("text", "layout", "console"), [
+    ("ubuntu 24.04 image with timezone Europe/Berlin and a german keyboard", "de", "de"),
+    ("debian kiosk with a swiss german keyboard", "ch", "sg"),
+    ("el10 kiosk with a uk keyboard", "gb", "uk"),
+    ("keyboard layout fr", "fr", "fr"),
+    ("switch the keyboard to french", "fr", "fr"),
+    ("the keyboard should be norwegian", "no", "no"),
+    ("set the keymap to uk", "gb", "uk"),
+    ("a debian image with a german keyboard layout", "de", "de"),  # had been said not written
+])
+def test_a_keyboard_layout_is_written_for_the_console_x_and_debians_keyboard_file(text, layout, console):
+    spec = parse_request(text)
+    (entry,) = [c for c in spec.configurations if c["setting"] == "keyboard layout"]
+    assert f'XKBLAYOUT="{layout}"' in entry["cmd"] and f"KEYMAP={console}\\nXKBLAYOUT={layout}" in entry["cmd"]
+    assert f'"XkbLayout" "{layout}"' in entry["cmd"] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["kiosk with touchscreen, no keyboard", "a keyboard and mouse", "is it a keyboard"])
+def test_a_keyboard_with_no_layout_said_writes_none(text):
+    assert not [c for c in parse_request(text).configurations if c["setting"] == "keyboard layout"]
+
+
+def test_a_keyboard_layout_nobody_knows_is_reported_with_an_example():
+    assert parse_request("change the keyboard layout to klingon").unparsed == [
+        "keyboard layout: no keyboard layout named with it (e.g. 'keyboard layout de')"]
+
+
+@pytest.mark.parametrize(("text", "event", "defaulted"), [
+    ("make it weekly on sundays instead", "Sun *-*-* 00:00:00", "time"),
+    ("run it at 4am", "*-*-* 04:00:00", "days"),
+    ("have it run every 6 hours", "*-*-* 00/6:00:00", ""),  # "have it run" is no question
+    ("move the reboot to saturdays at 5", "Sat *-*-* 05:00:00", ""),
+])
+def test_a_new_schedule_said_by_a_pronoun_is_for_the_schedule_the_image_has(text, event, defaulted):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert entry["reschedule"] and (entry["calendar"], entry["defaulted"]) == (event, defaulted)
+    assert not spec.unparsed and not spec.is_question
+
+
+def test_make_it_reboot_is_the_reboot_not_a_new_schedule():
+    (entry,) = parse_request("and make it reboot every night at 3am").configurations
+    assert entry["setting"] == "scheduled reboot" and not entry.get("reschedule")

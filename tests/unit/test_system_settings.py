@@ -149,8 +149,7 @@ def test_values_another_reader_took_are_not_reported_again(text):
 
 
 @pytest.mark.parametrize(("text", "said"), [("an azure linux image set to the German locale", "German locale"),
-                                            ("ubuntu with locale de_DE.UTF-8", "locale de_DE.UTF-8"),
-                                            ("a debian image with a german keyboard layout", "german keyboard layout")])
+                                            ("ubuntu with locale de_DE.UTF-8", "locale de_DE.UTF-8")])
 def test_a_setting_the_composer_does_not_write_is_reported_with_its_words(text, said):
     spec = parse_request(text)
     assert any(u.startswith(said) and "not written by the composer" in u for u in spec.unparsed), spec.unparsed

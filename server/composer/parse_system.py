@@ -172,16 +172,18 @@ class SystemPhrases(ParserState):
         """Ports and services the firewall lets in ("open port 443", "allow 80 and 443/tcp", "open https in the
         firewall", "firewalld allowing ssh and https"): RequestSpec.open_ports, written for the template's firewall
         when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
-        ports = r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*[\d/]+)*(?:\s*(?:tcp|udp))?"
         services = alternatives(firewall_services())
         named = rf"(?:{services})(?:\s*(?:,|\band\b)\s*(?:{services}))*"
+        # each port of a list may say its own protocol ("tcp port 53, udp port 53"), and services may follow
+        ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+)*"
+                 rf"(?:\s*(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*{named}(?![\w-]))?")
         through = r"(?:\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw))?"
         verb = r"\b(?:open|opening|allow|allowing|allows|expose|forward|unblock)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?"
         # numbers alone are ports with a protocol or the firewall said: "allow 80 and 443/tcp"
         bare = r"\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp))?)*"
         firewall = r"\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw)\b"
         for m in self._each(rf"{verb}(?:the\s+)?{ports}{through}"
-                            rf"|{verb}(?:{bare}/(?:tcp|udp)\b{through}|{bare}{firewall})"
+                            rf"|{verb}(?:{bare}{firewall}|{bare}/(?:tcp|udp)\b{through})"
                             # a service by name only with the firewall said: "allow ssh" alone may mean the server
                             rf"|{verb}(?:the\s+)?{named}(?:\s+(?:traffic|access|ports?))?{firewall}"
                             # opened, a service is the firewall's whatever follows ("open http and https"); "open ssh"
@@ -204,10 +206,18 @@ class SystemPhrases(ParserState):
             self._mask(m.start(), m.end())
         # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
         # install (https is no typo of httpd here); the firewall itself is still asked for
+        # The list ends at the first item that is neither a port nor a service ("ufw allowing only 22 and 443,
+        # automatic updates": the updates are another wish); a rule that starts with such an item is reported.
+        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?"
+        let_in = (r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){0,3}?\s+(?P<rule>"
+                  r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+through|that\s+allows?)"
+                  r"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?")
+        known = rf"(?:{port}|{services})(?![\w/-])"
+        for m in self._each(rf"{let_in}{known}(?:\s*(?:,|\band\b|\bor\b)\s*{known})*)"):
+            self._open(" ".join(m.group("rule").split()))
+            self._mask(m.start("rule"), m.end("rule"))
         item = r"(?:(?:tcp\s+|udp\s+)?ports?\s+)?[a-z0-9][\w/-]*"
-        for m in self._each(rf"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){{0,3}}?\s+(?P<rule>"
-                            rf"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+through|that\s+allows?)"
-                            rf"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):
+        for m in self._each(rf"{let_in}{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):
             rule = " ".join(m.group("rule").split())
             items = re.split(r"\s*(?:,|\band\b|\bor\b)\s*", re.sub(r"^\S+(?:\s+(?:through|allows?))?\s+(?:only\s+)?"
                                                                  r"(?:inbound\s+|incoming\s+)?", "", rule))
@@ -219,11 +229,17 @@ class SystemPhrases(ParserState):
 
     def _open(self, said: str) -> None:
         """The ports and services ``said`` lets in, into RequestSpec.open_ports ("443/tcp", "8000-8010/tcp",
-        "https"); "udp" said makes its ports UDP."""
-        proto = "udp" if re.search(r"\budp\b", said, re.I) else "tcp"
-        for low, high, own in re.findall(r"(?<![\w.])(\d{1,5})(?:\s*(?:-|to)\s*(\d{1,5}))?(?:/(tcp|udp))?(?![\w.])", said):
+        "https"). A protocol said before ports holds for them until another is said ("udp ports 53 and 123, tcp
+        port 22"); one written after a port ("53/udp") is that port's; TCP otherwise."""
+        proto = "tcp"
+        for m in re.finditer(r"\b(tcp|udp)\b|(?<![\w.])(\d{1,5})(?:\s*(?:-|to)\s*(\d{1,5}))?(?:/(tcp|udp))?(?![\w.])",
+                             said, re.I):
+            if m.group(1):
+                proto = m.group(1).lower()
+                continue
+            low, high, own = m.group(2), m.group(3), m.group(4)
             if 0 < int(low) < 65536 and (not high or int(low) < int(high) < 65536):
-                self.spec.open_ports.append(f"{low}{'-' + high if high else ''}/{own or proto}")
+                self.spec.open_ports.append(f"{low}{'-' + high if high else ''}/{(own or proto).lower()}")
         self.spec.open_ports += [w.lower() for w in re.findall(r"[a-z]+", said, re.I) if w.lower() in firewall_services()]
         if re.search(r"\bonly\b", said, re.I):
             self.spec.notes.append("only the ports named: not enforced, the firewall's own default stays as it is "

@@ -75,7 +75,10 @@ def test_a_size_word_makes_the_image_minimal_only_when_it_qualifies_the_image(te
 
 
 @pytest.mark.parametrize(("text", "word"), [("ubuntu 24.04 for a raspberry pi 4 with pihole", "pihole"),
-                                            ("a debian image that runs home assistant", "home assistant")])
+                                            ("a debian image that runs home assistant", "home assistant"),
+                                            # the collector, not the Grafana server (it had added grafana)
+                                            ("debian 13 with prometheus node exporter and grafana agent",
+                                             "grafana agent")])
 def test_software_only_its_project_ships_is_said_not_applied_with_where_it_comes_from(text, word):
     spec = parse_request(text)
     assert any(n.startswith(f"{word} not applied:") and "container" in n for n in spec.notes), spec.notes
@@ -1159,3 +1162,9 @@ def test_a_new_schedule_said_by_a_pronoun_is_for_the_schedule_the_image_has(text
 def test_make_it_reboot_is_the_reboot_not_a_new_schedule():
     (entry,) = parse_request("and make it reboot every night at 3am").configurations
     assert entry["setting"] == "scheduled reboot" and not entry.get("reschedule")
+
+
+def test_a_firewalls_list_of_ports_ends_at_the_first_item_that_is_no_port_or_service():
+    spec = parse_request("a hardened debian 13 server, fail2ban, ufw allowing only 22 and 443, automatic security updates")
+    assert spec.open_ports == ["22/tcp", "443/tcp"] and "updates" in spec.add_groups and not spec.unparsed
+    assert parse_request("a firewall allowing only foo and 22").unparsed  # a rule it cannot write is said

@@ -211,7 +211,12 @@ def test_a_package_named_like_a_verb_is_a_package_as_a_list_item(text, packages)
 
 @pytest.mark.parametrize(("text", "opened"), [("remove the ssh server and open ports 80", ["80/tcp"]),
                                               ("allow port 443/tcp", ["443/tcp"]),
-                                              ("ubuntu with docker, open port 8080 and 8443", ["8080/tcp", "8443/tcp"])])
+                                              ("ubuntu with docker, open port 8080 and 8443", ["8080/tcp", "8443/tcp"]),
+                                              # each port its own protocol, services after them in the same list
+                                              ("firewall allows tcp port 53, udp port 53 and https, plus nginx",
+                                               ["53/tcp", "53/udp", "https"]),
+                                              ("open udp ports 53 and 123", ["53/udp", "123/udp"]),
+                                              ("allow 53/udp and 80 in the firewall", ["53/udp", "80/tcp"])])
 def test_opening_ports_is_firewall_work_never_read_as_packages(text, opened):
     spec = parse_request(text, known_packages=["open-iscsi"])
     assert spec.open_ports == opened and not spec.unparsed

@@ -370,8 +370,10 @@ class TemplateEdit:
         caps = self.caps
         where = self.dist or self.family
         modes = modes or {}
-        excluded = {n.lower() for name in without for n in (name, caps.translate_package(name, where) if where else name)
-                    if n}
+        # each name taken out, in this family's naming too, to the name as the request said it
+        said_as = {n.lower(): name for name in without
+                   for n in (name, caps.translate_package(name, where) if where else name) if n}
+        excluded = set(said_as)
         taken_out = [g for g in without_groups if g in caps.groups]
         excluded_groups = {n.lower() for g in taken_out for n in caps.group_package_universe(g)}
         excluded_parameters = {name for g in taken_out for name in caps.group_own_parameters(g)}
@@ -393,7 +395,13 @@ class TemplateEdit:
             if filled:
                 own = [p for p in own if p not in filled[1]]
             left_out = [p for p in own if p.lower() in excluded_groups and p.lower() not in excluded]
-            added = [p for p in own if p.lower() not in left_out_names and self.add_package(p)]
+            # "docker but not compose": a name taken out, or a word that is one part of a member's name, takes that
+            # member out
+            by_part = {p: said_as[w] for p in own for w in excluded if w == p.lower() or w in p.lower().split("-")}
+            added = [p for p in own if p.lower() not in left_out_names and p not in by_part and self.add_package(p)]
+            if by_part:
+                self.changes = [c for c in self.changes
+                                if c not in {f"nothing to remove: {w} is not in the package list" for w in by_part.values()}]
             self.group_added.update(added)
             kernel_pkgs = caps.group_kernel_packages(group, where, self.arch)
             if kernel_pkgs:
@@ -413,6 +421,9 @@ class TemplateEdit:
                     extra.append(f"kernel parameter {param}")
             if left_out:
                 extra.append(f"without its {', '.join(left_out)} (the request takes {', '.join(taken_out)} out)")
+            if by_part:
+                extra.append(f"without its {', '.join(by_part)} (the request takes {', '.join(dict.fromkeys(by_part.values()))} "
+                             "out)")
             for repo in caps.group_repositories(group, where):
                 if self._add_repo(repo):
                     extra.append(f"repository {repo.get('url')}")

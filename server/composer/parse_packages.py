@@ -13,6 +13,7 @@ from .index_names import HOST_NAME
 from .parse_unread import VALUE, UnreadWords, no_wish
 from .phrasing import (
     ADD_WORDS,
+    DEGREE_WORDS,
     PACKAGE_SHAPE,
     REMOVE_WORDS,
     STOPWORDS,
@@ -89,6 +90,9 @@ class PackagePhrases(UnreadWords):
             (rf"\b{the}{word}\s+(?:replaced|swapped|substituted|exchanged)\s+(?:with|by|for)\s+{the}{word}", 1, 2),
             (rf"\b(?:prefer|favou?r|choose|pick)\s+{the}{word}\s+(?:over|to)\s+{the}{word}", 2, 1),
             (rf"\b(?:use\s+)?{the}{word}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+{the}{word}", 2, 1),
+            # "lose nginx, caddy instead", "drop vim and use nano instead": a removal, then what takes its place
+            (rf"\b(?:ditch|drop|dump|remove|lose|scrap|delete|get\s+rid\s+of)\s+{the}{word}\s*(?:[,;]\s*|\s+)(?:and\s+)?"
+             rf"(?:(?:use|add|install|take|get|put\s+in|go\s+with)\s+)?{the}{word}\s+instead\b(?!\s+of)", 1, 2),
         ]
         for pattern, old_i, new_i in patterns:
             for m in self._each(pattern):
@@ -499,6 +503,7 @@ class PackagePhrases(UnreadWords):
             return "group"
         if (
             token in STOPWORDS
+            or token in DEGREE_WORDS
             or token in ADD_WORDS
             or token in REMOVE_WORDS
             or re.fullmatch(r"[\d.]+[a-z]{0,3}", token)

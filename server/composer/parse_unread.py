@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from .phrasing import ADD_WORDS, ParserState, looks_like_package
+from .phrasing import ADD_WORDS, DEGREE_WORDS, ParserState, looks_like_package
 
 # Words an item may carry besides its wish ("touchscreen support", "autologin enabled").
 _ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just", "only", "too", "support",
                 "supported", "enabled", "installed", "included", "preinstalled", "pre-installed", "preloaded",
-                "pre-loaded", "built-in", "builtin", "baked-in"}
+                "pre-loaded", "built-in", "builtin", "baked-in", *DEGREE_WORDS}
 # An item that starts with one of these says what the image is for or where it runs, not what it holds.
 _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of", "so", "that", "which", "where",
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .phrasing import EDIT_VERBS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO, ParserState
+from .phrasing import EDIT_VERBS, FUNCTION_WORDS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO, ParserState
 from .request_spec import REFERRED_USER
 
 # Sudo that asks no password ("passwordless sudo", "sudo without a password", "NOPASSWD"): upstream templates
@@ -259,7 +259,7 @@ class UserPhrases(ParserState):
                             # "user alice can sudo without a password"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?(?:{_NOPASSWD.pattern})"):
             name = next(g for g in m.groups() if g).lower()
-            if name in STOPWORDS or name in NOT_A_USER:
+            if name in FUNCTION_WORDS or name in NOT_A_USER:  # "deploy", a verb too, may be an account
                 continue
             self._grant_nopasswd(name)
             self._mask(m.start(), m.end())
@@ -280,6 +280,11 @@ class UserPhrases(ParserState):
                   r"|doesn't|need\s+not|needn't)\s+(?:have|get|need|use|be\s+given)")
         not_be = (r"(?:should\s+not|shouldn't|must\s+not|mustn't|may\s+not|can\s*not|can't|won't|will\s+not|is\s+not"
                   r"|isn't|need\s+not|needn't)\s+be")
+        # "the user doesn't need sudo", "that user isn't an admin": the user said by the noun, as a pronoun says it
+        for m in self._each(rf"(?:\b(?:the|that|this)\s+|^\s*)(?:user|account)\s+(?:{denied}\s+(?:any\s+)?{rights}"
+                            rf"|{not_be}\s+(?:an?\s+)?{_ROLE}|(?:is\s+not|isn't|is\s+no\s+longer)\s+(?:an?\s+)?{_ROLE})"):
+            self._pronoun_user()["sudo"] = False
+            self._mask(m.start(), m.end())
         for m in self._each(rf"\b(?:revoke|remove|take\s+away|drop|withdraw|strip)\s+(?:the\s+)?{rights}\s+(?:from|of|for)"
                             rf"\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
                             # a verb split round the rights: "take sudo away from ops"
@@ -295,7 +300,7 @@ class UserPhrases(ParserState):
                             # "remove bob's sudo": the rights said as the user's own
                             rf"|\b(?:revoke|remove|take\s+away|drop|withdraw|strip|disable)\s+(?:the\s+user\s+)?{who}'s\s+{rights}"):
             # a user the template lacks is said, not created, for losing sudo
-            self._sudo_for(m, False, refuse=lambda name: name in STOPWORDS)
+            self._sudo_for(m, False, refuse=lambda name: name in FUNCTION_WORDS)
 
     def _sudo_for(self, m: re.Match[str], sudo: bool, refuse: Callable[[str], bool]) -> None:
         """Sudo given or taken from the user a match names (its first group that matched): a user this request adds

@@ -80,7 +80,31 @@ NOT_A_USER = frozenset({"has", "have", "had", "gets", "got", "is", "was", "are",
                         "must", "may", "might", "needs", "with", "without", "and", "or", "shall",  # verbs after "user"
                         "user", "users", "everyone", "everybody", "nobody", "it", "image", "all", "me", "us", "them", "him",
                         "her", "you", "we", "i", "they", "this", "that", "default", "someone", "somebody", "anyone",
-                        "who", "whom", "whose", "which"})  # relative pronouns ("alice who is an admin")
+                        "who", "whom", "whose", "which",  # relative pronouns ("alice who is an admin")
+                        # a negative contraction's first part, where a name would be ("the user doesn't need sudo")
+                        "doesn", "don", "isn", "aren", "wasn", "weren", "won", "wouldn", "shouldn", "couldn",
+                        "didn", "hasn", "haven", "hadn", "mustn", "needn", "shan", "ain"})
+
+
+# The closed classes of English (determiners, pronouns, prepositions, conjunctions, auxiliaries, interjections):
+# never an account's name, where other words the reading skips may be one ("give deploy passwordless sudo").
+FUNCTION_WORDS = frozenset({
+    "a", "an", "the", "this", "that", "these", "those", "my", "our", "your", "their", "his", "her", "its", "some",
+    "any", "all", "each", "every", "both", "either", "neither", "no", "more", "most", "few", "many", "much",
+    "another", "other", "i", "me", "we", "us", "you", "he", "him", "she", "they", "them", "it", "it's", "i'd",
+    "i'm", "i've", "we'd", "we're", "we've", "you'd", "who", "whom", "whose", "which", "what", "everyone",
+    "everybody", "everything", "something", "nothing", "someone", "somebody", "anyone", "nobody", "of", "in",
+    "into", "on", "onto", "at", "by", "for", "from", "to", "with", "without", "via", "per", "about", "around",
+    "over", "under", "up", "out", "off", "than", "and", "or", "but", "nor", "so", "yet", "if", "then", "because",
+    "since", "while", "whereas", "unless", "until", "though", "although", "cuz", "be", "is", "are", "was", "were",
+    "been", "am", "do", "does", "did", "has", "have", "had", "can", "could", "may", "might", "must", "shall",
+    "should", "will", "would", "also", "too", "just", "only", "very", "really", "well", "now", "here", "there",
+    "again", "even", "ever", "still", "not", "yes", "please", "ah", "oh", "hey", "hi", "hello", "hiya", "hmm",
+    "uh", "um", "ok", "okay", "lol", "haha", "wow", "thanks", "thank", "cheers", "sorry", "greetings"})
+
+
+# Words of degree ("remove swap entirely", "drop nginx completely"): how much, never what.
+DEGREE_WORDS = frozenset({"entirely", "completely", "altogether", "fully", "totally", "wholly"})
 
 
 def looks_like_package(word: str) -> bool:

@@ -900,11 +900,13 @@ def test_a_host_named_after_the_old_release_follows_a_switch():
     assert done.data["systemConfig"]["hostname"] == "ubuntu24"
 
 
-def test_a_group_asked_for_without_one_of_its_packages_brings_the_rest():
-    done = apply_instruction(UBUNTU_BASE, "add docker, but not docker-compose")
+@pytest.mark.parametrize("instruction", ["add docker, but not docker-compose", "add docker but not compose"])
+def test_a_group_asked_for_without_one_of_its_packages_brings_the_rest(instruction):
+    done = apply_instruction(UBUNTU_BASE, instruction)
     packages = done.data["systemConfig"]["packages"]
     assert "docker.io" in packages and not any(p.startswith("docker-compose") for p in packages)
-    assert not done.problems
+    assert not done.problems and any("without its docker-compose-v2" in c for c in done.changes), done.changes
+    assert not any(c.startswith("nothing to remove") for c in done.changes), done.changes
 
 
 def test_a_kiosk_page_replaces_the_kiosks_default_and_is_reported_where_there_is_no_kiosk():

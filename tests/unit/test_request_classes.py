@@ -1168,3 +1168,34 @@ def test_a_firewalls_list_of_ports_ends_at_the_first_item_that_is_no_port_or_ser
     spec = parse_request("a hardened debian 13 server, fail2ban, ufw allowing only 22 and 443, automatic security updates")
     assert spec.open_ports == ["22/tcp", "443/tcp"] and "updates" in spec.add_groups and not spec.unparsed
     assert parse_request("a firewall allowing only foo and 22").unparsed  # a rule it cannot write is said
+
+
+@pytest.mark.parametrize(("text", "name", "sudo", "nopasswd"), [
+    ("give deploy passwordless sudo", "deploy", True, True),  # a verb too, and still an account's name
+    ("passwordless sudo for deploy", "deploy", True, True),
+    ("actually deploy doesn't need sudo at all", "deploy", False, None),
+])
+def test_a_word_that_is_also_a_verb_names_an_account_where_a_name_stands(text, name, sudo, nopasswd):
+    (user,) = parse_request(text).users
+    assert (user["name"], user.get("sudo"), user.get("nopasswd")) == (name, sudo, nopasswd)
+
+
+@pytest.mark.parametrize("text", ["the user doesn't need sudo", "that user isn't an admin", "the user shouldn't have sudo"])
+def test_the_user_said_by_the_noun_loses_sudo_and_a_contraction_is_no_name(text):
+    spec = parse_request(text)
+    (user,) = spec.users
+    assert user["name"] == REFERRED_USER and user["sudo"] is False and "sudo" not in spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "removed", "added"), [
+    ("lose nginx, caddy instead", ["nginx"], ["caddy"]),
+    ("drop vim and use nano instead", ["vim"], ["nano"]),
+])
+def test_a_removal_then_what_instead_is_a_replacement(text, removed, added):
+    spec = parse_request(text)
+    assert (spec.remove_packages, spec.add_packages, spec.unparsed) == (removed, added, [])
+
+
+@pytest.mark.parametrize("text", ["remove swap entirely", "drop nginx completely", "get rid of docker altogether"])
+def test_a_word_of_degree_after_a_removal_is_no_wish(text):
+    assert not parse_request(text).unparsed

@@ -141,7 +141,14 @@ class Layout:
             )
             return
         self.disk["size"] = size
-        self.edit.changes.append(f"disk size {old_text or 'unset'} -> {size}")
+        # the partition that takes the rest of the disk gets the room, or gives it: said when it is not root
+        filler = next((p for p in self.parts if isinstance(p, dict) and is_fill(p.get("end"))), None)
+        root = next((p for p in self.parts if isinstance(p, dict) and p.get("mountPoint") == "/"), None)
+        whose = ""
+        if filler is not None and root is not None and filler is not root and old is not None and new != old:
+            whose = (f" ({filler.get('mountPoint') or part_id(filler)} takes the rest of the disk, so the room "
+                     f"{'goes to' if new > old else 'comes from'} it; root stays {_fmt_size(self._span(root))})")
+        self.edit.changes.append(f"disk size {old_text or 'unset'} -> {size}{whose}")
 
     @staticmethod
     def _span(part: dict) -> int:

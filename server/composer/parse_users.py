@@ -520,7 +520,7 @@ class UserPhrases(ParserState):
         names after "users" (after a comma only when counted, where the names must follow)."""
         # A role said before the noun is said of every name listed ("two admin users, anna and ben").
         head = (rf"\b(?:(?:two|three|four|five|six|a\s+couple\s+of|\d+)\s+(?:more\s+|new\s+|other\s+)?"
-                rf"{_said_role('role')}(?:users|accounts)\s*[,:]?"
+                rf"{_said_role('role')}(?:users|accounts)\s*[,:(]?"
                 rf"|{_said_role('role2')}(?:users|accounts)\s*(?::|-|named|called)?)\s*")
         # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
         role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"
@@ -532,7 +532,7 @@ class UserPhrases(ParserState):
                 # or in a clause of its own: "alice who is an admin", "bob who is not", "carol who has no sudo"
                 + _WHO_CLAUSE)
         item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"
-        for m in self._each(rf"{head}(?P<names>{item}(?:\s*(?:,|\band\b)\s*{item})+)"):
+        for m in self._each(rf"{head}(?P<names>{item}(?:\s*(?:,\s*(?:and\s+)?|\band\b)\s*{item})+)\)?"):
             users: list[dict[str, Any]] = []
             nopasswd = False  # "users alice and bob, passwordless sudo": said of the whole list
             listed_as_admins = bool(m.group("role") or m.group("role2"))

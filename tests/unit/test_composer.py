@@ -1253,3 +1253,11 @@ def test_a_schedule_said_by_a_pronoun_names_which_when_there_are_none_or_several
     two = apply_instruction(plain, "reboot every night at 3am and run /opt/backup.sh every sunday at 2am").data
     which = apply_instruction(two, "run it at 5am")
     assert _on_calendar(which.data) == _on_calendar(two) and any("which one?" in p for p in which.problems)
+
+
+def test_a_disk_resized_says_which_partition_takes_the_room_when_it_is_not_root():
+    done = apply_instruction(_library("ubuntu24-x86_64-edge-gateway-docker-raw.yml"), "make the disk 100G")
+    assert done.changes == ["disk size 16GiB -> 100GiB (/var/lib/docker takes the rest of the disk, so the room goes "
+                            "to it; root stays 8GiB)"]
+    plain = apply_instruction(_library("el10-x86_64-minimal-base-raw.yml"), "make the disk 100G")
+    assert plain.changes == ["disk size 8GiB -> 100GiB"]

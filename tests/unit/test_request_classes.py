@@ -337,6 +337,9 @@ def test_a_plain_word_before_account_names_the_account(text, users):
     ("ubuntu with a couple of sudo users: tom and jerry, jerry without sudo", [("tom", True), ("jerry", False)]),
     ("ubuntu with users alice and bob", [("alice", None), ("bob", None)]),
     ("users alice, bob and carol, carol as admin", [("alice", None), ("bob", None), ("carol", True)]),
+    # in brackets, with a comma before the last "and"
+    ("ubuntu server, 2 users (admin with sudo, and guest), hostname pos-01", [("admin", True), ("guest", None)]),
+    ("users alice, bob, and carol", [("alice", None), ("bob", None), ("carol", None)]),
 ])
 def test_a_role_before_a_list_of_users_is_every_listed_users_and_a_name_said_again_says_more_of_it(text, users):
     spec = parse_request(text)

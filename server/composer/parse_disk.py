@@ -9,7 +9,7 @@ from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
 from ..knowledge.template_format import load_template_format
 from .layout import LAST_EDITED, THAT_PARTITION
-from .phrasing import ParserState, alternatives
+from .phrasing import CORRECTION, ParserState, alternatives
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
 _SIZE = CASUAL_SIZE
@@ -412,8 +412,7 @@ class DiskPhrases(ParserState):
                 self._mask(m.start(), m.end())
         # "the disk 50G. no, 40G", "16 gigs, I mean 32": a size said again as a correction replaces the disk's
         if spec.disk_size is not None:
-            for m in self._each(rf"(?:\bno|\bnope|\bsorry|\bactually|\bi\s+mean|\bmake\s+(?:that|it)|\brather)\s*[,.:;-]?\s*"
-                                rf"(?<![\w/.]){_SIZE}(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
+            for m in self._each(rf"(?:{CORRECTION}|\bno)\s*[,.:;-]?\s*(?<![\w/.]){_SIZE}(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
                 spec.disk_size = _size(m.group(1), m.group(2))
                 self._mask(m.start(), m.end())
         if spec.disk_size is None and not spec.disk_size_delta:

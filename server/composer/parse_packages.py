@@ -13,6 +13,7 @@ from .index_names import HOST_NAME
 from .parse_unread import VALUE, UnreadWords, no_wish
 from .phrasing import (
     ADD_WORDS,
+    CORRECTION,
     DEGREE_WORDS,
     PACKAGE_SHAPE,
     REMOVE_WORDS,
@@ -94,6 +95,18 @@ class PackagePhrases(UnreadWords):
             (rf"\b(?:ditch|drop|dump|remove|lose|scrap|delete|get\s+rid\s+of)\s+{the}{word}\s*(?:[,;]\s*|\s+)(?:and\s+)?"
              rf"(?:(?:use|add|install|take|get|put\s+in|go\s+with)\s+)?{the}{word}\s+instead\b(?!\s+of)", 1, 2),
         ]
+        # "apache, no wait, nginx": a name taken back as soon as said is no wish, and nothing to remove
+        for m in self._each(rf"\b([a-z0-9][\w.+:~-]*)\s*[,.;:-]?\s*{CORRECTION}\s*[,.;:-]?\s*(?!(?:also|too|and|more)\b){the}{word}"
+                            r"(?=\s*(?:$|[,.;]|\band\b|\bwith\b))"):
+            old, new = m.group(1), m.group(2)
+            if (self._is_os_or_arch(old) or self._is_os_or_arch(new) or not self._software(old.lower())
+                    or re.match(r"\d", new)):
+                continue  # a size or a release said again is their readers' ("20G, sorry, 40G")
+            for k, part in enumerate(p for p in self._named(new) if p.lower() not in STOPWORDS):
+                if self._classify(part, mode="add", strength="strong") == "unknown-strong" and (
+                        looks_like_package(part.lower()) or (k == 0 and part.lower() not in self.english)):
+                    self.spec.add_packages.append(part.lower())
+            self._mask(m.start(), m.end())
         for pattern, old_i, new_i in patterns:
             for m in self._each(pattern):
                 old, new = m.group(old_i), m.group(new_i)

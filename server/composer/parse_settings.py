@@ -37,7 +37,7 @@ _CPU_NOUN = r"(?:cpus?|cores?|processors?)"
 # before "keyboard" they are that word; "us keyboard" stays American.
 _ENGLISH_LAYOUT_NAMES = frozenset({"no", "is", "it", "be"})
 # What may stand between a setting's words and its value: "swappiness = 10", "time zone set to UTC".
-_LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for)\b)\s*){0,3}"
+_LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for|back)\b)\s*){0,3}"
 _ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate|with|want|need)"
 # "root login should be off", "ipv6 must stay disabled": a modal verb may stand before the switch
 _MODAL = r"(?:(?:should|must|shall|will|would|to|can|needs?\s+to|has\s+to|have\s+to)\s+)?"
@@ -416,8 +416,8 @@ class SettingPhrases(ParserState):
                 said = m.group(0).lower()
                 self.spec.add_packages += [p for p in setting.packages_named
                                            if re.search(rf"\b{re.escape(p)}\b", said) and p not in self.spec.add_packages]
-                if forward:
-                    self._mask(m.start(), m.start(1) + length)
+                if forward:  # the whole match once the whole value is read ("cores 2-5 isolated": its words after)
+                    self._mask(m.start(), m.end() if length == len(m.group(1)) else m.start(1) + length)
                 else:
                     self._mask(m.end(1) - length, m.end())
         if setting.value == "zone":  # a tz name names its setting by its shape ("set the clock to Asia/Kolkata")

@@ -40,6 +40,14 @@ _WHO_CLAUSE = (r"(?:\s+who\s+(?:(?:is|should\s+be|will\s+be|has|gets|needs|can|m
                r"(?:\s+(?:sudo\w*|admin\w*|root|superuser))?(?:\s+(?:rights|access|privileges))?(?![\w-]))?")
 
 
+# A user that never logs in: a service account, given the shell that refuses a login (shadow-utils' nologin, at
+# /usr/sbin on every family).
+_NO_LOGIN = re.compile(r"\b(?:(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|won't|will\s+not"
+                       r"|may\s+not|never)\s+log\s*-?\s*in|(?:no|without(?:\s+an?)?)\s+(?:interactive\s+)?(?:login|log-in)"
+                       r"(?:\s+shell)?|nologin|non-?interactive|no\s+shell)\b", re.I)
+NOLOGIN_SHELL = "/usr/sbin/nologin"
+
+
 # Groups listed for a user ("docker, video and audio"), lazily, so "groups"/"group" after them stays outside.
 _GROUP_LIST = r"([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)"
 
@@ -240,6 +248,8 @@ class UserPhrases(ParserState):
                               r"(?:default\s+|login\s+)?shell\b", clause, re.I)
             if shell:
                 user["shell"] = self._login_shell(shell.group(1) or shell.group(2))
+            elif _NO_LOGIN.search(clause):  # a service account ("svc-backup that cannot log in")
+                user["shell"] = NOLOGIN_SHELL
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)

@@ -103,6 +103,14 @@ FUNCTION_WORDS = frozenset({
     "uh", "um", "ok", "okay", "lol", "haha", "wow", "thanks", "thank", "cheers", "sorry", "greetings"})
 
 
+# Words that take back what was just said, before what replaces it ("apache, no wait, nginx", "20G, sorry, I meant
+# 40G", "16 gigs, I mean 32").
+# A bare "no" is one only before a value of the same kind ("50G. no, 40G"): before a name it takes the name out
+# ("nginx, no apache").
+CORRECTION = (r"(?:\bno\s*,?\s*(?:wait|sorry|i\s+meant?)|\bnope|\bwait|\bsorry(?:\s*,?\s*i\s+meant?)?|\bactually(?:\s*,?\s*no)?"
+              r"|\bi\s+meant?|\bmake\s+(?:that|it)|\bor\s+rather|\brather|\bscratch\s+that)")
+
+
 # Words of degree ("remove swap entirely", "drop nginx completely"): how much, never what.
 DEGREE_WORDS = frozenset({"entirely", "completely", "altogether", "fully", "totally", "wholly"})
 

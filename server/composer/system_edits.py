@@ -13,6 +13,7 @@ from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at, template_packages
 from .layout import Layout
 from .parse_keys import key_commands
+from .parse_users import NOLOGIN_SHELL
 from .request_spec import REFERRED_USER, RequestSpec
 from .schedules import merged
 
@@ -387,7 +388,7 @@ class SystemEdit(TemplateEdit):
                 self.changes.append(f"note: user {name} logs in with its ssh key and has no password, so sudo will ask "
                                     f"for one it does not have: ask for passwordless sudo for {name}, or set a hashed "
                                     "password (password + hash_algo)")
-            if created and not request.get("key"):
+            if created and not request.get("key") and request.get("shell") != NOLOGIN_SHELL:  # a service account logs in never
                 self.changes.append(
                     f"note: user {name} has no password; set a hashed one (password + hash_algo) or log in with SSH keys"
                 )

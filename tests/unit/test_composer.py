@@ -1261,3 +1261,9 @@ def test_a_disk_resized_says_which_partition_takes_the_room_when_it_is_not_root(
                             "to it; root stays 8GiB)"]
     plain = apply_instruction(_library("el10-x86_64-minimal-base-raw.yml"), "make the disk 100G")
     assert plain.changes == ["disk size 8GiB -> 100GiB"]
+
+
+def test_a_service_account_is_added_with_no_note_about_its_password():
+    done = apply_instruction(_library("debian13-x86_64-minimal-base-raw.yml"), "add user svc-backup that cannot log in")
+    assert done.data["systemConfig"]["users"] == [{"name": "svc-backup", "shell": "/usr/sbin/nologin"}]
+    assert not any("has no password" in c for c in done.changes), done.changes

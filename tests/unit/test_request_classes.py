@@ -1202,3 +1202,37 @@ def test_a_removal_then_what_instead_is_a_replacement(text, removed, added):
 @pytest.mark.parametrize("text", ["remove swap entirely", "drop nginx completely", "get rid of docker altogether"])
 def test_a_word_of_degree_after_a_removal_is_no_wish(text):
     assert not parse_request(text).unparsed
+
+
+@pytest.mark.parametrize("text", ["cores 2-5 isolated", "emt3 realtime image with cpus 2-3 isolated and the rt kernel"])
+def test_a_cpu_list_before_its_setting_word_leaves_no_word_unread(text):
+    spec = parse_request(text)
+    assert any(p.startswith("isolcpus=") for p in spec.kernel_cmdline_append) and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ['debian 13 image with a user "svc-backup" that cannot log in',
+                                  "add user backup with no login shell"])
+def test_a_user_that_never_logs_in_gets_the_nologin_shell(text):
+    (user,) = parse_request(text).users
+    assert user["shell"] == "/usr/sbin/nologin"
+
+
+@pytest.mark.parametrize(("text", "port"), [("move ssh back to port 22", "22"), ("ssh port back to 22", "22"),
+                                            ("move ssh to port 2200", "2200")])
+def test_ssh_moved_to_a_port_is_sshds_port(text, port):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert f"Port {port}\\n" in entry["cmd"] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "added", "removed", "size"), [
+    ("debian 13 image with apache, no wait, nginx", ["nginx"], [], None),
+    ("add vim, I mean nano", ["nano"], [], None),
+    ("ubuntu 24.04 image with a 20G disk, sorry I meant 40G", [], [], "40GiB"),
+    # a bare "no" before a name takes it out; "actually also" adds
+    ("debian with nginx, no apache", ["nginx"], ["apache2"], None),
+    ("debian with nginx, actually also caddy", ["nginx", "caddy"], [], None),
+])
+def test_a_name_or_size_taken_back_as_soon_as_said_is_replaced(text, added, removed, size):
+    spec = parse_request(text)
+    assert (spec.add_packages, spec.remove_packages, spec.disk_size, spec.unparsed) == (added, removed, size, [])

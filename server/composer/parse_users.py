@@ -208,6 +208,7 @@ class UserPhrases(ParserState):
                     break
                 stop = boundary.search(tail, end + 1)
                 end = stop.start() if stop else len(tail)
+            end = self._software_joined(tail, end)
             clause_end = rest_start + end
             role_after = _ROLE_AFTER.match(self.work, clause_end)  # "add user webadmin, no sudo"
             if role_after:
@@ -222,6 +223,12 @@ class UserPhrases(ParserState):
                     self._mask(m.start(), clause_end)
                     continue
             user["name"] = name
+            # "a user named John Smith": a person's full name, of which a user name takes one word; said, not dropped
+            surname = re.match(r"\s+([A-Z][a-z]+)\b", self.work[m.end("name"):]) if m.group("name") and name[:1].isupper() \
+                else None
+            if surname and surname.group(1).lower() not in {*self.known, *FUNCTION_WORDS, *STOPWORDS}:
+                self.spec.notes.append(f"user {name}: a user name is one word, so '{name} {surname.group(1)}' gives "
+                                       f"{name}; a full name is not written (a template has no field for it)")
             if qualifier in ("admin", "administrator", "sudo", "sudoer", "privileged") or re.search(
                 r"\b(?:sudo|admin(?:istrator)?\s+(?:rights|privileges|access)|root\s+(?:rights|privileges|access)|wheel|sudoer"
                 r"|superuser|as\s+(?:an?\s+)?admin(?:istrator)?)\b",
@@ -567,6 +574,20 @@ class UserPhrases(ParserState):
                     user["sudo"] = user["nopasswd"] = True
                 self.spec.users += users
                 self._mask(m.start(), m.end())
+
+    def _software_joined(self, tail: str, end: int) -> int:
+        """Where a user's clause ends before software joined to it ("a user named bob and nginx": nginx is the
+        image's, not bob's), unless the clause lists groups ("in the docker and video groups")."""
+        for joined in re.finditer(r"\s+and\s+(?:the\s+|a\s+|an\s+)?([a-z0-9][\w.+-]*)", tail[:end], re.I):
+            word = joined.group(1).lower()
+            after = tail[joined.end():]
+            if re.search(r"\bgroups?\b", tail[:end], re.I) or re.match(
+                    r"\s*groups?\b|\s+as\s+(?:the\s+|a\s+|an\s+|his\s+|her\s+|their\s+)?(?:default\s+|login\s+)?shell\b",
+                    after, re.I):
+                return end
+            if word in self.known or self.caps.group_for_word(word):
+                return joined.start()
+        return end
 
     def _login_shell(self, shell: str) -> str:
         """The path of a user's login shell; a shell the base system lacks (zsh, fish) is installed with it."""

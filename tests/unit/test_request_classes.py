@@ -1236,3 +1236,26 @@ def test_ssh_moved_to_a_port_is_sshds_port(text, port):
 def test_a_name_or_size_taken_back_as_soon_as_said_is_replaced(text, added, removed, size):
     spec = parse_request(text)
     assert (spec.add_packages, spec.remove_packages, spec.disk_size, spec.unparsed) == (added, removed, size, [])
+
+
+@pytest.mark.parametrize(("text", "groups", "packages"), [
+    ("ubuntu with a user named bob and nginx", [], ["nginx"]),
+    ("add a user called maria and docker", ["containers"], []),
+    ("user dev with sudo and docker", ["containers"], []),
+])
+def test_software_joined_to_a_users_clause_is_the_images(text, groups, packages):
+    spec = parse_request(text)
+    (user,) = spec.users
+    assert (spec.add_groups, spec.add_packages, spec.unparsed) == (groups, packages, [])
+
+
+@pytest.mark.parametrize("text", ["add user bob to the docker and video groups", "add user ops with sudo and zsh as the shell"])
+def test_a_users_own_groups_and_shell_stay_in_its_clause(text):
+    (user,) = parse_request(text).users
+    assert user.get("groups") == ["docker", "video"] or user.get("shell") == "/bin/zsh"
+
+
+def test_a_full_name_given_for_a_user_is_said_to_give_one_word():
+    spec = parse_request("ubuntu 24.04 with a user named John Smith")
+    assert [u["name"] for u in spec.users] == ["John"] and any("'John Smith' gives John" in n for n in spec.notes)
+    assert not parse_request("add user Alice With sudo").notes

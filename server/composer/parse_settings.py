@@ -20,11 +20,10 @@ from ..knowledge.system_settings import (
     load_settings,
     module_key,
     sysctl_configuration,
-    timer_command,
     zone_named,
 )
-from .phrasing import STOPWORDS, ParserState, alternatives
-from .schedules import SCHEDULE, Calendar, calendar
+from .parse_schedules import UNDO, SchedulePhrases
+from .phrasing import STOPWORDS, alternatives
 
 # Languages whose modules are packages of their own ("python3 with the requests module"), not the kernel's.
 _LANGUAGES = re.compile(r"\b(?:python[23]?|pip3?|perl|cpan|ruby|gems?|node(?:js)?|npm|php|lua|rust|cargo|go(?:lang)?)\b", re.I)
@@ -59,9 +58,6 @@ _SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.
 # A server's address: IPv4 or a dotted host name, with an optional port.
 _ADDRESS = (r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,})"
             r"(?::\d{1,5})?(?![\w.:-])")
-# Verbs that take a setting out, whatever its value ("remove isolcpus", "cancel the nightly reboot").
-_UNDO = (r"(?:remove|drop|delete|disable|strip|stop|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel|scratch"
-         r"|never\s+mind)")
 _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight")
 # Words before a setting's that make it a destination ("to the central syslog server", "a remote log server").
 _DESTINATION_BEFORE = re.compile(r"\b(?:to|towards|remote)\s+(?:(?:the|a|an|our|my|their|remote|central)\s+)*$", re.I)
@@ -104,7 +100,7 @@ def is_setting_key(key: str) -> bool:
     return any(not s.cmdline and key.lower().replace("_", " ") in s.words for s in load_settings().values())
 
 
-class SettingPhrases(ParserState):
+class SettingPhrases(SchedulePhrases):
     """The system settings of a request."""
 
     def _machine_resources(self) -> None:
@@ -121,72 +117,6 @@ class SettingPhrases(ParserState):
             said = " ".join(m.group(0).split())
             self.spec.notes.append(f"{said} not applied: memory and CPUs are set where the image runs (the virtual "
                                    "machine or the machine itself), not in a template")
-            self._mask(m.start(), m.end())
-
-    def _scheduled_commands(self) -> None:
-        """A program run on a schedule ("a cron job that runs /usr/local/bin/backup.sh every night", "run
-        /opt/sync.sh every sunday at 4"): a systemd timer and its oneshot service, as a scheduled reboot is; the
-        program itself must be in the image, which is said. "remove the cron job" takes such timers out."""
-        every = r"nightly|daily|weekly|monthly|hourly"
-        kind = r"cron\s*job|cron\s+entry|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task"
-        job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind})"
-        undo_job = rf"(?:(?:a|an|the)\s+)?(?:(?:{every})\s+)?(?:{kind})"
-        run = r"(?:runs?|running|executes?|executing|calls?|starts?)"
-        path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
-        for m in self._each(rf"\b{_UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:{path}\s+)?{undo_job}s?\b"):
-            name = _unit_name(m.group(1)) if m.group(1) else r"[\w-]+"
-            self.spec.configurations.append({"remove": True, "replaces": rf"/etc/systemd/system/run-{name}\.timer",
-                                             "cmd": "", "label": "scheduled job"})
-            self._mask(m.start(), m.end())
-        # "backups every sunday at 2am via /opt/backup.sh": what the job is for, when, and by which program
-        via = r"(?:via|using|by\s+running|running)"
-        for m in self._each(rf"(?:\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:runs?|executes?)|\b(?P<verb>schedule)"
-                            rf"|(?P<first>{SCHEDULE})\s*,?\s+(?:run|execute)s?"
-                            rf"|(?:\b[a-z][\w-]*\s+)?(?P<then>{SCHEDULE})\s*,?\s+{via})\s+{path}(?:\s+to\s+(?:run|be\s+run))?"
-                            rf"(?:\s*,?\s+(?P<when>{SCHEDULE}))?"):
-            said = m.group("first") or m.group("then") or m.group("when") or m.group("adjective")
-            at = calendar(said) if said else None
-            found = re.search(path, m.group(0))
-            assert found is not None  # the match holds the path
-            program = found.group(1)
-            if at is None:
-                if m.group("job") or m.group("verb") or said:  # a job whose schedule says no calendar event
-                    self.spec.notes.append(f"scheduled {program} not applied: " + (
-                        f"'{said}' says no calendar event; say when, e.g. 'every night at 2' or 'every 6 hours'"
-                        if said else "no schedule said; say when, e.g. 'every night at 2' or 'every 6 hours'"))
-                    self._mask(m.start(), m.end())
-                continue
-            self._configure(f"scheduled {program} {at.event}",
-                            {**timer_command(f"run-{_unit_name(program)}", program, at.event),
-                             "setting": f"scheduled {program}"})
-            self._dated(at, f"scheduled {program}: ")
-            self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
-            self.spec.notes.append(f"{program} is run by a systemd timer (no cron needed); the program itself is "
-                                   "not written: put it in the image (the template's additional files)")
-            self._mask(m.start(), m.end())
-
-    def _dated(self, at: Calendar, prefix: str) -> None:
-        """The schedule just written, with the part a default filled and the note that says so: an edit keeps the
-        earlier schedule's own part instead, and takes the note back (system_edits.configurations)."""
-        self.spec.configurations[-1].update(calendar=at.event, defaulted=at.defaulted,
-                                            default_note=prefix + at.default_note if at.default_note else "")
-
-    def _rescheduled(self) -> None:
-        """"make it weekly on sundays instead", "run it at 4am": a new schedule for the one the image has (a
-        scheduled reboot or job), said by a pronoun; applied only where the template has exactly one."""
-        what = r"(?:it|that|this|the\s+(?:job|timer|schedule|reboot|task|cron\s*job))"
-        for m in self._each(rf"\b(?:make|run|schedule|reschedule|move|change|set|switch|have|let)\s+{what}\s+"
-                            rf"(?:to\s+)?(?:(?:run|happen|be|go)\s+)?(?:(?:to|for)\s+)?(?P<when>{SCHEDULE})"
-                            r"(?:\s+instead)?(?![\w/.-])"):
-            at = calendar(m.group("when"))
-            if at is None:
-                continue
-            self.spec.configurations.append({
-                "cmd": "", "reschedule": True, "replaces": r"OnCalendar=", "label": f"schedule {at.event}",
-                "edits_only": "the image has no scheduled reboot or job to give this schedule; say what runs, e.g. "
-                              "'reboot every sunday at 4' or 'run /opt/x.sh every night'"})
-            self._dated(at, "schedule: ")
-            self.spec.notes += [f"schedule: {note}" for note in at.notes]
             self._mask(m.start(), m.end())
 
     def _settings(self) -> None:
@@ -390,6 +320,9 @@ class SettingPhrases(ParserState):
             forms = [(rf"{w}{_LINK}(\d+)(?![\w.-])", True), (rf"(?<![\w.-])(\d+)\s+{w}", False)]
         elif setting.value == "size":
             forms = [(rf"{w}{_LINK}({_SIZE_TEXT})", True), (rf"({_SIZE_TEXT})\s+(?:of\s+)?{w}", False)]
+        elif setting.value == "duration":  # "keep logs for 30 days", "2 weeks of log retention"
+            forms = [(rf"{w}{_LINK}(?:(?:at\s+most|up\s+to|only)\s+)?({_DURATION})", True),
+                     (rf"({_DURATION})\s+(?:of\s+)?{w}", False)]
         elif setting.value == "address":  # "send logs to the server 10.0.0.5": "the server" may stand between
             forms = [(rf"{w}{_LINK}{_TO_ADDRESS.replace(_ADDRESS, f'({_ADDRESS})')}", True),
                      # "time1.example.org as the time server", "10.0.0.5 for the logs"
@@ -429,7 +362,7 @@ class SettingPhrases(ParserState):
         if not own:
             return
         # "remove isolcpus", "drop the hugepages parameter": the setting taken out, whatever its value
-        for m in self._each(rf"\b{_UNDO}\s+(?:the\s+)?{w}(?:\s+(?:parameters?|settings?|options?|flags?))?"):
+        for m in self._each(rf"\b{UNDO}\s+(?:the\s+)?{w}(?:\s+(?:parameters?|settings?|options?|flags?))?"):
             self._undo(setting)
             self._mask(m.start(), m.end())
         valued = any(c.get("setting") == setting.name and not c.get("remove") for c in self.spec.configurations)
@@ -465,26 +398,6 @@ class SettingPhrases(ParserState):
         if entry is not None:
             self.spec.configurations.append({"remove": True, "replaces": entry["replaces"], "cmd": "",
                                              "label": setting.name})
-
-    def _scheduled(self, setting: Setting, w: str) -> None:
-        """A recurring setting and when: "reboot it every sunday at 4", "a nightly reboot at 3am", "at 2am every
-        day the machine reboots". What the reading chose that was not said (midnight, Monday for weekly) is noted."""
-        what = r"(?:\s+(?:it|itself|the\s+(?:machine|system|box|device|server|node|image|computer)))?"
-        subject = r"(?:(?:it|the\s+(?:machine|system|box|device|server|node|image|computer))\s+)?"
-        for m in self._each(rf"(?:\b({SCHEDULE})\s+{subject})?{w}{what}(?:\s*,?\s+({SCHEDULE}))?"):
-            undo = re.search(rf"\b{_UNDO}\s+(?:(?:the|any|its|more)\s+)*$", self.work[:m.start()])
-            if undo:
-                self._undo(setting)  # "stop the nightly reboot", "no more weekly reboots"
-                self._mask(undo.start(), m.end())
-                continue
-            said = " ".join(g for g in (m.group(1), m.group(2)) if g)
-            at = calendar(said) if said else None
-            if at is None:
-                continue  # "reboot" alone, or after updates: no schedule, and nothing written
-            self._write(setting, at.event)
-            self._dated(at, f"{setting.name}: ")
-            self.spec.notes += [f"{setting.name}: {note}" for note in at.notes]
-            self._mask(m.start(), m.end())
 
     def _not_a_zone(self, setting: Setting, m: re.Match[str], forward: bool) -> None:
         """A name shaped like a zone ("Mars/Olympus") next to the words that is none: reported with them."""
@@ -524,6 +437,8 @@ class SettingPhrases(ParserState):
         if setting.value == "size":
             mib = parse_casual(text)
             return (fmt_size(mib) if mib else ""), len(text)
+        if setting.value == "duration":
+            return _time_span(text), len(text)
         if setting.value == "layout":
             return self._layout(text, forward)
         if setting.value == "count":
@@ -562,13 +477,10 @@ class SettingPhrases(ParserState):
         if entry is not None:
             self._configure(f"{setting.name} {value}", {**entry, "packages": list(setting.packages)})
 
-    def _configure(self, label: str, entry: dict) -> None:
-        self.spec.configurations.append({**entry, "label": label})
-
     @staticmethod
     def _shape(setting: Setting) -> str:
         return {"cpus": "CPU list", "count": "number", "size": "size", "zone": "time zone", "schedule": "schedule",
-                "address": "server address", "layout": "keyboard layout"}[setting.value]
+                "address": "server address", "layout": "keyboard layout", "duration": "duration"}[setting.value]
 
     @staticmethod
     def _example(setting: Setting) -> str:
@@ -577,10 +489,20 @@ class SettingPhrases(ParserState):
                 "zone": f"{word} Europe/Berlin", "address": f"{word} logs.example.com:514"}[setting.value]
 
 
-def _unit_name(program: str) -> str:
-    """A unit name for a program's timer: its file name without the extension, in a unit name's letters."""
-    base = program.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
-    return re.sub(r"[^a-z0-9-]+", "-", base).strip("-") or "job"
+# A duration as people say it: "30 days", "2 weeks", "a month", "12h".
+_DURATION_UNITS = {"minute": "min", "min": "min", "hour": "h", "h": "h", "hr": "h", "day": "day", "d": "day",
+                   "week": "week", "w": "week", "wk": "week", "month": "month", "year": "year", "y": "year"}
+_DURATION = (r"(?:\d+|an?|one)\s*(?:minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|w|months?|years?|y)(?![\w-])")
+
+
+def _time_span(text: str) -> str:
+    """A duration said in words as a systemd time span (systemd.time(7)): "30 days" -> "30day"."""
+    m = re.fullmatch(r"(\d+|an?|one)\s*([a-z]+?)s?", text.strip().lower())
+    if m is None:
+        return ""
+    count = m.group(1) if m.group(1).isdigit() else "1"
+    unit = _DURATION_UNITS.get(m.group(2)) or _DURATION_UNITS.get(m.group(2).rstrip("s"), "")
+    return f"{count}{unit}" if unit and int(count) > 0 else ""
 
 
 @functools.cache

@@ -31,10 +31,15 @@ _DATA_NOUNS = {"data", "files", "storage"}
 _POSSESSIVES = {"its", "their", "his", "her"}
 
 
+# Daemons of systemd itself, in every image: named with a setting of theirs ("journald with persistent logs"), they
+# are no software to add.
+_BUILT_IN = {"journald", "systemd-journald", "udevd", "systemd-udevd", "logind", "systemd-logind"}
+
+
 def no_wish(tokens: list[str], i: int) -> bool:
-    """Whether word ``i`` says nothing to apply or report: what the image is (PLAIN_ADJECTIVES) or the data of
-    software named before it ("and its data on a 50G volume")."""
-    return tokens[i] in PLAIN_ADJECTIVES or owned_data(tokens, i)
+    """Whether word ``i`` says nothing to apply or report: what the image is (PLAIN_ADJECTIVES), a daemon every
+    image has (_BUILT_IN), or the data of software named before it ("and its data on a 50G volume")."""
+    return tokens[i] in PLAIN_ADJECTIVES or tokens[i] in _BUILT_IN or owned_data(tokens, i)
 
 
 def owned_data(tokens: list[str], i: int) -> bool:

@@ -21,7 +21,7 @@ from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
 
 RESOURCE = "system_settings.yaml"
-VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "layout", "on", "off", "none")
+VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "layout", "duration", "on", "off", "none")
 
 
 @dataclass(frozen=True)

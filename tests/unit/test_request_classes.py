@@ -1259,3 +1259,24 @@ def test_a_full_name_given_for_a_user_is_said_to_give_one_word():
     spec = parse_request("ubuntu 24.04 with a user named John Smith")
     assert [u["name"] for u in spec.users] == ["John"] and any("'John Smith' gives John" in n for n in spec.notes)
     assert not parse_request("add user Alice With sudo").notes
+
+
+@pytest.mark.parametrize(("text", "span"), [("ubuntu 24.04 image where journald keeps logs for 7 days", "7day"),
+                                            ("keep logs for a month", "1month"), ("log retention of 2 weeks", "2week")])
+def test_how_long_logs_are_kept_is_journalds_retention_and_no_syslog_daemon(text, span):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert f"MaxRetentionSec={span}\\n" in entry["cmd"] and "journald.conf.d" in entry["cmd"]
+    assert "logging" not in spec.add_groups and not spec.unparsed
+
+
+def test_persistent_logs_are_journald_storage_on_disk():
+    spec = parse_request("journald with persistent logs")
+    (entry,) = spec.configurations
+    assert "Storage=persistent" in entry["cmd"] and not spec.unparsed and not spec.add_groups
+
+
+def test_a_job_said_by_what_it_does_with_no_program_is_said_not_applied():
+    spec = parse_request("ubuntu 24.04 with nginx, and a cron job that renews certs every night")
+    assert not spec.configurations and "cron" not in spec.add_packages and not spec.unparsed
+    assert any(n.startswith("scheduled job (renews certs) not applied: no program named") for n in spec.notes)

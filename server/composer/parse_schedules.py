@@ -1,0 +1,132 @@
+"""Reading what recurs: scheduled reboots and programs run on a schedule ("reboots every night at 3am", "run
+/opt/sync.sh every sunday at 4", "a nightly cron job running …"), systemd timers on their calendar events
+(server/composer/schedules.py), and a new schedule for the one the image has ("make it weekly on sundays")."""
+
+from __future__ import annotations
+
+import re
+
+from ..knowledge.system_settings import Setting, timer_command
+from .phrasing import ParserState
+from .schedules import SCHEDULE, Calendar, calendar
+
+# Verbs that take a setting out, whatever its value ("remove isolcpus", "cancel the nightly reboot").
+UNDO = (r"(?:remove|drop|delete|disable|strip|stop|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel|scratch"
+        r"|never\s+mind)")
+
+
+class SchedulePhrases(ParserState):
+    """The schedules of a request. A scheduled setting is written as the settings' reading writes every setting."""
+
+    def _write(self, setting: Setting, value: str) -> None:
+        """The setting at ``value``, written (SettingPhrases)."""
+        raise NotImplementedError
+
+    def _undo(self, setting: Setting) -> None:
+        """The setting taken out, whatever its value (SettingPhrases)."""
+        raise NotImplementedError
+
+    def _configure(self, label: str, entry: dict) -> None:
+        self.spec.configurations.append({**entry, "label": label})
+
+    def _scheduled_commands(self) -> None:
+        """A program run on a schedule ("a cron job that runs /usr/local/bin/backup.sh every night", "run
+        /opt/sync.sh every sunday at 4"): a systemd timer and its oneshot service, as a scheduled reboot is; the
+        program itself must be in the image, which is said. "remove the cron job" takes such timers out."""
+        every = r"nightly|daily|weekly|monthly|hourly"
+        kind = r"cron\s*job|cron\s+entry|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task"
+        job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind})"
+        undo_job = rf"(?:(?:a|an|the)\s+)?(?:(?:{every})\s+)?(?:{kind})"
+        run = r"(?:runs?|running|executes?|executing|calls?|starts?)"
+        path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
+        for m in self._each(rf"\b{UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:{path}\s+)?{undo_job}s?\b"):
+            name = _unit_name(m.group(1)) if m.group(1) else r"[\w-]+"
+            self.spec.configurations.append({"remove": True, "replaces": rf"/etc/systemd/system/run-{name}\.timer",
+                                             "cmd": "", "label": "scheduled job"})
+            self._mask(m.start(), m.end())
+        # "backups every sunday at 2am via /opt/backup.sh": what the job is for, when, and by which program
+        via = r"(?:via|using|by\s+running|running)"
+        for m in self._each(rf"(?:\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:runs?|executes?)|\b(?P<verb>schedule)"
+                            rf"|(?P<first>{SCHEDULE})\s*,?\s+(?:run|execute)s?"
+                            rf"|(?:\b[a-z][\w-]*\s+)?(?P<then>{SCHEDULE})\s*,?\s+{via})\s+{path}(?:\s+to\s+(?:run|be\s+run))?"
+                            rf"(?:\s*,?\s+(?P<when>{SCHEDULE}))?"):
+            said = m.group("first") or m.group("then") or m.group("when") or m.group("adjective")
+            at = calendar(said) if said else None
+            found = re.search(path, m.group(0))
+            assert found is not None  # the match holds the path
+            program = found.group(1)
+            if at is None:
+                if m.group("job") or m.group("verb") or said:  # a job whose schedule says no calendar event
+                    self.spec.notes.append(f"scheduled {program} not applied: " + (
+                        f"'{said}' says no calendar event; say when, e.g. 'every night at 2' or 'every 6 hours'"
+                        if said else "no schedule said; say when, e.g. 'every night at 2' or 'every 6 hours'"))
+                    self._mask(m.start(), m.end())
+                continue
+            self._configure(f"scheduled {program} {at.event}",
+                            {**timer_command(f"run-{_unit_name(program)}", program, at.event),
+                             "setting": f"scheduled {program}"})
+            self._dated(at, f"scheduled {program}: ")
+            self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
+            self.spec.notes.append(f"{program} is run by a systemd timer (no cron needed); the program itself is "
+                                   "not written: put it in the image (the template's additional files)")
+            self._mask(m.start(), m.end())
+        # "a cron job that renews certs every night": a job said by what it does, with no program to run
+        for m in self._each(rf"\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?(?P<what>(?:(?![\d/])[\w'-]+\s+){{1,5}}?)"
+                            rf"(?P<when>{SCHEDULE})"):
+            what = " ".join(m.group("what").split())
+            self.spec.notes.append(f"scheduled job ({what}) not applied: no program named; say which runs, e.g. "
+                                   "'run /usr/local/bin/renew.sh every night'")
+            self._mask(m.start(), m.end())
+
+    def _dated(self, at: Calendar, prefix: str) -> None:
+        """The schedule just written, with the part a default filled and the note that says so: an edit keeps the
+        earlier schedule's own part instead, and takes the note back (system_edits.configurations)."""
+        self.spec.configurations[-1].update(calendar=at.event, defaulted=at.defaulted,
+                                            default_note=prefix + at.default_note if at.default_note else "")
+
+    def _rescheduled(self) -> None:
+        """"make it weekly on sundays instead", "run it at 4am": a new schedule for the one the image has (a
+        scheduled reboot or job), said by a pronoun; applied only where the template has exactly one."""
+        what = r"(?:it|that|this|the\s+(?:job|timer|schedule|reboot|task|cron\s*job))"
+        for m in self._each(rf"\b(?:make|run|schedule|reschedule|move|change|set|switch|have|let)\s+{what}\s+"
+                            rf"(?:to\s+)?(?:(?:run|happen|be|go)\s+)?(?:(?:to|for)\s+)?(?P<when>{SCHEDULE})"
+                            r"(?:\s+instead)?(?![\w/.-])"):
+            at = calendar(m.group("when"))
+            if at is None:
+                continue
+            self.spec.configurations.append({
+                "cmd": "", "reschedule": True, "replaces": r"OnCalendar=", "label": f"schedule {at.event}",
+                "edits_only": "the image has no scheduled reboot or job to give this schedule; say what runs, e.g. "
+                              "'reboot every sunday at 4' or 'run /opt/x.sh every night'"})
+            self._dated(at, "schedule: ")
+            self.spec.notes += [f"schedule: {note}" for note in at.notes]
+            self._mask(m.start(), m.end())
+
+    def _scheduled(self, setting: Setting, w: str) -> None:
+        """A recurring setting and when: "reboot it every sunday at 4", "a nightly reboot at 3am", "at 2am every
+        day the machine reboots". What the reading chose that was not said (midnight, Monday for weekly) is noted."""
+        what = r"(?:\s+(?:it|itself|the\s+(?:machine|system|box|device|server|node|image|computer)))?"
+        subject = r"(?:(?:it|the\s+(?:machine|system|box|device|server|node|image|computer))\s+)?"
+        for m in self._each(rf"(?:\b({SCHEDULE})\s+{subject})?{w}{what}(?:\s*,?\s+({SCHEDULE}))?"):
+            undo = re.search(rf"\b{UNDO}\s+(?:(?:the|any|its|more)\s+)*$", self.work[:m.start()])
+            if undo:
+                self._undo(setting)  # "stop the nightly reboot", "no more weekly reboots"
+                self._mask(undo.start(), m.end())
+                continue
+            said = " ".join(g for g in (m.group(1), m.group(2)) if g)
+            at = calendar(said) if said else None
+            if at is None:
+                continue  # "reboot" alone, or after updates: no schedule, and nothing written
+            self._write(setting, at.event)
+            self._dated(at, f"{setting.name}: ")
+            self.spec.notes += [f"{setting.name}: {note}" for note in at.notes]
+            self._mask(m.start(), m.end())
+
+
+def _unit_name(program: str) -> str:
+    """A unit name for a program's timer: its file name without the extension, in a unit name's letters."""
+    base = program.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
+    return re.sub(r"[^a-z0-9-]+", "-", base).strip("-") or "job"
+
+
+__all__ = ["UNDO", "SchedulePhrases"]

@@ -174,6 +174,9 @@ class SystemPhrases(ParserState):
         when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
         services = alternatives(firewall_services())
         named = rf"(?:{services})(?:\s*(?:,|\band\b)\s*(?:{services}))*"
+        # the services that name a protocol, not software a request may ask for (postgresql, redis, cockpit)
+        protocols = alternatives([s for s in firewall_services() if s != "ssh" and not self.caps.group_for_word(s)
+                                  and s not in self.known])
         # each port of a list may say its own protocol ("tcp port 53, udp port 53"), and services may follow
         ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+)*"
                  rf"(?:\s*(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*{named}(?![\w-]))?")
@@ -190,6 +193,9 @@ class SystemPhrases(ParserState):
                             # alone may be OpenSSH misspelt
                             rf"|\b(?:open|opening|expose|unblock)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?(?:the\s+)?"
                             rf"(?!ssh\b){named}(?:\s+(?:traffic|access|ports?))?\b"
+                            # allowed, a protocol no software is named for ("allow http", "permit https and dns")
+                            rf"|\b(?:allow|allowing|permit|permitting)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?(?:the\s+)?"
+                            rf"(?:{protocols})(?:\s*(?:,|\band\b)\s*(?:{protocols}))*(?:\s+(?:traffic|access|ports?))?\b"
                             rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b{through}"):
             if re.match(r"forward", m.group(0).strip(), re.I):
                 self.spec.unparsed.append(f"{m.group(0).strip()} (port forwarding is not written by the composer: "
@@ -437,7 +443,9 @@ class SystemPhrases(ParserState):
             # "an immutable root (filesystem)": the noun after the adjective is part of the phrase
             r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)(?:\s+(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os))?"
             r"|read[\s-]only\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system|os)"
-            r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image)\s+"
+            r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image"
+            # "keep it writable", "leave it read-only": the image said by a pronoun, after a verb of keeping
+            r"|(?<=keep\s)it|(?<=leave\s)it|(?<=make\s)it)\s+"
             r"(?:(?:should|must|will|shall|needs?\s+to|has\s+to)\s+)?(?:is\s+|be\s+|stay\s+|to\s+be\s+|as\s+)?"
             r"(?:read[\s-]only|writ(?:e)?able|read[\s-]write)"  # "make the root writable": the other way
             r"|dm-verity|verity|mutable|writ(?:e)?able\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system))(?![\w-])"

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from ..knowledge.entries import Dist
 from ..knowledge.loader import Capabilities
 from ..knowledge.request_words import load_request_words
+from ..knowledge.system_settings import firewall_services
 from ..knowledge.typos import misspelling_of
 from .phrasing import ADD_WORDS, NA, NB, REMOVE_WORDS, STOPWORDS, ParserState, alternatives
 
@@ -70,7 +71,8 @@ class TargetPhrases(ParserState):
         for m in reversed(self._each(r"(?<![\w./-])([a-z][a-z0-9]{4,})(?![\w/-])")):
             word = m.group(1).lower()
             if (word in vocabulary or word in parts or word in STOPWORDS or word in ADD_WORDS
-                    or word in REMOVE_WORDS or word in self.english or self._release_code(word)):
+                    or word in REMOVE_WORDS or word in self.english or self._release_code(word)
+                    or word in firewall_services()):  # a protocol's name ("https") is no slip of a package's (httpd)
                 continue
             if _PARTICLE.match(self.work, m.end()):  # "turned off", "locked down": a phrasal verb, English
                 continue

@@ -36,6 +36,8 @@ class SystemEdit(TemplateEdit):
             if str(old) != spec.kernel_version:
                 kernel["version"] = spec.kernel_version
                 self.changes.append(f"kernel version {old or 'unset'} -> {spec.kernel_version}")
+            else:
+                self.changes.append(f"kernel version already {old}")
         if spec.kernel_cmdline is not None:
             kernel = self.kernel()
             old = kernel.get("cmdline")

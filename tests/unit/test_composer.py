@@ -1267,3 +1267,10 @@ def test_a_service_account_is_added_with_no_note_about_its_password():
     done = apply_instruction(_library("debian13-x86_64-minimal-base-raw.yml"), "add user svc-backup that cannot log in")
     assert done.data["systemConfig"]["users"] == [{"name": "svc-backup", "shell": "/usr/sbin/nologin"}]
     assert not any("has no password" in c for c in done.changes), done.changes
+
+
+def test_a_kernel_version_the_template_has_is_said_already_set():
+    base = _library("el10-x86_64-minimal-base-raw.yml")
+    version = str(base["systemConfig"]["kernel"]["version"])
+    done = apply_instruction(base, f"set the kernel to {version}")
+    assert done.changes == [f"kernel version already {version}"] and not done.unhandled

@@ -1280,3 +1280,26 @@ def test_a_job_said_by_what_it_does_with_no_program_is_said_not_applied():
     spec = parse_request("ubuntu 24.04 with nginx, and a cron job that renews certs every night")
     assert not spec.configurations and "cron" not in spec.add_packages and not spec.unparsed
     assert any(n.startswith("scheduled job (renews certs) not applied: no program named") for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "opened"), [("allow http", ["http"]), ("allow http and https", ["http", "https"]),
+                                              ("permit dns traffic", ["dns"])])
+def test_a_protocol_allowed_is_let_in_by_the_firewall(text, opened):
+    spec = parse_request(text)
+    assert spec.open_ports == opened and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["allow ssh", "allow postgresql"])  # the server, or software, as before
+def test_allowing_software_by_name_is_not_a_firewall_rule(text):
+    assert not parse_request(text).open_ports
+
+
+def test_a_protocols_name_is_no_slip_of_a_packages():
+    spec = parse_request("debian with nginx serving https")
+    assert spec.add_packages == ["nginx"] and not spec.corrected
+
+
+@pytest.mark.parametrize(("text", "immutable"), [("actually, keep it writable", False), ("keep it read-only", True),
+                                                 ("make it writable", False)])
+def test_the_image_said_by_a_pronoun_is_made_or_kept_writable(text, immutable):
+    assert parse_request(text).immutability is immutable

@@ -102,10 +102,7 @@ class PackagePhrases(UnreadWords):
             if (self._is_os_or_arch(old) or self._is_os_or_arch(new) or not self._software(old.lower())
                     or re.match(r"\d", new)):
                 continue  # a size or a release said again is their readers' ("20G, sorry, 40G")
-            for k, part in enumerate(p for p in self._named(new) if p.lower() not in STOPWORDS):
-                if self._classify(part, mode="add", strength="strong") == "unknown-strong" and (
-                        looks_like_package(part.lower()) or (k == 0 and part.lower() not in self.english)):
-                    self.spec.add_packages.append(part.lower())
+            self._taking_the_place(new)
             self._mask(m.start(), m.end())
         for pattern, old_i, new_i in patterns:
             for m in self._each(pattern):
@@ -114,18 +111,22 @@ class PackagePhrases(UnreadWords):
                     continue  # "ubuntu instead of debian" is a distribution switch, handled below
                 for part in self._named(old):
                     self._classify(part, mode="remove", strength="strong")
-                # "and plex instead of jellyfin": a joining word before the name is no first word of it
-                for k, part in enumerate(p for p in self._named(new) if p.lower() not in STOPWORDS):
-                    stack = next((v for v in self.caps.vendor_stacks.values() if part.lower() in v.words), None)
-                    if stack is not None:  # "plex instead of jellyfin": its vendor's, said as the stack reading says
-                        self.spec.notes.append(f"{part.lower()} not applied: {stack.note}")
-                        continue
-                    # an unknown second word is prose ("podman since ..."), unless shaped like a package name,
-                    # and so is an English word ("it is rootless instead of docker")
-                    if self._classify(part, mode="add", strength="strong") == "unknown-strong" and (
-                            looks_like_package(part.lower()) or (k == 0 and part.lower() not in self.english)):
-                        self.spec.add_packages.append(part.lower())
+                self._taking_the_place(new)
                 self._mask(m.start(), m.end())
+
+    def _taking_the_place(self, new: str) -> None:
+        """What a replacement or a correction asks for instead ("… instead of docker", "apache, no wait, nginx")."""
+        # "and plex instead of jellyfin": a joining word before the name is no first word of it
+        for k, part in enumerate(p for p in self._named(new) if p.lower() not in STOPWORDS):
+            stack = next((v for v in self.caps.vendor_stacks.values() if part.lower() in v.words), None)
+            if stack is not None:  # "plex instead of jellyfin": its vendor's, said as the stack reading says
+                self.spec.notes.append(f"{part.lower()} not applied: {stack.note}")
+                continue
+            # an unknown second word is prose ("podman since ..."), unless shaped like a package name, and so is
+            # an English word ("it is rootless instead of docker")
+            if self._classify(part, mode="add", strength="strong") == "unknown-strong" and (
+                    looks_like_package(part.lower()) or (k == 0 and part.lower() not in self.english)):
+                self.spec.add_packages.append(part.lower())
 
     def _roles_filled(self) -> None:
         """A group asked for by words naming its role only ("a container host"), beside software the request names

@@ -377,7 +377,6 @@ class TemplateEdit:
         taken_out = [g for g in without_groups if g in caps.groups]
         excluded_groups = {n.lower() for g in taken_out for n in caps.group_package_universe(g)}
         excluded_parameters = {name for g in taken_out for name in caps.group_own_parameters(g)}
-        left_out_names = excluded | excluded_groups
         for group in groups:
             if not where:
                 self.problems.append(f"cannot add {group}: the template has no target.os/dist")
@@ -398,7 +397,7 @@ class TemplateEdit:
             # "docker but not compose": a name taken out, or a word that is one part of a member's name, takes that
             # member out
             by_part = {p: said_as[w] for p in own for w in excluded if w == p.lower() or w in p.lower().split("-")}
-            added = [p for p in own if p.lower() not in left_out_names and p not in by_part and self.add_package(p)]
+            added = [p for p in own if p.lower() not in excluded_groups and p not in by_part and self.add_package(p)]
             if by_part:
                 self.changes = [c for c in self.changes
                                 if c not in {f"nothing to remove: {w} is not in the package list" for w in by_part.values()}]

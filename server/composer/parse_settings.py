@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual
 from ..knowledge.system_settings import (
@@ -440,34 +441,16 @@ class SettingPhrases(SchedulePhrases):
         if setting.value == "duration":
             return _time_span(text), len(text)
         if setting.value == "layout":
-            return self._layout(text, forward)
+            # before "keyboard", a layout's name that is an English word says no layout ("no keyboard")
+            return _most_words(text, forward, lambda said: None if not forward and said.lower() in _ENGLISH_LAYOUT_NAMES
+                               else keyboard_layout_named(said))
         if setting.value == "count":
             number, low, high = int(text), setting.low, setting.high
             if (low is not None and number < low) or (high is not None and number > high):
                 self.spec.unparsed.append(f"{setting.name} {number} (it takes {low} to {high})")
                 return "", len(text)
             return str(number), len(text)
-        spans = [m.span() for m in re.finditer(r"\S+", text)]
-        for n in range(len(spans), 0, -1):
-            start, end = (spans[0][0], spans[n - 1][1]) if forward else (spans[-n][0], spans[-1][1])
-            zone = zone_named(text[start:end])
-            if zone:
-                return zone, end if forward else len(text) - start
-        return None
-
-    @staticmethod
-    def _layout(text: str, forward: bool) -> tuple[str, int] | None:
-        """A keyboard layout from the most words next to the setting's that name one ("swiss german" -> ch). Before
-        "keyboard", a layout's name that is an English word says no layout ("no keyboard", "is it a keyboard")."""
-        spans = [m.span() for m in re.finditer(r"\S+", text)]
-        for n in range(len(spans), 0, -1):
-            start, end = (spans[0][0], spans[n - 1][1]) if forward else (spans[-n][0], spans[-1][1])
-            layout = keyboard_layout_named(text[start:end])
-            if layout and not forward and text[start:end].lower() in _ENGLISH_LAYOUT_NAMES:
-                return None
-            if layout:
-                return layout, end if forward else len(text) - start
-        return None
+        return _most_words(text, forward, zone_named)
 
     def _write(self, setting: Setting, value: str) -> None:
         if not value:
@@ -493,6 +476,18 @@ class SettingPhrases(SchedulePhrases):
 _DURATION_UNITS = {"minute": "min", "min": "min", "hour": "h", "h": "h", "hr": "h", "day": "day", "d": "day",
                    "week": "week", "w": "week", "wk": "week", "month": "month", "year": "year", "y": "year"}
 _DURATION = (r"(?:\d+|an?|one)\s*(?:minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|w|months?|years?|y)(?![\w-])")
+
+
+def _most_words(text: str, forward: bool, named: Callable[[str], str | None]) -> tuple[str, int] | None:
+    """What the most words of ``text`` next to a setting's words name (from its start when ``forward``, else from its
+    end), with the length of text they take: "berlin and docker" -> Europe/Berlin, "swiss german" -> ch."""
+    spans = [m.span() for m in re.finditer(r"\S+", text)]
+    for n in range(len(spans), 0, -1):
+        start, end = (spans[0][0], spans[n - 1][1]) if forward else (spans[-n][0], spans[-1][1])
+        value = named(text[start:end])
+        if value:
+            return value, end if forward else len(text) - start
+    return None
 
 
 def _time_span(text: str) -> str:

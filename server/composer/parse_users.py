@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .phrasing import EDIT_VERBS, FUNCTION_WORDS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO, ParserState
-from .request_spec import REFERRED_USER
+from .request_spec import NOLOGIN_SHELL, REFERRED_USER
 
 # Sudo that asks no password ("passwordless sudo", "sudo without a password", "NOPASSWD"): upstream templates
 # write it as a sudoers.d file from a configuration command (the schema's ``sudo: true`` alone asks for one).
@@ -40,12 +40,10 @@ _WHO_CLAUSE = (r"(?:\s+who\s+(?:(?:is|should\s+be|will\s+be|has|gets|needs|can|m
                r"(?:\s+(?:sudo\w*|admin\w*|root|superuser))?(?:\s+(?:rights|access|privileges))?(?![\w-]))?")
 
 
-# A user that never logs in: a service account, given the shell that refuses a login (shadow-utils' nologin, at
-# /usr/sbin on every family).
+# A user that never logs in: a service account, given the shell that refuses a login (NOLOGIN_SHELL).
 _NO_LOGIN = re.compile(r"\b(?:(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|won't|will\s+not"
                        r"|may\s+not|never)\s+log\s*-?\s*in|(?:no|without(?:\s+an?)?)\s+(?:interactive\s+)?(?:login|log-in)"
                        r"(?:\s+shell)?|nologin|non-?interactive|no\s+shell)\b", re.I)
-NOLOGIN_SHELL = "/usr/sbin/nologin"
 
 
 # Groups listed for a user ("docker, video and audio"), lazily, so "groups"/"group" after them stays outside.
@@ -578,12 +576,12 @@ class UserPhrases(ParserState):
     def _software_joined(self, tail: str, end: int) -> int:
         """Where a user's clause ends before software joined to it ("a user named bob and nginx": nginx is the
         image's, not bob's), unless the clause lists groups ("in the docker and video groups")."""
+        if re.search(r"\bgroups?\b", tail[:end], re.I):
+            return end
         for joined in re.finditer(r"\s+and\s+(?:the\s+|a\s+|an\s+)?([a-z0-9][\w.+-]*)", tail[:end], re.I):
             word = joined.group(1).lower()
-            after = tail[joined.end():]
-            if re.search(r"\bgroups?\b", tail[:end], re.I) or re.match(
-                    r"\s*groups?\b|\s+as\s+(?:the\s+|a\s+|an\s+|his\s+|her\s+|their\s+)?(?:default\s+|login\s+)?shell\b",
-                    after, re.I):
+            if re.match(r"\s*groups?\b|\s+as\s+(?:the\s+|a\s+|an\s+|his\s+|her\s+|their\s+)?(?:default\s+|login\s+)?"
+                        r"shell\b", tail[joined.end():], re.I):
                 return end
             if word in self.known or self.caps.group_for_word(word):
                 return joined.start()

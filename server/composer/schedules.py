@@ -39,7 +39,6 @@ class Calendar:
     default_note: str = ""  # the note that says which default was chosen (among ``notes``)
 
 
-
 def merged(event: str, defaulted: str, old: str) -> str:
     """``event`` with its ``defaulted`` part (Calendar.defaulted) taken from the earlier event ``old``: "on
     saturdays" said of a reboot every night at 3am is "Sat *-*-* 03:00:00", "at 4am" said of one on Saturdays at

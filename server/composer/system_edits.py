@@ -13,8 +13,7 @@ from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at, template_packages
 from .layout import Layout
 from .parse_keys import key_commands
-from .parse_users import NOLOGIN_SHELL
-from .request_spec import REFERRED_USER, RequestSpec
+from .request_spec import NOLOGIN_SHELL, REFERRED_USER, RequestSpec
 from .schedules import merged
 
 # The calendar event of a timer a configuration command writes, and the timer's unit.

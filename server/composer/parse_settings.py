@@ -19,6 +19,7 @@ from ..knowledge.system_settings import (
     kernel_modules,
     keyboard_layout_named,
     load_settings,
+    locale_named,
     module_key,
     sysctl_configuration,
     zone_named,
@@ -36,6 +37,12 @@ _CPU_NOUN = r"(?:cpus?|cores?|processors?)"
 # Keyboard layouts whose XKB name is an English word (Norwegian "no", Icelandic "is", Italian "it", Belgian "be"):
 # before "keyboard" they are that word; "us keyboard" stays American.
 _ENGLISH_LAYOUT_NAMES = frozenset({"no", "is", "it", "be"})
+# One language said for the keyboard and the locale together: "a german keyboard and locale", "french locale and
+# keyboard", "swiss german keyboard & language".
+_KEYBOARD = r"keyboard(?:\s+layout)?"
+_LOCALE = r"(?:system\s+)?(?:locale|language)"
+_BOTH = (rf"(?<![\w-])([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:{_KEYBOARD}\s+(?:and|&)\s+(?:the\s+)?{_LOCALE}|{_LOCALE}\s+(?:and|&)\s+(?:the\s+)?{_KEYBOARD})\b"
+         r"(?!\s*(?:[:=]|(?:is|are|set|to|be|should|must)\b|[a-z]{2,3}_[a-z]{2}))")  # its own value after it
 # What may stand between a setting's words and its value: "swappiness = 10", "time zone set to UTC".
 _LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for|back)\b)\s*){0,3}"
 _ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate|with|want|need)"
@@ -130,6 +137,7 @@ class SettingPhrases(SchedulePhrases):
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
         self._keys_only()
+        self._one_language_for_both()
         self._listed_off = self._switched_in_lists()
         # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), addresses before
         # the switches that name them with one ("send logs to the syslog server 10.0.0.5" is read whole), and
@@ -287,6 +295,24 @@ class SettingPhrases(SchedulePhrases):
                 else:
                     self._take_out(setting, "on" if on else "off")
 
+    def _one_language_for_both(self) -> None:
+        """"a german keyboard and locale": the language is the keyboard's layout and the locale's, from the most words
+        before them that name both."""
+        settings = load_settings()
+        for m in self._each(_BOTH):
+            layout = _most_words(m.group(1), False, keyboard_layout_named)
+            locale = _most_words(m.group(1), False, locale_named)
+            if layout is None or locale is None:
+                continue
+            self._write(settings["keyboard layout"], layout[0])
+            self._write(settings["locale"], locale[0])
+            self._read_as(settings["locale"], m.group(1)[len(m.group(1)) - locale[1]:], locale[0])
+            self._mask(m.end(1) - max(layout[1], locale[1]), m.end())
+
+    def _read_as(self, setting: Setting, said: str, value: str) -> None:
+        self.spec.notes.append(f"{setting.name}: '{said}' read as {value}; name the locale to choose another place's "
+                               f"(e.g. '{self._example(setting)}')")
+
     def _take_out(self, setting: Setting, direction: str) -> None:
         """The default asked for (the kernel's, sshd's): what the setting writes the other way goes, if the
         template has it."""
@@ -331,7 +357,13 @@ class SettingPhrases(SchedulePhrases):
         elif setting.value == "layout":  # "keyboard layout de", "a german keyboard", "swiss german keyboard"
             name = r"[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?"
             forms = [(rf"(?:{w}|\bkeyboard)(?:\s+{_MODAL})?{_LINK}({name})", True),
-                     (rf"(?<![\w-])({name})\s+(?:{w}|keyboard\b(?!\s+(?:and|or|,)))", False)]
+                     (rf"(?<![\w-])({name})\s+(?:{w}|keyboard\b)", False)]
+        elif setting.value == "locale":  # "locale de_DE.UTF-8", "the German locale", "system language set to french"
+            # "language" and "lang" alone name a locale only beside one: "the go language" is no setting
+            locale_words = rf"(?:{w}|\b(?:language|lang|lc_all)\b)"
+            name = r"[a-z][\w.@-]*(?:\s+[a-z][a-z-]*)?"
+            forms = [(rf"{locale_words}(?:\s+{_MODAL})?{_LINK}({name})", True),
+                     (rf"(?<![\w.@-])({name})\s+{locale_words}", False)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
             forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False),
@@ -339,6 +371,7 @@ class SettingPhrases(SchedulePhrases):
                      # names is one, so "boot time" or "real time" read nothing here
                      (rf"(?<![\w/+-])({zone})\s+time\b(?!\s*(?:zones?|servers?|sources?|sync|synchroni[sz]))",
                       False)]
+        locale_ends: list[int] = []  # where each locale read ends (one LANG: a second in a list is reported)
         for pattern, forward in forms:
             for m in self._each(pattern):
                 found = self._value(setting, m.group(1), forward)
@@ -347,6 +380,7 @@ class SettingPhrases(SchedulePhrases):
                     continue
                 value, length = found
                 self._write(setting, value)
+                locale_ends.append(m.start(1) + length if forward else m.end(1))
                 said = m.group(0).lower()
                 self.spec.add_packages += [p for p in setting.packages_named
                                            if re.search(rf"\b{re.escape(p)}\b", said) and p not in self.spec.add_packages]
@@ -354,6 +388,25 @@ class SettingPhrases(SchedulePhrases):
                     self._mask(m.start(), m.end() if length == len(m.group(1)) else m.start(1) + length)
                 else:
                     self._mask(m.end(1) - length, m.end())
+        if setting.value == "locale":  # a locale's name names its setting by its shape ("ubuntu with de_DE.UTF-8")
+            # with the setting's words before it, if said ("locale de_DE.ISO-8859-1" is reported once)
+            for m in self._each(rf"(?:{locale_words}(?:\s+{_MODAL})?{_LINK})?(?<![\w.@/-])"
+                                r"([a-z]{2,3}_[a-z]{2}(?:\.[\w-]+)?(?:@[a-z]+)?)(?![\w.@/-])"):
+                code = locale_named(m.group(1), by_code_only=True)
+                if code and locale_ends and re.fullmatch(r"[\s,]*(?:(?:and|&|plus|as\s+well\s+as)\s*)?",
+                                                         self.work[locale_ends[-1]:m.start(1)], re.I):
+                    self.spec.notes.append(
+                        f"{setting.name} {code} not applied: one locale is written, the first named, as LANG; generate "
+                        f"more with a configuration command `localedef -i {code.replace('.UTF-8', '')} -f UTF-8 {code}`")
+                elif code:
+                    self._write(setting, code)
+                    locale_ends.append(m.end())
+                elif "." in m.group(1) and locale_named(m.group(1).split(".")[0], by_code_only=True):
+                    self.spec.unparsed.append(f"{setting.name} {m.group(1)} (only UTF-8 locales are written: "
+                                              f"{locale_named(m.group(1).split('.')[0])})")
+                else:
+                    continue
+                self._mask(m.start(), m.end())
         if setting.value == "zone":  # a tz name names its setting by its shape ("set the clock to Asia/Kolkata")
             for m in self._each(r"(?<![\w/.-])([a-z]+(?:/[\w+-]+){1,2})(?![\w/.-])"):
                 named = zone_named(m.group(1))
@@ -444,6 +497,13 @@ class SettingPhrases(SchedulePhrases):
             # before "keyboard", a layout's name that is an English word says no layout ("no keyboard")
             return _most_words(text, forward, lambda said: None if not forward and said.lower() in _ENGLISH_LAYOUT_NAMES
                                else keyboard_layout_named(said))
+        if setting.value == "locale":
+            found = _most_words(text, forward, locale_named)
+            if found is not None:
+                said = text[:found[1]] if forward else text[len(text) - found[1]:]
+                if not locale_named(said, by_code_only=True):  # read from a language's words: say which locale
+                    self._read_as(setting, said, found[0])
+            return found
         if setting.value == "count":
             number, low, high = int(text), setting.low, setting.high
             if (low is not None and number < low) or (high is not None and number > high):
@@ -463,7 +523,8 @@ class SettingPhrases(SchedulePhrases):
     @staticmethod
     def _shape(setting: Setting) -> str:
         return {"cpus": "CPU list", "count": "number", "size": "size", "zone": "time zone", "schedule": "schedule",
-                "address": "server address", "layout": "keyboard layout", "duration": "duration"}[setting.value]
+                "address": "server address", "layout": "keyboard layout", "duration": "duration",
+                "locale": "locale"}[setting.value]
 
     @staticmethod
     def _example(setting: Setting) -> str:

@@ -148,11 +148,12 @@ class SystemPhrases(ParserState):
             self.spec.kernel_cmdline_append.append(SERIAL_CONSOLE)
             self._mask(m.start(), m.end())
         # Bare key=value tokens only ever mean kernel parameters in a template request, but a package with a
-        # version ("nginx=1.24.0", apt's way of pinning): the package, and why no version is pinned.
+        # version ("nginx=1.24.0", apt's way of pinning): the package, and why no version is pinned; and the
+        # locale's variables (LANG=de_DE.UTF-8), the locale setting's.
         for m in self._each(r"(?<![\w/.-])([a-z][a-z0-9_.-]*=[^\s,;'\"]+(?:,[^\s,;'\"]+)*)", re.I):
             key, value = m.group(1).split("=", 1)
             key = key.lower()
-            if key in ("hostname", "name", "user", "size", "disk") or is_setting_key(key):
+            if key in ("hostname", "name", "user", "size", "disk", "lang", "lc_all") or is_setting_key(key):
                 continue
             if key in self.known and re.fullmatch(r"v?\d+(?:[.:~+-][\w.~+-]*)?", value):
                 self.spec.add_packages.append(key)

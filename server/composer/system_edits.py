@@ -205,7 +205,9 @@ class SystemEdit(TemplateEdit):
             if entry.get("edits_only") and not old:  # a value for a command the template must already have
                 self.problems.append(f"{label}: {entry['edits_only']}")
                 continue
-            added = [p for p in entry.get("packages") or () if self.add_package(p)]
+            where = self.dist or self.family  # a setting's packages by the target's names ("locales": glibc-i18n)
+            local = [self.caps.translate_package(p, where) if where else p for p in entry.get("packages") or ()]
+            added = [p for p in local if p and self.add_package(p)]
             if [c.get("cmd") for c in old] == [cmd]:
                 self.changes.append(f"{label}: already set (`{cmd}`)")
                 continue

@@ -21,7 +21,8 @@ from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
 
 RESOURCE = "system_settings.yaml"
-VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "layout", "duration", "on", "off", "none")
+VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "layout", "locale", "duration", "on", "off",
+               "none")
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,8 @@ class Setting:
             return {**timer_command(unit, program, value, persistent), "setting": name}
         if self.command:
             console = keyboard_layouts().get(value, ("", value))[1] if self.value == "layout" else ""
-            return {"cmd": self.command.format(value=value, console=console), "setting": name,
+            source = value.replace(".UTF-8", "") if self.value == "locale" else ""  # de_DE.UTF-8@euro -> de_DE@euro
+            return {"cmd": self.command.format(value=value, console=console, source=source), "setting": name,
                     "replaces": self.replaces}
         return None
 
@@ -176,6 +178,44 @@ def keyboard_layout_named(text: str) -> str | None:
     """The XKB layout ``text`` names ("german" -> "de", "uk" -> "gb"), or None."""
     found = keyboard_layouts().get(module_key(text))
     return found[0] if found else None
+
+
+@functools.lru_cache(maxsize=1)
+def _locales() -> tuple[Mapping[str, str], Mapping[str, str]]:
+    """glibc's UTF-8 locales by their lower-case source name, and the words for a locale to its source name
+    (system_settings.yaml ``glibc_locales``, ``locale_words``)."""
+    raw = _raw()
+    sources = {name.lower(): name for name in str(raw.get("glibc_locales") or "").split()}
+    words = {module_key(str(word)): str(source) for source, said in (raw.get("locale_words") or {}).items()
+             for word in said or ()}
+    unknown = sorted(set(words.values()) - set(sources.values()))
+    if unknown:
+        raise ValueError(f"{RESOURCE}: locale_words names {', '.join(unknown)}, which glibc_locales lacks")
+    return sources, words
+
+
+_LOCALE_NAME = re.compile(r"([a-z]{2,3})(?:_([a-z]{2}))?(?:\.utf-?8)?(@[a-z]+)?", re.I)
+
+
+def locale_named(text: str, by_code_only: bool = False) -> str | None:
+    """The UTF-8 locale ``text`` names, as LANG takes it: by its name in any case, with or without its charset
+    ("de_de.utf8", "en_GB" -> en_GB.UTF-8, "ca_ES@valencia" -> ca_ES.UTF-8@valencia, "C.UTF-8"), or (unless
+    ``by_code_only``) by a language or place ("german" -> de_DE.UTF-8); None for anything else."""
+    sources, words = _locales()
+    said = text.strip()
+    if said.lower() in ("c.utf-8", "c.utf8"):
+        return "C.UTF-8"
+    m = _LOCALE_NAME.fullmatch(said)
+    if m is not None and (m.group(2) or "." in said or "@" in said):
+        source = sources.get(f"{m.group(1)}_{m.group(2)}{m.group(3) or ''}".lower() if m.group(2)
+                             else f"{m.group(1)}{m.group(3) or ''}".lower())
+        if source is not None:
+            base, at, modifier = source.partition("@")
+            return f"{base}.UTF-8{at}{modifier}"
+    if by_code_only:
+        return None
+    source = words.get(module_key(said))
+    return f"{source}.UTF-8" if source else None
 
 
 @functools.lru_cache(maxsize=1)

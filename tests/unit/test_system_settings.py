@@ -148,8 +148,8 @@ def test_values_another_reader_took_are_not_reported_again(text):
     assert not [u for u in spec.unparsed if any(ch.isdigit() for ch in u)], spec.unparsed
 
 
-@pytest.mark.parametrize(("text", "said"), [("an azure linux image set to the German locale", "German locale"),
-                                            ("ubuntu with locale de_DE.UTF-8", "locale de_DE.UTF-8")])
+@pytest.mark.parametrize(("text", "said"), [("an azure linux kiosk in portrait mode", "portrait mode"),
+                                            ("ubuntu gateway with bonded nics", "bonded nics")])
 def test_a_setting_the_composer_does_not_write_is_reported_with_its_words(text, said):
     spec = parse_request(text)
     assert any(u.startswith(said) and "not written by the composer" in u for u in spec.unparsed), spec.unparsed
@@ -240,3 +240,90 @@ def test_swap_switched_off_masks_the_swap_target(text):
 def test_swap_as_a_verb_a_size_or_a_partition_is_not_the_switch(text, partitions):
     spec = parse_request(text)
     assert not spec.configurations and spec.partitions == partitions
+
+
+def _locale(spec) -> list[str]:
+    return [c["cmd"] for c in spec.configurations if c.get("setting") == "locale" and not c.get("remove")]
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    ("ubuntu 24.04 server with locale de_DE.UTF-8", "de_DE.UTF-8"),
+    ("el10 server with LANG=en_GB.utf8", "en_GB.UTF-8"),  # any spelling of the charset
+    ("emt edge node, locale ca_ES@valencia", "ca_ES.UTF-8@valencia"),  # a modifier stays after the charset
+    ("ubuntu with en_au as the system language", "en_AU.UTF-8"),  # a name in any case, before its words
+    ("debian image with de_AT.UTF-8", "de_AT.UTF-8"),  # a locale's name alone names its setting
+    ("azure linux vm, language: C.UTF-8", "C.UTF-8"),
+])
+def test_a_locale_named_is_compiled_and_set_as_lang(text, lang):
+    spec = parse_request(text)
+    (cmd,) = _locale(spec)
+    source = lang.replace(".UTF-8", "")
+    assert cmd.startswith(f"localedef -i {source} -f UTF-8 {lang} ") and f"LANG={lang}\\n' > /etc/locale.conf" in cmd
+    assert f"LANG={lang}\\n' > /etc/default/locale" in cmd and f"echo '{lang} UTF-8' >> /etc/locale.gen" in cmd
+    assert not spec.unparsed and not [n for n in spec.notes if "read as" in n]
+
+
+@pytest.mark.parametrize(("text", "lang", "said"), [
+    ("an azure linux image set to the German locale", "de_DE.UTF-8", "German"),
+    ("ubuntu 24.04 image, set the language to brazilian portuguese", "pt_BR.UTF-8", "brazilian portuguese"),
+    ("debian image whose locale should be Japanese", "ja_JP.UTF-8", "Japanese"),
+    ("a swiss german system language", "de_CH.UTF-8", "swiss german"),  # the most words that name one
+])
+def test_a_language_said_for_the_locale_is_its_first_place_and_the_reading_is_said(text, lang, said):
+    spec = parse_request(text)
+    (cmd,) = _locale(spec)
+    assert f"LANG={lang}" in cmd and not spec.unparsed
+    assert f"locale: '{said}' read as {lang}; name the locale to choose another place's (e.g. 'locale de_DE.UTF-8')" \
+        in spec.notes
+
+
+@pytest.mark.parametrize("text", ["ubuntu dev box for the C language with gcc", "a go language build server",
+                                  "python language support on debian"])
+def test_language_alone_names_no_locale_and_is_not_reported_as_one(text):
+    spec = parse_request(text)
+    assert not _locale(spec) and not any("locale" in u for u in spec.unparsed)
+
+
+@pytest.mark.parametrize(("text", "reported"), [
+    ("ubuntu with locale klingon", "locale: no locale named with it (e.g. 'locale de_DE.UTF-8')"),
+    ("debian with the locale de_DE.ISO-8859-1", "locale de_DE.ISO-8859-1 (only UTF-8 locales are written: de_DE.UTF-8)"),
+])
+def test_a_locale_that_cannot_be_written_is_reported_and_nothing_else_is_read_from_it(text, reported):
+    spec = parse_request(text)
+    assert reported in spec.unparsed and not _locale(spec) and spec.image_type is None  # "ISO-8859-1" is no iso
+
+
+def test_a_second_locale_in_a_list_is_said_not_applied_and_the_first_is_lang():
+    spec = parse_request("ubuntu server with locales en_US.UTF-8 and de_DE.UTF-8")
+    (cmd,) = _locale(spec)
+    assert "LANG=en_US.UTF-8" in cmd
+    assert any(n.startswith("locale de_DE.UTF-8 not applied: one locale is written") and
+               "`localedef -i de_DE -f UTF-8 de_DE.UTF-8`" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "layout", "lang"), [
+    ("el10 image with a german keyboard and locale", "de", "de_DE.UTF-8"),
+    ("debian with french locale and keyboard", "fr", "fr_FR.UTF-8"),
+    ("ubuntu with a swiss german keyboard and the locale de_AT.UTF-8", "ch", "de_AT.UTF-8"),  # each its own
+])
+def test_one_language_said_for_the_keyboard_and_the_locale_is_both(text, layout, lang):
+    spec = parse_request(text)
+    (keyboard,) = [c["cmd"] for c in spec.configurations if c.get("setting") == "keyboard layout"]
+    (cmd,) = _locale(spec)
+    assert f'XKBLAYOUT="{layout}"' in keyboard and f"LANG={lang}" in cmd and not spec.unparsed
+
+
+@pytest.mark.parametrize(("template", "package"), [("ubuntu26-x86_64-minimal-base-raw", "locales"),
+                                                  ("debian13-x86_64-minimal-base-raw", "locales"),
+                                                  ("azl3-x86_64-minimal-base-raw", "glibc-i18n"),
+                                                  ("emt3-x86_64-minimal-base-raw", "glibc-i18n"),
+                                                  ("el10-x86_64-minimal-base-raw", "glibc-locale-source")])
+def test_the_locale_brings_the_familys_locale_sources_and_the_request_is_met(template, package):
+    text = "with locale fr_FR.UTF-8"
+    base = _template(template)
+    done = apply_instruction(base, text).data
+    packages = done["systemConfig"]["packages"]
+    sources = [p for p in ("locales", "glibc-i18n", "glibc-locale-source") if p in packages]
+    assert sources == [package] and "LANG=fr_FR.UTF-8" in " ".join(_commands(done))
+    want = want_from_spec(parse_request(text), done["target"]["dist"])
+    assert unmet(base, want) and unmet(done, want) == []

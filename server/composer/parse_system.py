@@ -174,13 +174,37 @@ class SystemPhrases(ParserState):
         firewall", "firewalld allowing ssh and https"): RequestSpec.open_ports, written for the template's firewall
         when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
         services = alternatives(firewall_services())
-        named = rf"(?:{services})(?:\s*(?:,|\band\b)\s*(?:{services}))*"
+        named = rf"(?:{services})(?:\s*(?:,|/|\band\b)\s*(?:{services}))*"  # "http/https" is a list
         # the services that name a protocol, not software a request may ask for (postgresql, redis, cockpit)
         protocols = alternatives([s for s in firewall_services() if s != "ssh" and not self.caps.group_for_word(s)
                                   and s not in self.known])
         # each port of a list may say its own protocol ("tcp port 53, udp port 53"), and services may follow
         ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+)*"
                  rf"(?:\s*(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*{named}(?![\w-]))?")
+        # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
+        # install (https is no typo of httpd here); the firewall itself is still asked for. Read before the verbs
+        # alone, which would take the list's first items and leave the rest ("allowing 53/udp and 22").
+        # The list ends at the first item that is neither a port nor a service ("ufw allowing only 22 and 443,
+        # automatic updates": the updates are another wish); a rule that starts with such an item is reported.
+        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?"
+        let_in = (r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){0,3}?\s+(?P<rule>"
+                  r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+(?:through|in)|lets?\s+(?:through|in)"
+                  r"|that\s+allows?)"
+                  r"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?")
+        known = rf"(?:{port}|{services})(?![\w-])(?!/(?!(?:{services})(?![\w-])))"  # "/" may join services
+        for m in self._each(rf"{let_in}{known}(?:\s*(?:,|/|\band\b|\bor\b)\s*{known})*)"):
+            self._open(" ".join(m.group("rule").split()))
+            self._mask(m.start("rule"), m.end("rule"))
+        item = r"(?:(?:tcp\s+|udp\s+)?ports?\s+)?[a-z0-9][\w/-]*"
+        for m in self._each(rf"{let_in}{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):
+            rule = " ".join(m.group("rule").split())
+            listed = re.sub(r"^\S+(?:\s+(?:through|in|allows?))?\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?", "", rule)
+            items = re.split(r"\s*(?:,|\band\b|\bor\b|(?<=[a-z])/(?=[a-z])(?!(?:tcp|udp)\b))\s*", listed)
+            if all(i.lower() in firewall_services() or _port_item(i) for i in items if i):
+                self._open(rule)
+            else:
+                self.spec.unparsed.append(f"{rule} {_FIREWALL_RULES}")
+            self._mask(m.start("rule"), m.end("rule"))
         through = r"(?:\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw))?"
         verb = r"\b(?:open|opening|allow|allowing|allows|expose|forward|unblock)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?"
         # numbers alone are ports with a protocol or the firewall said: "allow 80 and 443/tcp"
@@ -196,7 +220,7 @@ class SystemPhrases(ParserState):
                             rf"(?!ssh\b){named}(?:\s+(?:traffic|access|ports?))?\b"
                             # allowed, a protocol no software is named for ("allow http", "permit https and dns")
                             rf"|\b(?:allow|allowing|permit|permitting)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?(?:the\s+)?"
-                            rf"(?:{protocols})(?:\s*(?:,|\band\b)\s*(?:{protocols}))*(?:\s+(?:traffic|access|ports?))?\b"
+                            rf"(?:{protocols})(?:\s*(?:,|/|\band\b)\s*(?:{protocols}))*(?:\s+(?:traffic|access|ports?))?\b"
                             rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b{through}"):
             if re.match(r"forward", m.group(0).strip(), re.I):
                 self.spec.unparsed.append(f"{m.group(0).strip()} (port forwarding is not written by the composer: "
@@ -211,28 +235,6 @@ class SystemPhrases(ParserState):
                                    f"configuration; to let it in, say 'open port {m.group(1)} in the firewall' "
                                    "(written for firewalld and ufw)")
             self._mask(m.start(), m.end())
-        # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
-        # install (https is no typo of httpd here); the firewall itself is still asked for
-        # The list ends at the first item that is neither a port nor a service ("ufw allowing only 22 and 443,
-        # automatic updates": the updates are another wish); a rule that starts with such an item is reported.
-        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?"
-        let_in = (r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){0,3}?\s+(?P<rule>"
-                  r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+through|that\s+allows?)"
-                  r"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?")
-        known = rf"(?:{port}|{services})(?![\w/-])"
-        for m in self._each(rf"{let_in}{known}(?:\s*(?:,|\band\b|\bor\b)\s*{known})*)"):
-            self._open(" ".join(m.group("rule").split()))
-            self._mask(m.start("rule"), m.end("rule"))
-        item = r"(?:(?:tcp\s+|udp\s+)?ports?\s+)?[a-z0-9][\w/-]*"
-        for m in self._each(rf"{let_in}{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):
-            rule = " ".join(m.group("rule").split())
-            items = re.split(r"\s*(?:,|\band\b|\bor\b)\s*", re.sub(r"^\S+(?:\s+(?:through|allows?))?\s+(?:only\s+)?"
-                                                                 r"(?:inbound\s+|incoming\s+)?", "", rule))
-            if all(i.lower() in firewall_services() or _port_item(i) for i in items if i):
-                self._open(rule)
-            else:
-                self.spec.unparsed.append(f"{rule} {_FIREWALL_RULES}")
-            self._mask(m.start("rule"), m.end("rule"))
 
     def _open(self, said: str) -> None:
         """The ports and services ``said`` lets in, into RequestSpec.open_ports ("443/tcp", "8000-8010/tcp",

@@ -69,6 +69,9 @@ def _says_how(word: str) -> bool:
 # A value: a number with its unit or mask ("2222", "30d", "10.0.0.0/24"), or a host with its port
 # ("loki.internal:3100"), which no package name has.
 VALUE = re.compile(r"\d[\d.:]*(?:-\d[\d.]*)?(?:[a-z]{0,3}|/\d+)|[a-z0-9-]+(?:\.[a-z0-9-]+)+:\d{1,5}")
+# Words that place one piece of software by another ("gunicorn behind nginx", "loki next to grafana").
+_PLACED = (r"behind|beside|besides|alongside|along\s+with|next\s+to|in\s+front\s+of|on\s+top\s+of|fronted\s+by"
+           r"|proxied\s+by|under|via|through|plus|(?:as\s+well\s+as)")
 # Words that join a value to what it is for ("changed to 2222", "logs for 30 days").
 _LINKERS = {"to", "at", "of", "for", "on", "is", "be", "as", "every", "per", "="}
 
@@ -101,10 +104,13 @@ class UnreadWords(ParserState):
         self._report_what_it_is(found, ignored, reported)
         for i in sorted(ignored - reported):
             # "runs modbus and mosquitto", "pip and numpy on emt": a word joined to software in a list is a wish
-            # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus").
-            if found[i][0] not in _ITEM_FILLER and (self._joined_to_software(clause, found, i, i + 1)
-                                                   or self._joined_to_software(clause, found, i, i - 1)):
-                self.spec.unparsed.append(found[i][0])
+            # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus"); so is a
+            # word no English has placed by software ("gunicorn behind nginx", "grafana alongside prometheus")
+            word = found[i][0]
+            placed = _PLACED if self.english and word not in self.english and word not in _ITEM_FILLER else None
+            if word not in _ITEM_FILLER and (self._joined_to_software(clause, found, i, i + 1, placed)
+                                             or self._joined_to_software(clause, found, i, i - 1, placed)):
+                self.spec.unparsed.append(word)
 
     def _report_what_it_is(self, found: list[tuple[str, int, int]], ignored: set[int], reported: set[int]) -> None:
         """"a Pi-hole box image", "a GitLab Runner image", "our Java app": one or two unread words that name what
@@ -145,16 +151,19 @@ class UnreadWords(ParserState):
                 self.spec.unparsed.append(" ".join(found[w][0] for w in range(first, j)))
                 reported.update(range(first, j))
 
-    def _joined_to_software(self, clause: str, found: list[tuple[str, int, int]], i: int, toward: int) -> bool:
-        """Whether word ``i`` is joined by a comma, "&", "and" or "or" to the software word on its side of ``toward``
-        (``i + 1``: after it, ``i - 1``: before it)."""
+    def _joined_to_software(self, clause: str, found: list[tuple[str, int, int]], i: int, toward: int,
+                            placed: str | None = None) -> bool:
+        """Whether word ``i`` is joined by a comma, "&", "and" or "or" (or the words of ``placed``) to the software
+        word on its side of ``toward`` (``i + 1``: after it, ``i - 1``: before it)."""
         step = toward - i
-        j = toward + step if 0 <= toward + step < len(found) and found[toward][0] in ("and", "or") else toward
-        if not 0 <= j < len(found):
-            return False
-        first, second = (i, j) if step > 0 else (j, i)
-        between = clause[found[first][2]:found[second][1]]
-        return bool(re.fullmatch(r"\s*(?:[,&]|,?\s*(?:and|or))\s*", between)) and self._software(found[j][0])
+        joins = r"[,&]|,?\s*(?:and|or)" + (f"|{placed}" if placed else "")
+        for j in range(toward, toward + step * 4, step):  # the joining words between are at most three
+            if not 0 <= j < len(found):
+                return False
+            first, second = (i, j) if step > 0 else (j, i)
+            if re.fullmatch(rf"\s*(?:{joins})\s*", clause[found[first][2]:found[second][1]]):
+                return self._software(found[j][0])
+        return False
 
     def _report_values(self, found: list[tuple[str, int, int]], ignored: set[int], values: set[int]) -> None:
         """A number or address nothing read is a constraint, never prose: it is reported with the unread words

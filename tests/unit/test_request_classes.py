@@ -1303,3 +1303,38 @@ def test_a_protocols_name_is_no_slip_of_a_packages():
                                                  ("make it writable", False)])
 def test_the_image_said_by_a_pronoun_is_made_or_kept_writable(text, immutable):
     assert parse_request(text).immutability is immutable
+
+
+@pytest.mark.parametrize(("text", "ports"), [
+    ("el10 web server with nginx, firewall allowing only http/https and ssh", ["http", "https", "ssh"]),
+    ("firewall allowing http, https and ssh", ["http", "https", "ssh"]),  # ssh was left to the server once
+    ("a firewall that lets in ssh/http/https", ["ssh", "http", "https"]),
+    ("ufw allowing 53/udp and 22", ["53/udp", "22/tcp"]),  # the verb alone had taken the first port only
+    ("open http/https", ["http", "https"]),
+    ("allow http/https", ["http", "https"]),
+])
+def test_services_a_slash_joins_are_a_list_and_a_firewalls_whole_list_is_read(text, ports):
+    spec = parse_request(text)
+    assert spec.open_ports == ports and not spec.unparsed
+
+
+def test_a_slash_between_a_service_and_another_word_is_no_list():
+    spec = parse_request("firewalld allowing ssh/foo")
+    assert spec.open_ports == [] and any(u.startswith("allowing ssh/foo (firewall rules") for u in spec.unparsed)
+
+
+@pytest.mark.parametrize(("text", "reported"), [
+    ("debian for a flask app, gunicorn behind nginx", "gunicorn"),
+    ("nginx in front of gitea on debian", "gitea"),
+    ("ubuntu with caddy proxying to vaultwarden", "vaultwarden"),
+])
+def test_a_word_no_english_has_placed_by_software_is_a_wish_reported(text, reported):
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    assert reported in parse_request(text, english=english_words()).unparsed
+
+
+def test_words_placing_english_nouns_by_software_are_no_wish():
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    assert parse_request("a server behind a firewall with nginx", english=english_words()).unparsed == []

@@ -80,11 +80,14 @@ def _name_words(name: str, caps: Capabilities, *, purpose: bool = True) -> set[s
     cases), which fit many templates."""
     generic = {w for uc in caps.use_cases.values() for phrase in uc.words for w in phrase.lower().split()} \
         if purpose else set()
-    words = set(re.split(r"[-_.\s]+", name.lower()))
+    parts = re.split(r"[-_.\s]+", name.lower())
     formats = {*load_request_words().image_types, *load_request_words().artifacts}
-    return {w for w in words if w.isalnum() and not w.isdigit() and len(w) > 2 and w not in generic
-            and w not in formats and not caps.arch_of(w) and w not in ("yml", "base")
-            and not caps.dist_of(w)}
+    kept = [w for w in parts if w.isalnum() and not w.isdigit() and len(w) > 2 and w not in formats
+            and not caps.arch_of(w) and w not in ("yml", "base") and not caps.dist_of(w)]
+    # a word before a use case's is one name with it ("web-server" is "webserver"): "web" alone, in "a web page",
+    # says nothing of serving one
+    return {w + after if after in generic else w for w, after in zip(kept, [*kept[1:], ""], strict=True)
+            if w not in generic}
 
 
 def related(name: str, request: str, caps: Capabilities, removed: Collection[str] = ()) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from image_composer_mcp.server.composer.base import (
     asked_groups,
@@ -302,3 +303,16 @@ def test_removing_sudo_says_which_users_are_still_set_to_use_it():
     assert said and "user deploy" in said[0] and "guest" not in said[0], result.changes
     kept = apply_instruction(data, "remove tdnf")
     assert not [c for c in kept.changes if "sudo: true" in c]
+
+
+@pytest.mark.parametrize(("request_text", "is_related"), [
+    ("a kiosk that shows one web page", False),  # "web" alone is no web server
+    ("a signage screen showing a web dashboard", False),
+    ("ubuntu webserver", True),
+    ("a web server with php", True),
+    ("ubuntu web-server image", True),
+    ("an image that runs nginx", True),  # the software it is named for
+])
+def test_a_name_word_before_a_use_case_word_is_one_name_with_it(request_text, is_related):
+    caps = load_capabilities()
+    assert related("ubuntu26-x86_64-web-server-nginx-raw", request_text, caps) is is_related

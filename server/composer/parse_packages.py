@@ -10,7 +10,7 @@ from ..knowledge.glossary import load_glossary
 from ..knowledge.loader import normalize_phrase
 from ..knowledge.request_words import load_request_words
 from .index_names import HOST_NAME
-from .parse_unread import VALUE, UnreadWords, no_wish
+from .parse_unread import VALUE, UnreadWords, no_wish, says_how
 from .phrasing import (
     ADD_WORDS,
     CORRECTION,
@@ -387,8 +387,9 @@ class PackagePhrases(UnreadWords):
                     last_end = found[i][2]  # "firmware for wifi cards", "drivers for the gpu": the kind of what follows
                     i += 1
                     continue
-                if token not in self.known and no_wish(tokens, i):
-                    last_end = found[i][2]  # "an ubuntu vm", "postgresql and its data on ...": no wish
+                if token not in self.known and (no_wish(tokens, i) or (says_how(token) and token in self.english)):
+                    # "an ubuntu vm", "postgresql and its data on ...", "no GUI obviously": no wish
+                    last_end = found[i][2]
                     i += 1
                     continue
                 verdict = self._classify(token, mode=mode, strength=strength)

@@ -239,8 +239,8 @@ class SettingPhrases(SchedulePhrases):
                 self.spec.add_groups.append("ssh")  # named: asked for, as "ssh" alone would be
 
     def _not_written(self, setting: Setting, words: str) -> None:
-        """A setting the composer does not write, reported with the words next to it that say which ("German
-        locale", "locale de_DE.UTF-8"), never dropped."""
+        """A setting the composer does not write, reported with the words next to it that say which ("bonded
+        nics", "grub timeout set to 0"), never dropped."""
         word = r"[\w.@-]+"
         pattern = rf"(?:({word})\s+)?\b((?:{words}))\b(?:\s*(?:[:=]|\b(?:to|is|set\s+to)\b)?\s*({word}))?"
         for m in self._each(pattern):

@@ -89,8 +89,10 @@ class SystemPhrases(ParserState):
                             r"(?:\s+(?:boot|flag|option|parameter|screen))?"):
             self.spec.kernel_cmdline_remove.append(m.group(1).lower())
             self._mask(m.start(), m.end())
-        for m in self._each(rf"\b(?:with|add|enable)\s+(?:the\s+)?({flags})\b(?:\s+(?:boot|flag|option|parameter))?"):
-            self.spec.kernel_cmdline_append.append(m.group(1).lower())
+        # "quiet boot", "a splash boot": the flag, named by what it does to the boot, needs no verb
+        for m in self._each(rf"\b(?:(?:with|add|enable)\s+(?:the\s+|an?\s+)?({flags})\b(?:\s+(?:boot|flag|option|parameter))?"
+                            rf"|(?:an?\s+)?({flags})\s+boot(?:ing)?\b)"):
+            self.spec.kernel_cmdline_append.append((m.group(1) or m.group(2)).lower())
             self._mask(m.start(), m.end())
         # "the kernel command line should include console=ttyS0,115200 and quiet": flags after a verb of having.
         # A value keeps its own commas ("console=ttyS0,115200"); ", " separates flags.

@@ -61,7 +61,7 @@ _MANNER = {"fast", "faster", "offline", "online", "unattended", "headless", "eve
            "well", "smooth", "stable", "hot", "cool", "cold", "warm", "free", "alone", "standalone"}
 
 
-def _says_how(word: str) -> bool:
+def says_how(word: str) -> bool:
     return word in _MANNER or (word.endswith("ly") and len(word) > 4)
 
 
@@ -120,7 +120,7 @@ class UnreadWords(ParserState):
                 continue
             j = k
             while j > 0 and k - j < 2 and j - 1 in ignored and j - 1 not in reported and found[j - 1][0] not in (
-                    _ITEM_FILLER | PLAIN_ADJECTIVES) and not _says_how(found[j - 1][0]):
+                    _ITEM_FILLER | PLAIN_ADJECTIVES) and not says_how(found[j - 1][0]):
                 j -= 1
             opened = j == 0 or found[j - 1][0] in _DETERMINERS
             named = noun in _WHAT_IT_IS or (k - j == 1 and looks_like_package(found[j][0]))
@@ -141,7 +141,7 @@ class UnreadWords(ParserState):
             first = j
             while (j < len(found) and j in ignored and found[j][0] not in _ITEM_FILLER
                    and found[j][0] not in _WHAT_IT_IS  # "runs our Java app": what it is says the name (below)
-                   and re.fullmatch(r"[a-z][a-z0-9+._-]*", found[j][0]) and not _says_how(found[j][0])
+                   and re.fullmatch(r"[a-z][a-z0-9+._-]*", found[j][0]) and not says_how(found[j][0])
                    and not re.search(r"[,:;()]", clause[found[j - 1][2]:found[j][1]])):
                 j += 1
             if first < j < len(found) and found[j][0] in _SERVICE_NOUNS:

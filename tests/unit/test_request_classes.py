@@ -1338,3 +1338,24 @@ def test_words_placing_english_nouns_by_software_are_no_wish():
     from image_composer_mcp.server.library.embed_local import english_words
 
     assert parse_request("a server behind a firewall with nginx", english=english_words()).unparsed == []
+
+
+@pytest.mark.parametrize("text", ["Azure Linux 3 image for AKS-style nodes, cloud-init, 30GB, no GUI obviously",
+                                  "ubuntu, docker, naturally", "ubuntu with htop, seriously"])
+def test_an_adverb_of_how_it_is_said_is_no_wish(text):
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    assert parse_request(text, english=english_words()).unparsed == []
+
+
+@pytest.mark.parametrize("text", ["debian 13 with quiet boot", "ubuntu with a quiet boot", "el10, silent and quiet booting"])
+def test_a_flag_named_by_what_it_does_to_the_boot_is_the_flag(text):
+    spec = parse_request(text)
+    assert "quiet" in spec.kernel_cmdline_append
+
+
+def test_the_boot_menus_timeout_is_reported_not_written_with_its_value():
+    spec = parse_request("debian 13 with grub timeout set to 0")
+    assert spec.unparsed == ["grub timeout 0 (the boot menu's timeout is not written by the composer: os-image-composer "
+                             "writes the bootloader's configuration itself, and a template's bootloader section holds "
+                             "only its boot type and provider)"]

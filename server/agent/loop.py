@@ -357,11 +357,13 @@ class Agent:
         reads like a purpose-built monitoring template whose Prometheus and Grafana nobody asked for. The
         target's plainest templates come first in a search for a minimal base; PLAIN_CANDIDATES of them are
         weighed, or only the first, carrying nothing unasked, when the request names what a grounding template
-        is for ("an edge gateway": that one is the start, whatever else it has)."""
+        is for ("an edge gateway": that one is the start, whatever else it has). With no release named, any
+        family's plainest templates are weighed, those that can have every asked group first ("a home NAS with
+        samba" had started from a monitoring template whose PCP and Cockpit nobody asked for)."""
         searcher, index = self.engine.searcher, self.engine.index
         assert searcher is not None and index is not None
         exact = {"os": spec.os, "dist": spec.dist, "arch": spec.arch, "image_type": spec.image_type or "raw"}
-        if not spec.dist or not all(v in index.known_values(k) for k, v in exact.items() if v):
+        if not all(v in index.known_values(k) for k, v in exact.items() if v):
             return []
         caps = load_capabilities()
         weights = [unasked(name, data, spec, caps, request) for name, _t, data in grounding]
@@ -370,11 +372,11 @@ class Agent:
         named = any(named_in(name, request, caps) for name, _t, _d in grounding)
         have = {name for name, _t, _d in grounding}
         found = searcher.search(PLAIN_BASE_QUERY, 1 if named else PLAIN_CANDIDATES, use_threshold=False, **exact)
-        plain = [(unasked(p[0], p[2], spec, caps, request), i, p)
+        plain = [(unavailable_groups(spec, p[2].get("target") or {}, caps), unasked(p[0], p[2], spec, caps, request), i, p)
                  for i, p in enumerate(self._read([r.record for r in found.results if r.record.name not in have]))]
         if not plain:
             return []
-        weight, _i, best = min(plain)
+        _lacking, weight, _i, best = min(plain)
         return [best] if weight == 0 or not named and (not weights or weight < min(weights)) else []
 
     def _read(self, records: list[Any]) -> list[tuple[str, str, dict]]:

@@ -104,8 +104,10 @@ class DiskPhrases(ParserState):
             rf"(?:the\s+|an?\s+)?(?:separate\s+|extra\s+|dedicated\s+)?{_MOUNT}"
             rf"\s+partition\b"
             rf"|\b(?:remove|drop|delete)\s+(?:the\s+)?partition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"
+            # a path said separate is its partition: "no separate /boot"
+            rf"|\b(?:no|without)\s+(?:an?\s+)?(?:separate|dedicated)\s+(/[\w./-]*)(?![\w/-])"
         ):
-            spec.partitions.append({"action": "remove", "mountPoint": _mount(m.group(1) or m.group(2))})
+            spec.partitions.append({"action": "remove", "mountPoint": _mount(m.group(1) or m.group(2) or m.group(3))})
             self._mask(m.start(), m.end())
         for m in self._each(
             rf"\b(?:{_SIZING_VERBS})\s+(?:the\s+)?"

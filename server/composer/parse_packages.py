@@ -10,7 +10,7 @@ from ..knowledge.glossary import load_glossary
 from ..knowledge.loader import normalize_phrase
 from ..knowledge.request_words import load_request_words
 from .index_names import HOST_NAME
-from .parse_unread import VALUE, UnreadWords, no_wish, says_how
+from .parse_unread import KIND_WORDS, VALUE, UnreadWords, no_wish, says_how
 from .phrasing import (
     ADD_WORDS,
     CORRECTION,
@@ -521,6 +521,7 @@ class PackagePhrases(UnreadWords):
             or token in DEGREE_WORDS
             or token in ADD_WORDS
             or token in REMOVE_WORDS
+            or token in KIND_WORDS
             or re.fullmatch(r"[\d.]+[a-z]{0,3}", token)
         ):
             return "skip"

@@ -65,7 +65,7 @@ _SIZE_TEXT = re.sub(r"\((?!\?)", "(?:", CASUAL_SIZE)  # a size, as one piece of 
 _SYSCTL_KEY = r"(?:net\.(?:ipv4|ipv6|core|bridge|netfilter|unix)|vm|kernel|fs)\.[a-z0-9_.]*[a-z0-9_]"
 # A server's address: IPv4 or a dotted host name, with an optional port.
 _ADDRESS = (r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,})"
-            r"(?::\d{1,5})?(?![\w.:-])")
+            r"(?::\d{1,5})?(?![\w:-]|\.\w)")  # a period after it ends the sentence, not the address
 _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight")
 # Words before a setting's that make it a destination ("to the central syslog server", "a remote log server").
 _DESTINATION_BEFORE = re.compile(r"\b(?:to|towards|remote)\s+(?:(?:the|a|an|our|my|their|remote|central)\s+)*$", re.I)
@@ -137,6 +137,7 @@ class SettingPhrases(SchedulePhrases):
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
         self._keys_only()
+        self._logs_collected_to_ship()
         self._one_language_for_both()
         self._listed_off = self._switched_in_lists()
         # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), addresses before
@@ -294,6 +295,23 @@ class SettingPhrases(SchedulePhrases):
                     self._write(setting, setting.value)
                 else:
                     self._take_out(setting, "on" if on else "off")
+
+    def _logs_collected_to_ship(self) -> None:
+        """"collects logs with fluent-bit and ships them to logs.example.com": logs collected to be sent on are this
+        image's own, forwarded (remote logging), never a log server's receiving; the server is read after "them"."""
+        remote = load_settings()["remote logging"]
+        for m in self._each(r"(?P<collect>\b(?:collects?|collecting|gathers?|gathering)\s+(?:its\s+|the\s+|all\s+"
+                            r"|their\s+)?logs\b)[^.;]*?(?P<ship>\b(?:ships?|shipping|sends?|sending|forwards?|forwarding"
+                            r"|pushe?s?|pushing|streams?"
+                            rf"|streaming)\s+(?:them|those|it\s+all)(?:\s+to\s+(?:[\w-]+\s+){{0,4}}?(?:at\s+|on\s+)?"
+                            rf"(?P<address>{_ADDRESS}))?)"):
+            if m.group("address"):
+                self._write(remote, m.group("address").lower())
+            else:
+                self.spec.unparsed.append(f"{remote.name}: no server address named with it "
+                                          f"(e.g. '{self._example(remote)}')")
+            self._mask(*m.span("collect"))  # what stands between ("with fluent-bit") is read as it would be
+            self._mask(*m.span("ship"))
 
     def _one_language_for_both(self) -> None:
         """"a german keyboard and locale": the language is the keyboard's layout and the locale's, from the most words

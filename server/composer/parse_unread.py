@@ -11,6 +11,9 @@ from .phrasing import ADD_WORDS, DEGREE_WORDS, ParserState, looks_like_package
 _ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just", "only", "too", "support",
                 "supported", "enabled", "installed", "included", "preinstalled", "pre-installed", "preloaded",
                 "pre-loaded", "built-in", "builtin", "baked-in", *DEGREE_WORDS}
+# What kind of software a name is ("the google-authenticator PAM module"), no software itself (PAM is in every image).
+KIND_WORDS = frozenset({"pam", "module", "modules", "plugin", "plugins"})
+_ITEM_FILLER |= KIND_WORDS
 # An item that starts with one of these says what the image is for or where it runs, not what it holds.
 _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of", "so", "that", "which", "where",
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
@@ -25,7 +28,8 @@ PLAIN_ADJECTIVES = {"custom", "golden", "gold", "production", "prod", "staging",
                      "example", "proper", "decent", "working", "bootable", "small", "new", "own", "first", "second",
                      "latest", "updated", "nice", "good", "single", "complete", "full", "whole", "base", "master",
                      "template", "starter", "initial", "disk", "system", "os", "vm", "virtual", "physical", "little",
-                     "tiny", "mini", "big", "spare", "old", "lab", "office", "edge", "router", "linux", "automotive"}
+                     "tiny", "mini", "big", "spare", "old", "lab", "office", "edge", "router", "linux", "automotive",
+                     "preferred"}
 # "its data", "their files": the data of software already named (where it goes is read elsewhere), no wish.
 _DATA_NOUNS = {"data", "files", "storage"}
 _POSSESSIVES = {"its", "their", "his", "her"}

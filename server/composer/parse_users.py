@@ -165,10 +165,12 @@ class UserPhrases(ParserState):
         self._user_lists()
         self._user_named_by_is()
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
-        more = r"(?:(?:new|extra|another|additional|second|third|separate|further)\s+)?"  # "an extra user named ci"
+        # "an extra user named ci", "a new local admin user"
+        more = (r"(?:(?:new|extra|another|additional|second|third|separate|further|local|dedicated|unprivileged"
+                r"|limited|restricted|personal)\s+){0,2}")
         self._name_before_account(qualifiers)
         add = (
-            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure"
+            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure|have|has|having|gets?"
             r"|there\s+(?:is|are|should\s+be|must\s+be))\s+|(?:^|(?<=[,;:]))\s*"
             # or anywhere, when a name is given to it ("there is a user called ops")
             rf"|\b(?=(?:a|an|the|one)\s+{more}(?:{qualifiers}\s+)?(?:user|account)\s+(?:named|called)\b)"

@@ -551,3 +551,18 @@ async def test_hardening_without_its_lsm_is_valid_and_leaves_the_lsm_off(client)
     assert out["valid"] and "selinux=0" in words and "selinux=1" not in words and "enforcing=1" not in words
     assert "selinux-policy-targeted" not in doc["systemConfig"]["packages"]
     assert any("without its selinux-policy-targeted" in c for c in out["changes"]), out["changes"]
+
+
+async def test_with_no_release_named_a_plain_base_that_has_the_groups_beats_a_purpose_built_one(client):
+    out, doc = await _gen(client, "an image for a home NAS: samba, nfs, zfs, smartmontools")
+    assert out["grounded_on"][0].endswith("minimal-base-raw"), out["grounded_on"]
+    assert not {"cockpit", "pcp-zeroconf"} & set(doc["systemConfig"]["packages"])
+    assert "samba" in doc["systemConfig"]["packages"]
+
+
+async def test_logs_collected_to_be_shipped_are_forwarded_and_a_local_admin_is_added(client):
+    _out, doc = await _gen(client, "debian box that collects logs with rsyslog and ships them to logs.example.com:6514. "
+                                   "It must have a local admin user \"storeadmin\".")
+    commands = [c["cmd"] for c in doc["systemConfig"].get("configurations") or []]
+    assert any("@@logs.example.com:6514" in c for c in commands) and not any("imtcp" in c for c in commands)
+    assert [u for u in doc["systemConfig"]["users"] if u["name"] == "storeadmin" and u.get("sudo")]

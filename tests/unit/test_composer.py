@@ -198,6 +198,7 @@ def test_knowledge_families_groups_and_aliases() -> None:
     assert caps.translate_package("kubectl", "azl3") == "kubernetes-client"
     assert caps.translate_package("ddrescue", "ubuntu24") == "gddrescue"  # Debian's ddrescue was another tool
     assert caps.translate_package("locales", "el10") == "glibc-locale-source"
+    assert caps.translate_package("google-authenticator", "debian13") == "libpam-google-authenticator"
     assert caps.rename_for_arch("grub-efi-amd64-bin", "deb", "aarch64") == "grub-efi-arm64-bin"
     assert caps.rename_for_arch("grub-efi-arm64-bin", "deb", "x86_64") == "grub-efi-amd64-bin"
     assert caps.rename_for_arch("shim-x64", "rpm", "aarch64") == "shim-aa64"

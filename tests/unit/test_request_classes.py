@@ -1359,3 +1359,35 @@ def test_the_boot_menus_timeout_is_reported_not_written_with_its_value():
     assert spec.unparsed == ["grub timeout 0 (the boot menu's timeout is not written by the composer: os-image-composer "
                              "writes the bootloader's configuration itself, and a template's bootloader section holds "
                              "only its boot type and provider)"]
+
+
+@pytest.mark.parametrize(("text", "name", "sudo"), [
+    ('Boxes must have a local admin user "storeadmin", and keep the root fs read-only.', "storeadmin", True),
+    ("debian with a local user bob", "bob", None),
+    ("it has a dedicated service account backup", "backup", None),
+    ("ubuntu with a new local user ann", "ann", None),
+])
+def test_a_user_said_with_words_of_what_kind_of_user_is_added(text, name, sudo):
+    (user,) = parse_request(text).users
+    assert user["name"] == name and user.get("sudo") == sudo
+
+
+def test_a_preference_for_a_distribution_is_no_wish():
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request("a kiosk with chromium. Debian preferred.", english=english_words())
+    assert spec.os == "debian" and spec.unparsed == []
+
+
+@pytest.mark.parametrize("text", ["debian 13 with an 8GB root, no separate /boot", "without a dedicated /var/log"])
+def test_a_path_said_separate_is_its_partition(text):
+    spec = parse_request(text)
+    assert [p["action"] for p in spec.partitions if p.get("mountPoint") in ("/boot", "/var/log")] == ["remove"]
+    assert not spec.remove_packages and not spec.unparsed
+
+
+def test_what_kind_of_software_a_name_is_is_no_wish_and_the_name_is_the_software():
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request("ubuntu with the google-authenticator pam module", english=english_words())
+    assert spec.add_packages == ["google-authenticator"] and spec.unparsed == []

@@ -327,3 +327,26 @@ def test_the_locale_brings_the_familys_locale_sources_and_the_request_is_met(tem
     assert sources == [package] and "LANG=fr_FR.UTF-8" in " ".join(_commands(done))
     want = want_from_spec(parse_request(text), done["target"]["dist"])
     assert unmet(base, want) and unmet(done, want) == []
+
+
+@pytest.mark.parametrize(("text", "address"), [
+    ("box that collects logs with fluent-bit and ships them to our central graylog at logs.corp.example:12201.",
+     "logs.corp.example:12201"),
+    ("collect logs and send them to 10.0.0.5", "10.0.0.5"),
+    ("ubuntu that sends logs to 10.0.0.5.", "10.0.0.5"),  # a period after an address ends the sentence
+])
+def test_logs_collected_to_be_sent_on_are_forwarded_not_received(text, address):
+    spec = parse_request(text)
+    commands = _commands(spec)
+    assert commands == [f"mkdir -p /etc/rsyslog.d && echo '*.* @@{address}' > /etc/rsyslog.d/90-remote.conf"]
+    assert all(u == "fluent-bit" for u in spec.unparsed)  # what stood between is read as ever
+
+
+def test_a_log_server_collecting_other_machines_logs_still_receives_them():
+    assert "imtcp" in " ".join(_commands(parse_request("a log server that collects logs from other machines")))
+
+
+def test_logs_shipped_with_no_server_named_are_reported():
+    spec = parse_request("collects its logs and forwards them somewhere central")
+    assert "remote logging: no server address named with it (e.g. 'remote syslog server logs.example.com:514')" \
+        in spec.unparsed and not _commands(spec)

@@ -8,6 +8,7 @@ the always-welcome basics (``base_groups`` in capabilities.yaml) that the reques
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection
 from typing import Any
@@ -86,7 +87,7 @@ def _name_words(name: str, caps: Capabilities, *, purpose: bool = True) -> set[s
             and not caps.arch_of(w) and w not in ("yml", "base") and not caps.dist_of(w)]
     # a word before a use case's is one name with it ("web-server" is "webserver"): "web" alone, in "a web page",
     # says nothing of serving one
-    return {w + after if after in generic else w for w, after in zip(kept, [*kept[1:], ""], strict=True)
+    return {w + after if after in generic else w for w, after in itertools.zip_longest(kept, kept[1:], fillvalue="")
             if w not in generic}
 
 

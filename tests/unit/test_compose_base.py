@@ -316,3 +316,7 @@ def test_removing_sudo_says_which_users_are_still_set_to_use_it():
 def test_a_name_word_before_a_use_case_word_is_one_name_with_it(request_text, is_related):
     caps = load_capabilities()
     assert related("ubuntu26-x86_64-web-server-nginx-raw", request_text, caps) is is_related
+
+
+def test_a_saved_templates_name_with_no_word_of_purpose_relates_to_nothing():
+    assert related("my-azl", "azure linux minimal image", load_capabilities()) is False  # it had raised

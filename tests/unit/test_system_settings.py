@@ -350,3 +350,15 @@ def test_logs_shipped_with_no_server_named_are_reported():
     spec = parse_request("collects its logs and forwards them somewhere central")
     assert "remote logging: no server address named with it (e.g. 'remote syslog server logs.example.com:514')" \
         in spec.unparsed and not _commands(spec)
+
+
+@pytest.mark.parametrize("text", ["debian kiosk, disable screen blanking", "no screensaver", "screen blanking off"])
+def test_screen_blanking_off_is_the_consoles_blank_timeout_of_zero(text):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_append == ["consoleblank=0"] and not spec.remove_packages
+
+
+def test_hiding_the_mouse_cursor_is_reported_not_written():
+    spec = parse_request("debian kiosk, hide the mouse cursor")
+    assert any(u.startswith("mouse cursor (hiding the mouse cursor is not written by the composer") for u in spec.unparsed)
+    assert not [u for u in parse_request("ubuntu dev box with the cursor editor").unparsed if "mouse" in u]

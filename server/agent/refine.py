@@ -113,6 +113,22 @@ def last_partition(conv: Conversation) -> str | None:
     return touched[0] if len(touched) == 1 else None
 
 
+def earlier_disk(conv: Conversation, data: Any) -> tuple[int, dict[str, Any]] | None:
+    """The disk section of the last revision that had one for the same architecture, while ``data`` (the image
+    edited) has none: an iso made a raw disk again gets that layout back."""
+    if not isinstance(data, dict) or isinstance(data.get("disk"), dict):
+        return None
+    arch = (data.get("target") or {}).get("arch")
+    for rev in reversed(conv.revisions):
+        try:
+            old = _current_data(rev.yaml)
+        except ValueError:
+            continue
+        if isinstance(old, dict) and isinstance(old.get("disk"), dict) and (old.get("target") or {}).get("arch") == arch:
+            return rev.revision, old["disk"]
+    return None
+
+
 def _partitions(data: Any) -> dict[str, tuple[object, int | None]]:
     """Mount point -> (filesystem, size in MiB; None for the one that fills the disk): what an edit of a
     partition changes, not where it starts, which an edit of another one before it moves."""
@@ -277,6 +293,7 @@ class Refiner:
         await report_progress(progress, 1, "applying the change")
         spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
         spec.last_partition = last_partition(conv) if base is current else None
+        spec.earlier_disk = earlier_disk(conv, data)
         draft = await self._refine_draft(instruction, base.yaml, data, conv, sampling, progress, spec)
         if correction is not None:
             draft.notes.insert(0, f"read as a correction of the last edit: '{instruction}' applied to revision "

@@ -3,6 +3,7 @@ immutable root (dm-verity hash partition) with its secure boot keys. The arithme
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -44,7 +45,15 @@ class DiskEdit(TemplateEdit):
                 f"disk section removed ({new} images take their layout from the distribution defaults)"
             )
         if new == "raw" and self.disk() is None:
-            self.ensure_disk(spec.disk_size)
+            if spec.earlier_disk is not None and not spec.disk_size:
+                revision, disk = spec.earlier_disk
+                self.data["disk"] = copy.deepcopy(disk)
+                mounts = [str(p.get("mountPoint")) for p in disk.get("partitions") or [] if isinstance(p, dict)
+                          and p.get("mountPoint")]
+                self.changes.append(f"disk section of revision {revision} restored ({disk.get('size')}; "
+                                    f"partitions {', '.join(mounts) or 'none'})")
+            else:
+                self.ensure_disk(spec.disk_size)
 
     def ensure_disk(self, size: str | None = None) -> dict:
         disk = self.disk()

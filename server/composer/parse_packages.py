@@ -76,6 +76,11 @@ _HOST_WORDS = {"host", "server", "hypervisor", "node", "machine"}  # "for kvm ho
 _GUEST_WORDS = {"agent", "guest", "tool", "addition", "integration"}  # "the qemu agent": the guest's software
 
 
+# Verbs of returning to something had before ("go back to nginx", "switch back to apache", "revert to chrony").
+_BACK_TO = re.compile(r"(?:(?:go|going|goes|went|switch|switching|change|changing|move|moving)\s+back\s+to"
+                      r"|(?:revert|reverting|return|returning)\s+to)\b")
+
+
 class PackagePhrases(UnreadWords):
     """The package and capability group words of a request."""
 
@@ -301,6 +306,12 @@ class PackagePhrases(UnreadWords):
                     mode, strength, negate = "add", "strong", False
                     self._verb = two
                     i += 2
+                    continue
+                # "I changed my mind about apache, go back to nginx": what one returns to is wanted again
+                back = _BACK_TO.match(" ".join(tokens[i:i + 3]))
+                if back:
+                    mode, strength, negate = "add", "strong", False
+                    i += len(back.group(0).split())
                     continue
                 if token in REMOVE_WORDS:
                     after_no = (mode, strength) if token == "no" and mode != "remove" else None

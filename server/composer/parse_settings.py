@@ -92,7 +92,8 @@ _KEYS_ONLY = (
     rf"\b{_SSH}{_SSH_ACCESS}\s+(?:(?:is|are|should\s+be|must\s+be|allowed|permitted|enabled)\s+)?"
     rf"(?:{_ONLY}\s+{_KEY_PREP}{_KEY}|{_KEY_PREP}{_KEY}[\s-]+{_ONLY})\b"  # ssh (access) only with keys / with keys only
     rf"|\b{_KEY}[\s-]+{_ONLY}\b(?:\s+{_SSH}{_SSH_ACCESS}\b)?"  # key-only (ssh)
-    rf"|\b{_ONLY}\s+(?:(?:allow|permit|accept)\s+)?(?:{_KEY_PREP})?{_KEY}\b(?:\s+{_SSH}{_SSH_ACCESS}\b)?"  # only (by) keys
+    # only (by) keys, "ssh only accepts keys"
+    rf"|\b{_ONLY}\s+(?:(?:allow|permit|accept|take)s?\s+)?(?:{_KEY_PREP})?{_KEY}\b(?:\s+{_SSH}{_SSH_ACCESS}\b)?"
     rf"|\b(?:password[\s-]?less|password[\s-]free)\s+{_SSH}{_SSH_ACCESS}\b"  # passwordless ssh
     rf"|\b{_SSH}{_SSH_ACCESS}\s+(?:(?:with|and|but)\s+)?(?:{_NO}|no)\s+(?:an?\s+)?{_PASSWORDS}\b"  # ssh without passwords
     rf"|\b{_NO}\s+(?:an?\s+)?{_PASSWORDS}(?:\s+(?:over|via|for|on|through|in))?\s+{_SSH}{_SSH_ACCESS}\b"  # no password ssh

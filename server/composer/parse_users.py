@@ -16,6 +16,7 @@ _NOPASSWD = re.compile(r"\b(?:password[\s-]?less|password[\s-]?free|no[\s-]passw
                        r"|\bsudo\s+(?:without|with\s+no|w/o)\s+(?:a\s+|any\s+)?password\b|\bnopasswd\b", re.I)
 
 
+_BE = r"(?:(?:should|must|will|shall)\s+be\s+|is\s+)"  # "the admin user should be called alice"
 # A role as people give it to a user: "admin", "administrator", "sudo rights", "root access".
 _ROLE = r"(?:sudo(?:er)?|admin(?:istrator)?|root|superuser)s?(?:\s+(?:rights|access|privileges|permissions))?\b"
 # A role said right after a user's clause, past its comma: ", no sudo", ", with admin rights", ", as an admin".
@@ -173,14 +174,15 @@ class UserPhrases(ParserState):
             r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure|have|has|having|gets?"
             r"|there\s+(?:is|are|should\s+be|must\s+be))\s+|(?:^|(?<=[,;:]))\s*"
             # or anywhere, when a name is given to it ("there is a user called ops")
-            rf"|\b(?=(?:a|an|the|one)\s+{more}(?:{qualifiers}\s+)?(?:user|account)\s+(?:named|called)\b)"
+            # ("the admin user should be called alice": the name said of the user, not of the machine)
+            rf"|\b(?=(?:a|an|the|one)\s+{more}(?:{qualifiers}\s+)?(?:user|account)\s+{_BE}?(?:named|called)\b)"
             # or anywhere, when a role follows the name ("ubuntu 24.04 user marco as administrator")
             rf"|\b(?=(?:user|account)\s+{WHO}\s+(?:with|as|having)\s+(?:an?\s+)?{_ROLE}))"
             rf"(?:a\s+|an\s+|the\s+|one\s+)?{more}"
             rf"(?:(?P<qual>{qualifiers})\s+)?"
             # "user data", "user namespaces", "user session": compound nouns, not a user's name
             r"(?:user(?:\s+account)?|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
-            r"(?:\s+(?:(?:named|called|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
+            rf"(?:\s+(?:(?:{_BE}?(?:named|called)|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
         )
         # a clause ends at punctuation, at "and" before an edit verb, or at the next user ("... and user bob")
         boundary = re.compile(rf"[;.,]|\s+and\s+(?:then\s+)?(?:{EDIT_VERBS})\b|\s+and\s+(?:a\s+|an\s+|the\s+)?"

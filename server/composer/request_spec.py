@@ -75,11 +75,14 @@ class RequestSpec:
     # The partition the conversation's last edit added or changed (the refinement sets it): what a filesystem
     # said with no place ("make it xfs", "change its filesystem") and "that partition" among several mean.
     last_partition: str | None = None
+    # The disk section the conversation's image last had, with its revision (the refinement sets it while the image
+    # has none): an iso made a raw disk again gets its own layout back, not a default one.
+    earlier_disk: tuple[int, dict[str, Any]] | None = None
 
     def is_empty(self) -> bool:
         """True when the text asked for nothing the composer can act on."""
         ignore = {"is_question", "unparsed", "use_cases", "notes", "unsupported", "minimal", "corrected",
-                  "arch_named", "last_partition", "autologin", "groups_named"}
+                  "arch_named", "last_partition", "earlier_disk", "autologin", "groups_named"}
         return not any(
             value is not None if isinstance(value, bool) or value is None else bool(value)
             for key, value in asdict(self).items()

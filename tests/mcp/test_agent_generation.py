@@ -566,3 +566,27 @@ async def test_logs_collected_to_be_shipped_are_forwarded_and_a_local_admin_is_a
     commands = [c["cmd"] for c in doc["systemConfig"].get("configurations") or []]
     assert any("@@logs.example.com:6514" in c for c in commands) and not any("imtcp" in c for c in commands)
     assert [u for u in doc["systemConfig"]["users"] if u["name"] == "storeadmin" and u.get("sudo")]
+
+
+async def test_an_iso_made_a_raw_disk_again_gets_its_own_layout_back(client):
+    steps = await _steps(client, "debian 13 server", "bump the disk to 20G", "add a 5G /data partition",
+                         "can you make it an ISO instead?", "ok make it a raw disk again")
+    sized, iso, raw = steps[1][1], steps[2][1], steps[3]
+    assert "disk" not in iso and raw[1]["disk"] == sized["disk"]
+    assert any(c.startswith("disk section of revision ") and c.endswith("restored (20GiB; partitions /boot/efi, "
+                                                                        "/data, /)") for c in raw[0]["changes"]), raw[0]["changes"]
+
+
+async def test_an_iso_made_raw_with_a_size_said_gets_a_fresh_layout_of_that_size(client):
+    steps = await _steps(client, "debian 13 server", "bump the disk to 20G", "make it an iso",
+                         "make it a raw image of 8GB")
+    assert steps[-1][1]["disk"]["size"] == "8GiB"
+
+
+async def test_returning_to_software_adds_it_and_a_user_named_by_should_be_called_is_the_users(client):
+    (back, doc), (named, doc2) = await _steps(client, "debian 13 server with apache",
+                                              "I changed my mind about apache, go back to nginx",
+                                              "the admin user should be called alice and have sudo")
+    assert "nginx" in doc["systemConfig"]["packages"] and "apache2" not in doc["systemConfig"]["packages"]
+    assert [u for u in doc2["systemConfig"]["users"] if u["name"] == "alice" and u.get("sudo")]
+    assert doc2["systemConfig"].get("hostname") != "alice"

@@ -362,3 +362,9 @@ def test_hiding_the_mouse_cursor_is_reported_not_written():
     spec = parse_request("debian kiosk, hide the mouse cursor")
     assert any(u.startswith("mouse cursor (hiding the mouse cursor is not written by the composer") for u in spec.unparsed)
     assert not [u for u in parse_request("ubuntu dev box with the cursor editor").unparsed if "mouse" in u]
+
+
+@pytest.mark.parametrize("text", ["also make sure ssh only accepts keys", "ssh only takes keys", "sshd only allows keys"])
+def test_ssh_that_only_accepts_keys_refuses_passwords(text):
+    spec = parse_request(text)
+    assert [c.get("label") for c in spec.configurations] == ["key-only ssh on"]

@@ -49,7 +49,7 @@ _REST_WORDS = (r"(?:rest|remainder|remaining(?:\s+space)?|leftover(?:\s+space)?|
 _FS_OR_SIZE = rf"(?:to\s+|as\s+|into\s+|with\s+)?(?:(?:{_FS})|{_SIZE})(?:\s+(?:and|,)\s+(?:(?:{_FS})|{_SIZE}))?"
 # Verbs that give a partition a size ("bump root to 8 gigs", "shrink /var to 2G").
 _SIZING_VERBS = (r"resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce|bump(?:\s+up)?|raise|"
-                 r"expand|boost|lower|trim|cut|cap|limit")
+                 r"expand|boost|lower|trim|cut|cap|limit|give|allot|allocate|assign")
 _ROOT = rf"(?:the\s+)?{_OTHER_ROOTS}(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
 
 

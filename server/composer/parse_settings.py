@@ -54,10 +54,12 @@ _ON_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?"
 # Verbs of forbidding are verbs of switching off ("disallow root login", "deny password logins").
 _OFF = (r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill|block|forbid|prevent"
         r"|disallow|deny|prohibit|refuse|ban"
-        r"|lock\s+down|lock\s+out|lock|remove|drop|get\s+rid\s+of|take\s+out|eliminate|strip)")
+        r"|lock\s+down|lock\s+out|lock|remove|drop|get\s+rid\s+of|take\s+out|eliminate|strip"
+        # "deploy shouldn't have a password login", "it must not allow root login"
+        r"|(?:should|must|shall|will|does|do|can|need)(?:n[’']?t|\s+not)\s+(?:have|get|allow|permit|use|need|accept))")
 _OFF_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
               r"|blocked|forbidden|disallowed|denied|prohibited|refused|banned|locked(?:\s+down)?"
-              r"|not\s+(?:needed|wanted|required|allowed|permitted))")
+              r"|not\s+(?:be\s+)?(?:needed|wanted|required|allowed|permitted|enabled))")
 _ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
 _SIZE_TEXT = re.sub(r"\((?!\?)", "(?:", CASUAL_SIZE)  # a size, as one piece of text ("2G", "half a gig")
 # key=value whose key is a sysctl path: procfs roots no kernel parameter starts with ("net.ifnames" is one,
@@ -279,8 +281,9 @@ class SettingPhrases(SchedulePhrases):
             self._valued(load_settings()[setting.with_address], words, own=False)
             w += rf"(?!{_LINK}{_TO_ADDRESS})"
         # A switch after the words wins over a word before them: "with ipv6 disabled" is off.
-        forms: list[tuple[bool, str]] = [(True, rf"{w}\s+{_ON_AFTER}\b"), (False, rf"{w}\s+{_OFF_AFTER}\b"),
-                                         (True, rf"\b{_ON}\s+{_ARTICLE}{w}"), (False, rf"\b{_OFF}\s+{_ARTICLE}{w}")]
+        # Off first: "must not allow root login", "root login must not be allowed" are no allowing.
+        forms: list[tuple[bool, str]] = [(False, rf"{w}\s+{_OFF_AFTER}\b"), (True, rf"{w}\s+{_ON_AFTER}\b"),
+                                         (False, rf"\b{_OFF}\s+{_ARTICLE}{w}"), (True, rf"\b{_ON}\s+{_ARTICLE}{w}")]
         if not setting.switched_only:
             forms.append((True, w))  # named with no switch: wanted, as a feature named is
         for on, form in forms:

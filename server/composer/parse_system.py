@@ -307,6 +307,11 @@ class SystemPhrases(ParserState):
             r"(?:host\s*-?\s*)?name\s+(?:of\s+)?[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
             rf"\b{_MACHINE}(?:'s)?\s+(?:(?:should|must|will)\s+be\s+|is\s+)?(?:called|named)\s+"
             r"(?!(?:after|for|by|in|on|with|from|like|the|a|an)\b)[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            # "the host should be azl-node-3": a name by its shape (a digit or a dash), not "the box should be fast"
+            # nor a kind ("x86-64", "debian-based")
+            rf"\b(?:the|this|my|our)\s+{_MACHINE}\s+(?:should|must|will|shall)\s+be\s+[\"'`]?"
+            r"(?![\w.-]*-(?:based|like|ish|style|ready|only|friendly|bit)\b|x86|amd64|arm64|aarch64)"
+            r"((?=[A-Za-z0-9.-]*[0-9-])[A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?(?=\s*(?:$|[,;.!?)]|\band\b))",
             # "the machine name is webserver", "computer name: kiosk3", "name of the machine is db01", "set the
             # device name to sensor-7": a machine's name, said with "name" as a noun
             rf"(?:\b{_MACHINE}(?:'s)?\s*-?\s*name|\bname\s+of\s+(?:the\s+|this\s+|my\s+|our\s+)?{_MACHINE})\s*"

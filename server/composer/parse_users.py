@@ -26,9 +26,10 @@ _ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)
 _PRONOUNS = r"(?:she|he|they|him|her|them)"
 # Verbs of being allowed, before what a user may do ("alice can sudo", "bob may use sudo").
 _ABLE = r"(?:can|may|should\s+be\s+able\s+to|is\s+allowed\s+to|gets?\s+to|must\s+be\s+able\s+to)"
-# Words before "user" that say which, never who ("the new user has sudo").
+# Words before "user" that say which, never who ("the new user has sudo"), and determiners ("give the root partition").
 _NOT_A_NAME = {"new", "normal", "regular", "standard", "default", "local", "main", "first", "second", "other", "extra",
-               "additional", "single", "only", "same", "primary", "last", "existing", "current", "one", "every", "each"}
+               "additional", "single", "only", "same", "primary", "last", "existing", "current", "one", "every", "each",
+               "the", "a", "an", "its", "their", "this", "my", "our", "your"}
 # A login shell as people name it: its name or its path.
 _SHELLS = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
 # Login shells that are packages of their own name on every family (bash and sh are in every base system).
@@ -362,8 +363,9 @@ class UserPhrases(ParserState):
         who = WHO
         rights = r"(?:full\s+)?(?:sudo|admin(?:istrator)?|root|superuser)(?:\s+(?:rights|access|privileges|permissions))?"
         admin = r"(?:an?\s+|the\s+)?(?:admin|administrator|sudoer|superuser)s?\b"
-        # "give the web root its own partition": a place given room, no user given rights
-        room = r"\s+(?:its|their|a|an)\s+(?:[\w.-]+\s+){0,3}?(?:partition|volume|filesystem|disk)\b"
+        # "give the web root its own partition", "give the root partition 10G": a place, no user given rights
+        room = (r"\s+(?:(?:its|their|a|an)\s+(?:[\w.-]+\s+){0,3}?)?(?:partition|volume|filesystem|file\s+system|fs|disk"
+                r"|directory|dir|folder)\b")
         for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b|{room})"
                             rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?sudo\b"
                             # "let operator use sudo", "allow ops to run sudo"

@@ -1391,3 +1391,25 @@ def test_what_kind_of_software_a_name_is_is_no_wish_and_the_name_is_the_software
 
     spec = parse_request("ubuntu with the google-authenticator pam module", english=english_words())
     assert spec.add_packages == ["google-authenticator"] and spec.unparsed == []
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("give the root partition 10G", "/", "10GiB"),  # it had added a user "the" with sudo
+    ("give the root filesystem 10 gigs", "/", "10GiB"),
+    ("give /data 50G", "/data", "50GiB"),
+])
+def test_a_place_given_a_size_is_resized_and_no_determiner_is_a_user(text, mount, size):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "resize", "mountPoint": mount, "size": size}] and spec.users == []
+
+
+@pytest.mark.parametrize(("text", "host"), [("the host should be azl-node-3", "azl-node-3"),
+                                            ("our gateway must be gw-07, with docker", "gw-07")])
+def test_a_machine_said_to_be_a_name_by_its_shape_is_named(text, host):
+    assert parse_request(text).hostname == host
+
+
+@pytest.mark.parametrize("text", ["the box should be fast", "the server should be debian-based",
+                                  "the machine should be x86-64"])
+def test_what_a_machine_should_be_that_is_no_name_names_no_host(text):
+    assert parse_request(text).hostname is None

@@ -368,3 +368,13 @@ def test_hiding_the_mouse_cursor_is_reported_not_written():
 def test_ssh_that_only_accepts_keys_refuses_passwords(text):
     spec = parse_request(text)
     assert [c.get("label") for c in spec.configurations] == ["key-only ssh on"]
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    ("deploy shouldn't have a password login", "password login off"),
+    ("it must not allow root login", "root login off"),  # it had been read as allowing it too
+    ("root login must not be allowed", "root login off"),
+])
+def test_a_negated_modal_switches_off_and_reads_no_allowing(text, label):
+    spec = parse_request(text)
+    assert [c.get("label") for c in spec.configurations] == [label] and not spec.notes and not spec.unparsed

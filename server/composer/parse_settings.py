@@ -75,7 +75,7 @@ _DESTINATION_BEFORE = re.compile(r"\b(?:to|towards|remote)\s+(?:(?:the|a|an|our|
 _TO_ADDRESS = (r"(?:(?:with|from|against|using|via|pointing\s+at|pointed\s+at|pointing\s+to|pointed\s+to)\s+)?"
                rf"(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+)?(?:syslog\s+|log\s+|ntp\s+|time\s+)?(?:server|host)\s+)?"
                rf"(?:(?:at|on)\s+)?{_ADDRESS}")
-_SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})\s*=\s*([\w.:-]+)(?![\w/])"
+_SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})(?:\s*=\s*|\s+(?:to|at|of)\s+)([\w.:-]+)(?![\w/])"
 
 
 # How sshd lets people in, by kinds of words rather than phrases: the keys alone ("ssh with key only", "only
@@ -135,6 +135,11 @@ class SettingPhrases(SchedulePhrases):
         self._scheduled_commands()
         self._machine_resources()
         self._kernel_modules()
+        for m in self._each(rf"\b{UNDO}\s+(?:the\s+)?(?:sysctl\s+)?({_SYSCTL_KEY})(?:\s+(?:setting|sysctl|parameter|value))?"):
+            key = m.group(1).lower()  # "drop the vm.max_map_count setting": the file that sets it goes
+            self.spec.configurations.append({"remove": True, "replaces": sysctl_configuration(f"{key} = 0", "", key)[
+                "replaces"], "cmd": "", "label": f"sysctl {key}"})
+            self._mask(m.start(), m.end())
         for m in self._each(_SYSCTL):
             key, value = m.group(1).lower(), m.group(2)
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))

@@ -277,7 +277,9 @@ class SystemPhrases(ParserState):
         boot = r"(?:at|on|during|after)\s+(?:boot(?:\s*time)?|start-?up)"
         for pattern, tail in (
                 (rf"\b(?:enable|start|run|launch)\s+(?:the\s+)?{name}\s+({boot})\b", 2),
-                (rf"\b{name}\s+((?:started|enabled|running|starting|starts|runs|launched)\s+{boot})\b", 2),
+                # "docker should start on boot", "nginx must run at startup"
+                (rf"\b{name}\s+((?:(?:should|must|will|shall|needs?\s+to|has\s+to)\s+(?:be\s+)?)?"
+                 rf"(?:started|enabled|running|starting|starts|runs|launched|start|run|launch)\s+{boot})\b", 2),
                 (rf"\b{name}\s+((?:enabled|running|started)\s+as\s+an?\s+(?:service|daemon))\b", 2)):
             for m in self._each(pattern):
                 self.spec.notes.append(

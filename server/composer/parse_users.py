@@ -1,35 +1,19 @@
-"""Reading the users of a request: users added and removed, lists of users, their roles (sudo, passwordless sudo,
-sudo taken away), groups, login shells and home directories."""
+"""Reading the users of a request: users added and removed, lists of users, their roles as their clauses say them
+(sudo given and taken apart from them: parse_sudo.py), groups, login shells and home directories."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
-from .phrasing import EDIT_VERBS, FUNCTION_WORDS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO, ParserState
+from .parse_sudo import NOPASSWD, PRONOUNS, ROLE, SudoPhrases
+from .phrasing import EDIT_VERBS, FUNCTION_WORDS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO
 from .request_spec import NOLOGIN_SHELL, REFERRED_USER
 
-# Sudo that asks no password ("passwordless sudo", "sudo without a password", "NOPASSWD"): upstream templates
-# write it as a sudoers.d file from a configuration command (the schema's ``sudo: true`` alone asks for one).
-_NOPASSWD = re.compile(r"\b(?:password[\s-]?less|password[\s-]?free|no[\s-]password|nopasswd)\s+sudo\b"
-                       r"|\bsudo\s+(?:without|with\s+no|w/o)\s+(?:a\s+|any\s+)?password\b|\bnopasswd\b", re.I)
-
-
 _BE = r"(?:(?:should|must|will|shall)\s+be\s+|is\s+)"  # "the admin user should be called alice"
-# A role as people give it to a user: "admin", "administrator", "sudo rights", "root access".
-_ROLE = r"(?:sudo(?:er)?|admin(?:istrator)?|root|superuser)s?(?:\s+(?:rights|access|privileges|permissions))?\b"
 # A role said right after a user's clause, past its comma: ", no sudo", ", with admin rights", ", as an admin".
-_ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)?|(?:no|without|not\s+an?)\s+)?{_ROLE}"
+_ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)?|(?:no|without|not\s+an?)\s+)?{ROLE}"
                          r"(?=\s*(?:[,;.]|$|\band\b))", re.I)
-# A pronoun standing for the user just named ("a user lisa, she should not be an admin").
-_PRONOUNS = r"(?:she|he|they|him|her|them)"
-# Verbs of being allowed, before what a user may do ("alice can sudo", "bob may use sudo").
-_ABLE = r"(?:can|may|should\s+be\s+able\s+to|is\s+allowed\s+to|gets?\s+to|must\s+be\s+able\s+to)"
-# Words before "user" that say which, never who ("the new user has sudo"), and determiners ("give the root partition").
-_NOT_A_NAME = {"new", "normal", "regular", "standard", "default", "local", "main", "first", "second", "other", "extra",
-               "additional", "single", "only", "same", "primary", "last", "existing", "current", "one", "every", "each",
-               "the", "a", "an", "its", "their", "this", "my", "our", "your"}
 # A login shell as people name it: its name or its path.
 _SHELLS = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
 # Login shells that are packages of their own name on every family (bash and sh are in every base system).
@@ -62,7 +46,7 @@ def _group_names(listed: str) -> list[str]:
     return [g for g in re.split(r"\s*(?:,|\band\b)\s*", listed) if g and g.lower() not in STOPWORDS]
 
 
-class UserPhrases(ParserState):
+class UserPhrases(SudoPhrases):
     """The user phrases of a request."""
 
     def _user_into_groups(self) -> None:
@@ -109,30 +93,6 @@ class UserPhrases(ParserState):
             self._pronoun_user()["shell"] = self._login_shell(m.group(1) or m.group(2))
             self._mask(m.start(), m.end())
 
-    def _docker_without_sudo(self) -> None:
-        """"let the user admin use docker without sudo", "ops can run it without root" (it: Docker named in the
-        request): membership of the docker group, which lets a user reach Docker's socket; not sudo taken out."""
-        docker = re.search(r"\bdocker\b", self.said, re.I) is not None
-        podman = re.search(r"\bpodman\b", self.said, re.I) is not None
-        what = r"(?:docker|podman|it|containers)" if docker or podman else r"(?:docker|podman)"
-        for m in self._each(rf"\b(?:let|allow)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+(?:to\s+)?(?:use|run)\s+({what})"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+{_ABLE}\s+(?:use|run)\s+({what})"):
-            name = (m.group(1) or m.group(3)).lower()
-            runtime = (m.group(2) or m.group(4)).lower()
-            tail = re.match(r"\s+without\s+(?:sudo|root|being\s+root)\b", self.work[m.end():], re.I)
-            if tail is None or name in NOT_A_USER or name in _NOT_A_NAME:
-                continue
-            if runtime == "podman" or runtime != "docker" and not docker:
-                self.spec.notes.append(f"podman without sudo for {name}: nothing to write, Podman runs rootless "
-                                       "for any user")
-            else:
-                self.spec.users.append({"action": "add", "name": name, "groups": ["docker"]})
-            group = self.caps.group_for_word(runtime)
-            if group:  # the runtime named here is asked for too
-                self.spec.add_groups.append(group)
-                self.spec.groups_named.append(group)
-            self._mask(m.start(), m.end() + tail.end())
-
     def _users(self) -> None:
         self._root_password()
         leaves_group = r"(?![\w-])(?!\s+(?:out\s+of|from)\s+(?:the\s+)?[\w-]+\s+groups?\b)"  # only a membership goes
@@ -178,8 +138,8 @@ class UserPhrases(ParserState):
             # ("the admin user should be called alice": the name said of the user, not of the machine)
             rf"|\b(?=(?:a|an|the|one)\s+{more}(?:{qualifiers}\s+)?(?:user|account)\s+{_BE}?(?:named|called)\b)"
             # or anywhere, when a role follows the name ("ubuntu 24.04 user marco as administrator")
-            rf"|\b(?=(?:user|account)\s+{WHO}\s+(?:with|as|having)\s+(?:an?\s+)?{_ROLE}))"
-            rf"(?:a\s+|an\s+|the\s+|one\s+)?{more}"
+            rf"|\b(?=(?:user|account)\s+{WHO}\s+(?:with|as|having)\s+(?:an?\s+)?{ROLE}))"
+            rf"(?:a\s+|an\s+|the\s+|one\s+|my\s+|our\s+|their\s+)?{more}"
             rf"(?:(?P<qual>{qualifiers})\s+)?"
             # "user data", "user namespaces", "user session": compound nouns, not a user's name
             r"(?:user(?:\s+account)?|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
@@ -241,7 +201,7 @@ class UserPhrases(ParserState):
                 user["sudo"] = True
             if re.search(r"(?:\bno|\bwithout|\bw/o|\bnot\s+an?)\s+(?:sudo|admin(?:istrator)?|root|superuser)s?\b", clause, re.I):
                 user["sudo"] = False
-            if _NOPASSWD.search(clause):
+            if NOPASSWD.search(clause):
                 user["sudo"] = user["nopasswd"] = True
             groups = re.search(
                 r"\b(?:(?:in|to|into|member\s+of)\s+(?:the\s+)?(?:groups?\s+)?|(?:with|and|plus|having)\s+(?:the\s+)?"
@@ -263,82 +223,15 @@ class UserPhrases(ParserState):
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)
-            if re.search(r"\bpassword\b", _NOPASSWD.sub(" ", clause), re.I):
+            if re.search(r"\bpassword\b", NOPASSWD.sub(" ", clause), re.I):
                 self._password_not_stored(name)
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
         self._user_attributes()
 
-    def _passwordless_sudo(self) -> None:
-        """Passwordless sudo said outside a user's own clause: "give ops passwordless sudo", "passwordless sudo
-        for deploy", or alone when the request adds exactly one user ("user bob, passwordless sudo")."""
-        who = WHO
-        for m in self._each(rf"\b(?:give|grant|allow|let)\s+(?:the\s+)?(?:user\s+)?{who}\s+(?:use\s+)?"
-                            rf"(?:{_NOPASSWD.pattern})"
-                            rf"|(?:{_NOPASSWD.pattern})\s+(?:for|to)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
-                            # "user alice can sudo without a password"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?(?:{_NOPASSWD.pattern})"):
-            name = next(g for g in m.groups() if g).lower()
-            if name in FUNCTION_WORDS or name in NOT_A_USER:  # "deploy", a verb too, may be an account
-                continue
-            self._grant_nopasswd(name)
-            self._mask(m.start(), m.end())
-        for m in self._each(_NOPASSWD.pattern):
-            added = [u for u in self.spec.users if u.get("action") == "add"]
-            if len({u["name"] for u in added}) == 1:
-                self._grant_nopasswd(added[0]["name"])
-            else:
-                self.spec.unparsed.append("passwordless sudo: for which user? (say e.g. 'passwordless sudo for ops')")
-            self._mask(m.start(), m.end())
-
-    def _sudo_taken_away(self) -> None:
-        """Sudo taken from a user the template has: "ops should not have sudo", "revoke sudo from ops", "no sudo
-        for dev". The user keeps its account; a name the template does not have is said, not created."""
-        who = WHO
-        rights = r"sudo(?:\s+(?:rights|access|privileges|permissions))?"
-        denied = (r"(?:should\s+not|shouldn't|must\s+not|mustn't|may\s+not|can\s*not|can't|won't|will\s+not|does\s+not"
-                  r"|doesn't|need\s+not|needn't)\s+(?:have|get|need|use|be\s+given)")
-        not_be = (r"(?:should\s+not|shouldn't|must\s+not|mustn't|may\s+not|can\s*not|can't|won't|will\s+not|is\s+not"
-                  r"|isn't|need\s+not|needn't)\s+be")
-        # "the user doesn't need sudo", "that user isn't an admin": the user said by the noun, as a pronoun says it
-        for m in self._each(rf"(?:\b(?:the|that|this)\s+|^\s*)(?:user|account)\s+(?:{denied}\s+(?:any\s+)?{rights}"
-                            rf"|{not_be}\s+(?:an?\s+)?{_ROLE}|(?:is\s+not|isn't|is\s+no\s+longer)\s+(?:an?\s+)?{_ROLE})"):
-            self._pronoun_user()["sudo"] = False
-            self._mask(m.start(), m.end())
-        for m in self._each(rf"\b(?:revoke|remove|take\s+away|drop|withdraw|strip)\s+(?:the\s+)?{rights}\s+(?:from|of|for)"
-                            rf"\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
-                            # a verb split round the rights: "take sudo away from ops"
-                            rf"|\b(?:take|get)\s+(?:the\s+)?{rights}\s+(?:away\s+)?from\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
-                            rf"|\bno\s+(?:more\s+)?{rights}\s+for\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{denied}\s+(?:any\s+)?{rights}"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{not_be}\s+(?:an?\s+)?{_ROLE}"
-                            # "carol is no longer an admin", "ops isn't an admin", "dev loses sudo"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:(?:is|was)\s+(?:not|no\s+longer)|isn't|wasn't)\s+"
-                            rf"(?:an?\s+)?{_ROLE}"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:loses|lost|gives\s+up|no\s+longer\s+(?:has|gets|needs))"
-                            rf"\s+(?:its\s+|his\s+|her\s+|their\s+)?{rights}"
-                            # "remove bob's sudo": the rights said as the user's own
-                            rf"|\b(?:revoke|remove|take\s+away|drop|withdraw|strip|disable)\s+(?:the\s+user\s+)?{who}'s\s+{rights}"):
-            # a user the template lacks is said, not created, for losing sudo
-            self._sudo_for(m, False, refuse=lambda name: name in FUNCTION_WORDS)
-
-    def _sudo_for(self, m: re.Match[str], sudo: bool, refuse: Callable[[str], bool]) -> None:
-        """Sudo given or taken from the user a match names (its first group that matched): a user this request adds
-        has it set; another is added with it, or, for sudo taken away, changed only where the template has it.
-        Pronouns name only a user of this request, and ``refuse`` says which other words name no one."""
-        name = next(g for g in m.groups() if g).lower()
-        named = self._user_referred(name)
-        if named is not None:
-            named["sudo"] = sudo
-        elif name in NOT_A_USER or re.fullmatch(_PRONOUNS, name) or refuse(name):
-            return
-        else:
-            self.spec.users.append({"action": "add", "name": name, "sudo": sudo, **({} if sudo else {"existing_only": True})})
-        self._mask(m.start(), m.end())
-
     def _user_referred(self, word: str) -> dict[str, Any] | None:
         """The user this request adds that ``word`` names: by its name, or by a pronoun (see _pronoun_user)."""
-        if re.fullmatch(_PRONOUNS, word):
+        if re.fullmatch(PRONOUNS, word):
             return self._pronoun_user()
         return next((u for u in self.spec.users if u.get("action") == "add" and not u.get("existing_only")
                      and u.get("name") == word), None)
@@ -356,32 +249,6 @@ class UserPhrases(ParserState):
             self.spec.users.append(referred)
         return referred
 
-    def _sudo_given(self) -> None:
-        """Sudo given to a user by name, apart from the user's own clause: "alice is an admin", "carol should be an
-        administrator", "give ops sudo", "grant sudo to ops", "make bob an admin". A user this request adds gets it
-        there; another is added with it (or updated, in an edit)."""
-        who = WHO
-        rights = r"(?:full\s+)?(?:sudo|admin(?:istrator)?|root|superuser)(?:\s+(?:rights|access|privileges|permissions))?"
-        admin = r"(?:an?\s+|the\s+)?(?:admin|administrator|sudoer|superuser)s?\b"
-        # "give the web root its own partition", "give the root partition 10G": a place, no user given rights
-        room = (r"\s+(?:(?:its|their|a|an)\s+(?:[\w.-]+\s+){0,3}?)?(?:partition|volume|filesystem|file\s+system|fs|disk"
-                r"|directory|dir|folder)\b")
-        for m in self._each(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{rights}(?!\s+(?:to|for)\b|{room})"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{_ABLE}\s+(?:use\s+|run\s+)?sudo\b"
-                            # "let operator use sudo", "allow ops to run sudo"
-                            rf"|\b(?:let|allow)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:to\s+)?(?:use|run|have|get)\s+{rights}"
-                            # "the ops user has sudo", "an ops account with admin rights", "ops gets sudo"
-                            rf"|\b(?:the|an?)\s+{who}\s+(?:user|account)\s+(?:has|gets|with|should\s+have|must\s+have|needs)"
-                            rf"\s+{rights}"
-                            rf"|\b{who}\s+(?:has|gets|needs)\s+{rights}"
-                            rf"|\b(?:give|grant)\s+{rights}\s+(?:to|for)\s+(?:the\s+)?(?:user\s+|account\s+)?{who}"
-                            rf"|\bmake\s+(?:the\s+)?(?:user\s+|account\s+)?{who}\s+{admin}"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:is|should\s+be|must\s+be|will\s+be|shall\s+be"
-                            rf"|becomes|needs\s+to\s+be)\s+{admin}"
-                            rf"|\b(?:the\s+)?(?:user\s+|account\s+)?{who}\s+(?:should|must|will|shall)\s+(?:have|get)\s+{rights}"):
-            # a stop word may be a name here ("deploy"); an adjective before "user" is none ("the new user")
-            self._sudo_for(m, True, refuse=lambda name: self._known_word(name) or name in _NOT_A_NAME)
-
     def _groups_left(self) -> None:
         """"drop the video group from operator", "remove operator from the video group", "take ops out of docker": a
         user leaves groups; a user the template lacks is said, not created."""
@@ -393,7 +260,7 @@ class UserPhrases(ParserState):
             gname, user = (g[0], g[1]) if g[0] else (g[3], g[2])
             said_group = bool(g[0]) or m.group(0).rstrip().endswith("group")
             # "remove docker from the image": software from the image, no user from a group
-            pronoun = re.fullmatch(_PRONOUNS, user.lower())
+            pronoun = re.fullmatch(PRONOUNS, user.lower())
             if (user.lower() in NOT_A_USER and not pronoun) or self._known_word(user) or not (said_group or self._known_group(gname)):
                 continue
             named = self._user_referred(user.lower())
@@ -418,18 +285,11 @@ class UserPhrases(ParserState):
             named = self._user_referred(name)
             if named is not None:
                 named["sudo"] = False
-            elif name in NOT_A_USER or re.fullmatch(_PRONOUNS, name) or self._known_word(name):
+            elif name in NOT_A_USER or re.fullmatch(PRONOUNS, name) or self._known_word(name):
                 continue
             else:
                 self.spec.users.append({"action": "add", "name": name})
             self._mask(m.start(), m.end())
-
-    def _grant_nopasswd(self, name: str) -> None:
-        user = next((u for u in self.spec.users if u.get("action") == "add" and u.get("name") == name), None)
-        if user is None:
-            user = {"action": "add", "name": name}
-            self.spec.users.append(user)
-        user["sudo"] = user["nopasswd"] = True
 
     def _user_shells(self) -> None:
         """A user's login shell said on its own: "zsh as the default shell for user dev", "change deploy's shell
@@ -449,9 +309,12 @@ class UserPhrases(ParserState):
                  1, 2)):
             for m in self._each(pattern):
                 name = m.group(name_i).lower()
-                if name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an", "him", "them"):
+                if name in ("user", "users") and re.search(r"\buser'", m.group(0), re.I):  # "the user's shell"
+                    self._pronoun_user()["shell"] = self._login_shell(m.group(shell_i))
+                elif name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an", "him", "them"):
                     continue  # "change the login shell": no user named
-                self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(shell_i))})
+                else:
+                    self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(shell_i))})
                 self._mask(m.start(), m.end())
         for m in self._each(rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:login\s+|default\s+|user\s+)?shell\s+"
                             rf"(?:to|=|:|into)\s*{shells}"):
@@ -497,7 +360,7 @@ class UserPhrases(ParserState):
             user["shell"] = self._login_shell(m.group(2))
             self._mask(m.start(), m.end())
         # "users alice and bob, both sudoers", "all of them admins": a role said of every user this request adds
-        for m in self._each(rf"\b(?:both|all(?:\s+of\s+them)?|each)\s+(?:are\s+|with\s+|as\s+|having\s+)?(?:an?\s+)?{_ROLE}"):
+        for m in self._each(rf"\b(?:both|all(?:\s+of\s+them)?|each)\s+(?:are\s+|with\s+|as\s+|having\s+)?(?:an?\s+)?{ROLE}"):
             for user in (u for u in self.spec.users if u.get("action") == "add" and not u.get("existing_only")):
                 user["sudo"] = True
             self._mask(m.start(), m.end())
@@ -507,7 +370,7 @@ class UserPhrases(ParserState):
         "the user is created later" names no one)."""
         for m in self._each(r"\b(?:the|a|an)\s+(?:(default|main|first|admin|administrator|sudo|only)\s+)?(?:user|account)"
                             r"\s+is\s+[\"'`]?([a-z_][a-z0-9_-]*)[\"'`]?"
-                            rf"(?:\s*,?\s*(?:(with|having|as)\s+(?:an?\s+)?|(without|no)\s+){_ROLE})?"
+                            rf"(?:\s*,?\s*(?:(with|having|as)\s+(?:an?\s+)?|(without|no)\s+){ROLE})?"
                             r"(?=\s*(?:$|[,;.]|\band\b|\bwith\b|\bhaving\b|\bin\b))"):
             named: dict[str, Any] = {"action": "add", "name": m.group(2)}
             if (m.group(1) or "").lower() in ("admin", "administrator", "sudo") or m.group(3):
@@ -552,13 +415,13 @@ class UserPhrases(ParserState):
                 r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
                 # or in a clause of its own: "alice who is an admin", "bob who is not", "carol who has no sudo"
                 + _WHO_CLAUSE)
-        item = rf"(?:(?:with\s+)?(?:{_NOPASSWD.pattern})|{item})"
+        item = rf"(?:(?:with\s+)?(?:{NOPASSWD.pattern})|{item})"
         for m in self._each(rf"{head}(?P<names>{item}(?:\s*(?:,\s*(?:and\s+)?|\band\b)\s*{item})+)\)?"):
             users: list[dict[str, Any]] = []
             nopasswd = False  # "users alice and bob, passwordless sudo": said of the whole list
             listed_as_admins = bool(m.group("role") or m.group("role2"))
             for part in re.split(r"\s*(?:,|\band\b)\s*", m.group("names")):
-                if _NOPASSWD.search(part):
+                if NOPASSWD.search(part):
                     nopasswd = True
                     continue
                 words = part.lower().split()

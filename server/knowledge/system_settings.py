@@ -63,8 +63,9 @@ class Setting:
         if self.command:
             console = keyboard_layouts().get(value, ("", value))[1] if self.value == "layout" else ""
             source = value.replace(".UTF-8", "") if self.value == "locale" else ""  # de_DE.UTF-8@euro -> de_DE@euro
-            return {"cmd": self.command.format(value=value, console=console, source=source), "setting": name,
-                    "replaces": self.replaces}
+            short = value.removesuffix("iB") if self.value == "size" else ""  # 500MiB -> 500M (journald's units)
+            return {"cmd": self.command.format(value=value, console=console, source=source, short=short),
+                    "setting": name, "replaces": self.replaces}
         return None
 
     def parameters(self, value: str) -> list[str]:

@@ -4,6 +4,7 @@ tools, software named by its vendor's stack, sizes of other things."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from image_composer_mcp.server.composer.request_parser import parse_request
@@ -1413,3 +1414,20 @@ def test_a_machine_said_to_be_a_name_by_its_shape_is_named(text, host):
                                   "the machine should be x86-64"])
 def test_what_a_machine_should_be_that_is_no_name_names_no_host(text):
     assert parse_request(text).hostname is None
+
+
+def test_my_user_named_in_a_group_is_added_and_a_service_said_to_start_at_boot_is_said_not_applied():
+    spec = parse_request("docker should start on boot and my user dev should be in the docker group")
+    assert spec.users == [{"action": "add", "name": "dev", "groups": ["docker"]}]
+    assert any(n.startswith("starting docker at boot not applied") for n in spec.notes)
+
+
+def test_the_users_shell_is_the_shell_of_the_user_the_image_has():
+    import yaml
+    from image_composer_mcp.server.composer.compose import apply_instruction
+
+    library = Path(__file__).resolve().parents[2] / "image-templates"
+    base = yaml.safe_load((library / "ubuntu26-x86_64-minimal-base-raw.yml").read_text())
+    with_dev = apply_instruction(base, "add user dev").data
+    done = apply_instruction(with_dev, "change the user's shell to zsh")
+    assert done.data["systemConfig"]["users"] == [{"name": "dev", "shell": "/bin/zsh"}] and not done.unhandled

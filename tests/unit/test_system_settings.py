@@ -378,3 +378,20 @@ def test_ssh_that_only_accepts_keys_refuses_passwords(text):
 def test_a_negated_modal_switches_off_and_reads_no_allowing(text, label):
     spec = parse_request(text)
     assert [c.get("label") for c in spec.configurations] == [label] and not spec.notes and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "limit"), [("limit journal size to 500M", "500M"), ("cap the journal at 1G", "1G"),
+                                             ("ubuntu with a 20G disk and journal max size 300 MB", "300M")])
+def test_the_journals_size_is_journalds_and_never_the_disks(text, limit):
+    spec = parse_request(text)
+    assert _commands(spec) == [f"mkdir -p /etc/systemd/journald.conf.d && printf '[Journal]\\nSystemMaxUse={limit}\\n' "
+                               "> /etc/systemd/journald.conf.d/90-size.conf"]
+    assert spec.disk_size in (None, "20GiB")
+
+
+def test_a_sysctl_key_set_to_a_value_in_words_and_taken_out_again():
+    bare = _template("ubuntu26-x86_64-minimal-base-raw")
+    done = apply_instruction(bare, "set vm.max_map_count to 262144 for elasticsearch").data
+    assert "echo 'vm.max_map_count = 262144' > /etc/sysctl.d/90-vm-max_map_count.conf" in _commands(done)
+    undone = apply_instruction(done, "drop the vm.max_map_count setting")
+    assert not [c for c in _commands(undone.data) if "max_map_count" in c] and not undone.unhandled

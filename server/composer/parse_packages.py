@@ -76,6 +76,9 @@ _HOST_WORDS = {"host", "server", "hypervisor", "node", "machine"}  # "for kvm ho
 _GUEST_WORDS = {"agent", "guest", "tool", "addition", "integration"}  # "the qemu agent": the guest's software
 
 
+# A library said as one, in a request that names Python ("python3 with the requests library").
+_LIBRARY_WORDS = {"library", "libraries", "lib", "module", "modules", "package"}
+_PYTHON = re.compile(r"\b(?:python3?|pip3?)\b", re.I)
 # Verbs of returning to something had before ("go back to nginx", "switch back to apache", "revert to chrony").
 _BACK_TO = re.compile(r"(?:(?:go|going|goes|went|switch|switching|change|changing|move|moving)\s+back\s+to"
                       r"|(?:revert|reverting|return|returning)\s+to)\b")
@@ -397,6 +400,15 @@ class PackagePhrases(UnreadWords):
                         and tokens[i + 1] in ("for", "of") and self._software_at(tokens, i + 2, triggers)):
                     last_end = found[i][2]  # "firmware for wifi cards", "drivers for the gpu": the kind of what follows
                     i += 1
+                    continue
+                if (i + 1 < len(tokens) and tokens[i + 1] in _LIBRARY_WORDS and mode != "remove"
+                        and re.fullmatch(r"[a-z][a-z0-9_.-]*", token) and token not in self.known
+                        and _PYTHON.search(self.said) and not self.caps.group_for_word(token)):
+                    # "python3, pip and the requests library": a library of the Python asked for, as every family
+                    # packages it (python3-requests)
+                    self.spec.add_packages.append(f"python3-{token.replace('_', '-')}")
+                    last_end = found[i + 1][2]
+                    i += 2
                     continue
                 if token not in self.known and (no_wish(tokens, i) or (says_how(token) and token in self.english)):
                     # "an ubuntu vm", "postgresql and its data on ...", "no GUI obviously": no wish

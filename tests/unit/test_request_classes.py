@@ -1431,3 +1431,14 @@ def test_the_users_shell_is_the_shell_of_the_user_the_image_has():
     with_dev = apply_instruction(base, "add user dev").data
     done = apply_instruction(with_dev, "change the user's shell to zsh")
     assert done.data["systemConfig"]["users"] == [{"name": "dev", "shell": "/bin/zsh"}] and not done.unhandled
+
+
+@pytest.mark.parametrize(("text", "package"), [("ubuntu 24.04 with python3, pip and the requests library", "python3-requests"),
+                                               ("python3 with the numpy module", "python3-numpy")])
+def test_a_library_said_as_one_beside_python_is_pythons(text, package):
+    spec = parse_request(text)
+    assert package in spec.add_packages and spec.unparsed == []
+
+
+def test_a_library_said_with_no_python_is_no_python_package():
+    assert parse_request("ubuntu with the openssl library").add_packages == ["openssl"]

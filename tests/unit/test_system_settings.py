@@ -395,3 +395,9 @@ def test_a_sysctl_key_set_to_a_value_in_words_and_taken_out_again():
     assert "echo 'vm.max_map_count = 262144' > /etc/sysctl.d/90-vm-max_map_count.conf" in _commands(done)
     undone = apply_instruction(done, "drop the vm.max_map_count setting")
     assert not [c for c in _commands(undone.data) if "max_map_count" in c] and not undone.unhandled
+
+
+@pytest.mark.parametrize(("text", "server"), [("el10 image with chrony syncing from time.example.net", "time.example.net"),
+                                              ("chrony getting its time from 10.0.0.1", "10.0.0.1")])
+def test_a_time_client_said_syncing_from_a_server_uses_it(text, server):
+    assert f"NTP={server}" in " ".join(_commands(parse_request(text)))

@@ -319,8 +319,38 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?{_FS}\b"):
             if any(p.get("fsType") for p in spec.partitions):
                 self._mask(m.start(), m.end())
+        self._appositive_sizes()
         self._lone_filesystems()
         self._supported_filesystems()
+
+    def _appositive_sizes(self) -> None:
+        """"I want /home on its own partition, 20 gigs", "/var as well, 10G, ext4": a size (and filesystem) said
+        right after a partition added without one, past a comma, is that partition's, never the disk's. A path
+        said "as well" or "too" is one more partition."""
+        spec = self.spec
+        for m in self._each(r"(?<![\w/.-])(/[\w./-]*[\w])\s+(?:as\s+well|too)\b"):
+            if not any(p.get("mountPoint") == _mount(m.group(1)) for p in spec.partitions):
+                spec.partitions.append({"action": "add", "mountPoint": _mount(m.group(1)), "size": None,
+                                        "fsType": None, "fill": False, "said_at": m.start(1)})
+            self._mask(m.start(), m.end())
+        for part in spec.partitions:
+            said_at = part.pop("said_at", None)
+            if part.get("action") != "add" or part.get("size") or part.get("mountPoint") in (None, "/"):
+                continue
+            name = str(part["mountPoint"])
+            at = said_at if said_at is not None else self.said.lower().rfind(name.lower())
+            if at < 0:
+                continue
+            # what stands between the path and the comma was read with it (masked), or is filler
+            tail = re.match(rf"[^,.;]*?,\s*{_SIZE}(?:\s*,\s*(?:formatted\s+(?:as\s+)?)?{_FS})?(?=\s*(?:$|[,.;]|\band\b))",
+                            self.work[at:], re.I)
+            if tail is None or self.work[at:at + tail.group(0).index(",")].strip(" \t").lower() not in ("", "too",
+                                                                                                           "as well", "also"):
+                continue
+            part["size"] = _size(tail.group(1), tail.group(2))
+            if tail.group(3) and not part.get("fsType"):
+                part["fsType"] = _fs(tail.group(3))
+            self._mask(at, at + tail.end())
 
     def _lone_filesystems(self) -> None:
         """A filesystem named alone ("a /var/log partition of 4G, ext4", "/srv partition 2G ext4") is the last

@@ -1442,3 +1442,25 @@ def test_a_library_said_as_one_beside_python_is_pythons(text, package):
 
 def test_a_library_said_with_no_python_is_no_python_package():
     assert parse_request("ubuntu with the openssl library").add_packages == ["openssl"]
+
+
+@pytest.mark.parametrize(("text", "mount", "size", "fs"), [
+    ("I want /home on its own partition, 20 gigs", "/home", "20GiB", None),  # the size had become the disk's
+    ("and /var as well, 10G, ext4", "/var", "10GiB", "ext4"),  # it had shrunk the disk and added no /var
+    ("a /var partition too, 10G", "/var", "10GiB", None),
+    ("put /srv on a separate partition, 50G, xfs", "/srv", "50GiB", "xfs"),
+])
+def test_a_size_said_after_a_partition_past_a_comma_is_the_partitions(text, mount, size, fs):
+    spec = parse_request(text)
+    assert spec.partitions == [{"action": "add", "mountPoint": mount, "size": size, "fsType": fs, "fill": False}]
+    assert spec.disk_size is None
+
+
+def test_a_size_said_of_the_disk_after_a_partition_stays_the_disks():
+    spec = parse_request("/home on its own partition, 20 gigs disk")
+    assert spec.disk_size == "20GiB" and spec.partitions[0]["size"] is None
+
+
+def test_lvm_is_reported_not_written_and_lvm2_is_the_package():
+    assert parse_request("el10 image for a database with LVM").unparsed[0].startswith("LVM (LVM is not written")
+    assert parse_request("debian with lvm2 tools").add_packages == ["lvm2"]

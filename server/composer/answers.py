@@ -17,15 +17,22 @@ def summarize(data: dict, question: str) -> str:
     q = (question or "").lower()
     sections = {
         "packages": r"\bpackages?\b|\binstalled\b|\bsoftware\b|\binclude[sd]?\b|\bcontain",
-        "disk": r"\bdisk\b|\bpartition|\blayout\b|\bstorage\b|\bmount|\bsize\b|\bartifact|\bformat\b|\bqcow|\bvhd",
+        "disk": r"\bdisk\b|\bpartition|\blayout\b|\bstorage\b|\bmount|\bsize\b|\bartifact|\bformat\b|\bqcow|\bvhd"
+                r"|\bspace\b|\bhow\s+(?:big|large)\b|(?<![\w.])/[\w./-]*",
         "kernel": r"\bkernel\b|\bcmdline\b|\bcommand[\s-]?line\b|\bboot\s+param",
-        "users": r"\busers?\b|\baccounts?\b|\blogin\b",
+        "users": r"\busers?\b|\baccounts?\b|\blogins?\b|\blog\s*-?\s*in\b|\bwho\b",
         "boot": r"\bboot\s*loader\b|\bgrub\b|\bsystemd-boot\b|\bsecure\s*boot\b|\bimmutab|\bread-only\b|\bverity\b|\buefi\b",
         "repos": r"\brepo(?:sitor(?:y|ies))?s?\b|\bsources?\b",
         "target": r"\b(?:os|distro|distribution|arch(?:itecture)?|image\s+type|target|platform)\b",
         "host": r"\bhost\s*name\b",
     }
     asked = [name for name, pattern in sections.items() if re.search(pattern, q)]
+    why = _why_answer(data, q, caps)
+    if why:
+        return why
+    mount = _partition_asked(data, q)
+    if mount:
+        return mount
     presence = _presence_answer(data, q, caps)
     if presence:
         return presence
@@ -37,6 +44,32 @@ def summarize(data: dict, question: str) -> str:
         asked = asked or list(sections)
         return "\n".join(_overview(data, caps, asked if len(asked) < len(sections) else None))
     return "\n".join(_overview(data, caps, asked))
+
+def _why_answer(data: dict, q: str, caps: Capabilities) -> str | None:
+    """"why is containerd there?": what a listed package is there for, by the capability group it belongs to."""
+    m = re.search(r"\bwhy\s+(?:is|are|does|do)\s+(?:it\s+(?:have|include)\s+|there\s+)?(?:an?\s+|the\s+)?"
+                  r"([a-z0-9][\w.+-]*)", q)
+    if not m or m.group(1) not in {p.lower() for p in template_packages(data)}:
+        return None
+    name = m.group(1)
+    groups = [g for g in caps.groups_of_package(name) if g in caps.groups]
+    if groups:
+        return (f"{name} is there as part of " + "; ".join(f"{g} ({caps.groups[g].description})" for g in groups)
+                + f". Say 'remove {name}' to take it out alone.")
+    return (f"{name} is listed in the template's packages, and no capability group explains it: it came with the "
+            f"starting template or was asked for. Say 'remove {name}' to take it out.")
+
+
+def _partition_asked(data: dict, q: str) -> str | None:
+    """"how much space does /var/lib/docker get?", "how big is root?": that partition's line alone."""
+    disk = data.get("disk") if isinstance(data.get("disk"), dict) else None
+    named = re.findall(r"(?<![\w.])(/[\w./-]*)", q) + (["/"] if re.search(r"\broot(?:\s+partition|fs)?\b", q) else [])
+    if not disk or not named:
+        return None
+    lines = [line for line in _overview(data, load_capabilities(), ["disk"])[1:]
+             if any(line.endswith(f"mounted at {m.rstrip('/') or '/'}") for m in named)]
+    return "\n".join(lines).strip() or None
+
 
 def _presence_answer(data: dict, q: str, caps: Capabilities) -> str | None:
     """ "does it have docker?" / "is vim included?" -> a direct yes or no."""

@@ -1076,8 +1076,22 @@ def test_a_wish_said_not_applied_is_the_whole_answer():
 
 
 def test_a_question_about_a_partitions_size_is_answered_with_its_size():
-    answer = summarize(_library("ubuntu24-x86_64-edge-gateway-docker-raw.yml"), "how big is the root partition?")
-    assert "rootfs: 8GiB" in answer and "(the rest of the disk)" in answer
+    gateway = _library("ubuntu24-x86_64-edge-gateway-docker-raw.yml")
+    answer = summarize(gateway, "how big is the root partition?")
+    assert "rootfs: 8GiB" in answer and "/var/lib/docker" not in answer  # that partition alone
+    answer = summarize(gateway, "how much space does /var/lib/docker get?")
+    assert answer.startswith("- containers: ") and "(the rest of the disk)" in answer and "rootfs" not in answer
+
+
+def test_why_a_package_is_there_is_the_group_it_belongs_to():
+    gateway = _library("ubuntu24-x86_64-edge-gateway-docker-raw.yml")
+    assert summarize(gateway, "why is docker.io there?").startswith("docker.io is there as part of containers (")
+    assert summarize(gateway, "why is nginx there?").startswith("No: the template does not list nginx")
+
+
+def test_who_can_log_in_is_the_users():
+    answer = summarize(_library("ubuntu24-x86_64-edge-gateway-docker-raw.yml"), "who can log in?")
+    assert answer.startswith("Users: ") and "Packages" not in answer
 
 
 def test_another_familys_group_member_is_no_explained_package_here():

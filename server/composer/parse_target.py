@@ -76,7 +76,8 @@ class TargetPhrases(ParserState):
                 continue
             if _PARTICLE.match(self.work, m.end()):  # "turned off", "locked down": a phrasal verb, English
                 continue
-            fixed = misspelling_of(word, vocabulary)
+            # else a name software goes by ("postgre" for postgres), which the package reading resolves
+            fixed = misspelling_of(word, vocabulary) or misspelling_of(word, self._alias_names())
             if fixed is None:  # a part of a longer name, where its neighbour completes the name ("centos strem")
                 part = misspelling_of(word, parts)
                 before = self.work[:m.start()].split()[-1:]
@@ -112,6 +113,9 @@ class TargetPhrases(ParserState):
         names = _target_names(self.caps)
         for m in self._each(rf"(?<![\w-])(?:{names})(?:\s+\d+(?:\.\d+)?)?\s+({alternatives(words.likeness_words)})(?![\w-])"):
             self._mask(m.start(1), m.end(1))
+
+    def _alias_names(self) -> set[str]:
+        return {n for n in self.caps.equivalent_names() if re.fullmatch(r"[a-z][a-z0-9]{4,}", n)}
 
     def _vocabulary(self) -> tuple[set[str], set[str], set[str]]:
         """The words a misspelling is corrected to; the words that are only part of a longer name ("stream" of

@@ -92,7 +92,7 @@ class UnreadWords(ParserState):
         wish that was not understood: it is reported, not dropped. Longer items and purpose phrases ("for a
         point-of-sale terminal") are prose, but for their last word when a list joins it to software."""
         reported: set[int] = set()
-        cuts = [0, *(m.end() for m in re.finditer(r"[,:;()]|\band\b|\bor\b", clause)), len(clause) + 1]
+        cuts = [0, *(m.end() for m in re.finditer(r"[,:;()]|\band\b|\bor\b|\s\+\s", clause)), len(clause) + 1]
         for start, end in zip(cuts, cuts[1:], strict=False):
             inside = [i for i, (_t, s, _e) in enumerate(found) if start <= s < end]
             # "I also need numpy": who wants it and the verb of wanting are no part of the wish
@@ -160,7 +160,7 @@ class UnreadWords(ParserState):
         """Whether word ``i`` is joined by a comma, "&", "and" or "or" (or the words of ``placed``) to the software
         word on its side of ``toward`` (``i + 1``: after it, ``i - 1``: before it)."""
         step = toward - i
-        joins = r"[,&]|,?\s*(?:and|or)" + (f"|{placed}" if placed else "")
+        joins = r"[,&+]|,?\s*(?:and|or|plus)" + (f"|{placed}" if placed else "")  # "modbus + mqtt"
         for j in range(toward, toward + step * 4, step):  # the joining words between are at most three
             if not 0 <= j < len(found):
                 return False

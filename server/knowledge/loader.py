@@ -492,6 +492,10 @@ class Capabilities:
     def is_x86_only(self, package: str) -> bool:
         return any(p.search(package) for p in self._x86_only)
 
+    def equivalent_names(self) -> set[str]:
+        """Every name of the equivalences, aliases among them ("postgres" of postgresql), lower case."""
+        return set(self._class_of)
+
     def known_packages(self) -> set[str]:
         """Every package name this knowledge mentions (groups, equivalents, portable, kernels, bootloaders)."""
         names: set[str] = set(self.portable)

@@ -35,3 +35,18 @@ def test_search_reads_no_other_form_of_a_word_as_its_slip(reference_engine):
     outcome = reference_engine.search("microvisor exported as VHD")
     assert not outcome.analysis.corrections
     assert reference_engine.search("dokcer edge").analysis.corrections == [("dokcer", "docker")]
+
+
+def test_a_slip_of_a_name_software_goes_by_is_that_name():
+    from image_composer_mcp.server.composer.request_parser import parse_request
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request("el10 with postgre", english=english_words())
+    assert spec.add_packages == ["postgres"] and spec.corrected == ["postgre -> postgres"] and not spec.unparsed
+
+
+def test_software_joined_by_a_plus_is_a_wish_reported_when_unread():
+    from image_composer_mcp.server.composer.request_parser import parse_request
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    assert "modbus" in parse_request("gateway, modbus + mqtt", english=english_words()).unparsed

@@ -75,6 +75,7 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\b({alternatives(tools)})\s+{_FS_SOFTWARE}\b"):
             spec.add_packages.append(tools[m.group(1).lower()])
             self._mask(m.start(), m.end())
+        self._its_data()
         # "a nightly backup to /backup, 50G backup partition": a partition named by the last word of a path the
         # request names is that path's ("the backup partition" is /backup), with its size if one comes before
         paths = {p.rstrip("/").rsplit("/", 1)[-1].lower(): p.rstrip("/")
@@ -322,6 +323,22 @@ class DiskPhrases(ParserState):
         self._appositive_sizes()
         self._lone_filesystems()
         self._supported_filesystems()
+
+    def _its_data(self) -> None:
+        """"also mariadb, and put its data on a 50G partition": the data of the software named last before it that
+        has a place of its own (request_words.yaml software_mounts), as "mariadb's data" would say."""
+        owners = alternatives(_WORDS.software_mounts)
+        for m in self._each(rf"\b(?:put|move|keep|place|store|give)\s+(?:its|their)\s+data\s+(?:on|onto|in|into|to|its)\s+"
+                            rf"(?:an?\s+|its\s+own\s+|a\s+separate\s+|a\s+dedicated\s+|own\s+)?(?:{_SIZE}\s+)?(?:{_FS}\s+)?"
+                            rf"(?:partition|volume)(?:\s+(?:of|with)\s+{_SIZE})?"):
+            named = re.findall(rf"\b({owners})\b", self.said[:m.start()], re.I)
+            if not named:
+                continue
+            g = m.groups()
+            self.spec.partitions.append({"action": "add", "mountPoint": _mount(f"{named[-1]} data"),
+                                         "size": _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None,
+                                         "fsType": _fs(g[2]), "fill": False})
+            self._mask(m.start(), m.end())
 
     def _appositive_sizes(self) -> None:
         """"I want /home on its own partition, 20 gigs", "/var as well, 10G, ext4": a size (and filesystem) said

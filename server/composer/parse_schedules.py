@@ -12,7 +12,7 @@ from .schedules import SCHEDULE, Calendar, calendar
 
 # Verbs that take a setting out, whatever its value ("remove isolcpus", "cancel the nightly reboot").
 UNDO = (r"(?:remove|drop|delete|disable|strip|stop|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel|scratch"
-        r"|never\s+mind)")
+        r"|never\s+mind|(?:do\s+not|don['’]?t|no\s+longer)\s+(?:want|need))")  # "I don't want the reboot anymore"
 
 
 class SchedulePhrases(ParserState):

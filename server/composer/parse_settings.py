@@ -56,7 +56,8 @@ _OFF = (r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deact
         r"|disallow|deny|prohibit|refuse|ban"
         r"|lock\s+down|lock\s+out|lock|remove|drop|get\s+rid\s+of|take\s+out|eliminate|strip"
         # "deploy shouldn't have a password login", "it must not allow root login"
-        r"|(?:should|must|shall|will|does|do|can|need)(?:n[’']?t|\s+not)\s+(?:have|get|allow|permit|use|need|accept))")
+        r"|(?:should|must|shall|will|does|do|can|need)(?:n[’']?t|\s+not)\s+(?:have|get|allow|permit|use|need|accept|want)"
+        r"|no\s+longer\s+(?:want|need|use|have|allow))")
 _OFF_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
               r"|blocked|forbidden|disallowed|denied|prohibited|refused|banned|locked(?:\s+down)?"
               r"|not\s+(?:be\s+)?(?:needed|wanted|required|allowed|permitted|enabled))")

@@ -1464,3 +1464,23 @@ def test_a_size_said_of_the_disk_after_a_partition_stays_the_disks():
 def test_lvm_is_reported_not_written_and_lvm2_is_the_package():
     assert parse_request("el10 image for a database with LVM").unparsed[0].startswith("LVM (LVM is not written")
     assert parse_request("debian with lvm2 tools").add_packages == ["lvm2"]
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("also mariadb, and put its data on a 50G partition", "/var/lib/mysql", "50GiB"),  # the size had been unread
+    ("postgresql, put its data on its own 100G xfs partition", "/var/lib/postgresql", "100GiB"),
+])
+def test_its_data_is_the_data_of_the_software_named_before_it(text, mount, size):
+    (part,) = parse_request(text).partitions
+    assert part["mountPoint"] == mount and part["size"] == size
+
+
+@pytest.mark.parametrize("text", ["I don't want the reboot anymore", "we no longer need the scheduled reboot"])
+def test_a_setting_no_longer_wanted_is_taken_out(text):
+    spec = parse_request(text)
+    assert [c.get("remove") for c in spec.configurations] == [True] and not spec.unparsed
+
+
+def test_a_switch_no_longer_needed_is_switched_back_not_on():
+    spec = parse_request("we no longer need ipv6 forwarding")
+    assert all(c.get("remove") for c in spec.configurations)

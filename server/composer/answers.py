@@ -25,6 +25,7 @@ def summarize(data: dict, question: str) -> str:
         "repos": r"\brepo(?:sitor(?:y|ies))?s?\b|\bsources?\b",
         "target": r"\b(?:os|distro|distribution|arch(?:itecture)?|image\s+type|target|platform)\b",
         "host": r"\bhost\s*name\b",
+        "firewall": r"\bfirewall|\bports?\b|\bopen\b|\bufw\b|\bfirewalld\b|\bnftables\b",
     }
     asked = [name for name, pattern in sections.items() if re.search(pattern, q)]
     why = _why_answer(data, q, caps)
@@ -69,6 +70,19 @@ def _partition_asked(data: dict, q: str) -> str | None:
     lines = [line for line in _overview(data, load_capabilities(), ["disk"])[1:]
              if any(line.endswith(f"mounted at {m.rstrip('/') or '/'}") for m in named)]
     return "\n".join(lines).strip() or None
+
+
+def _firewall(sc: dict, packages: list[str]) -> str:
+    """The firewall the template installs and what its configuration commands let in (firewalld's offline
+    command, ufw's rules), as server/composer/system_edits.open_ports writes them."""
+    installed = [f for f in ("firewalld", "ufw", "nftables", "iptables") if f in packages]
+    if not installed:
+        return "Firewall: none installed, so nothing blocks a port."
+    written = " ".join(str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict))
+    opened = re.findall(r"--add-(?:service|port)=([\w/.-]+)|\bufw\s+allow\s+([\w/:.-]+)", written)
+    let_in = [a or b for a, b in opened]
+    return (f"Firewall: {', '.join(installed)}; " + (f"lets in {', '.join(dict.fromkeys(let_in))}" if let_in
+                                                     else "no rule written here, so its own default applies") + ".")
 
 
 def _presence_answer(data: dict, q: str, caps: Capabilities) -> str | None:
@@ -184,6 +198,8 @@ def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[st
             f"Boot: {boot.get('provider', 'default bootloader')} ({boot.get('bootType', 'efi')}); immutability "
             f"{'enabled' if imm.get('enabled') else 'disabled' if imm else 'default'}; secure boot {'configured' if secure else 'not configured'}."
         )
+    if want("firewall") and only is not None:
+        lines.append(_firewall(sc, template_packages(data)))
     if want("host") and sc.get("hostname"):
         lines.append(f"Hostname: {sc['hostname']}.")
     if want("repos"):

@@ -1291,3 +1291,10 @@ def test_a_kernel_version_the_template_has_is_said_already_set():
     version = str(base["systemConfig"]["kernel"]["version"])
     done = apply_instruction(base, f"set the kernel to {version}")
     assert done.changes == [f"kernel version already {version}"] and not done.unhandled
+
+
+def test_what_the_firewall_lets_in_is_answered_from_its_commands():
+    base = _library("el10-x86_64-minimal-base-raw.yml")
+    assert summarize(base, "what's open in the firewall?") == "Firewall: none installed, so nothing blocks a port."
+    opened = apply_instruction(base, "add a firewall allowing ssh and https and port 8080").data
+    assert summarize(opened, "which ports are open?") == "Firewall: firewalld; lets in 8080/tcp, ssh, https."

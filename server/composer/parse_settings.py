@@ -395,7 +395,7 @@ class SettingPhrases(SchedulePhrases):
                      (rf"(?<![\w.@-])({name})\s+{locale_words}", False)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
-            forms = [(rf"{w}{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False),
+            forms = [(rf"{w}(?:\s+{_MODAL})?{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False),
                      # a place's own time is its zone ("berlin time", "japan time"); only a place the tz database
                      # names is one, so "boot time" or "real time" read nothing here
                      (rf"(?<![\w/+-])({zone})\s+time\b(?!\s*(?:zones?|servers?|sources?|sync|synchroni[sz]))",
@@ -437,7 +437,7 @@ class SettingPhrases(SchedulePhrases):
                     continue
                 self._mask(m.start(), m.end())
         if setting.value == "zone":  # a tz name names its setting by its shape ("set the clock to Asia/Kolkata")
-            for m in self._each(r"(?<![\w/.-])([a-z]+(?:/[\w+-]+){1,2})(?![\w/.-])"):
+            for m in self._each(r"(?<![\w/.-])([a-z]+(?:/[\w+-]+){1,2})(?![\w/-]|\.\w)"):  # a period ends a sentence
                 named = zone_named(m.group(1))
                 if named and "/" in named:
                     self._write(setting, named)

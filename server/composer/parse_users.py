@@ -204,7 +204,9 @@ class UserPhrases(SudoPhrases):
             if NOPASSWD.search(clause):
                 user["sudo"] = user["nopasswd"] = True
             groups = re.search(
-                r"\b(?:(?:in|to|into|member\s+of)\s+(?:the\s+)?(?:groups?\s+)?|(?:with|and|plus|having)\s+(?:the\s+)?"
+                # "that logs in automatically": a verb's particle, no group ("in automatically")
+                r"\b(?:(?<!\blog\s)(?<!\blogs\s)(?<!logged\s)(?<!signs\s)(?<!\bsign\s)(?:in|to|into|member\s+of)\s+"
+                r"(?:the\s+)?(?:groups?\s+)?|(?:with|and|plus|having)\s+(?:the\s+)?"
                 r"(?:(?:supplementary|secondary|extra|additional)\s+)?groups?\s*:?\s*)"
                 r"([a-z_][\w-]*(?:\s*(?:,|and)\s*[a-z_][\w-]*)*)\s*(?:groups?)?",
                 clause,
@@ -220,6 +222,10 @@ class UserPhrases(SudoPhrases):
                 user["shell"] = self._login_shell(shell.group(1) or shell.group(2))
             elif _NO_LOGIN.search(clause):  # a service account ("svc-backup that cannot log in")
                 user["shell"] = NOLOGIN_SHELL
+            auto = re.search(r"\blog(?:s|ged)?[\s-]?(?:in|on)\s+automatically\b|\bauto[\s-]?log(?:s|ged)?[\s-]?(?:in|on)\b",
+                             clause, re.I)
+            if auto:  # "a user named scanner that logs in automatically": said as every automatic login is
+                self.spec.autologin = self.spec.autologin or " ".join(auto.group(0).lower().split())
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)
@@ -325,8 +331,8 @@ class UserPhrases(SudoPhrases):
         """"a student account", "a guest account": a plain word before "account" is the account's name. The two
         words are swapped in the working text ("account student", the same length), so the user reading that
         follows reads the name and what the clause says of it ("... account without sudo": no sudo)."""
-        for m in self._each(r"\b(?:a|an|the|one)\s+(?:(?:shared|common|local|new|separate|single|dedicated)\s+)?"
-                            r"([a-z][a-z0-9_-]{1,30})\s+account\b"):
+        for m in self._each(r"(?:\b(?:a|an|the|one)\s+|^\s*|(?<=[,;:]\s))(?:(?:shared|common|local|new|separate|single"
+                            r"|dedicated)\s+)?([a-z][a-z0-9_-]{1,30})\s+account\b"):  # or opening a clause
             name = m.group(1).lower()
             if (name in NOT_A_USER or name in STOPWORDS or re.fullmatch(qualifiers, name)
                     or name in self.known or self.caps.group_for_word(name)):

@@ -1484,3 +1484,14 @@ def test_a_setting_no_longer_wanted_is_taken_out(text):
 def test_a_switch_no_longer_needed_is_switched_back_not_on():
     spec = parse_request("we no longer need ipv6 forwarding")
     assert all(c.get("remove") for c in spec.configurations)
+
+
+def test_a_user_that_logs_in_automatically_is_in_no_group_and_the_login_is_said():
+    spec = parse_request("a user named scanner that logs in automatically, and the timezone should be America/Chicago.")
+    assert spec.users == [{"action": "add", "name": "scanner"}] and spec.autologin == "logs in automatically"
+    assert [c["label"] for c in spec.configurations] == ["timezone America/Chicago"] and not spec.unparsed
+
+
+def test_an_account_named_at_the_start_of_a_clause_is_added():
+    assert parse_request("svc-backup account that cannot log in").users == [
+        {"action": "add", "name": "svc-backup", "shell": "/usr/sbin/nologin"}]

@@ -72,10 +72,11 @@ def _partition_asked(data: dict, q: str) -> str | None:
     return "\n".join(lines).strip() or None
 
 
-def _firewall(sc: dict, packages: list[str]) -> str:
-    """The firewall the template installs and what its configuration commands let in (firewalld's offline
-    command, ufw's rules), as server/composer/system_edits.open_ports writes them."""
-    installed = [f for f in ("firewalld", "ufw", "nftables", "iptables") if f in packages]
+def _firewall(sc: dict, packages: list[str], caps: Capabilities) -> str:
+    """The firewall the template installs (the firewall group's software) and what its configuration commands let
+    in (firewalld's offline command, ufw's rules), as server/composer/system_edits.open_ports writes them."""
+    universe = caps.group_package_universe("firewall")
+    installed = [p for p in packages if p in universe]
     if not installed:
         return "Firewall: none installed, so nothing blocks a port."
     written = " ".join(str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict))
@@ -199,7 +200,7 @@ def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[st
             f"{'enabled' if imm.get('enabled') else 'disabled' if imm else 'default'}; secure boot {'configured' if secure else 'not configured'}."
         )
     if want("firewall") and only is not None:
-        lines.append(_firewall(sc, template_packages(data)))
+        lines.append(_firewall(sc, template_packages(data), caps))
     if want("host") and sc.get("hostname"):
         lines.append(f"Hostname: {sc['hostname']}.")
     if want("repos"):

@@ -57,7 +57,8 @@ _WANTING = {"need", "needs", "want", "wants", "require", "requires"}  # not "use
 
 # Verbs after which one or two unread words name software the image is to run ("running home assistant", "to host
 # a minecraft server").
-_RUN_VERBS = {"running", "runs", "run", "host", "hosts", "hosting", "serve", "serves", "serving"}
+_RUN_VERBS = {"running", "runs", "run", "host", "hosts", "hosting", "serve", "serves", "serving",
+              "using"}  # "tuned using the throughput-performance profile"
 # Nouns after a software's name that say what kind it is ("a minecraft server", "the nextcloud instance").
 _SERVICE_NOUNS = {"server", "servers", "service", "services", "instance", "daemon"}
 # Words after a run verb that say how it runs ("runs fast", "running unattended"), not what.

@@ -170,7 +170,8 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         if (spec.add_groups or spec.add_packages or spec.use_cases or spec.configurations or spec.remove_groups
                 or spec.unparsed):  # words reported already (software the vocabulary lacks: "frr") say enough
             return
-        m = re.search(r"\b(?:for|to\s+(?:run|show|display|play|power|drive|be\s+used\s+as))\s+(?=\S)", self.work, re.I)
+        m = re.search(r"\b(?:for|as\s+(?:an?|the|our|my)|to\s+(?:run|show|display|play|power|drive|be\s+used\s+as))\s+(?=\S)",
+                      self.work, re.I)  # "debian 13 as a tor relay"
         if m is None:
             return
         end = re.search(r"[.;!?\n]|$", self.work[m.end():])

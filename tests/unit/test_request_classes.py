@@ -1495,3 +1495,25 @@ def test_a_user_that_logs_in_automatically_is_in_no_group_and_the_login_is_said(
 def test_an_account_named_at_the_start_of_a_clause_is_added():
     assert parse_request("svc-backup account that cannot log in").users == [
         {"action": "add", "name": "svc-backup", "shell": "/usr/sbin/nologin"}]
+
+
+@pytest.mark.parametrize("text", ["debian 13 wifi access point with hostapd", "ubuntu hotspot", "a wireless access point"])
+def test_an_access_point_is_hostapds_not_the_wifi_clients(text):
+    spec = parse_request(text)
+    assert "wifi-ap" in spec.add_groups and "wifi" not in spec.add_groups
+
+
+def test_what_software_is_said_using_is_reported_when_unread():
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request("el10 with tuned using the throughput-performance profile", english=english_words(),
+                         known_packages={"tuned"})
+    assert spec.unparsed == ["throughput-performance profile"]
+
+
+def test_a_role_said_with_as_that_nothing_reads_is_said_nothing_was_added_for():
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request("debian 13 as a tor relay", english=english_words())
+    assert spec.notes == ["nothing was added for 'tor relay': no software this server knows was read in it; name the "
+                          "packages it needs"]

@@ -113,6 +113,19 @@ def last_partition(conv: Conversation) -> str | None:
     return touched[0] if len(touched) == 1 else None
 
 
+# A question about the conversation itself, not the template ("what changed since the beginning?").
+_HISTORY = re.compile(r"\bwhat\s+(?:has\s+|have\s+)?changed\b|\bwhat\s+(?:did|have)\s+(?:you|we)\s+(?:change|changed|done|do)\b"
+                      r"|\bhistory\b|\b(?:changes|edits|revisions)\s+so\s+far\b|\blist\s+(?:the\s+|all\s+)?(?:changes|edits|revisions)\b",
+                      re.I)
+
+
+def history_answer(conv: Conversation) -> str:
+    """The conversation's revisions, each with what made it, the current one last."""
+    lines = [f"revision {r.revision}: {r.note or 'no note'}" + ("" if r.valid else " (not valid)") for r in conv.revisions]
+    return "History of this conversation:\n" + "\n".join(lines) + "\nSay 'undo', 'go back N steps' or 'revert to " \
+        "revision N' to return to one."
+
+
 def earlier_disk(conv: Conversation, data: Any) -> tuple[int, dict[str, Any]] | None:
     """The disk section of the last revision that had one for the same architecture, while ``data`` (the image
     edited) has none: an iso made a raw disk again gets that layout back."""
@@ -283,7 +296,7 @@ class Refiner:
             base = conv.revision(earlier)
         data = _current_data(base.yaml)
         if _is_question(instruction, data):
-            answer = summarize(data, instruction)
+            answer = history_answer(conv) if _HISTORY.search(instruction) else summarize(data, instruction)
             await anyio.to_thread.run_sync(store.add_message, conv.id, "assistant", answer)
             report = await anyio.to_thread.run_sync(validate_text, current.yaml)
             errors, warnings = issues(report)

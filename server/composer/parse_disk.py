@@ -76,6 +76,7 @@ class DiskPhrases(ParserState):
             spec.add_packages.append(tools[m.group(1).lower()])
             self._mask(m.start(), m.end())
         self._its_data()
+        self._software_logs()
         # "a nightly backup to /backup, 50G backup partition": a partition named by the last word of a path the
         # request names is that path's ("the backup partition" is /backup), with its size if one comes before
         paths = {p.rstrip("/").rsplit("/", 1)[-1].lower(): p.rstrip("/")
@@ -143,7 +144,7 @@ class DiskPhrases(ParserState):
             size, fs = _fs_and_size(m.groups()[1:])
             spec.partitions.append({"action": "resize", "mountPoint": _mount(m.group(1)), "size": size, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
-        own = r"its\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
+        own = r"its\s+own|their\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
         for m in self._each(
             # "put /var/log on its own 5G partition", "make /var/log its own 5G partition with xfs"
             rf"\b(?:give|put|make|move)\s+(?:the\s+)?{_MOUNT}\s+(?:on\s+|onto\s+|into\s+|to\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
@@ -339,6 +340,20 @@ class DiskPhrases(ParserState):
                                          "size": _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None,
                                          "fsType": _fs(g[2]), "fill": False})
             self._mask(m.start(), m.end())
+
+    def _software_logs(self) -> None:
+        """"the nginx logs on their own partition": a daemon's logs are its directory under /var/log."""
+        for m in self._each(rf"\b([a-z][\w.+-]*)\s+logs?\s+(?:on|in|into|to|gets?|with|should\s+(?:go\s+on|get))\s+"
+                            rf"(?:their|its|a|an)\s+(?:own\s+|separate\s+|dedicated\s+)?(?:{_SIZE}\s+)?(?:{_FS}\s+)?"
+                            rf"(?:partition|volume)(?:\s+(?:of|with)\s+{_SIZE})?"):
+            name = m.group(1).lower()
+            if name not in self.known and not self.caps.group_for_word(name):
+                continue  # "system logs", "the logs": no software's directory
+            g = m.groups()[1:]
+            self.spec.partitions.append({"action": "add", "mountPoint": f"/var/log/{name}",
+                                         "size": _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None,
+                                         "fsType": _fs(g[2]), "fill": False})
+            self._mask(m.start(1) + len(m.group(1)), m.end())  # the software stays for the package reading
 
     def _appositive_sizes(self) -> None:
         """"I want /home on its own partition, 20 gigs", "/var as well, 10G, ext4": a size (and filesystem) said

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
-from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
+from ..knowledge.sizes import CASUAL_SIZE, UNIT_WORDS, casual_mib, fmt_size
 from .phrasing import ParserState, alternatives
 
 _SIZE = CASUAL_SIZE
@@ -106,6 +106,14 @@ class SizePhrases(ParserState):
             amount = _amount(m.group(1), m.group(2))
             if amount and not spec.disk_size_delta:
                 spec.disk_size_delta = ("-" if re.fullmatch(_SMALLER, m.group(3), re.I) else "+") + amount
+                self._mask(m.start(), m.end())
+        # "give it 2 more gigs", "add 5 extra GB to the disk": the word of more between the number and its unit
+        for m in self._each(rf"\b(?:give|add)\s+(?:it|{_DISK}\s+)?\s*(\d+(?:\.\d+)?)\s+(?:more|extra|additional)\s+"
+                            rf"({UNIT_WORDS})\b(?!\s*(?:\w+\s+)?(?:partitions?|volumes?|swap|ram|memory|of\s+(?:swap|ram|memory)"
+                            r"|(?:to|on|for)\s+/))"):
+            amount = _amount(m.group(1), m.group(2))
+            if amount and not spec.disk_size_delta:
+                spec.disk_size_delta = "+" + amount
                 self._mask(m.start(), m.end())
         # "give the disk another 8 GB", "an extra 10 gigs": a size said as one more is added to the disk, unless
         # something else follows it ("another 10G partition", "an extra 2G of swap", "4G more RAM")

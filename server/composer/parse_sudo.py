@@ -119,7 +119,10 @@ class SudoPhrases(ParserState):
         Pronouns name only a user of this request, and ``refuse`` says which other words name no one."""
         name = next(g for g in m.groups() if g).lower()
         named = self._user_referred(name)
-        if named is not None:
+        if name == "user" and (re.match(r"the\s+user\b", m.group(0), re.I)
+                               or re.search(r"\bthe\s+$", self.work[:m.start()], re.I)):
+            self._pronoun_user()["sudo"] = sudo  # "the user needs sudo": the one added, else the image's
+        elif named is not None:
             named["sudo"] = sudo
         elif name in NOT_A_USER or re.fullmatch(PRONOUNS, name) or refuse(name):
             return

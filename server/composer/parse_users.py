@@ -132,7 +132,7 @@ class UserPhrases(SudoPhrases):
                 r"|limited|restricted|personal)\s+){0,2}")
         self._name_before_account(qualifiers)
         add = (
-            r"(?:\b(?P<verb>add|create|with|include|need|want|plus|and|set\s+up|configure|have|has|having|gets?"
+            r"(?:\b(?P<verb>add|create|with|include|needs?|wants?|requires?|plus|and|set\s+up|configure|have|has|having|gets?"
             r"|there\s+(?:is|are|should\s+be|must\s+be))\s+|(?:^|(?<=[,;:]))\s*"
             # or anywhere, when a name is given to it ("there is a user called ops")
             # ("the admin user should be called alice": the name said of the user, not of the machine)

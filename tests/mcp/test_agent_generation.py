@@ -590,3 +590,10 @@ async def test_returning_to_software_adds_it_and_a_user_named_by_should_be_calle
     assert "nginx" in doc["systemConfig"]["packages"] and "apache2" not in doc["systemConfig"]["packages"]
     assert [u for u in doc2["systemConfig"]["users"] if u["name"] == "alice" and u.get("sudo")]
     assert doc2["systemConfig"].get("hostname") != "alice"
+
+
+async def test_what_changed_is_the_conversations_history(client):
+    steps = await _steps(client, "debian 13 server", "add htop", "make the disk 20G", "what changed since the beginning?")
+    answer = steps[-1][0]["answer"]
+    assert answer.startswith("History of this conversation:\nrevision 1: generated: debian 13 server\n"
+                             "revision 2: refined: add htop\nrevision 3: refined: make the disk 20G\n")

@@ -1517,3 +1517,27 @@ def test_a_role_said_with_as_that_nothing_reads_is_said_nothing_was_added_for():
     spec = parse_request("debian 13 as a tor relay", english=english_words())
     assert spec.notes == ["nothing was added for 'tor relay': no software this server knows was read in it; name the "
                           "packages it needs"]
+
+
+@pytest.mark.parametrize(("text", "delta"), [("and give it 2 more gigs", "+2GiB"), ("add 5 extra GB to the disk", "+5GiB"),
+                                             ("give the disk 3 more gigs", "+3GiB")])
+def test_a_number_more_units_given_to_the_disk_grows_it(text, delta):
+    assert parse_request(text).disk_size_delta == delta
+
+
+def test_a_user_the_image_needs_is_added_and_the_user_needing_sudo_is_the_one_there():
+    assert parse_request("it needs a user www with no login shell").users == [
+        {"action": "add", "name": "www", "shell": "/usr/sbin/nologin"}]
+    assert parse_request("the user needs sudo").users == [{"action": "add", "name": REFERRED_USER,
+                                                           "existing_only": True, "sudo": True}]
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("also I'd like the nginx logs on their own partition", "/var/log/nginx", None),
+    ("nginx logs on a separate 5G partition", "/var/log/nginx", "5GiB"),
+    ("put the logs on their own 4G partition", "/var/log", "4GiB"),  # "their own" had been unread
+    ("the system logs on their own partition", "/var/log", None),
+])
+def test_logs_on_their_own_partition_are_their_directory(text, mount, size):
+    (part,) = parse_request(text, known_packages=["nginx"]).partitions
+    assert part["mountPoint"] == mount and part["size"] == size

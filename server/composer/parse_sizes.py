@@ -107,23 +107,19 @@ class SizePhrases(ParserState):
             if amount and not spec.disk_size_delta:
                 spec.disk_size_delta = ("-" if re.fullmatch(_SMALLER, m.group(3), re.I) else "+") + amount
                 self._mask(m.start(), m.end())
-        # "give it 2 more gigs", "add 5 extra GB to the disk": the word of more between the number and its unit
-        for m in self._each(rf"\b(?:give|add)\s+(?:it|{_DISK}\s+)?\s*(\d+(?:\.\d+)?)\s+(?:more|extra|additional)\s+"
-                            rf"({UNIT_WORDS})\b(?!\s*(?:\w+\s+)?(?:partitions?|volumes?|swap|ram|memory|of\s+(?:swap|ram|memory)"
-                            r"|(?:to|on|for)\s+/))"):
-            amount = _amount(m.group(1), m.group(2))
-            if amount and not spec.disk_size_delta:
-                spec.disk_size_delta = "+" + amount
-                self._mask(m.start(), m.end())
-        # "give the disk another 8 GB", "an extra 10 gigs": a size said as one more is added to the disk, unless
-        # something else follows it ("another 10G partition", "an extra 2G of swap", "4G more RAM")
-        for m in self._each(rf"\b(?:another|an?\s+(?:extra|additional|further)|extra|additional)\s+{_SIZE}"
-                            r"(?!\s*(?:\w+\s+)?(?:partitions?|volumes?|swap|ram|memory|for|of\s+(?:swap|ram|memory)"
-                            r"|(?:to|on)\s+/))"):
-            amount = _amount(m.group(1), m.group(2))
-            if amount and not spec.disk_size_delta:
-                spec.disk_size_delta = "+" + amount
-                self._mask(m.start(), m.end())
+        # A size said as one more is added to the disk, unless something else follows it ("another 10G partition",
+        # "an extra 2G of swap", "4G more RAM"): "give the disk another 8 GB", "an extra 10 gigs", and with the word
+        # of more between the number and its unit, "give it 2 more gigs", "add 5 extra GB to the disk".
+        elsewhere = (r"(?!\s*(?:\w+\s+)?(?:partitions?|volumes?|swap|ram|memory|for|of\s+(?:swap|ram|memory)"
+                     r"|(?:to|on)\s+/))")
+        for pattern in (rf"\b(?:another|an?\s+(?:extra|additional|further)|extra|additional)\s+{_SIZE}",
+                        rf"\b(?:give|add)\s+(?:it|{_DISK}\s+)?\s*(\d+(?:\.\d+)?)\s+(?:more|extra|additional)\s+"
+                        rf"({UNIT_WORDS})\b"):
+            for m in self._each(pattern + elsewhere):
+                amount = _amount(m.group(1), m.group(2))
+                if amount and not spec.disk_size_delta:
+                    spec.disk_size_delta = "+" + amount
+                    self._mask(m.start(), m.end())
         # "double it", "halve the disk", "make the disk twice as big", "half the size"
         times = alternatives(_TIMES)
         for m in self._each(rf"\b(double|halve|triple)\s+(?:it|this|{_DISK}|the\s+size)\b"

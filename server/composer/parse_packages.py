@@ -206,6 +206,13 @@ class PackagePhrases(UnreadWords):
         parts = words.split()
         return [p for i, p in enumerate(parts) if not (i and p.lower() in kinds)]
 
+    def _degree_idioms(self) -> None:
+        """"as small as possible", "as lean as it gets": the adjective is the wish ("small" is minimal); the idiom
+        around it says how much, and is no word to report."""
+        for m in self._each(r"\b(as)\s+[a-z][\w-]*\s+(as\s+(?:possible|can\s+be|it\s+gets|you\s+can(?:\s+make\s+it)?))\b"):
+            self._mask(*m.span(1))
+            self._mask(*m.span(2))
+
     def _scan(self) -> None:
         """Walk the remaining words with a mode (add / remove / neutral) and classify them.
 

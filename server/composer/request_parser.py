@@ -134,6 +134,7 @@ class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhras
         self._image_type()
         self._role_fillers()
         self._signed_items()
+        self._degree_idioms()
         self._scan()
         self._paths_unread()
         self._purposes_of_named()

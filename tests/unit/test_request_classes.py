@@ -1541,3 +1541,11 @@ def test_a_user_the_image_needs_is_added_and_the_user_needing_sudo_is_the_one_th
 def test_logs_on_their_own_partition_are_their_directory(text, mount, size):
     (part,) = parse_request(text, known_packages=["nginx"]).partitions
     assert part["mountPoint"] == mount and part["size"] == size
+
+
+@pytest.mark.parametrize("text", ["debian with docker, as small as possible", "el10 minimal, as small as you can make it"])
+def test_as_small_as_possible_is_minimal_and_no_word_to_report(text):
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request(text, english=english_words())
+    assert spec.minimal and spec.unparsed == []

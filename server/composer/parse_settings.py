@@ -253,7 +253,9 @@ class SettingPhrases(SchedulePhrases):
         """A setting the composer does not write, reported with the words next to it that say which ("bonded
         nics", "grub timeout set to 0"), never dropped."""
         word = r"[\w.@-]+"
-        pattern = rf"(?:({word})\s+)?\b((?:{words}))\b(?:\s*(?:[:=]|\b(?:to|is|set\s+to)\b)?\s*({word}))?"
+        # the value's unit comes with it ("rotate display 90 degrees", "grub timeout 5 seconds")
+        unit = r"(?:\s+(?:degrees?|deg|seconds?|secs?|minutes?|mins?|percent))?"
+        pattern = rf"(?:({word})\s+)?\b((?:{words}))\b(?:\s*(?:[:=]|\b(?:to|is|set\s+to)\b)?\s*({word}{unit}))?"
         for m in self._each(pattern):
             before, after = (x if x and x.lower() not in STOPWORDS else "" for x in (m.group(1), m.group(3)))
             start = m.start(1) if before else m.start(2)

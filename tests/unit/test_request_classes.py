@@ -1549,3 +1549,12 @@ def test_as_small_as_possible_is_minimal_and_no_word_to_report(text):
 
     spec = parse_request(text, english=english_words())
     assert spec.minimal and spec.unparsed == []
+
+
+@pytest.mark.parametrize("text", ["a lean debian image", "ubuntu with nginx, as lean as it gets",
+                                  "el10 with a small footprint"])
+def test_words_for_a_small_image_are_minimal(text):
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    spec = parse_request(text, english=english_words())
+    assert spec.minimal and spec.unparsed == []

@@ -401,3 +401,10 @@ def test_a_sysctl_key_set_to_a_value_in_words_and_taken_out_again():
                                               ("chrony getting its time from 10.0.0.1", "10.0.0.1")])
 def test_a_time_client_said_syncing_from_a_server_uses_it(text, server):
     assert f"NTP={server}" in " ".join(_commands(parse_request(text)))
+
+
+@pytest.mark.parametrize(("text", "said"), [("Chromium fullscreen, rotate display 90 degrees", "rotate display 90 degrees"),
+                                            ("grub timeout set to 5 seconds", "grub timeout 5 seconds")])
+def test_a_setting_not_written_is_reported_with_its_value_and_unit(text, said):
+    spec = parse_request(text)
+    assert len(spec.unparsed) == 1 and spec.unparsed[0].startswith(f"{said} (")

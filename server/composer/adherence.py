@@ -215,6 +215,13 @@ def unmet_reply(reply: dict[str, Any], want: dict[str, Any], *, previous_revisio
     return problems
 
 
+def let_in(written: str) -> list[str]:
+    """Every port and service configuration commands ``written`` let in, in order (firewalld's offline command,
+    ufw's rules), as system_edits.open_ports writes them."""
+    found = re.findall(r"--add-(?:service|port)=([\w/.-]+)|\bufw\s+allow\s+([\w/:.-]+)", written)
+    return list(dict.fromkeys(a or b for a, b in found))
+
+
 def lets_in(written: str, opened: str) -> bool:
     """Whether configuration commands ``written`` already let ``opened`` in ("443/tcp" or "https"), by port or by
     the service of that port, for firewalld or ufw."""

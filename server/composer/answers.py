@@ -7,6 +7,7 @@ import re
 
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.sizes import fmt_size, template_mib
+from .adherence import let_in
 from .editing import mapping_at, short_list, template_packages
 from .layout import is_fill
 
@@ -31,7 +32,7 @@ def summarize(data: dict, question: str) -> str:
     why = _why_answer(data, q, caps)
     if why:
         return why
-    mount = _partition_asked(data, q)
+    mount = _partition_asked(data, q, caps)
     if mount:
         return mount
     presence = _presence_answer(data, q, caps)
@@ -61,13 +62,13 @@ def _why_answer(data: dict, q: str, caps: Capabilities) -> str | None:
             f"starting template or was asked for. Say 'remove {name}' to take it out.")
 
 
-def _partition_asked(data: dict, q: str) -> str | None:
+def _partition_asked(data: dict, q: str, caps: Capabilities) -> str | None:
     """"how much space does /var/lib/docker get?", "how big is root?": that partition's line alone."""
     disk = data.get("disk") if isinstance(data.get("disk"), dict) else None
     named = re.findall(r"(?<![\w.])(/[\w./-]*)", q) + (["/"] if re.search(r"\broot(?:\s+partition|fs)?\b", q) else [])
     if not disk or not named:
         return None
-    lines = [line for line in _overview(data, load_capabilities(), ["disk"])[1:]
+    lines = [line for line in _overview(data, caps, ["disk"])[1:]
              if any(line.endswith(f"mounted at {m.rstrip('/') or '/'}") for m in named)]
     return "\n".join(lines).strip() or None
 
@@ -79,10 +80,8 @@ def _firewall(sc: dict, packages: list[str], caps: Capabilities) -> str:
     installed = [p for p in packages if p in universe]
     if not installed:
         return "Firewall: none installed, so nothing blocks a port."
-    written = " ".join(str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict))
-    opened = re.findall(r"--add-(?:service|port)=([\w/.-]+)|\bufw\s+allow\s+([\w/:.-]+)", written)
-    let_in = [a or b for a, b in opened]
-    return (f"Firewall: {', '.join(installed)}; " + (f"lets in {', '.join(dict.fromkeys(let_in))}" if let_in
+    opened = let_in(" ".join(str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict)))
+    return (f"Firewall: {', '.join(installed)}; " + (f"lets in {', '.join(opened)}" if opened
                                                      else "no rule written here, so its own default applies") + ".")
 
 

@@ -4,6 +4,7 @@ a change of it, output artifacts and their compression."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
@@ -330,29 +331,21 @@ class DiskPhrases(ParserState):
         has a place of its own (request_words.yaml software_mounts), as "mariadb's data" would say."""
         owners = alternatives(_WORDS.software_mounts)
         for m in self._each(rf"\b(?:put|move|keep|place|store|give)\s+(?:its|their)\s+data\s+(?:on|onto|in|into|to|its)\s+"
-                            rf"(?:an?\s+|its\s+own\s+|a\s+separate\s+|a\s+dedicated\s+|own\s+)?(?:{_SIZE}\s+)?(?:{_FS}\s+)?"
-                            rf"(?:partition|volume)(?:\s+(?:of|with)\s+{_SIZE})?"):
+                            rf"(?:an?\s+|its\s+own\s+|a\s+separate\s+|a\s+dedicated\s+|own\s+)?{_OWN_PARTITION}"):
             named = re.findall(rf"\b({owners})\b", self.said[:m.start()], re.I)
             if not named:
                 continue
-            g = m.groups()
-            self.spec.partitions.append({"action": "add", "mountPoint": _mount(f"{named[-1]} data"),
-                                         "size": _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None,
-                                         "fsType": _fs(g[2]), "fill": False})
+            self.spec.partitions.append(_added(_mount(f"{named[-1]} data"), m.groups()))
             self._mask(m.start(), m.end())
 
     def _software_logs(self) -> None:
         """"the nginx logs on their own partition": a daemon's logs are its directory under /var/log."""
         for m in self._each(rf"\b([a-z][\w.+-]*)\s+logs?\s+(?:on|in|into|to|gets?|with|should\s+(?:go\s+on|get))\s+"
-                            rf"(?:their|its|a|an)\s+(?:own\s+|separate\s+|dedicated\s+)?(?:{_SIZE}\s+)?(?:{_FS}\s+)?"
-                            rf"(?:partition|volume)(?:\s+(?:of|with)\s+{_SIZE})?"):
+                            rf"(?:their|its|a|an)\s+(?:own\s+|separate\s+|dedicated\s+)?{_OWN_PARTITION}"):
             name = m.group(1).lower()
             if name not in self.known and not self.caps.group_for_word(name):
                 continue  # "system logs", "the logs": no software's directory
-            g = m.groups()[1:]
-            self.spec.partitions.append({"action": "add", "mountPoint": f"/var/log/{name}",
-                                         "size": _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None,
-                                         "fsType": _fs(g[2]), "fill": False})
+            self.spec.partitions.append(_added(f"/var/log/{name}", m.groups()[1:]))
             self._mask(m.start(1) + len(m.group(1)), m.end())  # the software stays for the package reading
 
     def _appositive_sizes(self) -> None:
@@ -566,6 +559,18 @@ def _said(m: re.Match[str]) -> tuple[str, ...]:
     g = m.groups()
     half = len(g) // 2
     return g[:half] if g[0] else g[half:]
+
+
+# A partition with its size and filesystem before or after the word: "a 50G xfs partition", "a partition of 5G".
+_OWN_PARTITION = rf"(?:{_SIZE}\s+)?(?:{_FS}\s+)?(?:partition|volume)(?:\s+(?:of|with)\s+{_SIZE})?"
+
+
+def _added(mount: str, groups: tuple[Any, ...]) -> dict:
+    """A partition added at ``mount``, from the groups of an :data:`_OWN_PARTITION` match (size, unit, filesystem,
+    size, unit)."""
+    size, unit, fs, after, after_unit = groups[:5]
+    return {"action": "add", "mountPoint": mount, "size": _size(size, unit) if size else _size(after, after_unit)
+            if after else None, "fsType": _fs(fs), "fill": False}
 
 
 def _mount(word: str | None) -> str:

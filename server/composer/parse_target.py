@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from ..knowledge.entries import Dist
-from ..knowledge.loader import Capabilities
+from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.request_words import load_request_words
 from ..knowledge.system_settings import firewall_services
 from ..knowledge.typos import misspelling_of
@@ -59,6 +59,12 @@ def _target_names(caps: Capabilities) -> str:
 _TAKEN_BACK = re.compile(r"\b(?:remove|drop|delete|uninstall|without|no|skip|ditch|forget(?:\s+about)?|never\s+mind"
                          r"|(?:don'?t|do\s+not|no\s+longer|not)\s+(?:need|want)|get\s+rid\s+of)\s+(?:the\s+|any\s+)?$", re.I)
 
+@functools.cache
+def _alias_names() -> frozenset[str]:
+    """The names software goes by (capabilities.yaml equivalents' aliases among them) a misspelling may be of."""
+    return frozenset(n for n in load_capabilities().equivalent_names() if re.fullmatch(r"[a-z][a-z0-9]{4,}", n))
+
+
 class TargetPhrases(ParserState):
     """The distribution, architecture and image type phrases of a request."""
 
@@ -77,7 +83,7 @@ class TargetPhrases(ParserState):
             if _PARTICLE.match(self.work, m.end()):  # "turned off", "locked down": a phrasal verb, English
                 continue
             # else a name software goes by ("postgre" for postgres), which the package reading resolves
-            fixed = misspelling_of(word, vocabulary) or misspelling_of(word, self._alias_names())
+            fixed = misspelling_of(word, vocabulary) or misspelling_of(word, _alias_names())
             if fixed is None:  # a part of a longer name, where its neighbour completes the name ("centos strem")
                 part = misspelling_of(word, parts)
                 before = self.work[:m.start()].split()[-1:]
@@ -113,9 +119,6 @@ class TargetPhrases(ParserState):
         names = _target_names(self.caps)
         for m in self._each(rf"(?<![\w-])(?:{names})(?:\s+\d+(?:\.\d+)?)?\s+({alternatives(words.likeness_words)})(?![\w-])"):
             self._mask(m.start(1), m.end(1))
-
-    def _alias_names(self) -> set[str]:
-        return {n for n in self.caps.equivalent_names() if re.fullmatch(r"[a-z][a-z0-9]{4,}", n)}
 
     def _vocabulary(self) -> tuple[set[str], set[str], set[str]]:
         """The words a misspelling is corrected to; the words that are only part of a longer name ("stream" of

@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterable
 from ..knowledge.loader import load_capabilities
 from .parse_disk import DiskPhrases
 from .parse_keys import KeyPhrases
+from .parse_network_mounts import NetworkMountPhrases
 from .parse_packages import PackagePhrases
 from .parse_settings import SettingPhrases
 from .parse_sizes import SizePhrases
@@ -86,13 +87,14 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
     return spec
 
 
-class _Parser(SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
+class _Parser(NetworkMountPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
         self._reminders()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._urls()
+        self._network_mounts()  # before the paths, host names and addresses its shares hold
         self._modules_loaded()  # before the command line, whose list would take a module for a parameter
         self._cmdline()
         self._settings()

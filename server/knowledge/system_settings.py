@@ -93,6 +93,49 @@ def timer_command(unit: str, program: str, event: str, persistent: bool = True) 
             "replaces": rf"{re.escape(unit)}\.timer"}
 
 
+@dataclass(frozen=True)
+class NetworkMountKind:
+    """How a kind of network share is mounted (system_settings.yaml network_mounts)."""
+
+    type: str  # the mount type: nfs, cifs
+    client: str  # the package that mounts it, by Debian's name where the families differ
+    options: str
+    guest_options: str = ""  # with no credentials ("a guest share"), where the protocol has them
+    secret: str = ""  # where credentials go, said with the mount
+
+
+@functools.lru_cache(maxsize=1)
+def network_mount_kinds() -> Mapping[str, NetworkMountKind]:
+    fields = {f.name for f in dataclasses.fields(NetworkMountKind)}
+    return {str(k): NetworkMountKind(**{f: " ".join(str(v).split()) for f, v in dict(raw).items() if f in fields})
+            for k, raw in (_raw().get("network_mounts") or {}).items()}
+
+
+def mount_unit_name(where: str) -> str:
+    """systemd's unit name for a mount point (systemd-escape --path --suffix=mount): "/mnt/nas-1" is
+    mnt-nas\\x2d1.mount, "/" is -.mount."""
+    path = where.strip("/")
+    if not path:
+        return "-.mount"
+    escaped = "".join(c if c.isascii() and (c.isalnum() or c in ":_.") else "-" if c == "/" else
+                      "".join(f"\\x{b:02x}" for b in c.encode()) for c in re.sub(r"/+", "/", path))
+    return ("\\x2e" + escaped[1:] if escaped.startswith(".") else escaped) + ".mount"
+
+
+def network_mount_configuration(kind: NetworkMountKind, source: str, where: str, guest: bool = False) -> dict[str, Any]:
+    """The command that mounts the share ``source`` at ``where`` at every boot: a mount unit in
+    /etc/systemd/system, enabled offline (systemd.mount(5)), with the client package and the pattern of the
+    commands that mounted something there before (which it replaces)."""
+    unit = mount_unit_name(where)
+    options = kind.guest_options if guest and kind.guest_options else kind.options
+    text = (f"[Unit]\\nDescription={kind.type} share {source}\\nWants=network-online.target\\n"
+            f"After=network-online.target\\n\\n[Mount]\\nWhat={source}\\nWhere={where}\\nType={kind.type}\\n"
+            f"Options={options}\\n\\n[Install]\\nWantedBy=remote-fs.target\\n")
+    return {"cmd": f"mkdir -p '{where}' && printf '{text}' > '/etc/systemd/system/{unit}' && systemctl enable '{unit}'",
+            "replaces": rf"/etc/systemd/system/{re.escape(unit)}'", "packages": [kind.client],
+            "label": f"network share {source} at {where}", "setting": f"network share at {where}"}
+
+
 def sshd_configuration(lines: tuple[str, ...], file: str, setting: str) -> dict[str, str]:
     """The command that writes sshd_config ``lines`` to the drop-in /etc/ssh/sshd_config.d/20-<file>.conf, with
     the pattern of that command (which it replaces). It also puts the Include of that directory at the top of

@@ -597,3 +597,12 @@ async def test_what_changed_is_the_conversations_history(client):
     answer = steps[-1][0]["answer"]
     assert answer.startswith("History of this conversation:\nrevision 1: generated: debian 13 server\n"
                              "revision 2: refined: add htop\nrevision 3: refined: make the disk 20G\n")
+
+
+async def test_a_network_share_is_mounted_by_a_unit_with_the_client_each_family_names(client):
+    gen, out, doc = await _refine(client, "ubuntu 24.04 image that mounts an nfs share from 10.0.0.5:/exports/home "
+                                          "at /home", "make it el10")
+    assert "set network share 10.0.0.5:/exports/home at /home" in gen["explanation"]
+    assert "nfs-common -> nfs-utils" in out["explanation"] and out["valid"], out["errors"]
+    assert "nfs-utils" in installed(doc) and "nfs-kernel-server" not in installed(doc)
+    assert any("What=10.0.0.5:/exports/home" in c["cmd"] for c in doc["systemConfig"]["configurations"])

@@ -327,15 +327,15 @@ class DiskPhrases(ParserState):
         self._supported_filesystems()
 
     def _its_data(self) -> None:
-        """"also mariadb, and put its data on a 50G partition": the data of the software named last before it that
-        has a place of its own (request_words.yaml software_mounts), as "mariadb's data" would say."""
+        """"also mariadb, and put its data on a 50G partition", "postgres 16, data on its own 100G partition": the
+        data of the software named last before it that has a place of its own (request_words.yaml software_mounts),
+        as "mariadb's data" would say; with no such software before it, /data."""
         owners = alternatives(_WORDS.software_mounts)
-        for m in self._each(rf"\b(?:put|move|keep|place|store|give)\s+(?:its|their)\s+data\s+(?:on|onto|in|into|to|its)\s+"
+        for m in self._each(rf"(?:\b(?:put|move|keep|place|store|give)\s+(?:its|their|the)\s+|(?:^|[,;:(]|\band\b|\bwith\b)\s*"
+                            rf"(?:(?:its|their|the)\s+)?)data\s+(?:on|onto|in|into|to|its)\s+"
                             rf"(?:an?\s+|its\s+own\s+|a\s+separate\s+|a\s+dedicated\s+|own\s+)?{_OWN_PARTITION}"):
             named = re.findall(rf"\b({owners})\b", self.said[:m.start()], re.I)
-            if not named:
-                continue
-            self.spec.partitions.append(_added(_mount(f"{named[-1]} data"), m.groups()))
+            self.spec.partitions.append(_added(_mount(f"{named[-1]} data") if named else "/data", m.groups()))
             self._mask(m.start(), m.end())
 
     def _software_logs(self) -> None:

@@ -247,6 +247,7 @@ class PackagePhrases(UnreadWords):
             tokens = [t for t, _, _ in found]
             removals = self._removed()  # what this clause's removals are counted from
             run: list[str] = []  # adjacent unknown words after a strong add ("the nvidia driver")
+            said_alone: tuple[int, int] | None = None  # the word reported last, and where its report is
             ignored: set[int] = set()  # tokens nothing read (prose, or a wish not understood)
             values: set[int] = set()  # numbers and addresses nothing read ("port 2222", "1.1.1.1")
             last_end = -1
@@ -422,7 +423,16 @@ class PackagePhrases(UnreadWords):
                     last_end = found[i][2]
                     i += 1
                     continue
+                unread = len(self.spec.unparsed)
                 verdict = self._classify(token, mode=mode, strength=strength)
+                if (len(self.spec.unparsed) == unread + 1 and said_alone == (i - 1, unread - 1)
+                        and self.spec.unparsed[-2:] == [tokens[i - 1], token]
+                        and tokens[i - 1] in self.english and token in self.english
+                        and not clause[found[i - 1][2]:found[i][1]].strip()):
+                    # "with postgres, nightly vacuum": adjacent English words of one item, reported as one wish (a
+                    # name no English has keeps its own report, which the index check completes)
+                    self.spec.unparsed[-2:] = [" ".join(self.spec.unparsed[-2:])]
+                said_alone = (i, len(self.spec.unparsed) - 1) if len(self.spec.unparsed) > unread else None
                 if verdict == "unknown-strong":
                     run.append(token)
                 elif run:

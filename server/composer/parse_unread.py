@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from .phrasing import ADD_WORDS, DEGREE_WORDS, ParserState, looks_like_package
+from .schedules import CALENDAR_ADJECTIVES
 
 # Words an item may carry besides its wish ("touchscreen support", "autologin enabled").
 _ITEM_FILLER = {"a", "an", "the", "some", "also", "please", "and", "or", "just", "only", "too", "support",
@@ -67,7 +68,8 @@ _MANNER = {"fast", "faster", "offline", "online", "unattended", "headless", "eve
 
 
 def says_how(word: str) -> bool:
-    return word in _MANNER or (word.endswith("ly") and len(word) > 4)
+    """An adverb of manner ("runs fast", "no GUI obviously"); not one of when ("a nightly vacuum" is a job)."""
+    return word in _MANNER or (word.endswith("ly") and len(word) > 4 and word not in CALENDAR_ADJECTIVES)
 
 
 # A token that is a value: a number, with a unit, dots or a range ("2222", "2g", "1.1.1.1", "10.0.0.0/24", "4-7").

@@ -1469,6 +1469,9 @@ def test_lvm_is_reported_not_written_and_lvm2_is_the_package():
 @pytest.mark.parametrize(("text", "mount", "size"), [
     ("also mariadb, and put its data on a 50G partition", "/var/lib/mysql", "50GiB"),  # the size had been unread
     ("postgresql, put its data on its own 100G xfs partition", "/var/lib/postgresql", "100GiB"),
+    ("ubuntu 24.04 server, postgres 16, data on its own 100G partition", "/var/lib/postgresql", "100GiB"),  # no verb
+    ("mariadb with the data on a separate 50G volume", "/var/lib/mysql", "50GiB"),
+    ("debian 13 with nginx, data on a 20G partition", "/data", "20GiB"),  # no software with a place: /data
 ])
 def test_its_data_is_the_data_of_the_software_named_before_it(text, mount, size):
     (part,) = parse_request(text).partitions
@@ -1558,3 +1561,11 @@ def test_words_for_a_small_image_are_minimal(text):
 
     spec = parse_request(text, english=english_words())
     assert spec.minimal and spec.unparsed == []
+
+
+@pytest.mark.parametrize(("text", "reported"), [("ubuntu 24.04 with postgres, nightly vacuum", "nightly vacuum"),
+                                                ("debian 13 image, weekly scrub", "weekly scrub")])
+def test_a_job_said_by_when_it_recurs_is_a_wish_reported_not_an_adverb_dropped(text, reported):
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    assert reported in parse_request(text, english=english_words()).unparsed

@@ -16,6 +16,8 @@ _ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)
                          r"(?=\s*(?:[,;.]|$|\band\b))", re.I)
 # A login shell as people name it: its name or its path.
 _SHELLS = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
+# After a shell given to a user: "a zsh shell", "zsh as her shell", "fish as the login shell".
+_AS_SHELL = r"(?:as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?(?:login\s+|default\s+)?|(?:login\s+)?)shell\b"
 # Login shells that are packages of their own name on every family (bash and sh are in every base system).
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
@@ -53,17 +55,20 @@ class UserPhrases(SudoPhrases):
         """"add bob to the docker group", "put alice in the wheel and video groups": a user named into groups; one
         the request or the template does not have is added with them. A package's or a group's name is no
         user's ("add nginx to the www-data group" is software)."""
-        for m in self._each(rf"\b(?:add|put|place|make)\s+(?:the\s+)?(?:user\s+|account\s+)?{NAMED_WHO}\s+"
+        who = r"[\"'`]?[a-z_][a-z0-9_-]*[\"'`]?"
+        for m in self._each(rf"\b(?:add|put|place|make)\s+(?:the\s+)?(?:users?\s+|accounts?\s+)?(?:(?:named|called)\s+)?+"
+                            rf"({who}(?:\s*(?:,\s*(?:and\s+)?|\band\b)\s*{who})*)\s+"
                             rf"(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?(?:groups?\s+)?{_GROUP_LIST}\s+groups?\b"):
-            name = m.group(1).lower()
-            if name in NOT_A_USER or name in STOPWORDS or name in self.known or self.caps.group_for_word(name):
-                continue
+            people = [n.strip("\"'`").lower() for n in re.split(r"\s*(?:,|\band\b)\s*", m.group(1)) if n]
+            if any(n in NOT_A_USER or n in STOPWORDS or n in self.known or self.caps.group_for_word(n) for n in people):
+                continue  # "add nginx to the www-data group" is software
             names = _group_names(m.group(2))
-            user = self._user_referred(name)
-            if user is None:
-                user = {"action": "add", "name": name}
-                self.spec.users.append(user)
-            user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
+            for name in people:
+                user = self._user_referred(name)
+                if user is None:
+                    user = {"action": "add", "name": name}
+                    self.spec.users.append(user)
+                user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
             self._mask(m.start(), m.end())
 
     def _users_by_pronoun(self) -> None:
@@ -89,7 +94,7 @@ class UserPhrases(SudoPhrases):
         """"make the user dev an admin and set their shell to zsh", "give him a fish shell": that user's login shell.
         Read after every reading that adds a user, so the pronoun names the last one this request adds."""
         for m in self._each(rf"\b(?:change|set|switch|make)\s+(?:his|her|their)\s+(?:login\s+|default\s+)?shell\s+"
-                            rf"(?:to|=|:|into)\s*{_SHELLS}|\bgive\s+(?:him|her|them)\s+an?\s+{_SHELLS}\s+(?:login\s+)?shell\b"):
+                            rf"(?:to|=|:|into)\s*{_SHELLS}|\bgive\s+(?:him|her|them)\s+(?:an?\s+|the\s+)?{_SHELLS}\s+{_AS_SHELL}"):
             self._pronoun_user()["shell"] = self._login_shell(m.group(1) or m.group(2))
             self._mask(m.start(), m.end())
 
@@ -311,7 +316,7 @@ class UserPhrases(SudoPhrases):
         for pattern, name_i, shell_i in (
                 (rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*?)(?:'s|s')?\s+(?:user\s+)?"
                  rf"(?:login\s+|default\s+)?shell\s+(?:to|=|:|into)\s*{shells}", 1, 2),
-                (rf"\bgive\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*)(?:\s+user)?\s+an?\s+{shells}\s+(?:login\s+)?shell\b",
+                (rf"\bgive\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*)(?:\s+user)?\s+(?:an?\s+|the\s+)?{shells}\s+{_AS_SHELL}",
                  1, 2)):
             for m in self._each(pattern):
                 name = m.group(name_i).lower()
@@ -447,6 +452,27 @@ class UserPhrases(SudoPhrases):
                     user["sudo"] = user["nopasswd"] = True
                 self.spec.users += users
                 self._mask(m.start(), m.end())
+                self._said_of_all(users, m.end())
+
+    def _said_of_all(self, users: list[dict[str, Any]], end: int) -> None:
+        """"users alice, bob and carol, all in the sudo group", "alice and bob in the docker group", "both with
+        sudo": what follows a list of users is said of each of them."""
+        every = r"\s*,?\s*(?:(?:all|both|each)\s+(?:of\s+them\s+)?|(?:and\s+)?(?:they\s+)?(?:are|being|should\s+be)\s+)?"
+        tail = self.work[end:]
+        groups = re.match(rf"{every}(?:(?:are|being)\s+)?(?:in(?:to)?|(?:a\s+)?members?\s+of)\s+(?:the\s+)?(?:groups?\s+)?"
+                          rf"{_GROUP_LIST}\s+groups?\b", tail, re.I)
+        if groups:
+            names = _group_names(groups.group(1))
+            for user in users:
+                user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
+            self._mask(end, end + groups.end())
+            return
+        sudo = re.match(rf"{every}(?:(?:with|having|given)\s+sudo(?:\s+(?:rights|access|privileges))?|(?:admins|administrators"
+                        r"|sudoers))\b", tail, re.I)
+        if sudo:
+            for user in users:
+                user.setdefault("sudo", True)
+            self._mask(end, end + sudo.end())
 
     def _software_joined(self, tail: str, end: int) -> int:
         """Where a user's clause ends before software joined to it ("a user named bob and nginx": nginx is the

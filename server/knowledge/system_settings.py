@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import re
 import zoneinfo
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +155,22 @@ def _raw() -> Mapping[str, Any]:
     return data
 
 
+def _with_copulas(words: Iterable[str]) -> tuple[str, ...]:
+    """A setting's words, and those of a thing put somewhere or made something ("/tmp as tmpfs", "ssh on port",
+    "logs on disk") said with a verb of being as well: "/tmp is a tmpfs", "ssh should be on port", "logs are on
+    disk", "/tmp mounted as tmpfs"."""
+    out: dict[str, None] = {}
+    for word in words:
+        out[word] = None
+        found = re.fullmatch(r"(\S+) (as|on|in) (.+)", word)
+        if found:
+            thing, prep, what = found.groups()
+            after = "" if prep == "as" else f" {prep}"
+            for verb in ("is", "are", "should be", "must be", "mounted", "kept"):
+                out[f"{thing} {verb}{after if verb not in ('mounted', 'kept') else ' ' + prep} {what}"] = None
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=1)
 def load_settings() -> Mapping[str, Setting]:
     """The bundled settings by name, parsed once."""
@@ -165,7 +181,7 @@ def load_settings() -> Mapping[str, Setting]:
         if value not in VALUE_KINDS:
             raise ValueError(f"{RESOURCE}: setting {name!r} has value {value!r}; use one of {', '.join(VALUE_KINDS)}")
         out[str(name)] = Setting(
-            name=str(name), words=tuple(str(w).lower() for w in spec.get("words") or ()), value=value,
+            name=str(name), words=_with_copulas(str(w).lower() for w in spec.get("words") or ()), value=value,
             cmdline=tuple(str(p) for p in spec.get("cmdline") or ()),
             sysctl=str(spec.get("sysctl") or ""), command=str(spec.get("command") or ""),
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),

@@ -120,6 +120,21 @@ class TargetPhrases(ParserState):
         for m in self._each(rf"(?<![\w-])(?:{names})(?:\s+\d+(?:\.\d+)?)?\s+({alternatives(words.likeness_words)})(?![\w-])"):
             self._mask(m.start(1), m.end(1))
 
+    def _adverbs_of_triggers(self) -> None:
+        """"installs updates automatically", "security patches applied automatically": a trigger of an adjective in
+        -ic and a noun ("automatic updates") said as the noun with the adverb after it, at most two words apart,
+        is that trigger, rewritten in place for the package reading. (-al adjectives are left: "time ... really"
+        is no real time.)"""
+        if "ically" not in self.work.lower():
+            return
+        for phrase in sorted(self.caps.triggers(), key=len, reverse=True):  # "security updates" before "updates"
+            first, _, rest = phrase.partition(" ")
+            if not rest or not first.endswith("ic"):
+                continue
+            noun = r"[\s-]+".join(map(re.escape, rest.split()))
+            for m in reversed(self._each(rf"(?<![\w-]){noun}\s+(?:[a-z]+\s+){{0,2}}?{first}ally\b")):
+                self.work = self.work[:m.start()] + phrase.ljust(m.end() - m.start()) + self.work[m.end():]
+
     def _vocabulary(self) -> tuple[set[str], set[str], set[str]]:
         """The words a misspelling is corrected to; the words that are only part of a longer name ("stream" of
         "centos stream"), known, so never corrected, and corrected to only beside the rest of their name, since

@@ -567,6 +567,14 @@ def test_pre_installed_is_a_word_of_having():
     ("add bob to the docker group", [{"action": "add", "name": "bob", "groups": ["docker"]}]),
     ("put alice in the wheel and video groups", [{"action": "add", "name": "alice", "groups": ["wheel", "video"]}]),
     ("add nginx to the www-data group", []),  # software's name: no user
+    ("add alice and bob to the wheel group", [{"action": "add", "name": "alice", "groups": ["wheel"]},
+                                              {"action": "add", "name": "bob", "groups": ["wheel"]}]),
+    # what follows a list of users is said of each of them
+    ("debian 13 with the users alice, bob and carol, all in the sudo group",
+     [{"action": "add", "name": n, "groups": ["sudo"]} for n in ("alice", "bob", "carol")]),
+    ("users ann and ben in the docker and video groups",
+     [{"action": "add", "name": n, "groups": ["docker", "video"]} for n in ("ann", "ben")]),
+    ("users ann and ben, all admins", [{"action": "add", "name": n, "sudo": True} for n in ("ann", "ben")]),
 ])
 def test_a_user_named_into_groups_is_that_users_membership(text, users):
     assert parse_request(text).users == users
@@ -593,6 +601,9 @@ def test_a_size_said_as_one_more_adds_to_the_disk_unless_something_else_follows(
 @pytest.mark.parametrize(("text", "groups"), [
     ("debian 13 that auto-updates security patches every night", ["updates"]),  # not the hardening baseline
     ("debian 13 security hardened", ["security"]),
+    # the adjective of a trigger said as the adverb after its noun ("automatic updates")
+    ("debian 13 that installs updates automatically", ["updates"]),
+    ("ubuntu where security updates are applied automatically", ["updates"]),
 ])
 def test_security_patches_are_updates_and_security_alone_is_hardening(text, groups):
     assert parse_request(text).add_groups == groups
@@ -1569,3 +1580,27 @@ def test_a_job_said_by_when_it_recurs_is_a_wish_reported_not_an_adverb_dropped(t
     from image_composer_mcp.server.library.embed_local import english_words
 
     assert reported in parse_request(text, english=english_words()).unparsed
+
+
+@pytest.mark.parametrize(("text", "shell"), [("give carol zsh as her shell", "/bin/zsh"),
+                                             ("give carol the fish shell", "/bin/fish"),
+                                             ("add a user tom and give him zsh as his login shell", "/bin/zsh")])
+def test_a_shell_given_to_a_user_as_theirs_is_their_login_shell(text, shell):
+    spec = parse_request(text)
+    assert [u.get("shell") for u in spec.users] == [shell] and shell.rsplit("/", 1)[1] in spec.add_packages
+
+
+@pytest.mark.parametrize("text", ["debian 13 server with no root ssh", "disable ssh as root",
+                                  "hardened debian 13: auditd, no root ssh, ssh on port 2222"])
+def test_root_ssh_said_off_is_root_login_off_and_ssh_stays(text):
+    spec = parse_request(text)
+    assert any("PermitRootLogin no" in c["cmd"] for c in spec.configurations)
+    assert "ssh" not in spec.remove_groups and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "setting"), [("el10 image where /tmp is a tmpfs", "tmp in memory"),
+                                               ("/tmp should be on a tmpfs", "tmp in memory"),
+                                               ("ubuntu where ssh should be on port 2200", "ssh port")])
+def test_a_settings_words_said_with_a_verb_of_being_name_it(text, setting):
+    spec = parse_request(text)
+    assert [c["setting"] for c in spec.configurations] == [setting] and not spec.unparsed

@@ -10,10 +10,10 @@ from ..knowledge.glossary import load_glossary
 from ..knowledge.loader import normalize_phrase
 from ..knowledge.request_words import load_request_words
 from .index_names import HOST_NAME
+from .parse_replacements import ReplacementPhrases
 from .parse_unread import KIND_WORDS, VALUE, UnreadWords, no_wish, says_how
 from .phrasing import (
     ADD_WORDS,
-    CORRECTION,
     DEGREE_WORDS,
     PACKAGE_SHAPE,
     REMOVE_WORDS,
@@ -84,57 +84,8 @@ _BACK_TO = re.compile(r"(?:(?:go|going|goes|went|switch|switching|change|changin
                       r"|(?:revert|reverting|return|returning)\s+to)\b")
 
 
-class PackagePhrases(UnreadWords):
+class PackagePhrases(ReplacementPhrases, UnreadWords):
     """The package and capability group words of a request."""
-
-    def _replacements(self) -> None:
-        """'replace X with Y' and 'Y instead of X' become a removal plus an addition."""
-        word = r"([a-z0-9][\w.+:~-]*(?:\s+[a-z0-9][\w.+:~-]*)?)"
-        the = r"(?:the\s+|a\s+|an\s+|my\s+)?"
-        patterns = [
-            (rf"\b(?:replace|swap|substitute|trade|exchange)\s+{the}{word}\s+(?:with|by|for|in\s+favou?r\s+of)\s+{the}{word}",
-             1, 2),
-            # "ditch docker in favour of podman": a removal that says what takes the place
-            (rf"\b(?:ditch|drop|dump|remove|lose|scrap|get\s+rid\s+of)\s+{the}{word}\s+in\s+favou?r\s+of\s+{the}{word}", 1, 2),
-            (rf"\b{the}{word}\s+(?:replaced|swapped|substituted|exchanged)\s+(?:with|by|for)\s+{the}{word}", 1, 2),
-            (rf"\b(?:prefer|favou?r|choose|pick)\s+{the}{word}\s+(?:over|to)\s+{the}{word}", 2, 1),
-            (rf"\b(?:use\s+)?{the}{word}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+{the}{word}", 2, 1),
-            # "lose nginx, caddy instead", "drop vim and use nano instead": a removal, then what takes its place
-            (rf"\b(?:ditch|drop|dump|remove|lose|scrap|delete|get\s+rid\s+of)\s+{the}{word}\s*(?:[,;]\s*|\s+)(?:and\s+)?"
-             rf"(?:(?:use|add|install|take|get|put\s+in|go\s+with)\s+)?{the}{word}\s+instead\b(?!\s+of)", 1, 2),
-        ]
-        # "apache, no wait, nginx": a name taken back as soon as said is no wish, and nothing to remove
-        for m in self._each(rf"\b([a-z0-9][\w.+:~-]*)\s*[,.;:-]?\s*{CORRECTION}\s*[,.;:-]?\s*(?!(?:also|too|and|more)\b){the}{word}"
-                            r"(?=\s*(?:$|[,.;]|\band\b|\bwith\b))"):
-            old, new = m.group(1), m.group(2)
-            if (self._is_os_or_arch(old) or self._is_os_or_arch(new) or not self._software(old.lower())
-                    or re.match(r"\d", new)):
-                continue  # a size or a release said again is their readers' ("20G, sorry, 40G")
-            self._taking_the_place(new)
-            self._mask(m.start(), m.end())
-        for pattern, old_i, new_i in patterns:
-            for m in self._each(pattern):
-                old, new = m.group(old_i), m.group(new_i)
-                if self._is_os_or_arch(old) or self._is_os_or_arch(new):
-                    continue  # "ubuntu instead of debian" is a distribution switch, handled below
-                for part in self._named(old):
-                    self._classify(part, mode="remove", strength="strong")
-                self._taking_the_place(new)
-                self._mask(m.start(), m.end())
-
-    def _taking_the_place(self, new: str) -> None:
-        """What a replacement or a correction asks for instead ("… instead of docker", "apache, no wait, nginx")."""
-        # "and plex instead of jellyfin": a joining word before the name is no first word of it
-        for k, part in enumerate(p for p in self._named(new) if p.lower() not in STOPWORDS):
-            stack = next((v for v in self.caps.vendor_stacks.values() if part.lower() in v.words), None)
-            if stack is not None:  # "plex instead of jellyfin": its vendor's, said as the stack reading says
-                self.spec.notes.append(f"{part.lower()} not applied: {stack.note}")
-                continue
-            # an unknown second word is prose ("podman since ..."), unless shaped like a package name, and so is
-            # an English word ("it is rootless instead of docker")
-            if self._classify(part, mode="add", strength="strong") == "unknown-strong" and (
-                    looks_like_package(part.lower()) or (k == 0 and part.lower() not in self.english)):
-                self.spec.add_packages.append(part.lower())
 
     def _roles_filled(self) -> None:
         """A group asked for by words naming its role only ("a container host"), beside software the request names

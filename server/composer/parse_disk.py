@@ -256,6 +256,18 @@ class DiskPhrases(ParserState):
                                     "fill": False})
             spec.notes.append(f"a template describes one disk: {mount} is a partition on it, not a disk of its own")
             self._mask(m.start(), m.end())
+        # "a second disk for data", "an extra 500G drive for docker": one more disk for what a word names
+        places = alternatives({w for w, place in _WORDS.mount_words.items() if place not in ("/", "/boot", "/boot/efi")})
+        for m in self._each(rf"\b(?:second|extra|separate|additional|dedicated|another)\s+(?:{_SIZE}\s+)?(?:{_FS}\s+)?"
+                            rf"(?:disk|drive)\s+(?:(?:mounted|mount)\s+)?(?:for|as)\s+(?:the\s+|my\s+|our\s+|its\s+)?"
+                            rf"({places})(?:\s+{_DATA_NOUNS})?\b"):
+            g = m.groups()
+            mount = _mount(g[3])
+            spec.partitions.append({"action": "add", "mountPoint": mount, "size": _size(g[0], g[1]) if g[0] else None,
+                                    "fsType": _fs(g[2]), "fill": False})
+            spec.notes.append(f"a template describes one disk: {mount} is a partition on it, not a disk of its own")
+            software = g[3].lower() in self.known or self.caps.group_for_word(g[3].lower())
+            self._mask(m.start(), m.start(4) if software else m.end())  # "for docker": docker is wanted too
         # "a 500MB /boot and 8G for /", "2 GB boot, 10 GB root", "/var 20G": a size beside a mount point, with
         # no "partition": a partition of that size there (the root one is fixed at it). After the forms with
         # "partition", which say more (what is separate, its filesystem).

@@ -1604,3 +1604,41 @@ def test_root_ssh_said_off_is_root_login_off_and_ssh_stays(text):
 def test_a_settings_words_said_with_a_verb_of_being_name_it(text, setting):
     spec = parse_request(text)
     assert [c["setting"] for c in spec.configurations] == [setting] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "added", "removed"), [
+    ("switch from nginx to caddy", ["caddy"], ["nginx"]),
+    ("switch postfix for exim4", ["exim4"], ["postfix"]),  # a name this server does not know, shaped like one
+    ("move nginx over to caddy", ["caddy"], ["nginx"]),
+])
+def test_a_verb_of_changing_from_software_to_software_is_a_replacement(text, added, removed):
+    spec = parse_request(text)
+    assert spec.add_packages == added and spec.remove_packages == removed
+
+
+@pytest.mark.parametrize("text", ["change the disk to 20G", "change the timezone to UTC", "switch it to xfs",
+                                  "switch the desktop to xfce"])
+def test_a_verb_of_changing_said_of_no_software_replaces_nothing(text):
+    spec = parse_request(text)
+    assert not spec.remove_packages and not spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "users", "allowed", "keys_only"), [
+    ("debian 13 image where only user ops can log in via ssh key", ["ops"], "ops", True),
+    ("allow only alice and bob to ssh in", ["alice", "bob"], "alice bob", False),
+    ("only root can log in", [], "root", False),  # root is in every image: no user added
+])
+def test_only_named_users_logging_in_is_sshds_allow_list(text, users, allowed, keys_only):
+    spec = parse_request(text)
+    assert [u["name"] for u in spec.users] == users and not spec.unparsed
+    commands = [c["cmd"] for c in spec.configurations]
+    assert any(f"printf 'AllowUsers {allowed}\\n'" in c for c in commands)
+    assert any("PasswordAuthentication no" in c for c in commands) == keys_only
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [("ubuntu 24.04 with a second disk for data", "/data", None),
+                                                     ("an extra 500G drive for docker", "/var/lib/docker", "500GiB")])
+def test_one_more_disk_for_what_a_word_names_is_a_partition_and_said_so(text, mount, size):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)]
+    assert any("a template describes one disk" in n for n in spec.notes)

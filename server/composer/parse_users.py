@@ -19,6 +19,8 @@ _ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)
 _SHELLS = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
 # After a shell given to a user: "a zsh shell", "zsh as her shell", "fish as the login shell".
 _AS_SHELL = r"(?:as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?(?:login\s+|default\s+)?|(?:login\s+)?)shell\b"
+# What a shell is said to be: "should be zsh", "is fish", "= /bin/bash".
+_BECOMES = r"(?:should\s+be|must\s+be|needs\s+to\s+be|will\s+be|becomes|is|=|:)"
 # Login shells that are packages of their own name on every family (bash and sh are in every base system).
 _SHELL_PACKAGES = {"zsh", "fish", "ksh", "tcsh", "mksh"}
 
@@ -317,9 +319,12 @@ class UserPhrases(SudoPhrases):
         shells = _SHELLS
         for pattern, name_i, shell_i in (
                 (rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*?)(?:'s|s')?\s+(?:user\s+)?"
-                 rf"(?:login\s+|default\s+)?shell\s+(?:to|=|:|into)\s*{shells}", 1, 2),
+                 rf"(?:login\s+|default\s+)?shell\s+(?:(?:to|=|:|into)\s*)?{shells}", 1, 2),
                 (rf"\bgive\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*)(?:\s+user)?\s+(?:an?\s+|the\s+)?{shells}\s+{_AS_SHELL}",
-                 1, 2)):
+                 1, 2),
+                # "the login shell for user ops is fish" ("dev's shell should be zsh": _user_attributes)
+                (rf"\b(?:the\s+)?(?:login\s+|default\s+)?shell\s+(?:for|of)\s+(?:the\s+)?(?:user\s+|account\s+)?"
+                 rf"([a-z_][a-z0-9_-]*)\s+{_BECOMES}\s*{shells}", 1, 2)):
             for m in self._each(pattern):
                 name = m.group(name_i).lower()
                 if name in ("user", "users") and re.search(r"\buser'", m.group(0), re.I):  # "the user's shell"
@@ -366,10 +371,15 @@ class UserPhrases(SudoPhrases):
 
     def _user_attributes(self) -> None:
         """Said of the users this request adds, after they are read: "bob's shell is zsh", "both sudoers"."""
-        for m in self._each(rf"\b{WHO}'s\s+(?:login\s+)?shell\s+(?:is|=|:|should\s+be|will\s+be)\s+(/[\w/.-]+|bash|zsh|sh|fish)\b"):
-            user = self._user_referred(m.group(1).lower())
-            if user is None:
+        # "bob's shell is zsh", "dev's login shell should be fish": a user the request does not add is the image's
+        for m in self._each(rf"\b{WHO}(?:'s|’s)\s+(?:login\s+|default\s+)?shell\s+{_BECOMES}\s*{_SHELLS}(?![\w/.-])"):
+            name = m.group(1).lower()
+            if name != "user" and (name in NOT_A_USER or name in STOPWORDS):
                 continue
+            user = self._pronoun_user() if name == "user" else self._user_referred(name)  # "the user's shell"
+            if user is None:
+                user = {"action": "add", "name": name}
+                self.spec.users.append(user)
             user["shell"] = self._login_shell(m.group(2))
             self._mask(m.start(), m.end())
         # "users alice and bob, both sudoers", "all of them admins": a role said of every user this request adds

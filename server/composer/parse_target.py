@@ -120,6 +120,28 @@ class TargetPhrases(ParserState):
         for m in self._each(rf"(?<![\w-])(?:{names})(?:\s+\d+(?:\.\d+)?)?\s+({alternatives(words.likeness_words)})(?![\w-])"):
             self._mask(m.start(1), m.end(1))
 
+    def _spaced_names(self) -> None:
+        """A package name said with spaces for its dashes or underscores ("mod security", "build essential",
+        "qemu guest agent") is that name, joined in place (same length) for the package reading. Not when each
+        word is known by itself ("ubuntu server" is a release and a use, never the package), one names an
+        operating system or an architecture, or the first names a capability group ("docker compose")."""
+        tokens = [(m.group(0).lower(), m.start(), m.end()) for m in re.finditer(r"[a-z0-9][\w.+]*", self.work, re.I)]
+        i = 0
+        while i < len(tokens):
+            for size in (3, 2):
+                run = tokens[i:i + size]
+                if len(run) < size or any(self.work[a[2]:b[1]] != " " for a, b in zip(run, run[1:], strict=False)):
+                    continue
+                words = [t for t, _s, _e in run]
+                joined = next((j.join(words) for j in ("-", "_") if j.join(words) in self.known), None)
+                if (joined is None or all(self._known_word(w) for w in words) or self.caps.group_for_word(words[0])
+                        or any(self._is_os_or_arch(w) for w in words)):  # "docker compose": the docker group's
+                    continue
+                self.work = self.work[:run[0][1]] + joined + self.work[run[-1][2]:]
+                i += size - 1
+                break
+            i += 1
+
     def _adverbs_of_triggers(self) -> None:
         """"installs updates automatically", "security patches applied automatically": a trigger of an adjective in
         -ic and a noun ("automatic updates") said as the noun with the adverb after it, at most two words apart,

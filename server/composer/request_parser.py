@@ -104,6 +104,7 @@ class _Parser(NetworkMountPhrases, SystemPhrases, UserPhrases, SettingPhrases, S
         self._hostname()
         self._name()
         self._adverbs_of_triggers()
+        self._spaced_names()
         self._compounds()  # after the names, which may hold a hyphen and a suffix word ("hostname gw-ready")
         self._groups_left()  # before the users: "remove the user named ann from the wheel group" is no removal
         self._docker_without_sudo()  # before the users and the scan, which would read "without sudo" as a removal

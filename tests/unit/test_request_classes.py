@@ -1642,3 +1642,24 @@ def test_one_more_disk_for_what_a_word_names_is_a_partition_and_said_so(text, mo
     spec = parse_request(text)
     assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)]
     assert any("a template describes one disk" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "packages", "groups"), [
+    ("and add mod security", ["mod-security"], []),  # not the security hardening group
+    ("ubuntu server with build essential", ["build-essential"], []),
+    ("debian with network manager and cloud init", ["network-manager", "cloud-init"], []),
+    ("an ubuntu server image", [], []),  # a release and a use, each known by itself: never the package
+    ("docker compose on debian", [], ["containers"]),  # the docker group's own
+])
+def test_a_package_name_said_with_spaces_for_its_dashes_is_that_name(text, packages, groups):
+    spec = parse_request(text)
+    assert spec.add_packages == packages and spec.add_groups == groups and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "name"), [("dev's shell should be zsh", "dev"),  # the image's user in an edit
+                                            ("make alice's shell zsh", "alice"),
+                                            ("the login shell for user ops is zsh", "ops"),
+                                            ("the user's shell should be zsh", "<referred>")])
+def test_a_users_shell_said_to_be_one_is_their_login_shell(text, name):
+    spec = parse_request(text)
+    assert [(u["name"], u.get("shell")) for u in spec.users] == [(name, "/bin/zsh")] and spec.add_packages == ["zsh"]

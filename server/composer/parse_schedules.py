@@ -39,8 +39,11 @@ class SchedulePhrases(ParserState):
         undo_job = rf"(?:(?:a|an|the)\s+)?(?:(?:{every})\s+)?(?:{kind})"
         run = r"(?:runs?|running|executes?|executing|calls?|starts?)"
         path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
-        for m in self._each(rf"\b{UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:{path}\s+)?{undo_job}s?\b"):
-            name = _unit_name(m.group(1)) if m.group(1) else r"[\w-]+"
+        # "remove the cron job", "get rid of the cleanup job": by its program's name when one is said
+        for m in self._each(rf"\b{UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:(?:{every})\s+)?(?:{path}\s+|(?P<named>(?!(?:{every}|cron|systemd|scheduled)\b)"
+                            rf"[a-z][\w-]*)\s+)?{undo_job}s?\b"):
+            name = _unit_name(m.group(1)) if m.group(1) else re.escape(_unit_name(m.group("named"))) if m.group(
+                "named") else r"[\w-]+"
             self.spec.configurations.append({"remove": True, "replaces": rf"/etc/systemd/system/run-{name}\.timer",
                                              "cmd": "", "label": "scheduled job"})
             self._mask(m.start(), m.end())

@@ -201,6 +201,8 @@ class SystemEdit(TemplateEdit):
                 if old:
                     store_configurations(self.system(), [c for c in configs if c not in old])
                     self.changes.append(f"took out {label}: " + "; ".join(f"`{c.get('cmd')}`" for c in old))
+                else:  # said, not dropped: the edit found nothing of it
+                    self.changes.append(f"nothing to take out: the image has no {label}")
                 continue
             if entry.get("edits_only") and not old:  # a value for a command the template must already have
                 self.problems.append(f"{label}: {entry['edits_only']}")

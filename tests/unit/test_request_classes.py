@@ -1663,3 +1663,20 @@ def test_a_package_name_said_with_spaces_for_its_dashes_is_that_name(text, packa
 def test_a_users_shell_said_to_be_one_is_their_login_shell(text, name):
     spec = parse_request(text)
     assert [(u["name"], u.get("shell")) for u in spec.users] == [(name, "/bin/zsh")] and spec.add_packages == ["zsh"]
+
+
+@pytest.mark.parametrize(("text", "unit"), [("get rid of the cleanup job", "run-cleanup"),
+                                            ("stop the nightly backup job", "run-backup")])
+def test_a_job_taken_out_by_its_programs_name_is_that_ones_timer(text, unit):
+    (entry,) = parse_request(text).configurations
+    assert entry["remove"] and entry["replaces"] == rf"/etc/systemd/system/{unit}\.timer"
+
+
+def test_taking_out_what_the_image_lacks_says_so_and_changes_nothing():
+    import yaml
+    from image_composer_mcp.server.composer.compose import apply_instruction
+
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" /
+                           "debian13-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
+    done = apply_instruction(base, "get rid of the cleanup job")
+    assert done.data == base and "nothing to take out: the image has no scheduled job" in done.changes

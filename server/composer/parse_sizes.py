@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
-from ..knowledge.sizes import CASUAL_SIZE, UNIT_WORDS, casual_mib, fmt_size
+from ..knowledge.sizes import CASUAL_SIZE, UNIT_WORDS, casual_mib, fmt_size, template_mib
 from .phrasing import ParserState, alternatives
 
 _SIZE = CASUAL_SIZE
@@ -135,6 +135,45 @@ class SizePhrases(ParserState):
             else:
                 spec.disk_size_delta = _percent(m.group(3), "-" if re.fullmatch(_SMALLER, m.group(4), re.I) else "+")
             self._mask(m.start(), m.end())
+
+
+    def _even_split(self) -> None:
+        """"a 1TB disk split evenly between / and /data", "half for root and half for /srv": of the disk this request
+        sizes, the other partition gets half and root keeps the rest (so the boot partitions' few MiB come from
+        root's half). Without a disk size, or between two partitions neither of which is root, it is said, not
+        written."""
+        half = r"(?:evenly|equally|50\s*/\s*50|in\s+half|half\s+and\s+half|fifty[\s-]+fifty)"
+        the = r"(?:the\s+)?"
+        for m in [*self._each(rf"\b(?:split|divided|shared|partitioned|spread)\s+(?:{half}\s+)?between\s+{the}{_MOUNT}"
+                              rf"(?:{_NOUN})?\s+and\s+{the}{_MOUNT}(?:{_NOUN})?(?:\s*,?\s*{half})?"),
+                  *self._each(rf"\bhalf\s+(?:of\s+it\s+)?(?:for|to|on)\s+{the}{_MOUNT}\s+and\s+(?:the\s+other\s+)?half\s+"
+                              rf"(?:for|to|on)\s+{the}{_MOUNT}")]:
+            places = [_place(m.group(1)), _place(m.group(2))]
+            disk = template_mib(self.spec.disk_size) if self.spec.disk_size else None
+            self._mask(m.start(), m.end())
+            said = f"the disk split evenly between {places[0]} and {places[1]}"
+            if "/" not in places or places[0] == places[1]:
+                self.spec.notes.append(f"{said} not applied: one of the two must be root, which takes what the other "
+                                       "leaves; give each its size instead (e.g. '/data 500G and /srv 500G')")
+                continue
+            if not disk:
+                self.spec.notes.append(f"{said} not applied: no disk size said with it; say it (e.g. 'a 1TB disk split "
+                                       f"evenly between / and {places[0] if places[1] == '/' else places[1]}')")
+                continue
+            other = places[0] if places[1] == "/" else places[1]
+            size = fmt_size(disk // 2)
+            named = [p for p in self.spec.partitions if p.get("mountPoint") == other]
+            if named:
+                named[-1]["size"] = size
+            else:
+                self.spec.partitions.append({"action": "add", "mountPoint": other, "size": size, "fsType": None,
+                                             "fill": False})
+            self.spec.notes.append(f"{said}: {other} {size}, root the rest (the boot partitions come from its half)")
+
+
+def _place(word: str) -> str:
+    word = word.lower()
+    return (word.rstrip("/") or "/") if word.startswith("/") else load_request_words().mount_words.get(word, f"/{word}")
 
 
 __all__ = ["SizePhrases"]

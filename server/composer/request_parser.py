@@ -119,6 +119,7 @@ class _Parser(NetworkMountPhrases, SystemPhrases, UserPhrases, SettingPhrases, S
         self._size_changes()  # before the partitions and the disk size, which would take its size for the disk's
         self._partitions()
         self._disk_size()
+        self._even_split()  # after the disk size, which it halves
         self._kernel_version()
         self._artifacts()
         self._bootloader()

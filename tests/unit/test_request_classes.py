@@ -1680,3 +1680,19 @@ def test_taking_out_what_the_image_lacks_says_so_and_changes_nothing():
                            "debian13-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
     done = apply_instruction(base, "get rid of the cleanup job")
     assert done.data == base and "nothing to take out: the image has no scheduled job" in done.changes
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("ubuntu 24.04 with a 1TB disk split evenly between / and /data", "/data", "512GiB"),
+    ("a 100G disk, half for root and half for /srv", "/srv", "50GiB"),
+])
+def test_a_disk_split_evenly_with_root_gives_the_other_half_and_root_the_rest(text, mount, size):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "why"), [("split evenly between / and /data", "no disk size said"),
+                                           ("a 40G disk split evenly between /data and /srv", "one of the two must be root")])
+def test_an_even_split_that_cannot_be_written_is_said(text, why):
+    spec = parse_request(text)
+    assert not spec.partitions and any("split evenly" in n and why in n for n in spec.notes) and not spec.unparsed

@@ -167,8 +167,18 @@ class SystemPhrases(ParserState):
                 continue
             self.spec.kernel_cmdline_append.append(m.group(1))
             self._mask(m.start(), m.end())
+        # "a getty on the serial port", "a login prompt on serial": systemd starts a getty on the kernel's console, so
+        # it is the serial console (the one said, or the first serial port)
+        for m in self._each(r"\b(?:(?:an?|the)\s+)?(?:getty|login(?:\s+prompt)?|terminal|shell\s+access)\s+(?:on|over|via)\s+"
+                            r"(?:the\s+)?serial(?:\s+(?:port|line|console|interface))?\b|\bserial\s+(?:getty|login)\b"):
+            if not any(re.match(r"console=(?:ttyS|ttyAMA|@serial)", p) for p in self.spec.kernel_cmdline_append):
+                self.spec.kernel_cmdline_append.append(SERIAL_CONSOLE)
+            self._mask(m.start(), m.end())
         if self.spec.kernel_cmdline_append:  # "nohz_full=1-3 on the kernel command line": where the flags go
             for m in self._each(rf"\b(?:on|in|into|to)\s+(?:the\s+)?{_CMDLINE_WORDS}\b"):
+                self._mask(m.start(), m.end())
+            # 'the kernel parameter "console=ttyS0"': the noun of a parameter read inside its quotes
+            for m in self._each(r"\bkernel\s+(?:boot\s+)?(?:parameters?|params?|args?|arguments?|options?|flags?)\b(?=\s*[\"'`])"):
                 self._mask(m.start(), m.end())
 
     def _ports(self) -> None:

@@ -1696,3 +1696,15 @@ def test_a_disk_split_evenly_with_root_gives_the_other_half_and_root_the_rest(te
 def test_an_even_split_that_cannot_be_written_is_said(text, why):
     spec = parse_request(text)
     assert not spec.partitions and any("split evenly" in n and why in n for n in spec.notes) and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "params"), [
+    ("ubuntu with a login prompt on the serial port", ["console=@serial"]),  # the first serial port, once known
+    ("el10 with a serial getty", ["console=@serial"]),
+    # systemd's getty follows the kernel's console: the one said is that getty's, and its quoted noun is read
+    ('debian 13 with the kernel parameter "console=ttyS0,115200n8" and a getty on the serial port',
+     ["console=ttyS0,115200n8"]),
+])
+def test_a_login_on_the_serial_port_is_the_serial_console(text, params):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_append == params and not spec.unparsed

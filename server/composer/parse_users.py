@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..knowledge.system_settings import load_settings, sshd_configuration
+from ..knowledge.system_settings import load_settings, sshd_configuration, user_sshd_configuration
 from .parse_sudo import NOPASSWD, PRONOUNS, ROLE, SudoPhrases
 from .phrasing import EDIT_VERBS, FUNCTION_WORDS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO
 from .request_spec import NOLOGIN_SHELL, REFERRED_USER
@@ -37,6 +37,13 @@ _NO_LOGIN = re.compile(r"\b(?:(?:cannot|can't|can\s+not|must\s+not|mustn't|shoul
                        r"(?:\s+shell)?|nologin|non-?interactive|no\s+shell)\b", re.I)
 
 
+# Password login said off in words: "no password login", "cannot log in with a password", "key login only".
+_NO_PASSWORD_LOGIN = re.compile(
+    r"\b(?:no|without)\s+(?:ssh\s+)?password\s+(?:log\s*-?\s*ins?|logins?|auth(?:entication)?)\b"
+    r"|\b(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|may\s+not|never)\s+log\s*-?\s*in\s+"
+    r"(?:with|using|by|via)\s+(?:an?\s+)?password"
+    r"|\b(?:ssh\s+)?keys?(?:\s+(?:login|auth(?:entication)?|based\s+login))?\s+only\b|\bonly\s+(?:with\s+)?(?:ssh\s+)?keys?\b",
+    re.I)
 # Groups listed for a user ("docker, video and audio"), lazily, so "groups"/"group" after them stays outside.
 _GROUP_LIST = r"([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)"
 
@@ -229,8 +236,9 @@ class UserPhrases(SudoPhrases):
                               r"(?:default\s+|login\s+)?shell\b", clause, re.I)
             if shell:
                 user["shell"] = self._login_shell(shell.group(1) or shell.group(2))
-            elif _NO_LOGIN.search(clause):  # a service account ("svc-backup that cannot log in")
-                user["shell"] = NOLOGIN_SHELL
+            elif _NO_LOGIN.search(clause) and not _NO_PASSWORD_LOGIN.search(clause):
+                user["shell"] = NOLOGIN_SHELL  # a service account ("svc-backup that cannot log in")
+            self._own_password_login(name, self.said[rest_start:clause_end])
             auto = re.search(r"\blog(?:s|ged)?[\s-]?(?:in|on)\s+automatically\b|\bauto[\s-]?log(?:s|ged)?[\s-]?(?:in|on)\b",
                              clause, re.I)
             if auto:  # "a user named scanner that logs in automatically": said as every automatic login is
@@ -238,11 +246,23 @@ class UserPhrases(SudoPhrases):
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)
-            if re.search(r"\bpassword\b", NOPASSWD.sub(" ", clause), re.I):
+            if re.search(r"\bpassword\b", _NO_PASSWORD_LOGIN.sub(" ", NOPASSWD.sub(" ", clause)), re.I):
                 self._password_not_stored(name)
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
         self._user_attributes()
+
+    def _own_password_login(self, name: str, said: str) -> None:
+        """"a user deploy with no password login", "deploy who cannot log in with a password", "user ci with key
+        login only": said in the user's own clause, password login is off for that user alone (a Match block), and
+        the global setting the settings' reading took it for is taken back when the request says it nowhere else."""
+        if not _NO_PASSWORD_LOGIN.search(said):
+            return
+        self.spec.configurations.append({**user_sshd_configuration("password login", name),
+                                         "label": f"password login off for {name}"})
+        if len(_NO_PASSWORD_LOGIN.findall(self.said)) == 1:
+            self.spec.configurations = [c for c in self.spec.configurations if c.get("remove")
+                                        or c.get("setting") != "password login"]
 
     def _user_referred(self, word: str) -> dict[str, Any] | None:
         """The user this request adds that ``word`` names: by its name, or by a pronoun (see _pronoun_user)."""

@@ -93,6 +93,17 @@ def timer_command(unit: str, program: str, event: str, persistent: bool = True) 
             "replaces": rf"{re.escape(unit)}\.timer"}
 
 
+def user_sshd_configuration(setting: str, user: str) -> dict[str, Any]:
+    """The sshd_config lines of ``setting`` for ``user`` alone: a Match block appended to the end of sshd_config,
+    where nothing follows it (a Match block lasts to the end of its file, and the drop-ins are included at the top:
+    one there would make the main file's own lines conditional), with the pattern of that user's block."""
+    lines = [str(line) for line in (_raw().get("settings") or {}).get(setting, {}).get("sshd") or ()]
+    text = "".join(f"    {line}\\n" for line in lines).replace("%", "%%")
+    return {"cmd": f"printf '\\nMatch User {user}\\n{text}' >> /etc/ssh/sshd_config",
+            "replaces": rf"Match User {re.escape(user)}\\n", "setting": f"{setting} for {user}",
+            "packages": ["openssh-server"]}
+
+
 @dataclass(frozen=True)
 class NetworkMountKind:
     """How a kind of network share is mounted (system_settings.yaml network_mounts)."""

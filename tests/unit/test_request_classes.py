@@ -1708,3 +1708,22 @@ def test_an_even_split_that_cannot_be_written_is_said(text, why):
 def test_a_login_on_the_serial_port_is_the_serial_console(text, params):
     spec = parse_request(text)
     assert spec.kernel_cmdline_append == params and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "user"), [
+    ("add user deploy with no password login", "deploy"),
+    ("a user deploy who cannot log in with a password", "deploy"),  # it had been given no login shell at all
+    ("user ci with key login only", "ci"),
+])
+def test_password_login_said_off_in_a_users_clause_is_that_users_alone(text, user):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert entry["cmd"].startswith(f"printf '\\nMatch User {user}\\n    PasswordAuthentication no\\n")
+    assert entry["cmd"].endswith(">> /etc/ssh/sshd_config")  # at the end: nothing after it falls into the block
+    assert [u.get("shell") for u in spec.users] == [None] and not spec.notes and not spec.unparsed
+
+
+def test_password_login_said_off_outside_a_users_clause_stays_global():
+    spec = parse_request("ubuntu with user deploy, and no password login")
+    (entry,) = spec.configurations
+    assert entry["setting"] == "password login" and "sshd_config.d/20-password-login.conf" in entry["cmd"]

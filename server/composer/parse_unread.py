@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .phrasing import ADD_WORDS, DEGREE_WORDS, ParserState, looks_like_package
+from .phrasing import ADD_WORDS, DEGREE_WORDS, STOPWORDS, ParserState, looks_like_package
 from .schedules import CALENDAR_ADJECTIVES
 
 # Words an item may carry besides its wish ("touchscreen support", "autologin enabled").
@@ -18,6 +18,9 @@ _ITEM_FILLER |= KIND_WORDS
 # An item that starts with one of these says what the image is for or where it runs, not what it holds.
 _PURPOSE_WORDS = {"for", "on", "in", "to", "at", "as", "like", "from", "by", "of", "so", "that", "which", "where",
                   "when", "running", "used", "meant", "intended", "i", "we", "it", "this"}
+# Words that open a list item of prose, not an instruction ("keep it simple", "nothing fancy", "thanks a lot").
+_PROSE_OPENERS = {"keep", "nothing", "thanks", "thank", "cheers", "ideally", "preferably", "maybe", "perhaps",
+                  "if", "whatever", "anything", "something", "ideal", "ok", "okay", "cool", "great", "just", "not"}
 # Nouns of what an image is or holds: the unread words before one name it ("a Pi-hole box image").
 _WHAT_IT_IS = {"box", "appliance", "app", "apps", "application", "applications"}
 # An image named by words before "image" is often its role ("a router image"): only a name by its shape counts there.
@@ -107,6 +110,10 @@ class UnreadWords(ParserState):
                     and (wished or found[inside[0]][0] not in _PURPOSE_WORDS)):
                 self.spec.unparsed.append(" ".join(found[i][0] for i in words))
                 reported.update(words)
+            elif self._unread_instruction(clause, found, inside, words, ignored, start, end):
+                # "debian kiosk, wipe home on logout": a list item that tells the image to do something, whole
+                self.spec.unparsed.append(" ".join(found[i][0] for i in inside if found[i][0] not in ("a", "an", "the")))
+                reported.update(inside)
         self._report_what_runs(clause, found, ignored, reported)
         self._report_what_it_is(found, ignored, reported)
         for i in sorted(ignored - reported):
@@ -118,6 +125,22 @@ class UnreadWords(ParserState):
             if word not in _ITEM_FILLER and (self._joined_to_software(clause, found, i, i + 1, placed)
                                              or self._joined_to_software(clause, found, i, i - 1, placed)):
                 self.spec.unparsed.append(word)
+
+    def _unread_instruction(self, clause: str, found: list[tuple[str, int, int]], inside: list[int], words: list[int],
+                            ignored: set[int], start: int, end: int) -> bool:
+        """A list item of three to six words nothing read, that opens with a word nothing read either (a verb:
+        "wipe home on logout", "clear tmp at boot"), set apart by commas or semicolons: an instruction, not prose."""
+        if not 3 <= len(inside) <= 6 or inside[0] not in ignored or inside[0] not in words:
+            return False
+        first = found[inside[0]][0]
+        if first in _PURPOSE_WORDS or first in _WISHERS or first in _PROSE_OPENERS or first in PLAIN_ADJECTIVES:
+            return False
+        if not all(i in ignored or found[i][0] in STOPWORDS or found[i][0] in _ITEM_FILLER
+                   or found[i][0] in _PURPOSE_WORDS for i in inside):
+            return False
+        opened = re.search(r"[,;:]\s*$", clause[:found[inside[0]][1]]) is not None
+        closed = end > len(clause) or re.match(r"\s*[,;]", clause[found[inside[-1]][2]:]) is not None
+        return opened and closed
 
     def _report_what_it_is(self, found: list[tuple[str, int, int]], ignored: set[int], reported: set[int]) -> None:
         """"a Pi-hole box image", "a GitLab Runner image", "our Java app": one or two unread words that name what

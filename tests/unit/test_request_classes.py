@@ -1727,3 +1727,15 @@ def test_password_login_said_off_outside_a_users_clause_stays_global():
     spec = parse_request("ubuntu with user deploy, and no password login")
     (entry,) = spec.configurations
     assert entry["setting"] == "password login" and "sshd_config.d/20-password-login.conf" in entry["cmd"]
+
+
+@pytest.mark.parametrize(("text", "reported"), [("debian 13 kiosk, wipe home on logout", "wipe home on logout"),
+                                                ("debian 13 image, clear tmp at boot, htop", "clear tmp at boot")])
+def test_a_list_item_that_tells_the_image_to_do_something_unread_is_reported_whole(text, reported):
+    assert parse_request(text).unparsed == [reported]
+
+
+@pytest.mark.parametrize("text", ["ubuntu 24.04 server, nothing fancy, thanks", "el10 box, keep it simple, podman",
+                                  "debian 13, for use in a lab, with htop"])
+def test_a_list_item_of_prose_is_no_instruction(text):
+    assert parse_request(text).unparsed == []

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from ..knowledge.system_settings import Setting, timer_command
+from ..knowledge.system_settings import Setting, timer_command, update_reboot_configuration
 from .phrasing import ParserState
-from .schedules import SCHEDULE, Calendar, calendar
+from .schedules import SCHEDULE, TIME, Calendar, calendar
 
 # Verbs that take a setting out, whatever its value ("remove isolcpus", "cancel the nightly reboot").
 UNDO = (r"(?:remove|drop|delete|disable|strip|stop|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel|scratch"
@@ -29,10 +29,32 @@ class SchedulePhrases(ParserState):
     def _configure(self, label: str, entry: dict) -> None:
         self.spec.configurations.append({**entry, "label": label})
 
+    def _update_reboots(self) -> None:
+        """"automatic updates, reboot at 2am if needed", "reboot after updates", "unattended upgrades that reboot
+        automatically": the updater's own reboot when an update needs one (with the updates), never a reboot on a
+        schedule."""
+        reboot = r"\breboot(?:s|ing)?(?:\s+(?:itself|it|the\s+(?:machine|system|box|device))|\s+automatically)*"
+        needed = (r"(?:if|when|whenever|only\s+if|only\s+when|as)\s+(?:an?\s+)?(?:an?\s+update\s+|updates?\s+)?"
+                  r"(?:is\s+|are\s+)?(?:needed|required|necessary|requires?\s+it|needs?\s+it|need\s+one|needs?\s+one)")
+        after = r"(?:after|following)\s+(?:the\s+|an?\s+|its\s+)?(?:updates?|upgrades?|patch(?:es|ing))"
+        for m in self._each(rf"{reboot}(?:\s+(?P<at>{TIME}))?\s+(?:{needed}|{after})(?:\s*,?\s+(?P<at2>{TIME}))?"
+                            rf"|\b(?:updates?|upgrades?)\s+(?:that|which)\s+reboot(?:s)?\s+(?:itself\s+|the\s+machine\s+)?"
+                            rf"(?:automatically|when\s+needed|if\s+needed)"):
+            said = m.group("at") or m.group("at2")
+            at = calendar(said) if said else None
+            time = re.search(r"(\d\d:\d\d):\d\d$", at.event) if at else None
+            self.spec.configurations.append(update_reboot_configuration(time.group(1) if time else None))
+            self.spec.add_groups.append("updates")
+            if time:
+                self.spec.notes.append(f"reboot after updates at {time.group(1)}: unattended-upgrades waits for that "
+                                       "time; dnf-automatic reboots right after the update run its timer starts")
+            self._mask(m.start(), m.end())
+
     def _scheduled_commands(self) -> None:
         """A program run on a schedule ("a cron job that runs /usr/local/bin/backup.sh every night", "run
         /opt/sync.sh every sunday at 4"): a systemd timer and its oneshot service, as a scheduled reboot is; the
         program itself must be in the image, which is said. "remove the cron job" takes such timers out."""
+        self._update_reboots()  # before the reboots on a schedule, which "reboot at 2am if needed" is not
         every = r"nightly|daily|weekly|monthly|hourly"
         kind = r"cron\s*job|cron\s+entry|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task"
         job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind})"

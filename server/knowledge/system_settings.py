@@ -93,6 +93,15 @@ def timer_command(unit: str, program: str, event: str, persistent: bool = True) 
             "replaces": rf"{re.escape(unit)}\.timer"}
 
 
+def update_reboot_configuration(time: str | None) -> dict[str, Any]:
+    """The command that lets the image's automatic updater reboot when an update needs it, at ``time`` (HH:MM)
+    where the updater takes one (system_settings.yaml update_reboot)."""
+    raw = _raw().get("update_reboot") or {}
+    return {"cmd": " ".join(str(raw.get("command") or "").split()).replace("{time}", time or "now"),
+            "replaces": str(raw.get("replaces") or ""), "setting": "reboot after updates",
+            "label": "reboot after updates when needed" + (f", at {time}" if time else "")}
+
+
 def user_sshd_configuration(setting: str, user: str) -> dict[str, Any]:
     """The sshd_config lines of ``setting`` for ``user`` alone: a Match block appended to the end of sshd_config,
     where nothing follows it (a Match block lasts to the end of its file, and the drop-ins are included at the top:

@@ -733,7 +733,8 @@ def test_a_scheduled_reboot_is_a_systemd_timer_on_its_calendar_event(text, event
 
 def test_what_a_schedule_did_not_say_is_noted_and_a_reboot_with_none_is_reported():
     assert "scheduled reboot: no time of day said: at midnight" in parse_request("weekly reboots").notes
-    assert any("no schedule named" in u for u in parse_request("reboot after updates").unparsed)
+    assert any("no schedule named" in u for u in parse_request("with a scheduled reboot").unparsed)  # ("reboot after
+    # updates" is the updater's: test_a_reboot_when_updates_need_one_is_the_updaters_and_never_a_scheduled_reboot)
     assert parse_request("reboot every other week").configurations == []
 
 
@@ -1739,3 +1740,13 @@ def test_a_list_item_that_tells_the_image_to_do_something_unread_is_reported_who
                                   "debian 13, for use in a lab, with htop"])
 def test_a_list_item_of_prose_is_no_instruction(text):
     assert parse_request(text).unparsed == []
+
+
+@pytest.mark.parametrize(("text", "time"), [("debian 13 with automatic updates and reboot at 2am if needed", "02:00"),
+                                            ("ubuntu with unattended upgrades that reboot automatically", "now"),
+                                            ("el10 that reboots after updates", "now")])
+def test_a_reboot_when_updates_need_one_is_the_updaters_and_never_a_scheduled_reboot(text, time):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert f'Unattended-Upgrade::Automatic-Reboot-Time "{time}"' in entry["cmd"] and "reboot = when-needed" in entry["cmd"]
+    assert "scheduled-reboot" not in entry["cmd"] and "updates" in spec.add_groups and not spec.unparsed

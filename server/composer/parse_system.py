@@ -223,7 +223,7 @@ class SystemPhrases(ParserState):
         bare = r"\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp))?)*"
         firewall = r"\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw)\b"
         for m in self._each(rf"{verb}(?:the\s+)?{ports}{through}"
-                            rf"|{verb}(?:{bare}{firewall}|{bare}/(?:tcp|udp)\b{through})"
+                            rf"|{verb}(?:{bare}{firewall}|{bare}/(?:tcp|udp)\b{through}|(?:the\s+)?(?:tcp|udp)\s+{bare}\b{through})"
                             # a service by name only with the firewall said: "allow ssh" alone may mean the server
                             rf"|{verb}(?:the\s+)?{named}(?:\s+(?:traffic|access|ports?))?{firewall}"
                             # opened, a service is the firewall's whatever follows ("open http and https"); "open ssh"

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..knowledge.request_words import load_request_words
+from ..knowledge.system_settings import firewall_services
 from .phrasing import looks_like_package
 from .request_spec import RequestSpec
 
@@ -107,8 +108,9 @@ def unchecked(spec: RequestSpec, candidates: dict[str, Reading], why: str, engli
         spec.unparsed = [u for u in spec.unparsed if u not in reading.tokens]
         spec.unparsed.insert(at, f"{reading.said} (no package this server knows, and {why} to check which of "
                                  f"{', '.join(names)} it has: 'add the package <name>' adds one unchecked)")
+    protocols = set(firewall_services())  # "dnsmasq for dhcp and dns": what software serves, never a package
     said = {w for w, reading in candidates.items() if reading.tokens == (w,) and not HOST_NAME.fullmatch(w)
-            and not prose(w) and (looks_like_package(w) or (english and w not in english))}
+            and not prose(w) and w not in protocols and (looks_like_package(w) or (english and w not in english))}
     for word in sorted(said & set(spec.unparsed)):
         # the packages as said: "ninja" of "cmake, ninja, ccache" was read as ninja-build
         named = [*spec.add_packages, *(c.split(" -> ")[0] for c in spec.corrected),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ..knowledge.system_settings import firewall_services
 from .phrasing import ADD_WORDS, DEGREE_WORDS, STOPWORDS, ParserState, looks_like_package
 from .schedules import CALENDAR_ADJECTIVES
 
@@ -45,9 +46,11 @@ _BUILT_IN = {"journald", "systemd-journald", "udevd", "systemd-udevd", "logind",
 
 
 def no_wish(tokens: list[str], i: int) -> bool:
-    """Whether word ``i`` says nothing to apply or report: what the image is (PLAIN_ADJECTIVES), a daemon every
-    image has (_BUILT_IN), or the data of software named before it ("and its data on a 50G volume")."""
-    return tokens[i] in PLAIN_ADJECTIVES or tokens[i] in _BUILT_IN or owned_data(tokens, i)
+    """Whether word ``i`` (no software's name) says nothing to apply or report: what the image is
+    (PLAIN_ADJECTIVES), a daemon every image has (_BUILT_IN), the data of software named before it ("and its
+    data on a 50G volume"), or a protocol said as what something is for ("dnsmasq for dhcp and dns")."""
+    return (tokens[i] in PLAIN_ADJECTIVES or tokens[i] in _BUILT_IN or owned_data(tokens, i)
+            or (tokens[i] in firewall_services() and "for" in tokens[max(0, i - 4):i]))
 
 
 def owned_data(tokens: list[str], i: int) -> bool:

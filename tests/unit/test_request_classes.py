@@ -1750,3 +1750,27 @@ def test_a_reboot_when_updates_need_one_is_the_updaters_and_never_a_scheduled_re
     (entry,) = spec.configurations
     assert f'Unattended-Upgrade::Automatic-Reboot-Time "{time}"' in entry["cmd"] and "reboot = when-needed" in entry["cmd"]
     assert "scheduled-reboot" not in entry["cmd"] and "updates" in spec.add_groups and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "ports"), [("open udp 51820", ["51820/udp"]),
+                                             ("allow tcp 8080 and 8443", ["8080/tcp", "8443/tcp"])])
+def test_a_protocol_said_before_port_numbers_opens_them(text, ports):
+    spec = parse_request(text)
+    assert spec.open_ports == ports and not spec.unparsed
+
+
+def test_a_protocol_said_as_what_software_is_for_is_no_package_and_no_wish():
+    from image_composer_mcp.server.composer.index_names import unchecked
+    from image_composer_mcp.server.library.embed_local import english_words
+
+    text = "debian 13 image for a home router: dnsmasq for dhcp and dns, nftables"
+    spec = parse_request(text, english=english_words())
+    unchecked(spec, {}, "no index", english_words(), text)
+    assert spec.add_packages == ["dnsmasq", "nftables"] and not spec.unparsed
+
+
+def test_a_vpn_named_for_remote_access_fills_the_role_instead_of_ssh():
+    spec = parse_request("add wireguard for remote access", known_packages=["wireguard-tools"])
+    assert spec.add_packages == ["wireguard-tools"] and "ssh" not in spec.add_groups
+    assert any(n.startswith("ssh group not added") for n in spec.notes)
+    assert parse_request("debian with remote access").add_groups == ["ssh"]

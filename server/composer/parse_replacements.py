@@ -33,6 +33,8 @@ class ReplacementPhrases(ParserState):
             (rf"\b(?:ditch|drop|dump|remove|lose|scrap|get\s+rid\s+of)\s+{the}{word}\s+in\s+favou?r\s+of\s+{the}{word}", 1, 2),
             (rf"\b{the}{word}\s+(?:replaced|swapped|substituted|exchanged)\s+(?:with|by|for)\s+{the}{word}", 1, 2),
             (rf"\b(?:prefer|favou?r|choose|pick)\s+{the}{word}\s+(?:over|to)\s+{the}{word}", 2, 1),
+            # "I'd rather have podman than docker", "rather use caddy than nginx"
+            (rf"\brather\s+(?:have|use|run|install|take|go\s+with|get)\s+{the}{word}\s+than\s+{the}{word}", 2, 1),
             (rf"\b(?:use\s+)?{the}{word}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+{the}{word}", 2, 1),
             # "lose nginx, caddy instead", "drop vim and use nano instead": a removal, then what takes its place
             (rf"\b(?:ditch|drop|dump|remove|lose|scrap|delete|get\s+rid\s+of)\s+{the}{word}\s*(?:[,;]\s*|\s+)(?:and\s+)?"

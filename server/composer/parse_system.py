@@ -375,6 +375,8 @@ class SystemPhrases(ParserState):
             r"\b(?:rename|re-name)\s+(?:the\s+|this\s+|it\s+)?(?:image|template)?\s*(?:to|as)\s+[\"'`]?([A-Za-z0-9][\w.-]*)",
             r"\b(?:name|call)\s+(?:it|the\s+image|this\s+image|the\s+template|this\s+template)\s+(?:to\s+|as\s+)?[\"'`]?([A-Za-z0-9][\w.-]*)",
             r"\bimage\s+name\s*(?:to|=|:|as|of|is|should\s+be)?\s*[\"'`]?([A-Za-z0-9][\w.-]*)",
+            # "the image should be called edge-gw": the image's name, said of the image (the machine's is the host's)
+            r"\b(?:image|template)\s+(?:should|must|will|shall|is\s+to)\s+be\s+(?:called|named)\s+[\"'`]?([A-Za-z0-9][\w.-]*)",
         ]
         for pattern in patterns:
             for m in self._each(pattern):

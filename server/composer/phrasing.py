@@ -41,7 +41,8 @@ STOPWORDS = {
     "a", "an", "the", "and", "or", "of", "in", "into", "it", "its", "this", "that", "these", "those", "my", "our",
     "me", "us", "we", "i", "you", "please", "also", "some", "any", "all", "more", "few", "other", "too", "as",
     "be", "by", "at", "from", "then", "so", "but", "just", "only", "very", "really", "well", "up", "out", "off",
-    "back", "anymore", "longer",  # "put ssh back", "nginx is not needed anymore", "no longer need wireguard"
+    "back", "anymore", "longer", "either",  # "put ssh back", "nginx is not needed anymore", "no longer need
+    # wireguard", "we don't need tmux either"
     "another", "extra", "additional", "further",  # "another 10G partition": one more of what follows
     "open",  # "ports open": a verb, not the one package named open-* (open-iscsi)
     "package", "packages", "pkg", "pkgs", "tool", "tools", "utility", "utilities", "software", "stuff", "things",

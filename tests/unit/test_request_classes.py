@@ -1774,3 +1774,27 @@ def test_a_vpn_named_for_remote_access_fills_the_role_instead_of_ssh():
     assert spec.add_packages == ["wireguard-tools"] and "ssh" not in spec.add_groups
     assert any(n.startswith("ssh group not added") for n in spec.notes)
     assert parse_request("debian with remote access").add_groups == ["ssh"]
+
+
+@pytest.mark.parametrize(("text", "added", "removed"), [("I'd rather have podman than docker", [], ["containers"]),
+                                                        ("rather use caddy than nginx", ["caddy"], [])])
+def test_rather_x_than_y_is_a_replacement(text, added, removed):
+    spec = parse_request(text)
+    assert set(added) <= set(spec.add_packages) and removed == spec.remove_groups
+    assert not {"docker", "containers"} & set(spec.add_groups)
+
+
+def test_either_after_a_removal_is_no_word_to_report():
+    spec = parse_request("we don't need tmux either")
+    assert spec.remove_packages == ["tmux"] and not spec.unparsed
+
+
+def test_bbr_is_fq_and_bbr_in_one_sysctl_file_and_switches_back():
+    (entry,) = parse_request("enable bbr congestion control").configurations
+    assert "net.core.default_qdisc = fq\\nnet.ipv4.tcp_congestion_control = bbr" in entry["cmd"]
+    assert parse_request("disable bbr").configurations[0]["remove"]
+
+
+def test_the_image_said_to_be_called_something_is_the_images_name_not_the_hosts():
+    spec = parse_request("the image should be called edge-gw")
+    assert spec.name == "edge-gw" and spec.hostname is None

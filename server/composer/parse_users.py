@@ -232,12 +232,15 @@ class UserPhrases(SudoPhrases):
                 names = _group_names(groups.group(1))
                 if names:
                     user["groups"] = names
-            shell = re.search(rf"\bshell\s*(?:=|:|of|is)?\s*{_SHELLS}|\b{_SHELLS}\s+as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?"
-                              r"(?:default\s+|login\s+)?shell\b", clause, re.I)
-            if shell:
+            shell = re.search(rf"\bshell\s*(?:=|:|of|is)?\s*{_SHELLS}|\b{_SHELLS}\s+{_AS_SHELL}", clause, re.I)
+            if shell:  # "shell zsh", "zsh as the default shell", "a bash shell"
                 user["shell"] = self._login_shell(shell.group(1) or shell.group(2))
             elif _NO_LOGIN.search(clause) and not _NO_PASSWORD_LOGIN.search(clause):
                 user["shell"] = NOLOGIN_SHELL  # a service account ("svc-backup that cannot log in")
+            elif qualifier in ("service", "system") and not re.search(r"\b(?:sudo|admin\w*|log\s*-?\s*in|ssh)\b", clause, re.I):
+                user["shell"] = NOLOGIN_SHELL  # "a service user tomcat": software runs as it, nobody logs in
+                self.spec.notes.append(f"{qualifier} user {name}: no login shell ({NOLOGIN_SHELL}), as a {qualifier} "
+                                       "account runs software and nobody logs in as it; say 'with a shell' to give one")
             self._own_password_login(name, self.said[rest_start:clause_end])
             auto = re.search(r"\blog(?:s|ged)?[\s-]?(?:in|on)\s+automatically\b|\bauto[\s-]?log(?:s|ged)?[\s-]?(?:in|on)\b",
                              clause, re.I)

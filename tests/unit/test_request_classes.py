@@ -1798,3 +1798,15 @@ def test_bbr_is_fq_and_bbr_in_one_sysctl_file_and_switches_back():
 def test_the_image_said_to_be_called_something_is_the_images_name_not_the_hosts():
     spec = parse_request("the image should be called edge-gw")
     assert spec.name == "edge-gw" and spec.hostname is None
+
+
+@pytest.mark.parametrize(("text", "shell", "noted"), [
+    ("el10 with java 17 and a service user tomcat", "/usr/sbin/nologin", True),  # it had been a login user
+    ("a system account named backup", "/usr/sbin/nologin", True),
+    ("a service user ops with a bash shell", "/bin/bash", False),  # a shell said is the shell
+    ("a service user deploy with sudo", None, False),  # someone logs in as an admin
+])
+def test_a_service_users_shell_is_none_unless_one_is_said(text, shell, noted):
+    spec = parse_request(text)
+    assert [u.get("shell") for u in spec.users] == [shell]
+    assert any("no login shell" in n for n in spec.notes) == noted

@@ -44,7 +44,7 @@ _LOCALE = r"(?:system\s+)?(?:locale|language)"
 _BOTH = (rf"(?<![\w-])([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:{_KEYBOARD}\s+(?:and|&)\s+(?:the\s+)?{_LOCALE}|{_LOCALE}\s+(?:and|&)\s+(?:the\s+)?{_KEYBOARD})\b"
          r"(?!\s*(?:[:=]|(?:is|are|set|to|be|should|must)\b|[a-z]{2,3}_[a-z]{2}))")  # its own value after it
 # What may stand between a setting's words and its value: "swappiness = 10", "time zone set to UTC".
-_LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for|back)\b)\s*){0,3}"
+_LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for|back|after|within)\b)\s*){0,3}"
 _ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate|with|want|need)"
 # "root login should be off", "ipv6 must stay disabled": a modal verb may stand before the switch
 _MODAL = r"(?:(?:should|must|shall|will|would|to|can|needs?\s+to|has\s+to|have\s+to)\s+)?"

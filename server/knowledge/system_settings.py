@@ -64,12 +64,24 @@ class Setting:
             console = keyboard_layouts().get(value, ("", value))[1] if self.value == "layout" else ""
             source = value.replace(".UTF-8", "") if self.value == "locale" else ""  # de_DE.UTF-8@euro -> de_DE@euro
             short = value.removesuffix("iB") if self.value == "size" else ""  # 500MiB -> 500M (journald's units)
-            return {"cmd": self.command.format(value=value, console=console, source=source, short=short),
+            seconds = span_seconds(value) if self.value == "duration" else ""  # 5min -> 300 (a shell's TMOUT)
+            return {"cmd": self.command.format(value=value, console=console, source=source, short=short,
+                                               seconds=seconds),
                     "setting": name, "replaces": self.replaces}
         return None
 
     def parameters(self, value: str) -> list[str]:
         return [p.format(value=value) for p in self.cmdline]
+
+
+_SPAN_SECONDS = {"s": 1, "min": 60, "h": 3600, "day": 86400, "week": 604800, "month": 2630016, "year": 31557600}
+
+
+def span_seconds(span: str) -> str:
+    """A systemd time span of one unit ("5min", "2h") in seconds ("300"), as systemd.time(7) counts a month and
+    a year; "" when it is not one."""
+    m = re.fullmatch(r"(\d+)([a-z]+)", span)
+    return str(int(m.group(1)) * _SPAN_SECONDS[m.group(2)]) if m and m.group(2) in _SPAN_SECONDS else ""
 
 
 def sysctl_configuration(line: str, file: str, setting: str) -> dict[str, str]:

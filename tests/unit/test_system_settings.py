@@ -408,3 +408,11 @@ def test_a_time_client_said_syncing_from_a_server_uses_it(text, server):
 def test_a_setting_not_written_is_reported_with_its_value_and_unit(text, said):
     spec = parse_request(text)
     assert len(spec.unparsed) == 1 and spec.unparsed[0].startswith(f"{said} (")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("a hardened el10 image with a 5 minute idle session timeout", 300),
+                                               ("log out idle sessions after 10 minutes", 600),
+                                               ("automatic logout after 15 min", 900)])
+def test_an_idle_session_timeout_is_a_read_only_tmout_in_seconds(text, seconds):
+    (cmd,) = [c["cmd"] for c in parse_request(text).configurations if c.get("setting") == "idle session timeout"]
+    assert cmd == f"printf 'TMOUT={seconds}\\nreadonly TMOUT\\nexport TMOUT\\n' > /etc/profile.d/90-idle-timeout.sh"

@@ -272,7 +272,7 @@ class DiskPhrases(ParserState):
         # no "partition": a partition of that size there (the root one is fixed at it). After the forms with
         # "partition", which say more (what is separate, its filesystem).
         for m in self._each(
-            rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?{_SIZE}\s+(?:{_FS}\s+)?(?:for|of|on|at)?\s*(?:the\s+)?{_PLACE}(?![\w/])"
+            rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?{_SIZE}\s+(?:{_FS}\s+)?(?:(?:of\s+)?(?:storage|space)\s+)?(?:for|of|on|at)?\s*(?:the\s+)?{_PLACE}(?![\w/])"
             rf"(?:\s+(?:partition|filesystem|file\s+system|fs|volume|mount)\b)?"
             # "/ (16G)": the size may stand in parentheses after the mount point
             rf"|(?:\b(?:separate|dedicated|extra|additional)\s+)?"  # "a separate /var of 10G"

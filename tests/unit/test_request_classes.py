@@ -1810,3 +1810,10 @@ def test_a_service_users_shell_is_none_unless_one_is_said(text, shell, noted):
     spec = parse_request(text)
     assert [u.get("shell") for u in spec.users] == [shell]
     assert any("no login shell" in n for n in spec.notes) == noted
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [("a media server, 2TB storage on /media", "/media", "2048GiB"),
+                                                     ("500G of space for /srv", "/srv", "500GiB")])
+def test_a_size_of_storage_on_a_path_is_a_partition_there(text, mount, size):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)] and spec.disk_size is None

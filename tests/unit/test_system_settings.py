@@ -416,3 +416,27 @@ def test_a_setting_not_written_is_reported_with_its_value_and_unit(text, said):
 def test_an_idle_session_timeout_is_a_read_only_tmout_in_seconds(text, seconds):
     (cmd,) = [c["cmd"] for c in parse_request(text).configurations if c.get("setting") == "idle session timeout"]
     assert cmd == f"printf 'TMOUT={seconds}\\nreadonly TMOUT\\nexport TMOUT\\n' > /etc/profile.d/90-idle-timeout.sh"
+
+
+@pytest.mark.parametrize(("text", "said"), [("el10 mail relay: postfix only, relay to smtp.corp.example:587",
+                                             "smtp.corp.example:587"),
+                                            ("debian with postfix relaying to 10.0.0.25", "10.0.0.25")])
+def test_a_mail_relay_is_postfixs_relayhost_in_brackets(text, said):
+    spec = parse_request(text)
+    (entry,) = [c for c in spec.configurations if c.get("setting") == "mail relay"]
+    assert entry["cmd"].startswith(f"h='{said}';") and 'postconf -e "relayhost = $r"' in entry["cmd"]
+    assert "postfix" in spec.add_packages and not spec.unparsed
+
+
+def test_the_relayhost_command_brackets_the_host_and_keeps_the_port(tmp_path):
+    import subprocess
+
+    (tmp_path / "postconf").write_text('#!/bin/sh\necho "$@"\n')
+    (tmp_path / "postconf").chmod(0o755)
+    for said, written in (("smtp.corp.example:587", "relayhost = [smtp.corp.example]:587"),
+                          ("10.0.0.25", "relayhost = [10.0.0.25]")):
+        entry = load_settings()["mail relay"].configuration(said)
+        assert entry is not None
+        out = subprocess.run(["sh", "-c", entry["cmd"]], capture_output=True, text=True, check=True,
+                             env={"PATH": f"{tmp_path}:/usr/bin:/bin"}).stdout
+        assert out.strip() == f"-e {written}"

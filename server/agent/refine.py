@@ -115,6 +115,7 @@ def last_partition(conv: Conversation) -> str | None:
 
 # A question about the conversation itself, not the template ("what changed since the beginning?").
 _HISTORY = re.compile(r"\bwhat\s+(?:has\s+|have\s+)?changed\b|\bwhat\s+(?:did|have)\s+(?:you|we)\s+(?:change|changed|done|do)\b"
+                      r"|\bwhat\s+(?:you|we)(?:'ve|\s+have)?\s+(?:changed|done|edited)\b"
                       r"|\bhistory\b|\b(?:changes|edits|revisions)\s+so\s+far\b|\blist\s+(?:the\s+|all\s+)?(?:changes|edits|revisions)\b",
                       re.I)
 

@@ -7,9 +7,11 @@ import re
 
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.sizes import fmt_size, template_mib
+from ..knowledge.system_settings import Setting, load_settings
 from .adherence import let_in
 from .editing import mapping_at, short_list, template_packages
 from .layout import is_fill
+from .phrasing import alternatives
 
 
 def summarize(data: dict, question: str) -> str:
@@ -35,6 +37,9 @@ def summarize(data: dict, question: str) -> str:
     mount = _partition_asked(data, q, caps)
     if mount:
         return mount
+    setting = _setting_answer(data, q)
+    if setting:
+        return setting
     presence = _presence_answer(data, q, caps)
     if presence:
         return presence
@@ -83,6 +88,32 @@ def _firewall(sc: dict, packages: list[str], caps: Capabilities) -> str:
     opened = let_in(" ".join(str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict)))
     return (f"Firewall: {', '.join(installed)}; " + (f"lets in {', '.join(opened)}" if opened
                                                      else "no rule written here, so its own default applies") + ".")
+
+
+def _setting_answer(data: dict, q: str) -> str | None:
+    """"what timezone is it in?", "is ipv6 off?", "what's the ssh port?": a setting the question names by its words
+    (system_settings.yaml), answered from the commands and kernel parameters that write it, or said unset with
+    whose default applies."""
+    for setting in sorted(load_settings().values(), key=lambda s: -max(map(len, s.words))):
+        if setting.value == "none" or not (setting.command or setting.sysctl or setting.cmdline or setting.runs):
+            continue
+        words = alternatives(setting.words, between=r"[\s_-]*")
+        if not re.search(rf"(?<![\w-])(?:{words})(?![\w-])", q):
+            continue
+        sc = mapping_at(data, "systemConfig")
+        commands = [str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict)]
+        pattern = setting.replaces or (re.escape(setting.sysctl.split("=")[0].strip()) if setting.sysctl else "")
+        written = [c for c in commands if pattern and re.search(pattern, c)]
+        cmdline = str(mapping_at(sc, "kernel").get("cmdline") or "").split()
+        keys = {p.split("=")[0] for p in setting.cmdline}
+        params = [p for p in cmdline if p.split("=")[0] in keys]
+        if written or params:
+            return f"{setting.name}: " + "; ".join([*(f"set by `{c}`" for c in written),
+                                                     *(f"kernel parameter {p}" for p in params)]) + "."
+        kernel = bool(setting.cmdline or setting.sysctl)  # a kernel's setting: "the kernel's default" is right
+        default = setting.default if kernel or setting.default != Setting.default else "the distribution's own"
+        return f"{setting.name}: not set in the template, so {default} applies."
+    return None
 
 
 def _presence_answer(data: dict, q: str, caps: Capabilities) -> str | None:

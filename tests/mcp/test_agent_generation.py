@@ -592,8 +592,9 @@ async def test_returning_to_software_adds_it_and_a_user_named_by_should_be_calle
     assert doc2["systemConfig"].get("hostname") != "alice"
 
 
-async def test_what_changed_is_the_conversations_history(client):
-    steps = await _steps(client, "debian 13 server", "add htop", "make the disk 20G", "what changed since the beginning?")
+@pytest.mark.parametrize("question", ["what changed since the beginning?", "can you explain what you changed?"])
+async def test_what_changed_is_the_conversations_history(client, question):
+    steps = await _steps(client, "debian 13 server", "add htop", "make the disk 20G", question)
     answer = steps[-1][0]["answer"]
     assert answer.startswith("History of this conversation:\nrevision 1: generated: debian 13 server\n"
                              "revision 2: refined: add htop\nrevision 3: refined: make the disk 20G\n")

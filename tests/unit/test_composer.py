@@ -1298,3 +1298,17 @@ def test_what_the_firewall_lets_in_is_answered_from_its_commands():
     assert summarize(base, "what's open in the firewall?") == "Firewall: none installed, so nothing blocks a port."
     opened = apply_instruction(base, "add a firewall allowing ssh and https and port 8080").data
     assert summarize(opened, "which ports are open?") == "Firewall: firewalld; lets in 8080/tcp, ssh, https."
+
+
+@pytest.mark.parametrize(("instruction", "question", "answer"), [
+    (None, "what timezone is it in?", "timezone: not set in the template, so the image's own (UTC"),
+    ("set the timezone to Europe/Oslo", "what timezone is it in?",
+     "timezone: set by `ln -sf /usr/share/zoneinfo/Europe/Oslo /etc/localtime`."),
+    ("disable ipv6", "is ipv6 disabled?", "ipv6: kernel parameter ipv6.disable=1."),
+    (None, "what's the ssh port?", "ssh port: not set in the template, so sshd's default (port 22) applies."),
+])
+def test_a_question_about_a_setting_is_answered_from_what_writes_it(instruction, question, answer):
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" /
+                           "debian13-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
+    data = apply_instruction(base, instruction).data if instruction else base
+    assert summarize(data, question).startswith(answer)

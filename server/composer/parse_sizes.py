@@ -38,8 +38,19 @@ class SizePhrases(ParserState):
     """Changes of the disk's or a partition's size."""
 
     def _size_changes(self) -> None:
+        self._sizes_of_them()
         self._partition_size_changes()
         self._disk_size_changes()
+
+    def _sizes_of_them(self) -> None:
+        """"make the image 12 gigabytes and give /home 4 of them": a count of "them" after a size is that many of
+        its unit, rewritten in place (the same length) for the size readings."""
+        for m in reversed(self._each(r"(?<![\w.])(\d+(?:\.\d+)?)\s+of\s+(?:them|those|these|it)\b")):
+            sentence = re.split(r"[.;!?\n]", self.work[:m.start()])[-1]
+            earlier = list(re.finditer(_SIZE, sentence, re.I))
+            said = (_amount(m.group(1), earlier[-1].group(2)) or "") if earlier else ""
+            if said and len(said) <= m.end() - m.start():
+                self.work = self.work[:m.start()] + said.ljust(m.end() - m.start()) + self.work[m.end():]
 
     def _partition(self, mount: str, **change: str | None) -> None:
         mount = mount if mount.startswith("/") else load_request_words().mount_words.get(mount.lower(), mount)

@@ -1817,3 +1817,12 @@ def test_a_service_users_shell_is_none_unless_one_is_said(text, shell, noted):
 def test_a_size_of_storage_on_a_path_is_a_partition_there(text, mount, size):
     spec = parse_request(text)
     assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)] and spec.disk_size is None
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("make the image 12 gigabytes and give /home 4 of them", "/home", "4GiB"),
+    ("a 100G disk with 30 of them for /data", "/data", "30GiB"),
+])
+def test_a_count_of_them_after_a_size_is_that_many_of_its_unit(text, mount, size):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)] and not spec.unparsed

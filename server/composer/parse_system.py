@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
-from ..knowledge.system_settings import firewall_services, load_settings
+from ..knowledge.system_settings import cpu_governors, firewall_services, load_settings
 from .consoles import SERIAL_CONSOLE
 from .parse_settings import is_setting_key
 from .phrasing import NA, NB, STOPWORDS, ParserState, alternatives
@@ -173,6 +173,13 @@ class SystemPhrases(ParserState):
                             r"(?:the\s+)?serial(?:\s+(?:port|line|console|interface))?\b|\bserial\s+(?:getty|login)\b"):
             if not any(re.match(r"console=(?:ttyS|ttyAMA|@serial)", p) for p in self.spec.kernel_cmdline_append):
                 self.spec.kernel_cmdline_append.append(SERIAL_CONSOLE)
+            self._mask(m.start(), m.end())
+        # "cpu governor set to performance", "the powersave governor": the governor the CPUs start with
+        names = alternatives(cpu_governors())
+        for m in self._each(rf"\b(?:cpu\s+)?(?:(?:frequency|freq|cpufreq|scaling)\s+)?governor\s+(?:(?:set|changed)\s+)?"
+                            rf"(?:to\s+|=\s*|:\s*|is\s+|of\s+|should\s+be\s+)?({names})\b|\b({names})\s+(?:cpu\s+)?"
+                            r"(?:(?:frequency|freq|cpufreq|scaling)\s+)?governor\b"):
+            self.spec.kernel_cmdline_append.append(f"cpufreq.default_governor={(m.group(1) or m.group(2)).lower()}")
             self._mask(m.start(), m.end())
         if self.spec.kernel_cmdline_append:  # "nohz_full=1-3 on the kernel command line": where the flags go
             for m in self._each(rf"\b(?:on|in|into|to)\s+(?:the\s+)?{_CMDLINE_WORDS}\b"):

@@ -316,6 +316,12 @@ def firewall_services() -> Mapping[str, str]:
     return {str(k).lower(): str(v) for k, v in (_raw().get("firewall_services") or {}).items()}
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_governors() -> tuple[str, ...]:
+    """The kernel's CPU frequency governors by name (system_settings.yaml cpu_governors)."""
+    return tuple(str(g).lower() for g in _raw().get("cpu_governors") or ())
+
+
 def module_key(words: str) -> str:
     """Words for a module as they are looked up: lower case, dashes, underscores and spaces alike."""
     return " ".join(re.split(r"[\s_-]+", words.strip().lower()))

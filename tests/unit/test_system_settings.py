@@ -440,3 +440,11 @@ def test_the_relayhost_command_brackets_the_host_and_keeps_the_port(tmp_path):
         out = subprocess.run(["sh", "-c", entry["cmd"]], capture_output=True, text=True, check=True,
                              env={"PATH": f"{tmp_path}:/usr/bin:/bin"}).stdout
         assert out.strip() == f"-e {written}"
+
+
+@pytest.mark.parametrize(("text", "governor"), [("el10 image with the cpu governor set to performance", "performance"),
+                                                ("the powersave governor", "powersave"),
+                                                ("ubuntu with performance cpu governor", "performance")])
+def test_a_cpu_governor_is_the_default_governor_at_boot(text, governor):
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_append == [f"cpufreq.default_governor={governor}"] and not spec.unparsed

@@ -27,7 +27,7 @@ _FS_AFTER = rf"(?:\s+(?:formatted(?:\s+(?:as|with|using|in|to))?|as|with|using|i
 # "under 1 GB", "no bigger than 2G": a lone size as an upper bound is the disk's size, the words read with it
 _UPPER_BOUND = re.compile(r"\b(?:(?:no|not)\s+(?:bigger|larger|more)\s+than|(?:smaller|less|lower)\s+than|at\s+most"
                           r"|up\s+to|under|below|max(?:imum)?|within)\s*$", re.I)
-# "postgres data", "docker storage": software's data is its mount word's place (_mount drops the noun)
+# "postgres data", "docker storage": software's data is its mount word's place (mount_point drops the noun)
 _DATA_NOUNS = r"(?:data|files|storage)"
 _MOUNT = (rf"(/[\w./-]*|(?:{alternatives(_WORDS.software_mounts | {'database', 'db'})})(?:'s)?\s+{_DATA_NOUNS}\b"
           rf"|{alternatives(_WORDS.mount_words)})")
@@ -89,7 +89,7 @@ class DiskPhrases(ParserState):
                                 rf"(?:\s+(?:of\s+|with\s+|at\s+)?{_SIZE}(?![\w/]))?"):
                 size = (_size(m.group(1), m.group(2)) if m.group(1) else
                         _size(m.group(4), m.group(5)) if m.group(4) else None)
-                spec.partitions.append({"action": "add", "mountPoint": _mount(named[m.group(3).lower()]),
+                spec.partitions.append({"action": "add", "mountPoint": mount_point(named[m.group(3).lower()]),
                                         "size": size, "fsType": None, "fill": False})
                 self._mask(m.start(), m.end())
         # "a writable /data of 5G": every partition beside a read-only root is writable; the word is no wish
@@ -110,7 +110,7 @@ class DiskPhrases(ParserState):
             # a path said separate is its partition: "no separate /boot"
             rf"|\b(?:no|without)\s+(?:an?\s+)?(?:separate|dedicated)\s+(/[\w./-]*)(?![\w/-])"
         ):
-            spec.partitions.append({"action": "remove", "mountPoint": _mount(m.group(1) or m.group(2) or m.group(3))})
+            spec.partitions.append({"action": "remove", "mountPoint": mount_point(m.group(1) or m.group(2) or m.group(3))})
             self._mask(m.start(), m.end())
         for m in self._each(
             rf"\b(?:{_SIZING_VERBS})\s+(?:the\s+)?"
@@ -118,20 +118,20 @@ class DiskPhrases(ParserState):
             rf"(?:size\s+)?(?:to\s+|=\s*|be\s+)?{_SIZE}"
         ):
             spec.partitions.append(
-                {"action": "resize", "mountPoint": _mount(m.group(1)), "size": _size(m.group(2), m.group(3))}
+                {"action": "resize", "mountPoint": mount_point(m.group(1)), "size": _size(m.group(2), m.group(3))}
             )
             self._mask(m.start(), m.end())
         # "make root 6GB", "grow /var to 20G", "root should be 6 GB": a place in the filesystem, no noun
         for m in self._each(_place_said(rf"{_SIZING_VERBS}|take|bring",
                                         r"(?:size\s+)?(?:back\s+)?(?:down\s+|up\s+)?(?:to\s+|=\s*|be\s+)?", _SIZE)):
             place, number, unit = _said(m)
-            spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": _size(number, unit)})
+            spec.partitions.append({"action": "resize", "mountPoint": mount_point(place), "size": _size(number, unit)})
             self._mask(m.start(), m.end())
         # "change /boot to ext2", "format /data as xfs", "/srv should be xfs": a place in the filesystem, no noun
         for m in self._each(_place_said(r"make|change|set|format|convert|reformat|switch",
                                         r"(?:to\s+|as\s+|into\s+|with\s+|in\s+)?", rf"{_FS}(?![\w-])")):
             place, named_fs = _said(m)
-            spec.partitions.append({"action": "resize", "mountPoint": _mount(place), "size": None,
+            spec.partitions.append({"action": "resize", "mountPoint": mount_point(place), "size": None,
                                     "fsType": _fs(named_fs)})
             self._mask(m.start(), m.end())
         # "make that partition xfs", "the new partition should be 20G": the partition meant (Layout.referent)
@@ -143,7 +143,7 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\b(?:make|change|set|format|convert|reformat)\s+(?:the\s+)?{_MOUNT}\s+"
                             rf"(?:partition|filesystem|fs)\s+{_FS_OR_SIZE}"):
             size, fs = _fs_and_size(m.groups()[1:])
-            spec.partitions.append({"action": "resize", "mountPoint": _mount(m.group(1)), "size": size, "fsType": _fs(fs)})
+            spec.partitions.append({"action": "resize", "mountPoint": mount_point(m.group(1)), "size": size, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
         own = r"its\s+own|their\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
         for m in self._each(
@@ -164,7 +164,7 @@ class DiskPhrases(ParserState):
             spec.partitions.append(
                 {
                     "action": "add",
-                    "mountPoint": _mount(g[0]),
+                    "mountPoint": mount_point(g[0]),
                     "size": size,
                     "fsType": _fs(g[3] or g[6]),
                     "fill": False,
@@ -182,10 +182,10 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\bpartitions?\s*(?::|=|like|for)?\s*{pair}(?:\s*(?:,|\band\b|;)\s*{last})*"):
             for each in re.finditer(last, m.group(0), re.I):
                 if each.group(1):
-                    spec.partitions.append({"action": "add", "mountPoint": _mount(each.group(1)),
+                    spec.partitions.append({"action": "add", "mountPoint": mount_point(each.group(1)),
                                             "size": _size(each.group(2), each.group(3)), "fsType": None, "fill": False})
                 else:
-                    spec.partitions.append({"action": "add", "mountPoint": _mount(each.group(4)), "size": None,
+                    spec.partitions.append({"action": "add", "mountPoint": mount_point(each.group(4)), "size": None,
                                             "fsType": None, "fill": True})
             self._mask(m.start(), m.end())
         add_patterns = [
@@ -211,11 +211,11 @@ class DiskPhrases(ParserState):
                 if index == 0:
                     size = _size(g[0], g[1]) if g[0] else _size(g[5], g[6]) if g[5] else None
                     fs = g[2] or g[3] or g[7]
-                    mount = _mount(g[8] or g[4])
+                    mount = mount_point(g[8] or g[4])
                     software_at = 9 if g[8] else 5
                 elif index == 1:
                     size = _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None
-                    mount, fs = _mount(g[2]), None
+                    mount, fs = mount_point(g[2]), None
                     software_at = 3
                 else:
                     mount, size, fs = "swap", _size(g[0], g[1]), None
@@ -251,7 +251,7 @@ class DiskPhrases(ParserState):
                             rf"(/[\w./-]+)(?![\w/-])(?:\s+(?:of|with|sized?)\s+{_SIZE})?{_FS_AFTER}"):
             g = m.groups()
             size = _size(g[0], g[1]) if g[0] else _size(g[4], g[5]) if g[4] else None
-            mount = _mount(g[3])
+            mount = mount_point(g[3])
             spec.partitions.append({"action": "add", "mountPoint": mount, "size": size, "fsType": _fs(g[2] or g[6]),
                                     "fill": False})
             spec.notes.append(f"a template describes one disk: {mount} is a partition on it, not a disk of its own")
@@ -262,7 +262,7 @@ class DiskPhrases(ParserState):
                             rf"(?:disk|drive)\s+(?:(?:mounted|mount)\s+)?(?:for|as)\s+(?:the\s+|my\s+|our\s+|its\s+)?"
                             rf"({places})(?:\s+{_DATA_NOUNS})?\b"):
             g = m.groups()
-            mount = _mount(g[3])
+            mount = mount_point(g[3])
             spec.partitions.append({"action": "add", "mountPoint": mount, "size": _size(g[0], g[1]) if g[0] else None,
                                     "fsType": _fs(g[2]), "fill": False})
             spec.notes.append(f"a template describes one disk: {mount} is a partition on it, not a disk of its own")
@@ -281,7 +281,7 @@ class DiskPhrases(ParserState):
         ):
             g = m.groups()
             mount, size, fs = (g[3], _size(g[0], g[1]), g[2]) if g[3] else (g[4], _size(g[5], g[6]), None)
-            spec.partitions.append({"action": "add", "mountPoint": _mount(mount), "size": size, "fsType": _fs(fs),
+            spec.partitions.append({"action": "add", "mountPoint": mount_point(mount), "size": size, "fsType": _fs(fs),
                                     "fill": False})
             self._mask(m.start(), m.end())
         # "/data using the rest", "/srv takes the remaining space": a partition there that fills the disk
@@ -289,7 +289,7 @@ class DiskPhrases(ParserState):
         for m in self._each(r"(?<![\w/])(/[a-z_][\w./-]*)\s+(?:partition\s+)?(?:(?:using|with|taking|gets?|takes?|fills?|on|in)"
                             rf"\s+|\(\s*|(?=the\s))(?:up\s+)?(?:all\s+)?(?:the\s+)?{_REST_WORDS}"
                             r"(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?(?:\s*\))?"):
-            spec.partitions.append({"action": "add", "mountPoint": _mount(m.group(1)), "size": None, "fsType": None,
+            spec.partitions.append({"action": "add", "mountPoint": mount_point(m.group(1)), "size": None, "fsType": None,
                                     "fill": True})
             self._mask(m.start(), m.end())
         # "give the rest to /srv", "the rest goes to /data", "the remainder for home": the rest said first, then
@@ -298,7 +298,7 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\b(?:(?:give|giving|put|leave|assign|allocate|dedicate|use)\s+)?{rest}\s+"
                             rf"(?:(?:goes|going|should\s+go|will\s+go)\s+)?(?:(?:to|for|on|in|into|as|at)\s+)?"
                             rf"(?:the\s+)?{_MOUNT}(?![\w/-])(?!\s+(?:partition|filesystem|fs)\s+(?:of|at)\b)"):
-            mount = _mount(m.group(1))
+            mount = mount_point(m.group(1))
             if mount != "/":
                 spec.partitions.append({"action": "add", "mountPoint": mount, "size": None, "fsType": None,
                                         "fill": True})
@@ -319,7 +319,7 @@ class DiskPhrases(ParserState):
         for m in self._each(rf"\b(?:give|giving|let|allow|have)\s+(?:(?P<path>/[a-z_][\w./-]*)|{root})\s+"
                             rf"(?:(?:use|take|fill|have|get)\s+)?(?:up\s+)?(?:all\s+)?(?:of\s+)?{rest}"):
             path = m.group("path")
-            spec.partitions.append({"action": "add", "mountPoint": _mount(path) if path else "/", "size": None,
+            spec.partitions.append({"action": "add", "mountPoint": mount_point(path) if path else "/", "size": None,
                                     "fsType": None, "fill": True})
             self._mask(m.start(), m.end())
         # "ext4 on root", "root as xfs", "an xfs root filesystem": the root partition's filesystem
@@ -347,7 +347,7 @@ class DiskPhrases(ParserState):
                             rf"(?:(?:its|their|the)\s+)?)data\s+(?:on|onto|in|into|to|its)\s+"
                             rf"(?:an?\s+|its\s+own\s+|a\s+separate\s+|a\s+dedicated\s+|own\s+)?{_OWN_PARTITION}"):
             named = re.findall(rf"\b({owners})\b", self.said[:m.start()], re.I)
-            self.spec.partitions.append(_added(_mount(f"{named[-1]} data") if named else "/data", m.groups()))
+            self.spec.partitions.append(_added(mount_point(f"{named[-1]} data") if named else "/data", m.groups()))
             self._mask(m.start(), m.end())
 
     def _software_logs(self) -> None:
@@ -366,8 +366,8 @@ class DiskPhrases(ParserState):
         said "as well" or "too" is one more partition."""
         spec = self.spec
         for m in self._each(r"(?<![\w/.-])(/[\w./-]*[\w])\s+(?:as\s+well|too)\b"):
-            if not any(p.get("mountPoint") == _mount(m.group(1)) for p in spec.partitions):
-                spec.partitions.append({"action": "add", "mountPoint": _mount(m.group(1)), "size": None,
+            if not any(p.get("mountPoint") == mount_point(m.group(1)) for p in spec.partitions):
+                spec.partitions.append({"action": "add", "mountPoint": mount_point(m.group(1)), "size": None,
                                         "fsType": None, "fill": False, "said_at": m.start(1)})
             self._mask(m.start(), m.end())
         for part in spec.partitions:
@@ -397,12 +397,12 @@ class DiskPhrases(ParserState):
         # "put the web root on xfs", "keep /srv on btrfs": a place put on a filesystem (resized to it, or added)
         for m in self._each(rf"\b(?:put|keep|have|place)\s+(?:the\s+)?{_MOUNT}(?:\s+(?:partition|volume))?\s+(?:on|in|as)\s+"
                             rf"{_FS}(?![\w/-])(?!\s+(?:partition|volume)\b)"):
-            mount, fs = _mount(m.group(1)), _fs(m.group(2))
+            mount, fs = mount_point(m.group(1)), _fs(m.group(2))
             spec.partitions.append({"action": "resize", "mountPoint": mount, "size": None, "fsType": fs})
             self._mask(m.start(), m.end())
         # "btrfs /home", "xfs for /srv": a filesystem followed by the mount point it is for
         for m in self._each(rf"(?<![\w/.-]){_FS}\s+(?:for\s+|on\s+)?(?:the\s+)?(/[\w./-]*)(?![\w/-])"):
-            fs, mount = _fs(m.group(1)), _mount(m.group(2))
+            fs, mount = _fs(m.group(1)), mount_point(m.group(2))
             if mount == "/":
                 spec.partitions.append({"action": "resize", "mountPoint": "/", "size": None, "fsType": fs})
             else:
@@ -585,7 +585,7 @@ def _added(mount: str, groups: tuple[Any, ...]) -> dict:
             if after else None, "fsType": _fs(fs), "fill": False}
 
 
-def _mount(word: str | None) -> str:
+def mount_point(word: str | None) -> str:  # "/srv/" is /srv, "home" /home, "postgres data" postgres's directory
     word = (word or "").strip().lower()
     if word.startswith("/"):
         return word.rstrip("/") or "/"

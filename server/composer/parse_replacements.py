@@ -40,6 +40,11 @@ class ReplacementPhrases(ParserState):
             (rf"\b(?:ditch|drop|dump|remove|lose|scrap|delete|get\s+rid\s+of)\s+{the}{word}\s*(?:[,;]\s*|\s+)(?:and\s+)?"
              rf"(?:(?:use|add|install|take|get|put\s+in|go\s+with)\s+)?{the}{word}\s+instead\b(?!\s+of)", 1, 2),
         ]
+        # "switch from postfix to exim4", "move nginx over to caddy": a verb of changing, said of software by its
+        # name only ("change the disk to 20G" is a size's, "switch the desktop to xfce" the desktop reading's)
+        changing = (rf"\b(?:switch|change|move|migrate|go|convert)\s+(?:from\s+)?{the}([a-z0-9][\w.+:~-]*)\s+"
+                    rf"(?:(?:over\s+)?to|for)\s+{the}{word}")
+        patterns.append((changing, 1, 2))
         # "apache, no wait, nginx": a name taken back as soon as said is no wish, and nothing to remove
         for m in self._each(rf"\b([a-z0-9][\w.+:~-]*)\s*[,.;:-]?\s*{CORRECTION}\s*[,.;:-]?\s*(?!(?:also|too|and|more)\b){the}{word}"
                             r"(?=\s*(?:$|[,.;]|\band\b|\bwith\b))"):
@@ -49,18 +54,12 @@ class ReplacementPhrases(ParserState):
                 continue  # a size or a release said again is their readers' ("20G, sorry, 40G")
             self._taking_the_place(new)
             self._mask(m.start(), m.end())
-        # "switch from postfix to exim4", "move nginx over to caddy": a verb of changing, said of software by its
-        # name only ("change the disk to 20G" is a size's, "switch the desktop to xfce" the desktop reading's)
-        changing = (rf"\b(?:switch|change|move|migrate|go|convert)\s+(?:from\s+)?{the}([a-z0-9][\w.+:~-]*)\s+"
-                    rf"(?:(?:over\s+)?to|for)\s+{the}{word}")
-        patterns.append((changing, 1, 2))
         for pattern, old_i, new_i in patterns:
             for m in self._each(pattern):
                 old, new = m.group(old_i), m.group(new_i)
                 if self._is_os_or_arch(old) or self._is_os_or_arch(new):
                     continue  # "ubuntu instead of debian" is a distribution switch, handled below
-                if pattern == changing and (not all(p.lower() in self.known for p in self._named(old))
-                                            or self._kind_of(new, old)):
+                if pattern == changing and (old.lower() not in self.known or self._kind_of(new, old)):
                     continue
                 for part in self._named(old):
                     self._classify(part, mode="remove", strength="strong")

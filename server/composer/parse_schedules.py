@@ -8,7 +8,7 @@ import re
 
 from ..knowledge.system_settings import Setting, timer_command, update_reboot_configuration
 from .phrasing import ParserState
-from .schedules import SCHEDULE, TIME, Calendar, calendar
+from .schedules import CALENDAR_ADJECTIVES, SCHEDULE, TIME, Calendar, calendar
 
 # Verbs that take a setting out, whatever its value ("remove isolcpus", "cancel the nightly reboot").
 UNDO = (r"(?:remove|drop|delete|disable|strip|stop|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel|scratch"
@@ -55,7 +55,7 @@ class SchedulePhrases(ParserState):
         /opt/sync.sh every sunday at 4"): a systemd timer and its oneshot service, as a scheduled reboot is; the
         program itself must be in the image, which is said. "remove the cron job" takes such timers out."""
         self._update_reboots()  # before the reboots on a schedule, which "reboot at 2am if needed" is not
-        every = r"nightly|daily|weekly|monthly|hourly"
+        every = "|".join(CALENDAR_ADJECTIVES)
         kind = r"cron\s*job|cron\s+entry|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task"
         job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind})"
         undo_job = rf"(?:(?:a|an|the)\s+)?(?:(?:{every})\s+)?(?:{kind})"

@@ -9,6 +9,7 @@ import re
 
 from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, UNIT_WORDS, casual_mib, fmt_size, template_mib
+from .parse_disk import mount_point
 from .phrasing import ParserState, alternatives
 
 _SIZE = CASUAL_SIZE
@@ -147,7 +148,6 @@ class SizePhrases(ParserState):
                 spec.disk_size_delta = _percent(m.group(3), "-" if re.fullmatch(_SMALLER, m.group(4), re.I) else "+")
             self._mask(m.start(), m.end())
 
-
     def _even_split(self) -> None:
         """"a 1TB disk split evenly between / and /data", "half for root and half for /srv": of the disk this request
         sizes, the other partition gets half and root keeps the rest (so the boot partitions' few MiB come from
@@ -159,7 +159,7 @@ class SizePhrases(ParserState):
                               rf"(?:{_NOUN})?\s+and\s+{the}{_MOUNT}(?:{_NOUN})?(?:\s*,?\s*{half})?"),
                   *self._each(rf"\bhalf\s+(?:of\s+it\s+)?(?:for|to|on)\s+{the}{_MOUNT}\s+and\s+(?:the\s+other\s+)?half\s+"
                               rf"(?:for|to|on)\s+{the}{_MOUNT}")]:
-            places = [_place(m.group(1)), _place(m.group(2))]
+            places = [mount_point(m.group(1)), mount_point(m.group(2))]
             disk = template_mib(self.spec.disk_size) if self.spec.disk_size else None
             self._mask(m.start(), m.end())
             said = f"the disk split evenly between {places[0]} and {places[1]}"
@@ -180,11 +180,6 @@ class SizePhrases(ParserState):
                 self.spec.partitions.append({"action": "add", "mountPoint": other, "size": size, "fsType": None,
                                              "fill": False})
             self.spec.notes.append(f"{said}: {other} {size}, root the rest (the boot partitions come from its half)")
-
-
-def _place(word: str) -> str:
-    word = word.lower()
-    return (word.rstrip("/") or "/") if word.startswith("/") else load_request_words().mount_words.get(word, f"/{word}")
 
 
 __all__ = ["SizePhrases"]

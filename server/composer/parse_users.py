@@ -517,24 +517,16 @@ class UserPhrases(SudoPhrases):
             self._mask(m.start(), m.end())
 
     def _said_of_all(self, users: list[dict[str, Any]], end: int) -> None:
-        """"users alice, bob and carol, all in the sudo group", "alice and bob in the docker group", "both with
-        sudo": what follows a list of users is said of each of them."""
+        """"users alice, bob and carol, all in the sudo group", "alice and bob in the docker group": groups said
+        after a list of users are each one's (a role said so, "both sudoers", is _user_attributes')."""
         every = r"\s*,?\s*(?:(?:all|both|each)\s+(?:of\s+them\s+)?|(?:and\s+)?(?:they\s+)?(?:are|being|should\s+be)\s+)?"
-        tail = self.work[end:]
         groups = re.match(rf"{every}(?:(?:are|being)\s+)?(?:in(?:to)?|(?:a\s+)?members?\s+of)\s+(?:the\s+)?(?:groups?\s+)?"
-                          rf"{_GROUP_LIST}\s+groups?\b", tail, re.I)
+                          rf"{_GROUP_LIST}\s+groups?\b", self.work[end:], re.I)
         if groups:
             names = _group_names(groups.group(1))
             for user in users:
                 user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
             self._mask(end, end + groups.end())
-            return
-        sudo = re.match(rf"{every}(?:(?:with|having|given)\s+sudo(?:\s+(?:rights|access|privileges))?|(?:admins|administrators"
-                        r"|sudoers))\b", tail, re.I)
-        if sudo:
-            for user in users:
-                user.setdefault("sudo", True)
-            self._mask(end, end + sudo.end())
 
     def _software_joined(self, tail: str, end: int) -> int:
         """Where a user's clause ends before software joined to it ("a user named bob and nginx": nginx is the

@@ -17,9 +17,9 @@ _DAY = (r"(?:mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)
         r"|sun(?:day)?)s?")
 _UNIT = r"(?:day|night|morning|evening|week|month|weekday|weekend)s?"
 _DAYS_SAID = rf"{_DAY}(?:\s*(?:,|\band\b|\bor\b|&)\s*{_DAY})*"  # "monday and thursday", "sat, sun"
-# Within a day: "hourly", "every hour", "every 6 hours", "every 15 minutes" (a step from the top of the day or hour).
 # What recurs, said as an adjective ("a nightly reboot", "weekly backups").
 CALENDAR_ADJECTIVES = ("hourly", "daily", "nightly", "weekly", "monthly")
+# Within a day: "hourly", "every hour", "every 6 hours", "every 15 minutes" (a step from the top of the day or hour).
 _WITHIN_DAY = r"(?:hourly|(?:every|each|once\s+an?)\s+hour|every\s+\d{1,2}\s+(?:hours?|hrs?|minutes?|mins?))"
 PERIOD = (rf"(?:{_WITHIN_DAY}|(?:every|each)\s+(?:other\s+)?(?:{_UNIT}|{_DAYS_SAID})|(?:daily|nightly|weekly|monthly)"
           rf"|(?:on\s+)?(?:the\s+)?(?:{_DAYS_SAID}|weekends|weekdays)(?:\s+(?:nights?|mornings?|evenings?))?"

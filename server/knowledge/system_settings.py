@@ -197,9 +197,10 @@ def _with_copulas(words: Iterable[str]) -> tuple[str, ...]:
         found = re.fullmatch(r"(\S+) (as|on|in) (.+)", word)
         if found:
             thing, prep, what = found.groups()
-            after = "" if prep == "as" else f" {prep}"
-            for verb in ("is", "are", "should be", "must be", "mounted", "kept"):
-                out[f"{thing} {verb}{after if verb not in ('mounted', 'kept') else ' ' + prep} {what}"] = None
+            for verb in ("is", "are", "should be", "must be"):  # "/tmp is a tmpfs", "ssh is on port"
+                out[f"{thing} {verb} {what}" if prep == "as" else f"{thing} {verb} {prep} {what}"] = None
+            for verb in ("mounted", "kept"):  # "/tmp mounted as tmpfs"
+                out[f"{thing} {verb} {prep} {what}"] = None
     return tuple(out)
 
 

@@ -51,6 +51,8 @@ _FS_OR_SIZE = rf"(?:to\s+|as\s+|into\s+|with\s+)?(?:(?:{_FS})|{_SIZE})(?:\s+(?:a
 # Verbs that give a partition a size ("bump root to 8 gigs", "shrink /var to 2G").
 _SIZING_VERBS = (r"resize|grow|shrink|make|set|change|extend|increase|decrease|enlarge|reduce|bump(?:\s+up)?|raise|"
                  r"expand|boost|lower|trim|cut|cap|limit|give|allot|allocate|assign")
+# A verb of having between a place and its size: "/var/log gets 5 gigs", "/home should get 20G".
+_GETS = r"(?:(?:should|will|would|can|must)\s+(?:get|have|take)|gets?|has|takes|is\s+given|needs)\s+(?:about\s+|around\s+)?"
 _ROOT = rf"(?:the\s+)?{_OTHER_ROOTS}(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
 
 
@@ -276,7 +278,7 @@ class DiskPhrases(ParserState):
             rf"(?:\s+(?:partition|filesystem|file\s+system|fs|volume|mount)\b)?"
             # "/ (16G)": the size may stand in parentheses after the mount point
             rf"|(?:\b(?:separate|dedicated|extra|additional)\s+)?"  # "a separate /var of 10G"
-            rf"(?<![\w/])(/(?:[a-z_][\w./-]*)?)\s+(?:partition\s+)?(?:of\s+|at\s+|with\s+|=\s*|:\s*|\(\s*)?{_SIZE}"
+            rf"(?<![\w/])(/(?:[a-z_][\w./-]*)?)\s+(?:partition\s+)?(?:of\s+|at\s+|with\s+|=\s*|:\s*|\(\s*|{_GETS})?{_SIZE}"
             rf"(?:\s*\))?"
         ):
             g = m.groups()
@@ -303,9 +305,9 @@ class DiskPhrases(ParserState):
                 spec.partitions.append({"action": "add", "mountPoint": mount, "size": None, "fsType": None,
                                         "fill": True})
                 self._mask(m.start(), m.end())
-        # "root 6G", "rootfs: 20 GB": the root partition's size said after it, with no verb
+        # "root 6G", "rootfs: 20 GB", "root gets 10 gigs": the root partition's size said after it
         for m in self._each(rf"(?<![\w/-])(?:the\s+)?(?:root|rootfs)(?:\s+(?:partition|filesystem|fs))?\s*"
-                            rf"(?:of\s+|at\s+|=\s*|:\s*|\(\s*)?{_SIZE}(?:\s*\))?(?!\s*(?:disk|drive|image)\b)"):
+                            rf"(?:of\s+|at\s+|=\s*|:\s*|\(\s*|{_GETS})?{_SIZE}(?:\s*\))?(?!\s*(?:disk|drive|image)\b)"):
             spec.partitions.append({"action": "add", "mountPoint": "/", "size": _size(m.group(1), m.group(2)),
                                     "fsType": None, "fill": False})
             self._mask(m.start(), m.end())

@@ -349,6 +349,10 @@ def test_a_kernel_parameter_keeps_the_commas_of_its_value(text, params):
     ("emt image with a 4 GB data partition mounted at /srv/data", [("/srv/data", "4GiB")], None),
     ("ubuntu server, /srv/backup on a separate 100G partition", [("/srv/backup", "100GiB")], None),
     ("debian with a 100G partition for /srv/backup", [("/srv/backup", "100GiB")], None),
+    # a verb of having between the place and its size
+    ("azl3 image with a 30 GB disk where /var/log gets 5 gigs", [("/var/log", "5GiB")], "30GiB"),
+    ("debian 13, 40G disk, root gets 10 gigs and /home should get 20G", [("/home", "20GiB"), ("/", "10GiB")], "40GiB"),
+    ("ubuntu 24.04, 100 GB disk; /data has 60G, /var takes 10G", [("/data", "60GiB"), ("/var", "10GiB")], "100GiB"),
 ])
 def test_a_size_beside_a_mount_point_is_that_partition_not_the_disk(text, partitions, disk):
     spec = parse_request(text)

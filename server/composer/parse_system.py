@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
-from ..knowledge.system_settings import cpu_governors, firewall_services, load_settings
+from ..knowledge.system_settings import cpu_governors, load_settings
 from .consoles import SERIAL_CONSOLE
 from .parse_settings import is_setting_key
 from .phrasing import NA, NB, STOPWORDS, ParserState, alternatives
@@ -14,13 +14,6 @@ from .phrasing import NA, NB, STOPWORDS, ParserState, alternatives
 _HOST = re.compile(
     r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$", re.I
 )
-_FIREWALL_RULES = ("(firewall rules are not written by the composer: add a configuration command, e.g. "
-                   "firewall-offline-cmd, ufw or an nftables rule)")
-def _port_item(item: str) -> bool:
-    """A port as a firewall rule names it: "22", "port 8080", "443/tcp", "tcp port 53"."""
-    return bool(re.fullmatch(r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?", item.strip(), re.I))
-
-
 # What a request calls the machine an image boots ("rename the box to nuc-07"), for its host name
 _MACHINE = r"(?:host|machine|device|system|box|server|computer|node|appliance|gateway|pc)"
 # A switch named off after it: "secure boot turned off", "... disabled", "... is not needed".
@@ -187,91 +180,6 @@ class SystemPhrases(ParserState):
             # 'the kernel parameter "console=ttyS0"': the noun of a parameter read inside its quotes
             for m in self._each(r"\bkernel\s+(?:boot\s+)?(?:parameters?|params?|args?|arguments?|options?|flags?)\b(?=\s*[\"'`])"):
                 self._mask(m.start(), m.end())
-
-    def _ports(self) -> None:
-        """Ports and services the firewall lets in ("open port 443", "allow 80 and 443/tcp", "open https in the
-        firewall", "firewalld allowing ssh and https"): RequestSpec.open_ports, written for the template's firewall
-        when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
-        services = alternatives(firewall_services())
-        named = rf"(?:{services})(?:\s*(?:,|/|\band\b)\s*(?:{services}))*"  # "http/https" is a list
-        # the services that name a protocol, not software a request may ask for (postgresql, redis, cockpit)
-        protocols = alternatives([s for s in firewall_services() if s != "ssh" and not self.caps.group_for_word(s)
-                                  and s not in self.known])
-        # each port of a list may say its own protocol ("tcp port 53, udp port 53"), and services may follow
-        ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+)*"
-                 rf"(?:\s*(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*{named}(?![\w-]))?")
-        # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
-        # install (https is no typo of httpd here); the firewall itself is still asked for. Read before the verbs
-        # alone, which would take the list's first items and leave the rest ("allowing 53/udp and 22").
-        # The list ends at the first item that is neither a port nor a service ("ufw allowing only 22 and 443,
-        # automatic updates": the updates are another wish); a rule that starts with such an item is reported.
-        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?"
-        let_in = (r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){0,3}?\s+(?P<rule>"
-                  r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+(?:through|in)|lets?\s+(?:through|in)"
-                  r"|that\s+allows?)"
-                  r"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?")
-        known = rf"(?:{port}|{services})(?![\w-])(?!/(?!(?:{services})(?![\w-])))"  # "/" may join services
-        for m in self._each(rf"{let_in}{known}(?:\s*(?:,|/|\band\b|\bor\b)\s*{known})*)"):
-            self._open(" ".join(m.group("rule").split()))
-            self._mask(m.start("rule"), m.end("rule"))
-        item = r"(?:(?:tcp\s+|udp\s+)?ports?\s+)?[a-z0-9][\w/-]*"
-        for m in self._each(rf"{let_in}{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):
-            rule = " ".join(m.group("rule").split())
-            listed = re.sub(r"^\S+(?:\s+(?:through|in|allows?))?\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?", "", rule)
-            items = re.split(r"\s*(?:,|\band\b|\bor\b|(?<=[a-z])/(?=[a-z])(?!(?:tcp|udp)\b))\s*", listed)
-            if all(i.lower() in firewall_services() or _port_item(i) for i in items if i):
-                self._open(rule)
-            else:
-                self.spec.unparsed.append(f"{rule} {_FIREWALL_RULES}")
-            self._mask(m.start("rule"), m.end("rule"))
-        through = r"(?:\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw))?"
-        verb = r"\b(?:open|opening|allow|allowing|allows|expose|forward|unblock)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?"
-        # numbers alone are ports with a protocol or the firewall said: "allow 80 and 443/tcp"
-        bare = r"\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp))?)*"
-        firewall = r"\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw)\b"
-        for m in self._each(rf"{verb}(?:the\s+)?{ports}{through}"
-                            rf"|{verb}(?:{bare}{firewall}|{bare}/(?:tcp|udp)\b{through}|(?:the\s+)?(?:tcp|udp)\s+{bare}\b{through})"
-                            # a service by name only with the firewall said: "allow ssh" alone may mean the server
-                            rf"|{verb}(?:the\s+)?{named}(?:\s+(?:traffic|access|ports?))?{firewall}"
-                            # opened, a service is the firewall's whatever follows ("open http and https"); "open ssh"
-                            # alone may be OpenSSH misspelt
-                            rf"|\b(?:open|opening|expose|unblock)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?(?:the\s+)?"
-                            rf"(?!ssh\b){named}(?:\s+(?:traffic|access|ports?))?\b"
-                            # allowed, a protocol no software is named for ("allow http", "permit https and dns")
-                            rf"|\b(?:allow|allowing|permit|permitting)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?(?:the\s+)?"
-                            rf"(?:{protocols})(?:\s*(?:,|/|\band\b)\s*(?:{protocols}))*(?:\s+(?:traffic|access|ports?))?\b"
-                            rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b{through}"):
-            if re.match(r"forward", m.group(0).strip(), re.I):
-                self.spec.unparsed.append(f"{m.group(0).strip()} (port forwarding is not written by the composer: "
-                                          "add a configuration command with the firewall's forwarding rule)")
-            else:
-                self._open(m.group(0))
-            self._mask(m.start(), m.end())
-        # "a java service on port 8080": where software listens is its own configuration's, not the template's
-        for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
-                            r"port\s+(\d{1,5})\b"):
-            self.spec.notes.append(f"port {m.group(1)} not applied: the port a service listens on is set in its own "
-                                   f"configuration; to let it in, say 'open port {m.group(1)} in the firewall' "
-                                   "(written for firewalld and ufw)")
-            self._mask(m.start(), m.end())
-
-    def _open(self, said: str) -> None:
-        """The ports and services ``said`` lets in, into RequestSpec.open_ports ("443/tcp", "8000-8010/tcp",
-        "https"). A protocol said before ports holds for them until another is said ("udp ports 53 and 123, tcp
-        port 22"); one written after a port ("53/udp") is that port's; TCP otherwise."""
-        proto = "tcp"
-        for m in re.finditer(r"\b(tcp|udp)\b|(?<![\w.])(\d{1,5})(?:\s*(?:-|to)\s*(\d{1,5}))?(?:/(tcp|udp))?(?![\w.])",
-                             said, re.I):
-            if m.group(1):
-                proto = m.group(1).lower()
-                continue
-            low, high, own = m.group(2), m.group(3), m.group(4)
-            if 0 < int(low) < 65536 and (not high or int(low) < int(high) < 65536):
-                self.spec.open_ports.append(f"{low}{'-' + high if high else ''}/{(own or proto).lower()}")
-        self.spec.open_ports += [w.lower() for w in re.findall(r"[a-z]+", said, re.I) if w.lower() in firewall_services()]
-        if re.search(r"\bonly\b", said, re.I):
-            self.spec.notes.append("only the ports named: not enforced, the firewall's own default stays as it is "
-                                   "(what its default zone or policy already lets in)")
 
     def _urls(self) -> None:
         """"a kiosk showing https://example.com": the page a kiosk opens. Read before anything else reads the

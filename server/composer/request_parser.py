@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterable
 from ..knowledge.loader import load_capabilities
 from .parse_artifacts import ArtifactPhrases
 from .parse_disk import DiskPhrases
+from .parse_firewall import FirewallPhrases
 from .parse_keys import KeyPhrases
 from .parse_network_mounts import NetworkMountPhrases
 from .parse_packages import PackagePhrases
@@ -88,8 +89,8 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
     return spec
 
 
-class _Parser(NetworkMountPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases, DiskPhrases, ArtifactPhrases,
-              TargetPhrases, PackagePhrases, KeyPhrases):
+class _Parser(NetworkMountPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
+              DiskPhrases, ArtifactPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.

@@ -224,7 +224,10 @@ def let_in(written: str) -> list[str]:
 
 def lets_in(written: str, opened: str) -> bool:
     """Whether configuration commands ``written`` already let ``opened`` in ("443/tcp" or "https"), by port or by
-    the service of that port, for firewalld or ufw."""
+    the service of that port, for firewalld or ufw. A port said without its protocol ("443") is TCP's, as the
+    request reading takes it."""
+    if re.fullmatch(r"\d{1,5}(?:-\d{1,5})?", opened):
+        opened = f"{opened}/tcp"
     port = firewall_services().get(opened, opened)
     names = [n for n, p in firewall_services().items() if p == port] + ([opened] if opened != port else [])
     said = [rf"--add-port={re.escape(port)}\b", rf"\bufw\s+allow\s+{re.escape(port.replace('-', ':'))}(?![\w:])"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ..knowledge.system_settings import firewall_services
-from .phrasing import ParserState, alternatives
+from ..knowledge.system_settings import firewall_services, firewall_software, module_key
+from .phrasing import FUNCTION_WORDS, STOPWORDS, ParserState, alternatives
 
 _FIREWALL_RULES = ("(firewall rules are not written by the composer: add a configuration command, e.g. "
                    "firewall-offline-cmd, ufw or an nftables rule)")
@@ -24,6 +24,7 @@ class FirewallPhrases(ParserState):
         """Ports and services the firewall lets in ("open port 443", "allow 80 and 443/tcp", "open https in the
         firewall", "firewalld allowing ssh and https"): RequestSpec.open_ports, written for the template's firewall
         when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
+        self._reachable()
         services = alternatives(firewall_services())
         named = rf"(?:{services})(?:\s*(?:,|/|\band\b)\s*(?:{services}))*"  # "http/https" is a list
         # the services that name a protocol, not software a request may ask for (postgresql, redis, cockpit)
@@ -104,3 +105,44 @@ class FirewallPhrases(ParserState):
         if re.search(r"\bonly\b", said, re.I):
             self.spec.notes.append("only the ports named: not enforced, the firewall's own default stays as it is "
                                    "(what its default zone or policy already lets in)")
+
+    def _reachable(self) -> None:
+        """Software or services said reachable through the firewall ("cockpit reachable through the firewall",
+        "nginx and grafana accessible from outside", "allow mosquitto through the firewall"): what each serves is
+        let in (system_settings.yaml firewall_software). The software's word stays, to be installed; a word of
+        no software known is reported with how to say its port."""
+        served = alternatives(firewall_software(), between=r"[\s_-]+")
+        item = rf"(?:the\s+)?(?:{served})(?![\w-])"
+        items = rf"({item}(?:\s*(?:,|\band\b|&)\s*{item})*)"
+        firewall = r"(?:through|thru|in|on|past|via|by)\s+(?:the\s+)?(?:firewall|firewalld|ufw)\b"
+        outside = r"(?:from|to)\s+(?:the\s+)?(?:outside(?:\s+world)?|internet|network|lan|anywhere|other\s+(?:machines|hosts))"
+        where = rf"(?:{firewall}|{outside})"
+        state = (r"(?:(?:is|are|be|being|should\s+be|must\s+be|needs?\s+to\s+be|to\s+be)\s+)?"
+                 r"(?:reachable|accessible|open|opened|allowed|exposed|available|let\s+(?:in|through))")
+        verb = r"\b(?:allow|allowing|permit|permitting|expose|exposing|open|opening|unblock)\s+"
+        for pattern in (rf"(?<![\w/.-]){items}\s+{state}\s+{where}", rf"{verb}{items}\s+{where}"):
+            for m in self._each(pattern):
+                self._serve(m)
+        for m in self._each(rf"(?<![\w/.'’-])([a-z][\w.+-]*)\s+{state}\s+{where}"):
+            if m.group(1).lower() in STOPWORDS | FUNCTION_WORDS | {"what", "which", "everything", "anything", "nothing"}:
+                continue  # "what's open in the firewall?", "is it reachable from outside": no software named
+            self.spec.unparsed.append(f"{m.group(0).strip()} (the port {m.group(1)} serves is not known here: say "
+                                      f"'open port N in the firewall')")
+            self._mask(m.start(1) + len(m.group(1)), m.end())
+
+    def _serve(self, m: re.Match[str]) -> None:
+        """Let in what the software or services of ``m``'s first group serve; mask all but the software's words
+        (a protocol, "http", is no package)."""
+        start, end = m.span(1)
+        for word in re.finditer(r"[^,&]+?(?=\s*(?:,|\band\b|&|$))", m.group(1)):
+            name = re.sub(r"^(?:and\s+)?(?:the\s+)?", "", word.group(0).strip(), flags=re.I)
+            if not name:
+                continue
+            key = module_key(name)
+            self.spec.open_ports += [p for p in firewall_software().get(key, ()) if p not in self.spec.open_ports]
+            if key in firewall_services() and name.lower() not in self.known and not self.caps.group_for_word(name.lower()):
+                self._mask(start + word.start(), start + word.end())
+        self._mask(m.start(), start)
+        # the firewall named is wanted too ("allow mosquitto through the firewall" on an image with none)
+        named = re.search(r"\b(?:firewall|firewalld|ufw)\b", m.group(0)[end - m.start():], re.I)
+        self._mask(end, end + named.start() if named else m.end())

@@ -318,6 +318,16 @@ def firewall_services() -> Mapping[str, str]:
 
 
 @functools.lru_cache(maxsize=1)
+def firewall_software() -> Mapping[str, tuple[str, ...]]:
+    """What each software's word has a firewall let in, by service name or port ("nginx" -> ("http", "https"),
+    "grafana" -> ("3000/tcp",)); a service's own name ("cockpit", "redis") stands for itself."""
+    own = {name: (name,) for name in firewall_services()}
+    listed = {module_key(str(k)): tuple(str(v).lower() for v in vs) for k, vs in
+              (_raw().get("firewall_software") or {}).items()}
+    return {**own, **listed}
+
+
+@functools.lru_cache(maxsize=1)
 def cpu_governors() -> tuple[str, ...]:
     """The kernel's CPU frequency governors by name (system_settings.yaml cpu_governors)."""
     return tuple(str(g).lower() for g in _raw().get("cpu_governors") or ())

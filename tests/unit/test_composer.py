@@ -1112,6 +1112,8 @@ def test_another_familys_group_member_is_no_explained_package_here():
     ("firewall-offline-cmd --add-port=8080/tcp", "80/tcp", False),
     ("ufw allow 443/tcp", "https", True), ("ufw allow 9000:9010/udp", "9000-9010/udp", True),
     ("ufw allow 443/tcp", "22/tcp", False), ("", "ssh", False),
+    # a port said without its protocol is TCP's
+    ("firewall-offline-cmd --add-service=cockpit", "9090", True), ("ufw allow 443/udp", "443", False),
 ])
 def test_a_port_is_let_in_by_its_number_or_its_services_name(written, opened, lets):
     assert lets_in(written, opened) is lets

@@ -1307,6 +1307,30 @@ def test_allowing_software_by_name_is_not_a_firewall_rule(text):
     assert not parse_request(text).open_ports
 
 
+@pytest.mark.parametrize(("text", "opened", "packages"), [
+    ("el10 with cockpit reachable through the firewall", ["cockpit"], ["cockpit"]),
+    ("ubuntu 24.04 with nginx and grafana accessible from outside", ["http", "https", "3000/tcp"], ["nginx", "grafana"]),
+    ("debian 13, allow mosquitto through the firewall", ["mqtt"], ["mosquitto"]),
+    ("debian 13 with ssh and https open through the firewall", ["ssh", "https"], []),
+    ("postgres should be reachable from the network", ["postgresql"], []),
+])
+def test_software_said_reachable_through_the_firewall_is_let_in_by_what_it_serves(text, opened, packages):
+    spec = parse_request(text, known_packages={"cockpit", "grafana", "mosquitto"})
+    assert spec.open_ports == opened and not spec.unparsed
+    assert all(p in spec.add_packages for p in packages)
+
+
+def test_the_firewall_named_for_software_is_wanted_and_from_outside_asks_for_none():
+    assert "firewall" in parse_request("allow mosquitto through the firewall").add_groups
+    assert "firewall" not in parse_request("nginx accessible from outside").add_groups
+
+
+def test_software_of_no_known_port_said_reachable_is_reported_with_how_to_say_the_port():
+    spec = parse_request("el10 with myapp reachable through the firewall")
+    assert not spec.open_ports
+    assert any("the port myapp serves is not known" in u and "open port N" in u for u in spec.unparsed)
+
+
 def test_a_protocols_name_is_no_slip_of_a_packages():
     spec = parse_request("debian with nginx serving https")
     assert spec.add_packages == ["nginx"] and not spec.corrected

@@ -16,19 +16,17 @@ from collections.abc import Callable
 from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual
 from ..knowledge.system_settings import (
     Setting,
-    kernel_modules,
     keyboard_layout_named,
     load_settings,
     locale_named,
-    module_key,
     sysctl_configuration,
     zone_named,
 )
-from .parse_schedules import UNDO, SchedulePhrases
+from .parse_kernel_modules import KernelModulePhrases
+from .parse_schedules import UNDO
 from .phrasing import STOPWORDS, alternatives
+from .switch_words import ARTICLE, MODAL, OFF, OFF_AFTER, ON, ON_AFTER
 
-# Languages whose modules are packages of their own ("python3 with the requests module"), not the kernel's.
-_LANGUAGES = re.compile(r"\b(?:python[23]?|pip3?|perl|cpan|ruby|gems?|node(?:js)?|npm|php|lua|rust|cargo|go(?:lang)?)\b", re.I)
 # Rights given to someone right before a setting's words ("give alice root access", "grant ops full root access").
 _GIVEN_TO = re.compile(r"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?[a-z_][\w-]*\s+(?:full\s+)?$", re.I)
 # A CPU list; a number with a unit after it is a size, not one more CPU ("cores 2,3, 8 GB disk").
@@ -45,23 +43,6 @@ _BOTH = (rf"(?<![\w-])([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:{_KEYBOARD}\s+(?:a
          r"(?!\s*(?:[:=]|(?:is|are|set|to|be|should|must)\b|[a-z]{2,3}_[a-z]{2}))")  # its own value after it
 # What may stand between a setting's words and its value: "swappiness = 10", "time zone set to UTC".
 _LINK = r"\s*(?:(?:[:=]|\b(?:is|are|be|set|configured|fixed|to|at|of|as|on|equal|equals|for|back|after|within)\b)\s*){0,3}"
-_ON = r"(?:enable|enabled|enabling|turn\s+on|switch\s+on|allow|allowing|activate|with|want|need)"
-# "root login should be off", "ipv6 must stay disabled": a modal verb may stand before the switch
-_MODAL = r"(?:(?:should|must|shall|will|would|to|can|needs?\s+to|has\s+to|have\s+to)\s+)?"
-_ON_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?"
-             r"(?:on|enabled|turned\s+on|switched\s+on|allowed|active|activated)")
-# "remove the password login", "get rid of root login": a feature removed is switched off (not its setting undone)
-# Verbs of forbidding are verbs of switching off ("disallow root login", "deny password logins").
-_OFF = (r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill|block|forbid|prevent"
-        r"|disallow|deny|prohibit|refuse|ban"
-        r"|lock\s+down|lock\s+out|lock|remove|drop|get\s+rid\s+of|take\s+out|eliminate|strip"
-        # "deploy shouldn't have a password login", "it must not allow root login"
-        r"|(?:should|must|shall|will|does|do|can|need)(?:n[’']?t|\s+not)\s+(?:have|get|allow|permit|use|need|accept|want)"
-        r"|no\s+longer\s+(?:want|need|use|have|allow))")
-_OFF_AFTER = (rf"{_MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
-              r"|blocked|forbidden|disallowed|denied|prohibited|refused|banned|locked(?:\s+down)?"
-              r"|not\s+(?:be\s+)?(?:needed|wanted|required|allowed|permitted|enabled))")
-_ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"
 _SIZE_TEXT = re.sub(r"\((?!\?)", "(?:", CASUAL_SIZE)  # a size, as one piece of text ("2G", "half a gig")
 # key=value whose key is a sysctl path: procfs roots no kernel parameter starts with ("net.ifnames" is one,
 # so net. needs its subsystem).
@@ -113,7 +94,7 @@ def is_setting_key(key: str) -> bool:
     return any(not s.cmdline and key.lower().replace("_", " ") in s.words for s in load_settings().values())
 
 
-class SettingPhrases(SchedulePhrases):
+class SettingPhrases(KernelModulePhrases):
     """The system settings of a request."""
 
     def _machine_resources(self) -> None:
@@ -169,59 +150,6 @@ class SettingPhrases(SchedulePhrases):
                 if self._about_ssh(m):
                     self._mask(m.start(), m.end())
 
-    def _kernel_modules(self) -> None:
-        """Kernel modules kept from loading: "disable nouveau", "no pc speaker", "firewire blacklisted" by the
-        words known for them (system_settings.yaml ``kernel_modules``), "blacklist the foo and bar modules" by
-        any module name's shape. All of them go in one module_blacklist= parameter."""
-        known = kernel_modules()
-        name = alternatives(list(known), between=r"[\s_-]*")
-        names = rf"(?:{name})(?:\s*(?:,|\band\b|\bor\b)\s*(?:the\s+)?(?:{name}))*"
-        noun = r"(?:\s+(?:kernel\s+)?(?:modules?|drivers?))?"
-        off = rf"(?:{_OFF}|blacklist(?:ed|ing)?|block(?:list)?)"
-        modules: list[str] = []
-        for m in self._each(rf"\b{off}\s+{_ARTICLE}(?:(?:kernel\s+)?(?:modules?|drivers?)\s+)?({names}){noun}\b"
-                            rf"|\b({names}){noun}\s+(?:{_OFF_AFTER}|blacklisted|blocklisted)\b"):
-            listed = re.split(r"\s*(?:,|\band\b|\bor\b|\bthe\b)\s*", m.group(1) or m.group(2))
-            modules += [known[module_key(w)] for w in listed if w.strip()]
-            self._mask(m.start(), m.end())
-        shape = r"[a-z][a-z0-9_-]*[a-z0-9]"
-        for m in self._each(rf"\bblacklist(?:ed|ing)?\s+(?:the\s+)?(?:kernel\s+)?(?:modules?\s+)?"
-                            rf"({shape}(?:\s*(?:,|\band\b)\s*{shape})*)(?:\s+(?:kernel\s+)?modules?)?\b"):
-            shaped = [w for w in re.split(r"\s*(?:,|\band\b)\s*", m.group(1).lower()) if w and w not in STOPWORDS]
-            modules += [n.replace("-", "_") for n in shaped]
-            self._mask(m.start(), m.end())
-        if modules:
-            self.spec.kernel_cmdline_append.append(f"module_blacklist={','.join(dict.fromkeys(modules))}")
-
-    def _modules_loaded(self) -> None:
-        """Kernel modules loaded at boot: "load the vfio-pci module", "br_netfilter and overlay modules loaded",
-        "with the vfio modules": a modules-load.d file each (systemd-modules-load reads them at boot). Read before
-        the kernel command line, whose list would take "vfio" for a parameter. A name that is software or a word
-        we know ("python modules", "nvidia modules") is left to the other readers."""
-        shape = r"[a-z0-9][a-z0-9_-]*[a-z0-9]"
-        names = rf"{shape}(?:\s*(?:,|\band\b)\s*{shape})*"
-        noun = r"(?:kernel\s+)?modules?"
-        boot = r"(?:\s+(?:at|on|during)\s+boot(?:\s*time)?)?"
-        kept_out = rf"(?!\s+(?:{_OFF_AFTER}|blacklisted|blocklisted)\b)"  # "the usb-storage module disabled"
-        vendors = {w for stack in self.caps.vendor_stacks.values() for w in stack.words}
-        for m in self._each(rf"\b(?:load|autoload|preload)\s+(?:the\s+)?{noun}\s+(?P<a>{names}){boot}"
-                            rf"|\b(?:load|autoload|preload)\s+(?:the\s+)?(?P<b>{names})\s+{noun}{boot}"
-                            rf"|\b(?P<c>{names})\s+{noun}\s+(?:loaded|autoloaded|preloaded)(?:\s+(?:at|on)\s+boot)?"
-                            rf"|\b(?:with|and|plus)\s+(?:the\s+)?(?P<d>{names})\s+{noun}\b{kept_out}"):
-            said = m.group("a") or m.group("b") or m.group("c") or m.group("d")
-            sentence = re.split(r"[.;!?\n]", self.said[:m.start()])[-1] + m.group(0)
-            if m.group("d") and "kernel" not in m.group(0).lower() and _LANGUAGES.search(sentence):
-                continue  # "python3 and the requests and flask modules": a language's modules are its packages
-            listed = [w for w in re.split(r"\s*(?:,|\band\b)\s*", said.lower()) if w and w not in STOPWORDS]
-            if not listed or any(self._known_word(w) or w in vendors for w in listed):
-                continue  # software ("python modules") or a vendor's drivers the archives lack ("nvidia modules")
-            for module in listed:
-                file = f"/etc/modules-load.d/{module}.conf"
-                self._configure(f"kernel module {module} loaded",
-                                {"cmd": f"mkdir -p /etc/modules-load.d && echo {module} > {file}",
-                                 "replaces": re.escape(file), "setting": f"kernel module {module}"})
-            self._mask(m.start(), m.end())
-
     def _about_ssh(self, m: re.Match[str]) -> bool:
         """The sentence ``m`` stands in talks about ssh or logging in."""
         sentence = re.split(r"[.;!?\n]", self.said[:m.start()])[-1] + re.split(r"[.;!?\n]", self.said[m.start():])[0]
@@ -270,10 +198,10 @@ class SettingPhrases(SchedulePhrases):
         between = r"[\s_-]*"
         switches = alternatives([w for s in load_settings().values() if s.value in ("on", "off") for w in s.words],
                                 between=between)
-        item = rf"{_ARTICLE}(?:{switches})\b"
+        item = rf"{ARTICLE}(?:{switches})\b"
         joint = r"\s*(?:,\s*(?:and\s+|or\s+)?|\band\s+|\bor\s+)"
         starts: set[int] = set()
-        for m in self._each(rf"\b{_OFF}\s+{item}(?:{joint}{item})+"):
+        for m in self._each(rf"\b{OFF}\s+{item}(?:{joint}{item})+"):
             words = [w.start() for w in re.finditer(rf"\b(?:{switches})\b", m.group(0), re.I)]
             starts.update(m.start() + at for at in words[1:])
         return starts
@@ -291,8 +219,8 @@ class SettingPhrases(SchedulePhrases):
             w += rf"(?!{_LINK}{_TO_ADDRESS})"
         # A switch after the words wins over a word before them: "with ipv6 disabled" is off.
         # Off first: "must not allow root login", "root login must not be allowed" are no allowing.
-        forms: list[tuple[bool, str]] = [(False, rf"{w}\s+{_OFF_AFTER}\b"), (True, rf"{w}\s+{_ON_AFTER}\b"),
-                                         (False, rf"\b{_OFF}\s+{_ARTICLE}{w}"), (True, rf"\b{_ON}\s+{_ARTICLE}{w}")]
+        forms: list[tuple[bool, str]] = [(False, rf"{w}\s+{OFF_AFTER}\b"), (True, rf"{w}\s+{ON_AFTER}\b"),
+                                         (False, rf"\b{OFF}\s+{ARTICLE}{w}"), (True, rf"\b{ON}\s+{ARTICLE}{w}")]
         if not setting.switched_only:
             forms.append((True, w))  # named with no switch: wanted, as a feature named is
         for on, form in forms:
@@ -387,17 +315,17 @@ class SettingPhrases(SchedulePhrases):
                      (rf"(?<![\w.-])({_ADDRESS})\s+as\s+(?:(?:the|a|an|our|its|my)\s+)?{w}", False)]
         elif setting.value == "layout":  # "keyboard layout de", "a german keyboard", "swiss german keyboard"
             name = r"[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?"
-            forms = [(rf"(?:{w}|\bkeyboard)(?:\s+{_MODAL})?{_LINK}({name})", True),
+            forms = [(rf"(?:{w}|\bkeyboard)(?:\s+{MODAL})?{_LINK}({name})", True),
                      (rf"(?<![\w-])({name})\s+(?:{w}|keyboard\b)", False)]
         elif setting.value == "locale":  # "locale de_DE.UTF-8", "the German locale", "system language set to french"
             # "language" and "lang" alone name a locale only beside one: "the go language" is no setting
             locale_words = rf"(?:{w}|\b(?:language|lang|lc_all)\b)"
             name = r"[a-z][\w.@-]*(?:\s+[a-z][a-z-]*)?"
-            forms = [(rf"{locale_words}(?:\s+{_MODAL})?{_LINK}({name})", True),
+            forms = [(rf"{locale_words}(?:\s+{MODAL})?{_LINK}({name})", True),
                      (rf"(?<![\w.@-])({name})\s+{locale_words}", False)]
         else:  # a zone: one name, or a place of up to three words
             zone = r"[a-z][\w+-]*(?:/[\w+-]+){0,2}(?:\s+[a-z][\w+-]*(?:/[\w+-]+){0,2}){0,2}"
-            forms = [(rf"{w}(?:\s+{_MODAL})?{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False),
+            forms = [(rf"{w}(?:\s+{MODAL})?{_LINK}({zone})", True), (rf"(?<![\w/+-])({zone})\s+{w}", False),
                      # a place's own time is its zone ("berlin time", "japan time"); only a place the tz database
                      # names is one, so "boot time" or "real time" read nothing here
                      (rf"(?<![\w/+-])({zone})\s+time\b(?!\s*(?:zones?|servers?|sources?|sync|synchroni[sz]))",
@@ -421,7 +349,7 @@ class SettingPhrases(SchedulePhrases):
                     self._mask(m.end(1) - length, m.end())
         if setting.value == "locale":  # a locale's name names its setting by its shape ("ubuntu with de_DE.UTF-8")
             # with the setting's words before it, if said ("locale de_DE.ISO-8859-1" is reported once)
-            for m in self._each(rf"(?:{locale_words}(?:\s+{_MODAL})?{_LINK})?(?<![\w.@/-])"
+            for m in self._each(rf"(?:{locale_words}(?:\s+{MODAL})?{_LINK})?(?<![\w.@/-])"
                                 r"([a-z]{2,3}_[a-z]{2}(?:\.[\w-]+)?(?:@[a-z]+)?)(?![\w.@/-])"):
                 code = locale_named(m.group(1), by_code_only=True)
                 if code and locale_ends and re.fullmatch(r"[\s,]*(?:(?:and|&|plus|as\s+well\s+as)\s*)?",

@@ -94,6 +94,10 @@ def is_setting_key(key: str) -> bool:
     return any(not s.cmdline and key.lower().replace("_", " ") in s.words for s in load_settings().values())
 
 
+# What "root" means beside lock when it is no account: "lock the root partition", "lock down root login".
+_NOT_LOCKED = r"partitions?|filesystem|file\s+system|fs|volume|disk|login|logins|ssh|access|shell|directory"
+
+
 class SettingPhrases(KernelModulePhrases):
     """The system settings of a request."""
 
@@ -223,6 +227,10 @@ class SettingPhrases(KernelModulePhrases):
                                          (False, rf"\b{OFF}\s+{ARTICLE}{w}"), (True, rf"\b{ON}\s+{ARTICLE}{w}")]
         if not setting.switched_only:
             forms.append((True, w))  # named with no switch: wanted, as a feature named is
+        if setting.locked_words:
+            locked = rf"(?:{alternatives(setting.locked_words)})(?![\w-])(?!\s+(?:{_NOT_LOCKED})\b)"
+            forms += [(False, rf"\block(?:ing)?\s+(?:the\s+)?{locked}"),
+                      (False, rf"(?<![\w-]){locked}\s+{MODAL}(?:(?:is|are|be|stays?|remains?|gets?)\s+)?locked\b(?!\s+down)")]
         for on, form in forms:
             for m in self._each(form):
                 if _GIVEN_TO.search(self.work[:m.start()]):

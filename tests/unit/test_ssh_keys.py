@@ -77,3 +77,15 @@ def test_the_root_account_locked_in_words():
         spec = parse_request(text)
         assert [c["cmd"] for c in spec.configurations] == ["passwd -l root"], text
         assert not spec.unparsed, (text, spec.unparsed)
+
+
+@pytest.mark.parametrize("text", ["ubuntu 24.04, lock root and add an admin user ops", "root should stay locked",
+                                  "root is locked", "locking root"])
+def test_root_alone_with_a_verb_of_locking_is_the_root_account_locked(text):
+    spec = parse_request(text)
+    assert [c["cmd"] for c in spec.configurations] == ["passwd -l root"] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["lock down root login", "root gets 10 gigs", "give alice root"])
+def test_root_without_locking_or_locked_as_something_else_is_no_account_locked(text):
+    assert "passwd -l root" not in [c["cmd"] for c in parse_request(text).configurations]

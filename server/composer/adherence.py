@@ -27,6 +27,7 @@ from ..knowledge.sizes import template_mib
 from ..knowledge.system_settings import firewall_services
 from . import cpu_lists, module_lists
 from .consoles import SERIAL_CONSOLE, serial_port
+from .firewall_sources import lets_in_from, sourced_let_in, split_source
 from .layout import GPT_TAIL_MIB
 from .request_spec import REFERRED_USER
 
@@ -218,8 +219,8 @@ def unmet_reply(reply: dict[str, Any], want: dict[str, Any], *, previous_revisio
 def let_in(written: str) -> list[str]:
     """Every port and service configuration commands ``written`` let in, in order (firewalld's offline command,
     ufw's rules), as system_edits.open_ports writes them."""
-    found = re.findall(r"--add-(?:service|port)=([\w/.-]+)|\bufw\s+allow\s+([\w/:.-]+)", written)
-    return list(dict.fromkeys(a or b for a, b in found))
+    found = re.findall(r"--add-(?:service|port)=([\w/.-]+)|\bufw\s+allow\s+(?!from\b)([\w/:.-]+)", written)
+    return list(dict.fromkeys([*(a or b for a, b in found), *sourced_let_in(written)]))
 
 
 def lets_in(written: str, opened: str) -> bool:
@@ -228,6 +229,9 @@ def lets_in(written: str, opened: str) -> bool:
     request reading takes it."""
     if re.fullmatch(r"\d{1,5}(?:-\d{1,5})?", opened):
         opened = f"{opened}/tcp"
+    what, source = split_source(opened)
+    if source:
+        return lets_in_from(written, what, source)
     port = firewall_services().get(opened, opened)
     names = [n for n, p in firewall_services().items() if p == port] + ([opened] if opened != port else [])
     said = [rf"--add-port={re.escape(port)}\b", rf"\bufw\s+allow\s+{re.escape(port.replace('-', ':'))}(?![\w:])"]

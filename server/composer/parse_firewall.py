@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.system_settings import firewall_services, firewall_software, module_key
+from .firewall_sources import FROM, SOURCE
 from .phrasing import FUNCTION_WORDS, STOPWORDS, ParserState, alternatives
 
 _FIREWALL_RULES = ("(firewall rules are not written by the composer: add a configuration command, e.g. "
@@ -24,6 +25,7 @@ class FirewallPhrases(ParserState):
         """Ports and services the firewall lets in ("open port 443", "allow 80 and 443/tcp", "open https in the
         firewall", "firewalld allowing ssh and https"): RequestSpec.open_ports, written for the template's firewall
         when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
+        self._from_sources()
         self._reachable()
         services = alternatives(firewall_services())
         named = rf"(?:{services})(?:\s*(?:,|/|\band\b)\s*(?:{services}))*"  # "http/https" is a list
@@ -131,18 +133,55 @@ class FirewallPhrases(ParserState):
             self._mask(m.start(1) + len(m.group(1)), m.end())
 
     def _serve(self, m: re.Match[str]) -> None:
-        """Let in what the software or services of ``m``'s first group serve; mask all but the software's words
-        (a protocol, "http", is no package)."""
+        """Let in what the software or services of ``m``'s first group serve; mask all but the software's words."""
         start, end = m.span(1)
-        for word in re.finditer(r"[^,&]+?(?=\s*(?:,|\band\b|&|$))", m.group(1)):
-            name = re.sub(r"^(?:and\s+)?(?:the\s+)?", "", word.group(0).strip(), flags=re.I)
-            if not name:
-                continue
-            key = module_key(name)
-            self.spec.open_ports += [p for p in firewall_software().get(key, ()) if p not in self.spec.open_ports]
-            if key in firewall_services() and name.lower() not in self.known and not self.caps.group_for_word(name.lower()):
-                self._mask(start + word.start(), start + word.end())
+        self.spec.open_ports += [p for p in self._served(m.group(1), start) if p not in self.spec.open_ports]
         self._mask(m.start(), start)
         # the firewall named is wanted too ("allow mosquitto through the firewall" on an image with none)
         named = re.search(r"\b(?:firewall|firewalld|ufw)\b", m.group(0)[end - m.start():], re.I)
         self._mask(end, end + named.start() if named else m.end())
+
+    def _from_sources(self) -> None:
+        """A service, software or port let in from some addresses alone ("ssh only allowed from 10.0.0.0/8",
+        "allow ssh from 10.0.0.0/8 only", "restrict postgres to 192.168.1.0/24"): an opened entry "ssh from
+        10.0.0.0/8" for each (firewall_sources.py), and the firewall it needs. The software's word stays, to be
+        installed."""
+        served = alternatives(firewall_software(), between=r"[\s_-]+")
+        port = r"(?:(?:tcp|udp)\s+)?port\s+\d{1,5}(?:/(?:tcp|udp))?|\d{1,5}/(?:tcp|udp)"
+        item = rf"(?:the\s+)?(?:{served}|{port})(?![\w/-])"
+        items = rf"({item}(?:\s*(?:,|\band\b|&)\s*{item})*)"
+        sources = rf"(?:the\s+)?({SOURCE}(?:\s*(?:,|\band\b|\bor\b)\s*{SOURCE})*)(?:\s+(?:network|subnet|range|lan|block))?"
+        only = r"(?:\s+only)?"
+        state = (r"(?:\s+(?:access|traffic|connections?|logins?))?\s+(?:(?:is|are|be|should\s+be|must\s+be)\s+)?(?:only\s+)?"
+                 r"(?:(?:allowed|reachable|accessible|open|opened|permitted|let\s+in)\s+)?(?:only\s+)?")
+        verb = (r"\b(?:allow|allowing|permit|permitting|open|opening|restrict|restricting|limit|limiting)\s+(?:only\s+)?")
+        for pattern in (rf"{verb}{items}(?:\s+(?:access|traffic|connections?|logins?))?\s+(?:only\s+)?(?:from|to)\s+{sources}{only}",
+                        rf"(?<![\w/.-]){items}{state}from\s+{sources}{only}"):
+            for m in self._each(pattern):
+                whats = self._served(m.group(1), m.start(1))
+                for source in re.findall(SOURCE, m.group(2)):
+                    self.spec.open_ports += [f"{what}{FROM}{source}" for what in whats]
+                if whats:
+                    self.spec.add_groups.append("firewall")  # a restriction needs something to enforce it
+                start, end = m.span(1)
+                self._mask(m.start(), start)
+                self._mask(end, m.end())
+
+    def _served(self, said: str, start: int) -> list[str]:
+        """What the software, services and ports ``said`` (at ``start``) are let in as: services by name, ports as
+        "22/tcp". The words of ports and protocols (no software) are masked; the software's stay."""
+        out: list[str] = []
+        for word in re.finditer(r"[^,&]+?(?=\s*(?:,|\band\b|&|$))", said):
+            name = re.sub(r"^(?:and\s+)?(?:the\s+)?", "", word.group(0).strip(), flags=re.I)
+            number = re.search(r"(\d{1,5})(?:/(tcp|udp))?", name)
+            if number and re.fullmatch(r"(?:(?:tcp|udp)\s+)?(?:port\s+)?\d{1,5}(?:/(?:tcp|udp))?", name, re.I):
+                proto = number.group(2) or (re.match(r"(tcp|udp)", name, re.I) or [None, "tcp"])[1]
+                out.append(f"{number.group(1)}/{str(proto).lower()}")
+                self._mask(start + word.start(), start + word.end())
+                continue
+            key = module_key(name)
+            out += [p for p in firewall_software().get(key, ()) if p not in out]
+            if key in firewall_services() and name.lower() not in self.known and not self.caps.group_for_word(name.lower()):
+                self._mask(start + word.start(), start + word.end())
+        return out
+

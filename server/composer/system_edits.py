@@ -11,6 +11,7 @@ from .adherence import lets_in
 from .base import asked_groups
 from .coherence import store_configurations
 from .editing import TemplateEdit, list_at, mapping_at, template_packages
+from .firewall_sources import firewalld_options, split_source, ufw_rule, without_general
 from .layout import Layout
 from .parse_keys import key_commands
 from .request_spec import NOLOGIN_SHELL, REFERRED_USER, RequestSpec
@@ -277,12 +278,20 @@ class SystemEdit(TemplateEdit):
         if not opened:
             return
         said = ", ".join(opened)
+        sourced = [s for s in map(split_source, opened) if s[1]]
+        if sourced and installed & {"firewalld", "ufw"}:
+            self._restrict(list(dict.fromkeys(what for what, _ in sourced)))
         if "firewalld" in installed:
-            options = [f"--add-service={p}" if p in firewall_services() else f"--add-port={p}" for p in opened]
-            cmd = "firewall-offline-cmd " + " ".join(options)
+            options = [f"--add-service={p}" if p in firewall_services() else f"--add-port={p}" for p in opened
+                       if not split_source(p)[1]]
+            options += [o for what, source in sourced for o in firewalld_options(what, source or "")]
+            cmd = "firewall-offline-cmd " + " ".join(dict.fromkeys(options))
         elif "ufw" in installed:
-            ports = [firewall_services().get(p, p).replace("-", ":") for p in opened]  # ufw writes ranges a:b
-            cmd = " && ".join(f"ufw allow {p}" for p in ports)
+            rules = []
+            for what, source in map(split_source, opened):  # ufw writes ranges a:b
+                rules.append(ufw_rule(what, source) if source else
+                             f"ufw allow {firewall_services().get(what, what).replace('-', ':')}")
+            cmd = " && ".join(rules)
             # before the command that turns ufw on: once ufw.conf says ENABLED=yes, `ufw allow` loads the rule
             # into the running kernel, which in the build's chroot is the build host's
             configs = [c for c in self.system().get("configurations") or [] if c is not None]
@@ -302,6 +311,25 @@ class SystemEdit(TemplateEdit):
                                                 "a firewall to let in only what you name)"))
             return
         self.configurations([{"cmd": cmd, "label": f"firewall lets in {said}"}])
+
+    def _restrict(self, whats: list[str]) -> None:
+        """Take out the rules that let each of ``whats`` in from anywhere, before it is let in from some sources
+        alone: a restriction the template's own "allow ssh" would undo is no restriction."""
+        configs = [c for c in self.system().get("configurations") or [] if c is not None]
+        kept = []
+        for config in configs:
+            cmd = str(config.get("cmd") or "") if isinstance(config, dict) else ""
+            new = cmd
+            for what in whats:
+                new = without_general(new, what)
+            if new == cmd:
+                kept.append(config)
+                continue
+            self.changes.append(f"firewall: the rule letting {', '.join(whats)} in from anywhere taken out (`{cmd}`"
+                                + (f" -> `{new}`)" if new else " dropped)"))
+            if new:
+                kept.append({**config, "cmd": new})
+        store_configurations(self.system(), kept)
 
     def hostname(self, hostname: str | None) -> None:
         if not hostname:

@@ -20,6 +20,8 @@ from ..knowledge.system_settings import (
     load_settings,
     locale_named,
     sysctl_configuration,
+    tuned_profile_configuration,
+    tuned_profiles,
     zone_named,
 )
 from .parse_kernel_modules import KernelModulePhrases
@@ -132,6 +134,7 @@ class SettingPhrases(KernelModulePhrases):
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
         self._keys_only()
+        self._tuned_profile()
         self._logs_collected_to_ship()
         self._one_language_for_both()
         self._listed_off = self._switched_in_lists()
@@ -244,6 +247,21 @@ class SettingPhrases(KernelModulePhrases):
                     self._write(setting, setting.value)
                 else:
                     self._take_out(setting, "on" if on else "off")
+
+    def _tuned_profile(self) -> None:
+        """"tuned set to the throughput-performance profile", "the latency-performance tuned profile", "tuned-adm
+        profile virtual-guest": tuned's active profile (system_settings.yaml tuned_profile), tuned with it."""
+        names = alternatives(tuned_profiles())
+        tuned = r"(?:tuned(?:-adm)?|tuning)"
+        for m in self._each(rf"\b{tuned}(?:\s+profile)?{_LINK}(?:the\s+)?({names})(?![\w-])(?:\s+profile\b)?"
+                            rf"|(?<![\w-])({names})\s+(?:{tuned}\s+)?profile\b(?:\s+(?:for|of|in)\s+tuned\b)?"):
+            profile = (m.group(1) or m.group(2)).lower()
+            self._configure(f"tuned profile {profile}", tuned_profile_configuration(profile))
+            self._mask(m.start(), m.end())
+        for m in self._each(rf"\b{tuned}\s+profile{_LINK}(?:the\s+)?([a-z][\w-]*)"):
+            self.spec.unparsed.append(f"tuned profile {m.group(1)} (no tuned profile by that name; tuned's own: "
+                                      f"{', '.join(tuned_profiles())})")
+            self._mask(m.start() + len(m.group(0).split()[0]), m.end())  # tuned itself is still wanted
 
     def _logs_collected_to_ship(self) -> None:
         """"collects logs with fluent-bit and ships them to logs.example.com": logs collected to be sent on are this

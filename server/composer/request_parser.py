@@ -160,12 +160,14 @@ class _Parser(NetworkMountPhrases, FirewallPhrases, SystemPhrases, UserPhrases, 
     def _paths_unread(self) -> None:
         """A file or directory path nothing read ("run /opt/setup.sh at first boot", "a venv in /opt/app/venv") is a
         constraint, never prose: reported with the two words before it, as numbers and addresses are."""
-        for m in re.finditer(r"(?<![\w.:/~-])/[\w.+-]+(?:/[\w.+-]+)+/?", self.work):
+        for m in re.finditer(r"(?<![\w.:/~-])/[a-z_][\w.+-]*(?:/[\w.+-]+)*/?(?![\w/])", self.work, re.I):
             # from the working text: a correction read before ("postgres" -> "postgresql") moved its positions
             before = re.findall(r"[\w'-]+", re.split(r"[,;:()]", self.work[:m.start()])[-1])[-2:]
             phrase = " ".join([*before, m.group(0)])
-            # a word before the path already reported alone ("rules") is said once, in the phrase
-            self.spec.unparsed = [u for u in self.spec.unparsed if u.lower() not in {w.lower() for w in before}]
+            # a word before the path, or the path's own name, already reported alone ("rules", "srv") is said once,
+            # in the phrase
+            alone = {w.lower() for w in before} | {m.group(0).strip("/").lower()}
+            self.spec.unparsed = [u for u in self.spec.unparsed if u.lower() not in alone]
             if phrase not in self.spec.unparsed:
                 self.spec.unparsed.append(phrase)
             self._mask(m.start(), m.end())

@@ -115,6 +115,20 @@ def update_reboot_configuration(time: str | None) -> dict[str, Any]:
             "label": "reboot after updates when needed" + (f", at {time}" if time else "")}
 
 
+@functools.lru_cache(maxsize=1)
+def tuned_profiles() -> tuple[str, ...]:
+    """tuned's profiles by name (system_settings.yaml tuned_profile)."""
+    return tuple(str(p).lower() for p in (_raw().get("tuned_profile") or {}).get("profiles") or ())
+
+
+def tuned_profile_configuration(profile: str) -> dict[str, Any]:
+    """The command that makes ``profile`` tuned's active one (system_settings.yaml tuned_profile)."""
+    raw = _raw().get("tuned_profile") or {}
+    return {"cmd": " ".join(str(raw.get("command") or "").split()).replace("{profile}", profile),
+            "replaces": str(raw.get("replaces") or ""), "setting": "tuned profile",
+            "packages": [str(p) for p in raw.get("packages") or ()]}
+
+
 def user_sshd_configuration(setting: str, user: str) -> dict[str, Any]:
     """The sshd_config lines of ``setting`` for ``user`` alone: a Match block appended to the end of sshd_config,
     where nothing follows it (a Match block lasts to the end of its file, and the drop-ins are included at the top:

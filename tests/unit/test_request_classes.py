@@ -1545,9 +1545,13 @@ def test_an_access_point_is_hostapds_not_the_wifi_clients(text):
 def test_what_software_is_said_using_is_reported_when_unread():
     from image_composer_mcp.server.library.embed_local import english_words
 
+    spec = parse_request("el10 with haproxy using the frobnicated scheduler", english=english_words(),
+                         known_packages={"haproxy"})
+    assert spec.unparsed == ["frobnicated scheduler"]
+    # a value this server knows is read instead: tuned's own profiles
     spec = parse_request("el10 with tuned using the throughput-performance profile", english=english_words(),
                          known_packages={"tuned"})
-    assert spec.unparsed == ["throughput-performance profile"]
+    assert not spec.unparsed and spec.configurations
 
 
 def test_a_role_said_with_as_that_nothing_reads_is_said_nothing_was_added_for():
@@ -1850,3 +1854,30 @@ def test_a_size_of_storage_on_a_path_is_a_partition_there(text, mount, size):
 def test_a_count_of_them_after_a_size_is_that_many_of_its_unit(text, mount, size):
     spec = parse_request(text)
     assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "profile"), [
+    ("el10 image with tuned set to the throughput-performance profile", "throughput-performance"),
+    ("debian 13 with the latency-performance tuned profile", "latency-performance"),
+    ("tuned-adm profile virtual-guest", "virtual-guest"),
+])
+def test_a_tuned_profile_said_is_tuneds_active_profile_with_tuned(text, profile):
+    spec = parse_request(text, known_packages={"tuned"})
+    (entry,) = spec.configurations
+    assert f"echo {profile} > /etc/tuned/active_profile" in entry["cmd"] and "tuned.service" in entry["cmd"]
+    assert entry["packages"] == ["tuned"] and not spec.unparsed
+
+
+def test_a_tuned_profile_of_no_known_name_is_reported_with_the_names_and_tuned_kept():
+    spec = parse_request("el10 with tuned profile turbo", known_packages={"tuned"})
+    assert spec.add_packages == ["tuned"] and not spec.configurations
+    assert any(u.startswith("tuned profile turbo (no tuned profile by that name") for u in spec.unparsed)
+
+
+@pytest.mark.parametrize(("text", "phrase"), [
+    ("an emt3 image that is immutable but has /opt writable", "but has /opt"),
+    ("debian 13 with /srv", "with /srv"),
+])
+def test_a_top_level_path_nothing_read_is_reported_never_dropped(text, phrase):
+    spec = parse_request(text)
+    assert phrase in spec.unparsed and "srv" not in spec.unparsed

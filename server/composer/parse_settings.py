@@ -142,6 +142,7 @@ class SettingPhrases(KernelModulePhrases):
         # the switches that name them with one ("send logs to the syslog server 10.0.0.5" is read whole), and
         # longest words first ("ipv6 forwarding" is not "ipv6").
         order = {"count": 0, "size": 0, "zone": 0, "cpus": 1, "address": 1}
+        self._coordinated_switches()
         for setting in sorted(load_settings().values(),
                               key=lambda s: (order.get(s.value, 2), -max(map(len, s.words)))):
             words = alternatives(setting.words, between=r"[\s_-]*")
@@ -247,6 +248,34 @@ class SettingPhrases(KernelModulePhrases):
                     self._write(setting, setting.value)
                 else:
                     self._take_out(setting, "on" if on else "off")
+
+    def _coordinated_switches(self) -> None:
+        """"both ipv4 and ipv6 forwarding enabled", "disable ipv4 and ipv6 forwarding", "no root and password login
+        over ssh": two switches whose words share their last word, said once after their first words. The switch
+        said before or after the phrase holds for both; with none, both are wanted, as a switch named is."""
+        switches = [s for s in load_settings().values() if s.value in ("on", "off")]
+        heads: dict[str, dict[str, Setting]] = {}
+        for setting in switches:
+            for word in setting.words:
+                *modifier, head = word.split()
+                if modifier:
+                    heads.setdefault(head, {})[" ".join(modifier)] = setting
+        for head, by_modifier in heads.items():
+            names = alternatives(by_modifier)
+            for m in self._each(rf"(?:\b(?P<off>{OFF})\s+{ARTICLE}|\b(?P<on>{ON})\s+{ARTICLE})?(?<![\w-])({names})"
+                                rf"\s*(?:,|\band\b|&|\bor\b)\s*({names})\s+{re.escape(head)}s?\b"
+                                rf"(?:\s+(?:over|via|through)\s+ssh\b)?"
+                                rf"(?:\s+(?P<off_after>{OFF_AFTER})\b|\s+(?P<on_after>{ON_AFTER})\b)?"):
+                pair = [by_modifier[m.group(3).lower()], by_modifier[m.group(4).lower()]]
+                if pair[0] is pair[1]:
+                    continue
+                on = not (m.group("off_after") or (m.group("off") and not m.group("on_after")))
+                for setting in pair:
+                    if on == (setting.value == "on"):
+                        self._write(setting, setting.value)
+                    else:
+                        self._take_out(setting, "on" if on else "off")
+                self._mask(m.start(), m.end())
 
     def _tuned_profile(self) -> None:
         """"tuned set to the throughput-performance profile", "the latency-performance tuned profile", "tuned-adm

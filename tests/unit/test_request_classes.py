@@ -1881,3 +1881,18 @@ def test_a_tuned_profile_of_no_known_name_is_reported_with_the_names_and_tuned_k
 def test_a_top_level_path_nothing_read_is_reported_never_dropped(text, phrase):
     spec = parse_request(text)
     assert phrase in spec.unparsed and "srv" not in spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "written", "taken_out"), [
+    ("debian 13 with both ipv4 and ipv6 forwarding enabled", ["ip forwarding on", "ipv6 forwarding on"], []),
+    ("turn on ipv4 and ipv6 forwarding", ["ip forwarding on", "ipv6 forwarding on"], []),
+    # the off word before the pair holds for both: ipv6 forwarding had been switched on
+    ("disable ipv4 and ipv6 forwarding", [], ["ip forwarding on", "ipv6 forwarding on"]),
+    ("no root and password login over ssh", ["root login off", "password login off"], []),
+    ("root and password logins disabled", ["root login off", "password login off"], []),
+])
+def test_two_switches_sharing_their_last_word_are_switched_together(text, written, taken_out):
+    spec = parse_request(text)
+    assert sorted(c["label"] for c in spec.configurations if not c.get("remove")) == sorted(written)
+    assert sorted(c["label"] for c in spec.configurations if c.get("remove")) == sorted(taken_out)
+    assert not spec.unparsed

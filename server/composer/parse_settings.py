@@ -365,7 +365,9 @@ class SettingPhrases(KernelModulePhrases):
             forms = [(rf"{w}{_LINK}(?:(?:at\s+most|up\s+to|only)\s+)?({_DURATION})", True),
                      (rf"({_DURATION})\s+(?:of\s+)?{w}", False)]
         elif setting.value == "address":  # "send logs to the server 10.0.0.5": "the server" may stand between
-            forms = [(rf"{w}{_LINK}{_TO_ADDRESS.replace(_ADDRESS, f'({_ADDRESS})')}", True),
+            # "ntp servers 0.pool.ntp.org and 1.pool.ntp.org": a setting that takes several reads them all
+            several = rf"(?:\s*(?:,|\band\b|&)\s*{_ADDRESS})*" if setting.several else ""
+            forms = [(rf"{w}{_LINK}{_TO_ADDRESS.replace(_ADDRESS, f'({_ADDRESS}{several})')}", True),
                      # "time1.example.org as the time server", "10.0.0.5 for the logs"
                      (rf"(?<![\w.-])({_ADDRESS})\s+as\s+(?:(?:the|a|an|our|its|my)\s+)?{w}", False)]
         elif setting.value == "layout":  # "keyboard layout de", "a german keyboard", "swiss german keyboard"
@@ -501,7 +503,7 @@ class SettingPhrases(KernelModulePhrases):
             parts = re.split(r"\s*(?:,|\band\b|&)\s*", text.strip())
             return ",".join(re.sub(r"\s*-\s*", "-", p) for p in parts if p), len(text)
         if setting.value == "address":
-            return text.lower(), len(text)
+            return " ".join(re.split(r"\s*(?:,|\band\b|&)\s*", text.strip().lower())), len(text)
         if setting.value == "size":
             mib = parse_casual(text)
             return (fmt_size(mib) if mib else ""), len(text)

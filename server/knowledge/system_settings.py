@@ -41,6 +41,7 @@ class Setting:
     default: str = "the kernel's default"  # whose default the other direction of a switch is
     switched_only: bool = False  # read only beside a switch word ("no swap"), never as the bare word
     locked_words: tuple[str, ...] = ()  # words of the switch off read only with a verb of locking ("lock root")
+    several: bool = False  # value address: several may be said ("ntp servers a and b"), written space-separated
     same_cpus: tuple[str, ...] = ()  # kernel parameters naming the same CPUs (value cpus)
     other_cpus: tuple[str, ...] = ()  # kernel parameters naming the other CPUs
     with_address: str = ""  # the setting these words name when an address follows them (a destination)
@@ -236,6 +237,7 @@ def load_settings() -> Mapping[str, Setting]:
             low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""),
             default=str(spec.get("default") or Setting.default), switched_only=bool(spec.get("switched_only")),
             locked_words=tuple(str(w).lower() for w in spec.get("locked_words") or ()),
+            several=bool(spec.get("several")),
             same_cpus=tuple(str(p) for p in spec.get("same_cpus") or ()),
             other_cpus=tuple(str(p) for p in spec.get("other_cpus") or ()),
             with_address=str(spec.get("with_address") or ""),

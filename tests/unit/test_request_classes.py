@@ -697,7 +697,14 @@ def test_a_time_server_is_written_for_timesyncd_and_chrony(text, server):
     spec = parse_request(text)
     (entry,) = spec.configurations
     assert entry["setting"] == "time servers" and f"NTP={server}" in entry["cmd"]
-    assert f"echo 'server {server} iburst'" in entry["cmd"] and not spec.unparsed
+    assert f"for s in {server}; do echo \"server $s iburst\"" in entry["cmd"] and not spec.unparsed
+
+
+def test_several_time_servers_are_all_written():
+    spec = parse_request("ntp servers a.example.com, b.example.com and 10.0.0.1")
+    (entry,) = spec.configurations
+    assert "NTP=a.example.com b.example.com 10.0.0.1\\n" in entry["cmd"]
+    assert "for s in a.example.com b.example.com 10.0.0.1; do" in entry["cmd"] and not spec.unparsed
 
 
 @pytest.mark.parametrize(("text", "host"), [

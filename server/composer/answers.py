@@ -3,14 +3,16 @@ template itself, without changing it."""
 
 from __future__ import annotations
 
+import copy
 import re
+from dataclasses import dataclass, field
 
 from ..knowledge.loader import Capabilities, load_capabilities
-from ..knowledge.sizes import fmt_size, template_mib
+from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual, template_mib
 from ..knowledge.system_settings import Setting, load_settings
 from .adherence import let_in
 from .editing import mapping_at, short_list, template_packages
-from .layout import is_fill
+from .layout import Layout, is_fill
 from .phrasing import alternatives
 
 
@@ -34,6 +36,9 @@ def summarize(data: dict, question: str) -> str:
     why = _why_answer(data, q, caps)
     if why:
         return why
+    fit = _fit_answer(data, q, caps)
+    if fit:
+        return fit
     mount = _partition_asked(data, q, caps)
     if mount:
         return mount
@@ -65,6 +70,43 @@ def _why_answer(data: dict, q: str, caps: Capabilities) -> str | None:
                 + f". Say 'remove {name}' to take it out alone.")
     return (f"{name} is listed in the template's packages, and no capability group explains it: it came with the "
             f"starting template or was asked for. Say 'remove {name}' to take it out.")
+
+
+@dataclass
+class _Trial:
+    """A layout change tried on a copy, to see whether it could be made (layout.EditLog)."""
+
+    caps: Capabilities
+    changes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+# "will it fit on a 16G disk?", "does this fit in a 32 GB sd card?", "is it small enough for an 8 gig stick?"
+_FIT = re.compile(rf"\b(?:(?:will|would|does|do|can|could)\s+(?:it|this|that|the\s+image)\s+(?:fit|go)\s+(?:on|in|onto|into)"
+                  rf"|(?:small|little)\s+enough\s+(?:for|to\s+fit\s+(?:on|in|onto|into))|fits?\s+(?:on|in|onto|into))"
+                  rf"\s+(?:an?\s+|the\s+|my\s+|our\s+)?({CASUAL_SIZE})", re.I)
+
+
+def _fit_answer(data: dict, q: str, caps: Capabilities) -> str | None:
+    """"will it fit on a 16G disk?": yes when the image's disk is no larger; else whether it can be made that small
+    (the disk shrunk on a copy, as an edit would: data partitions at their minimum, root at 1GiB)."""
+    m = _FIT.search(q)
+    disk = data.get("disk") if isinstance(data.get("disk"), dict) else None
+    asked = parse_casual(m.group(1)) if m else None
+    if not m or disk is None or not asked:
+        return None
+    size, have = fmt_size(asked), template_mib(disk.get("size"))
+    if have is None:
+        return f"The template sets no disk size, so whether it fits {size} is not known; say 'make the disk {size}'."
+    if have <= asked:
+        return f"Yes: the image's disk is {disk.get('size')}, no more than {size}."
+    trial = _Trial(caps)
+    Layout(trial, copy.deepcopy(disk)).set_size(size)
+    if trial.problems:
+        return f"No: the image's disk is {disk.get('size')}, and it cannot be made {size}: {trial.problems[0]}."
+    shrunk = [c.removesuffix(" to fit the disk") for c in trial.changes if c.startswith("partition ")]
+    return (f"Not as it is: the image's disk is {disk.get('size')}, more than {size}. Its partitions fit in {size}"
+            + (f" once shrunk ({'; '.join(shrunk)})" if shrunk else "") + f": say 'make the disk {size}' to shrink it.")
 
 
 def _partition_asked(data: dict, q: str, caps: Capabilities) -> str | None:

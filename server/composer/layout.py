@@ -112,6 +112,14 @@ class Layout:
             need = max(need, start + self._min_size(self.parts[fill]))
         return need if need > self.size_mib else None
 
+    def _minimum(self) -> int:
+        """The smallest disk (MiB) the layout holds with every data partition and the one that fills the disk at
+        its minimum: what comes before the first partition, the partitions, the backup GPT."""
+        parts = [p for p in self.parts if isinstance(p, dict)]
+        first = min((_mib(p.get("start")) or 0 for p in parts), default=0)
+        return first + GPT_TAIL_MIB + sum(self._min_size(p) if is_fill(p.get("end")) or self._flexible(p)
+                                          else self._span(p) for p in parts)
+
     def grow_disk_to(self, mib: int) -> None:
         old = self.disk.get("size")
         gib = math.ceil(mib / 1024)
@@ -136,8 +144,8 @@ class Layout:
             fixed = [f"{part_id(p)} ({_fmt_size(self._span(p))})" for p in self.parts
                      if isinstance(p, dict) and not self._flexible(p) and not is_fill(p.get("end"))]
             self.edit.problems.append(
-                f"disk size {size} is too small: the partitions need at least {_fmt_size(need)} even with every "
-                f"data partition at its minimum; fixed partitions: {', '.join(fixed) or 'none'}"
+                f"disk size {size} is too small: the partitions need at least {_fmt_size(self._minimum())} even "
+                f"with every data partition at its minimum; fixed partitions: {', '.join(fixed) or 'none'}"
             )
             return
         self.disk["size"] = size

@@ -1314,3 +1314,15 @@ def test_a_question_about_a_setting_is_answered_from_what_writes_it(instruction,
                            "debian13-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
     data = apply_instruction(base, instruction).data if instruction else base
     assert summarize(data, question).startswith(answer)
+
+
+def test_whether_the_image_fits_a_disk_is_answered_yes_or_how():
+    base = _library("el10-x86_64-minimal-base-raw.yml")
+    assert summarize(base, "will it fit on a 16G disk?") == "Yes: the image's disk is 8GiB, no more than 16GiB."
+    assert summarize(base, "is it small enough for a 4 gig stick?").startswith(
+        "Not as it is: the image's disk is 8GiB, more than 4GiB. Its partitions fit in 4GiB: say 'make the disk 4GiB'")
+    big = apply_instruction(base, "make the disk 40G and add a 30G /data partition").data
+    assert "once shrunk (partition /data: 30GiB ->" in summarize(big, "does it fit on a 16 GB ssd?")
+    no = summarize(big, "will it fit on a 1G disk?")
+    # what the partitions need at their minimum: 1MiB before them, boot 600MiB, /data 256MiB, root 1GiB, the GPT
+    assert no.startswith("No: the image's disk is 40GiB, and it cannot be made 1GiB") and "at least 1882MiB" in no

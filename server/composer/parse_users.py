@@ -267,6 +267,27 @@ class UserPhrases(SudoPhrases):
             self.spec.configurations = [c for c in self.spec.configurations if c.get("remove")
                                         or c.get("setting") != "password login"]
 
+    def _password_login_of_named(self) -> None:
+        """"bob cannot log in with a password", "no password login for bob", "password login off for ci": said of a
+        user by name outside a clause that adds one (an edit's, of a user the template has), password login is off
+        for that user alone, as _own_password_login writes it. Before the settings' reading, which would take it
+        for everyone; root's is the root login setting's."""
+        off = (r"(?:no|disable|disabled|turn\s+off|switch\s+off|without)\s+(?:ssh\s+)?password\s+(?:log\s*-?\s*ins?|logins?"
+               r"|auth(?:entication)?)(?:\s+(?:over|via)\s+ssh)?"
+               r"|(?:ssh\s+)?password\s+(?:log\s*-?\s*ins?|logins?|auth(?:entication)?)\s+(?:off|disabled|turned\s+off)")
+        cannot = (r"(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|may\s+not|never)\s+log\s*-?\s*in"
+                  r"(?:\s+over\s+ssh)?\s+(?:with|using|by|via)\s+(?:an?\s+)?password")
+        for m in self._each(rf"\b(?:{off})\s+for\s+(?:(?:the\s+)?user\s+)?{NAMED_WHO}(?![\w-])"
+                            rf"|(?<![\w-])(?:(?:the\s+)?user\s+)?{NAMED_WHO}\s+{cannot}\b"):
+            name = (m.group(1) or m.group(2)).lower()
+            if name in NOT_A_USER or name in STOPWORDS or name in ("root", "ssh", "sshd"):
+                continue
+            self.spec.configurations.append({**user_sshd_configuration("password login", name),
+                                             "label": f"password login off for {name}"})
+            if not any(u.get("name") == name for u in self.spec.users):
+                self.spec.users.append({"action": "add", "name": name, "existing_only": True})
+            self._mask(m.start(), m.end())
+
     def _user_referred(self, word: str) -> dict[str, Any] | None:
         """The user this request adds that ``word`` names: by its name, or by a pronoun (see _pronoun_user)."""
         if re.fullmatch(PRONOUNS, word):

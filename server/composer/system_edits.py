@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.request_words import load_request_words
-from ..knowledge.system_settings import firewall_services, load_settings
+from ..knowledge.system_settings import firewall_services, load_settings, user_sshd_configuration
 from . import consoles, cpu_lists
 from .adherence import lets_in
 from .base import asked_groups
@@ -202,7 +202,7 @@ class SystemEdit(TemplateEdit):
                 if old:
                     store_configurations(self.system(), [c for c in configs if c not in old])
                     self.changes.append(f"took out {label}: " + "; ".join(f"`{c.get('cmd')}`" for c in old))
-                else:  # said, not dropped: the edit found nothing of it
+                elif not entry.get("implied"):  # said, not dropped: the edit found nothing of it
                     self.changes.append(f"nothing to take out: the image has no {label}")
                 continue
             if entry.get("edits_only") and not old:  # a value for a command the template must already have
@@ -358,6 +358,11 @@ class SystemEdit(TemplateEdit):
                         sc.pop("users", None)
                     self.changes.append(f"removed user {name}")
                     self._drop_passwordless_sudo(str(name))
+                    # what the template wrote for the user alone goes with it: its key file, its sshd Match block
+                    self.configurations([{"cmd": "", "replaces": rf"/etc/ssh/authorized_keys/{re.escape(str(name))}(?![\w.-])",
+                                          "label": f"ssh key for {name}", "remove": True, "implied": True},
+                                         {**user_sshd_configuration("sshd settings", str(name)), "cmd": "",
+                                          "label": f"sshd settings for {name}", "remove": True, "implied": True}])
                 else:
                     self.changes.append(f"nothing to remove: no user {name}")
                 continue
@@ -413,8 +418,9 @@ class SystemEdit(TemplateEdit):
                 if request.get(key):
                     entry[key] = request[key]
                     details.append(f"{key} {request[key]}")
-            verb = "added user" if created else "updated user"
-            self.changes.append(f"{verb} {name}" + (f" ({'; '.join(details)})" if details else ""))
+            if created or details:  # a user only named ("bob cannot log in with a password") is not changed
+                verb = "added user" if created else "updated user"
+                self.changes.append(f"{verb} {name}" + (f" ({'; '.join(details)})" if details else ""))
             if request.get("nopasswd"):
                 self._passwordless_sudo(str(name))
             if created and request.get("key") and request.get("sudo") and not request.get("nopasswd"):
@@ -492,9 +498,10 @@ class SystemEdit(TemplateEdit):
             self.changes.append("added package sudo (passwordless sudo needs it)")
 
     def _drop_passwordless_sudo(self, name: str) -> None:
-        """A user removed, or no longer allowed sudo: the sudoers.d file the template wrote for it goes too."""
-        self.configurations([{"cmd": "", "replaces": replaces, "label": f"passwordless sudo for {name}", "remove": True}
-                             for _cmd, replaces in _sudoers_commands(name)])
+        """A user removed, or no longer allowed sudo: the sudoers.d file the template wrote for it goes too. Implied
+        by the edit, not asked for: nothing is said when there is none."""
+        self.configurations([{"cmd": "", "replaces": replaces, "label": f"passwordless sudo for {name}", "remove": True,
+                              "implied": True} for _cmd, replaces in _sudoers_commands(name)])
 
     def bootloader(self, spec: RequestSpec) -> None:
         if not spec.bootloader and not spec.boot_type:

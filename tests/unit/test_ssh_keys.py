@@ -89,3 +89,31 @@ def test_root_alone_with_a_verb_of_locking_is_the_root_account_locked(text):
 @pytest.mark.parametrize("text", ["lock down root login", "root gets 10 gigs", "give alice root"])
 def test_root_without_locking_or_locked_as_something_else_is_no_account_locked(text):
     assert "passwd -l root" not in [c["cmd"] for c in parse_request(text).configurations]
+
+
+def test_a_user_removed_takes_its_key_and_sshd_block_along_and_says_nothing_of_what_it_lacked():
+    base = _template("debian13-x86_64-minimal-base-raw")
+    keyed = apply_instruction(base, f"add a user bob with sudo and the ssh key {RSA}").data
+    keyed = apply_instruction(keyed, "bob cannot log in with a password").data
+    assert any("Match User bob" in str(c.get("cmd")) for c in keyed["systemConfig"]["configurations"])
+    no_sudo = apply_instruction(keyed, "bob shouldn't have sudo after all")
+    assert not any("nothing to take out" in c for c in no_sudo.changes)
+    gone = apply_instruction(no_sudo.data, "remove user bob")
+    commands = " ".join(str(c.get("cmd")) for c in gone.data["systemConfig"].get("configurations") or [])
+    assert "/etc/ssh/authorized_keys/bob" not in commands and "Match User bob" not in commands
+    assert any(c.startswith("took out ssh key for bob") for c in gone.changes)
+    assert not any("nothing to take out" in c for c in gone.changes)
+
+
+@pytest.mark.parametrize("text", ["bob cannot log in with a password", "no password login for bob",
+                                  "password login off for bob", "the user bob shouldn't log in over ssh with a password"])
+def test_password_login_said_off_for_a_named_user_is_off_for_that_user_alone(text):
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == ["password login off for bob"]
+    assert "Match User bob" in spec.configurations[0]["cmd"] and not spec.unparsed
+    assert spec.users == [{"action": "add", "name": "bob", "existing_only": True}]  # never created by this
+
+
+def test_password_login_said_off_for_no_one_in_particular_is_still_everyones():
+    spec = parse_request("no password login over ssh")
+    assert not any("Match User" in c["cmd"] for c in spec.configurations) and spec.configurations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..knowledge.system_settings import firewall_services, firewall_software, module_key
+from ..knowledge.system_settings import firewall_services, firewall_software, firewall_traffic, module_key
 from .firewall_sources import FROM, SOURCE
 from .phrasing import FUNCTION_WORDS, STOPWORDS, ParserState, alternatives
 
@@ -45,7 +45,11 @@ class FirewallPhrases(ParserState):
                   r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+(?:through|in)|lets?\s+(?:through|in)"
                   r"|that\s+allows?)"
                   r"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?")
-        known = rf"(?:{port}|{services})(?![\w-])(?!/(?!(?:{services})(?![\w-])))"  # "/" may join services
+        # a service, or a kind of traffic ("web traffic"); "/" may join services. Software named after a firewall's
+        # list is a wish of its own ("firewall allowing port 22 and nginx installed")
+        traffic = alternatives(firewall_traffic(), between=r"[\s_-]+")
+        known = (rf"(?:{port}|(?:{traffic})(?:\s+(?:traffic|access|connections))?)(?![\w-])"
+                 rf"(?!/(?!(?:{services})(?![\w-])))")
         for m in self._each(rf"{let_in}{known}(?:\s*(?:,|/|\band\b|\bor\b)\s*{known})*)"):
             self._open(" ".join(m.group("rule").split()))
             self._mask(m.start("rule"), m.end("rule"))
@@ -103,7 +107,10 @@ class FirewallPhrases(ParserState):
             low, high, own = m.group(2), m.group(3), m.group(4)
             if 0 < int(low) < 65536 and (not high or int(low) < int(high) < 65536):
                 self.spec.open_ports.append(f"{low}{'-' + high if high else ''}/{(own or proto).lower()}")
-        self.spec.open_ports += [w.lower() for w in re.findall(r"[a-z]+", said, re.I) if w.lower() in firewall_services()]
+        # services by name, and the services of a kind of traffic said ("web traffic")
+        traffic = alternatives(firewall_traffic(), between=r"[\s_-]+")
+        for m in re.finditer(rf"(?<![\w-])(?:{traffic})(?![\w-])", said, re.I):
+            self.spec.open_ports += [p for p in firewall_traffic()[module_key(m.group(0))] if p not in self.spec.open_ports]
         if re.search(r"\bonly\b", said, re.I):
             self.spec.notes.append("only the ports named: not enforced, the firewall's own default stays as it is "
                                    "(what its default zone or policy already lets in)")

@@ -336,13 +336,22 @@ def firewall_services() -> Mapping[str, str]:
 
 
 @functools.lru_cache(maxsize=1)
+def firewall_traffic() -> Mapping[str, tuple[str, ...]]:
+    """The services a firewall lets in for a service's name ("https" -> ("https",)) or a kind of traffic ("web" ->
+    ("http", "https"))."""
+    own = {name: (name,) for name in firewall_services()}
+    return {**own, **_served("firewall_traffic")}
+
+
+@functools.lru_cache(maxsize=1)
 def firewall_software() -> Mapping[str, tuple[str, ...]]:
     """What each software's word has a firewall let in, by service name or port ("nginx" -> ("http", "https"),
-    "grafana" -> ("3000/tcp",)); a service's own name ("cockpit", "redis") stands for itself."""
-    own = {name: (name,) for name in firewall_services()}
-    listed = {module_key(str(k)): tuple(str(v).lower() for v in vs) for k, vs in
-              (_raw().get("firewall_software") or {}).items()}
-    return {**own, **listed}
+    "grafana" -> ("3000/tcp",)), with the names of firewall_traffic."""
+    return {**firewall_traffic(), **_served("firewall_software")}
+
+
+def _served(key: str) -> dict[str, tuple[str, ...]]:
+    return {module_key(str(k)): tuple(str(v).lower() for v in vs) for k, vs in (_raw().get(key) or {}).items()}
 
 
 @functools.lru_cache(maxsize=1)

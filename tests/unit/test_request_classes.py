@@ -1362,6 +1362,16 @@ def test_services_a_slash_joins_are_a_list_and_a_firewalls_whole_list_is_read(te
     assert spec.open_ports == ports and not spec.unparsed
 
 
+@pytest.mark.parametrize(("text", "ports"), [
+    ("also add a firewall that only lets in web traffic", ["http", "https"]),
+    ("firewall allowing ssh and web", ["ssh", "http", "https"]),
+    ("firewall allowing mail", ["smtp"]),
+])
+def test_a_kind_of_traffic_a_firewall_lets_in_is_its_services(text, ports):
+    spec = parse_request(text)
+    assert spec.open_ports == ports and not spec.unparsed
+
+
 def test_a_slash_between_a_service_and_another_word_is_no_list():
     spec = parse_request("firewalld allowing ssh/foo")
     assert spec.open_ports == [] and any(u.startswith("allowing ssh/foo (firewall rules") for u in spec.unparsed)

@@ -1913,3 +1913,9 @@ def test_two_switches_sharing_their_last_word_are_switched_together(text, writte
     assert sorted(c["label"] for c in spec.configurations if not c.get("remove")) == sorted(written)
     assert sorted(c["label"] for c in spec.configurations if c.get("remove")) == sorted(taken_out)
     assert not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["enable selinux in enforcing mode", "apparmor in enforce mode"])
+def test_the_enforcing_mode_said_is_the_mac_groups_own(text):
+    spec = parse_request(text)
+    assert spec.add_groups == ["mac"] and not spec.group_modes and not spec.unparsed

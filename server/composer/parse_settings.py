@@ -103,26 +103,9 @@ _NOT_LOCKED = r"partitions?|filesystem|file\s+system|fs|volume|disk|login|logins
 class SettingPhrases(KernelModulePhrases):
     """The system settings of a request."""
 
-    def _machine_resources(self) -> None:
-        """"8GB of RAM", "4 cores", "2 vcpus": the machine's or the virtual machine's resources, which a template
-        does not set (the image runs with what it is given). Said as not applied, so a size of memory is never read
-        as the disk's, and a count of cores never as a CPU list."""
-        units = r"(?:[kmgt]i?b|[kmgt]|gigs?|megs?|gigabytes?|megabytes?)"
-        memory = rf"\b\d+(?:\.\d+)?\s*{units}\s+(?:of\s+)?(?:ram|memory)\b|\b(?:ram|memory)\s*(?:of|:|=)?\s*\d+(?:\.\d+)?\s*{units}(?![\w/])"
-        cpus = r"\b\d+[\s-]+(?:v?cpus?|cpu\s+cores?|cores?|vcores?|cpu\s+threads|processors)\b"
-        for m in self._each(rf"{memory}|{cpus}"):
-            if re.search(r"\b(?:isolat\w*|reserv\w*|dedicat\w*|pin\w*)\s+$", self.work[max(0, m.start() - 20):m.start()], re.I) \
-                    or re.match(r"\s+(?:(?:are|to\s+be|kept)\s+)?(?:isolated|reserved|dedicated)\b", self.work[m.end():], re.I):
-                continue  # "isolate 2 cores", "2 cpus isolated": the CPU isolation's own words, read there
-            said = " ".join(m.group(0).split())
-            self.spec.notes.append(f"{said} not applied: memory and CPUs are set where the image runs (the virtual "
-                                   "machine or the machine itself), not in a template")
-            self._mask(m.start(), m.end())
-
     def _settings(self) -> None:
         self._rescheduled()
         self._scheduled_commands()
-        self._machine_resources()
         self._kernel_modules()
         for m in self._each(rf"\b{UNDO}\s+(?:the\s+)?(?:sysctl\s+)?({_SYSCTL_KEY})(?:\s+(?:setting|sysctl|parameter|value))?"):
             key = m.group(1).lower()  # "drop the vm.max_map_count setting": the file that sets it goes
@@ -134,6 +117,7 @@ class SettingPhrases(KernelModulePhrases):
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
         self._keys_only()
+        self._locale_lists()
         self._tuned_profile()
         self._logs_collected_to_ship()
         self._one_language_for_both()
@@ -277,6 +261,25 @@ class SettingPhrases(KernelModulePhrases):
                         self._take_out(setting, "on" if on else "off")
                 self._mask(m.start(), m.end())
 
+    def _locale_lists(self) -> None:
+        """"english and german locales", "locales en_US.UTF-8, de_DE.UTF-8 and fr_FR.UTF-8": the first is the
+        system's locale (LANG), the others are compiled beside it (system_settings.yaml extra locale)."""
+        name = r"[a-z][\w.@-]*"
+        sep = r"\s*(?:,\s*(?:and\s+)?|\band\s+|&\s*)"
+        items = rf"{name}(?:{sep}{name})+"
+        for m in self._each(rf"(?<![\w.@-])({items})\s+(?:locales|languages)\b"
+                            rf"|\b(?:locales|languages)\s*[:=]?\s*({items})(?![\w.@-])"):
+            parts = [p for p in re.split(sep, m.group(1) or m.group(2)) if p.strip()]
+            found = [locale_named(p) for p in parts]
+            if not all(found):
+                continue
+            settings = [load_settings()["locale"], *[load_settings()["extra locale"]] * (len(parts) - 1)]
+            for setting, part, value in zip(settings, parts, found, strict=True):
+                self._write(setting, str(value))
+                if not locale_named(part, by_code_only=True):
+                    self._read_as(setting, part, str(value))
+            self._mask(m.start(), m.end())
+
     def _tuned_profile(self) -> None:
         """"tuned set to the throughput-performance profile", "the latency-performance tuned profile", "tuned-adm
         profile virtual-guest": tuned's active profile (system_settings.yaml tuned_profile), tuned with it."""
@@ -411,9 +414,7 @@ class SettingPhrases(KernelModulePhrases):
                 code = locale_named(m.group(1), by_code_only=True)
                 if code and locale_ends and re.fullmatch(r"[\s,]*(?:(?:and|&|plus|as\s+well\s+as)\s*)?",
                                                          self.work[locale_ends[-1]:m.start(1)], re.I):
-                    self.spec.notes.append(
-                        f"{setting.name} {code} not applied: one locale is written, the first named, as LANG; generate "
-                        f"more with a configuration command `localedef -i {code.replace('.UTF-8', '')} -f UTF-8 {code}`")
+                    self._write(load_settings()["extra locale"], code)  # the first named is LANG
                 elif code:
                     self._write(setting, code)
                     locale_ends.append(m.end())

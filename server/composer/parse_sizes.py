@@ -181,5 +181,21 @@ class SizePhrases(ParserState):
                                              "fill": False})
             self.spec.notes.append(f"{said}: {other} {size}, root the rest (the boot partitions come from its half)")
 
+    def _machine_resources(self) -> None:
+        """"8GB of RAM", "4 cores", "2 vcpus": the machine's or the virtual machine's resources, which a template
+        does not set (the image runs with what it is given). Said as not applied, so a size of memory is never read
+        as the disk's, and a count of cores never as a CPU list."""
+        units = r"(?:[kmgt]i?b|[kmgt]|gigs?|megs?|gigabytes?|megabytes?)"
+        memory = rf"\b\d+(?:\.\d+)?\s*{units}\s+(?:of\s+)?(?:ram|memory)\b|\b(?:ram|memory)\s*(?:of|:|=)?\s*\d+(?:\.\d+)?\s*{units}(?![\w/])"
+        cpus = r"\b\d+[\s-]+(?:v?cpus?|cpu\s+cores?|cores?|vcores?|cpu\s+threads|processors)\b"
+        for m in self._each(rf"{memory}|{cpus}"):
+            if re.search(r"\b(?:isolat\w*|reserv\w*|dedicat\w*|pin\w*)\s+$", self.work[max(0, m.start() - 20):m.start()], re.I) \
+                    or re.match(r"\s+(?:(?:are|to\s+be|kept)\s+)?(?:isolated|reserved|dedicated)\b", self.work[m.end():], re.I):
+                continue  # "isolate 2 cores", "2 cpus isolated": the CPU isolation's own words, read there
+            said = " ".join(m.group(0).split())
+            self.spec.notes.append(f"{said} not applied: memory and CPUs are set where the image runs (the virtual "
+                                   "machine or the machine itself), not in a template")
+            self._mask(m.start(), m.end())
+
 
 __all__ = ["SizePhrases"]

@@ -101,6 +101,7 @@ class _Parser(NetworkMountPhrases, FirewallPhrases, SystemPhrases, UserPhrases, 
         self._modules_loaded()  # before the command line, whose list would take a module for a parameter
         self._cmdline()
         self._password_login_of_named()  # before the settings, which would switch it off for everyone
+        self._machine_resources()  # before the settings, which would read a count of cores as a CPU list
         self._settings()
         self._ports()
         self._boot_services()

@@ -69,7 +69,8 @@ class Setting:
             seconds = span_seconds(value) if self.value == "duration" else ""  # 5min -> 300 (a shell's TMOUT)
             return {"cmd": self.command.format(value=value, console=console, source=source, short=short,
                                                seconds=seconds),
-                    "setting": name, "replaces": self.replaces}
+                    "setting": name,
+                    "replaces": self.replaces.replace("{value}", re.escape(value)).replace("{source}", re.escape(source))}
         return None
 
     def parameters(self, value: str) -> list[str]:

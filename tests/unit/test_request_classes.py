@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
+from image_composer_mcp.server.composer.compose import apply_instruction
 from image_composer_mcp.server.composer.request_parser import parse_request
 from image_composer_mcp.server.composer.request_spec import REFERRED_USER
 
@@ -1919,3 +1921,24 @@ def test_two_switches_sharing_their_last_word_are_switched_together(text, writte
 def test_the_enforcing_mode_said_is_the_mac_groups_own(text):
     spec = parse_request(text)
     assert spec.add_groups == ["mac"] and not spec.group_modes and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "system", "extra"), [
+    ("azure linux 3 with english and german locales", "en_US.UTF-8", ["de_DE.UTF-8"]),
+    ("locales en_US.UTF-8, de_DE.UTF-8 and fr_FR.UTF-8", "en_US.UTF-8", ["de_DE.UTF-8", "fr_FR.UTF-8"]),
+])
+def test_a_list_of_locales_is_the_systems_first_and_the_others_compiled_beside_it(text, system, extra):
+    spec = parse_request(text)
+    labels = [c["label"] for c in spec.configurations]
+    assert labels == [f"locale {system}", *(f"extra locale {e}" for e in extra)] and not spec.unparsed
+    assert all("LANG=" not in c["cmd"] for c in spec.configurations[1:])
+
+
+def test_an_extra_locale_replaces_its_own_command_only():
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" /
+                           "debian13-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
+    data = apply_instruction(base, "locales en_US.UTF-8 and de_DE.UTF-8").data
+    data = apply_instruction(data, "locales en_US.UTF-8 and fr_FR.UTF-8").data
+    commands = [str(c.get("cmd")) for c in data["systemConfig"]["configurations"]]
+    assert sum("LANG=en_US.UTF-8" in c for c in commands) == 1
+    assert any(c.startswith("localedef -i de_DE") for c in commands) and any(c.startswith("localedef -i fr_FR") for c in commands)

@@ -293,12 +293,14 @@ def test_a_locale_that_cannot_be_written_is_reported_and_nothing_else_is_read_fr
     assert reported in spec.unparsed and not _locale(spec) and spec.image_type is None  # "ISO-8859-1" is no iso
 
 
-def test_a_second_locale_in_a_list_is_said_not_applied_and_the_first_is_lang():
-    spec = parse_request("ubuntu server with locales en_US.UTF-8 and de_DE.UTF-8")
-    (cmd,) = _locale(spec)
-    assert "LANG=en_US.UTF-8" in cmd
-    assert any(n.startswith("locale de_DE.UTF-8 not applied: one locale is written") and
-               "`localedef -i de_DE -f UTF-8 de_DE.UTF-8`" in n for n in spec.notes)
+@pytest.mark.parametrize("text", ["ubuntu server with locales en_US.UTF-8 and de_DE.UTF-8",
+                                  "ubuntu server with locale en_US.UTF-8 and de_DE.UTF-8"])
+def test_a_second_locale_in_a_list_is_compiled_beside_the_first_which_is_lang(text):
+    spec = parse_request(text)
+    first, second = (c["cmd"] for c in spec.configurations)
+    assert "LANG=en_US.UTF-8" in first
+    assert second.startswith("localedef -i de_DE -f UTF-8 de_DE.UTF-8") and "LANG=" not in second
+    assert not spec.unparsed
 
 
 @pytest.mark.parametrize(("text", "layout", "lang"), [

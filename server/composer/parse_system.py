@@ -32,7 +32,8 @@ _BOOTLOADER_WORDS = alternatives(_BOOTLOADERS, between=r"[\s-]")
 
 # Words after "hostname" that say how it is chosen, not what it is ("make the hostname match the role: web-01")
 _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror|mirrors|equal|equals|same|like|after|" \
-              r"describe|describes|based|say|says|show|shows|include|includes|contain|contains)"
+              r"describe|describes|based|say|says|show|shows|include|includes|contain|contains|" \
+              r"the|its|their|his|her|my|our|your|this|that|whatever|some|something)"  # "set to the serial number"
 
 
 # One-word names of settings whose parameter takes a number (system_settings.yaml "count" or "cpus": hugepages,
@@ -221,7 +222,7 @@ class SystemPhrases(ParserState):
             rf"(?:\b(?:static|fixed|permanent|custom)\s+)?"
             rf"\bhost\s*-?\s*name\s*(?:(?:set|changed|configured)\s+)?(?:to|=|:|as|of|is|should\s+be|will\s+be|must\s+be"
             rf"|shall\s+be|needs\s+to\s+be|has\s+to\s+be|be)?\s*"
-            rf"(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command|set|changed|configured)\b)"
+            rf"(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command|set|changed|configured|to|of|is|as|be)\b)"
             # a name's characters and those people mistake for them ("bad_host" is said invalid, never cut short)
             r"[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
             # "make the hostname match the role: web-01": the name comes after the colon
@@ -253,7 +254,10 @@ class SystemPhrases(ParserState):
                 else:
                     self.spec.unparsed.append(f"hostname {value!r} is not a valid host name")
                 self._mask(m.start(), m.end())
-        for m in self._each(rf"\bhost\s*-?\s*name\s+{_NOT_A_NAME}\b[^.;,]*"):
+        # "hostname matching the role", "hostname set to the serial number", "set the hostname to": no name
+        for m in self._each(rf"\bhost\s*-?\s*name\s+(?:(?:set|changed|configured)\s+)?(?:(?:to|as|is|=)\s*)?"
+                            rf"{_NOT_A_NAME}\b[^.;,]*"
+                            r"|\bhost\s*-?\s*name(?:\s+(?:set|changed|configured))?(?:\s+(?:to|as|is)|\s*=)?\s*(?=$|[.;,])"):
             self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (no name given: say e.g. 'hostname web-01')")
             self._mask(m.start(), m.end())
 

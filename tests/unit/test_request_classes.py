@@ -1942,3 +1942,14 @@ def test_an_extra_locale_replaces_its_own_command_only():
     commands = [str(c.get("cmd")) for c in data["systemConfig"]["configurations"]]
     assert sum("LANG=en_US.UTF-8" in c for c in commands) == 1
     assert any(c.startswith("localedef -i de_DE") for c in commands) and any(c.startswith("localedef -i fr_FR") for c in commands)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("azure linux with the hostname set to the machine's serial number", "hostname set to the machine's serial number"),
+    ("set the hostname to its mac address", "hostname to its mac address"),
+    ("set the hostname to", "hostname to"),
+])
+def test_a_host_name_said_by_what_it_comes_from_or_not_at_all_is_no_name(text, said):
+    spec = parse_request(text)
+    assert spec.hostname is None
+    assert spec.unparsed == [f"{said} (no name given: say e.g. 'hostname web-01')"]

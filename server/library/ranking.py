@@ -16,6 +16,13 @@ from .templates import TemplateRecord
 COS_FLOOR = 0.10  # MiniLM's working range of cosines, rescaled onto [0, 1] (see search's module docstring)
 COS_CEIL = 0.70
 MISMATCH_PENALTY = 0.8  # a stated distribution, architecture or image type the template does not have
+# A stated operating system the template is not: another system is further off than another architecture or image
+# type of the one asked for ("minimal arm64 ubuntu": Debian's arm64 image had ranked above Ubuntu's)
+OS_MISMATCH_PENALTY = 0.7
+
+
+def mismatch_penalty(attr: str) -> float:
+    return OS_MISMATCH_PENALTY if attr in ("dist", "os") else MISMATCH_PENALTY
 BM25_SHARE = 0.15  # of the keyword signal
 STRONG_EVIDENCE = 0.5  # package or keyword share at which a result is kept even under the semantic threshold
 

@@ -26,7 +26,7 @@ BM25 query and the keyword signal, their label joins the embedded text.
 
 Penalties: excluded terms ("without docker") multiply by negation_penalty;
 an explicit distribution, architecture or image type the template does not
-have multiplies by MISMATCH_PENALTY. Results under min_score_threshold are
+have multiplies by ranking.mismatch_penalty. Results under min_score_threshold are
 dropped unless they carry strong exact evidence (most named packages installed,
 or most of the query's words present) and no penalty, so a weak semantic score
 never empties a query a template clearly answers. The threshold default (0.30)
@@ -77,12 +77,12 @@ from .ranking import (
     BM25_SHARE,
     COS_CEIL,
     COS_FLOOR,
-    MISMATCH_PENALTY,
     EveryRow,
     Ranked,
     ScoredResult,
     Static,
     Words,
+    mismatch_penalty,
     off_target,
 )
 from .template_sets import TemplateSets, excluded_rows
@@ -364,8 +364,8 @@ class SearchEngine:
         for attr, wanted in wants:
             value = getattr(rec, attr)
             if off_target(value, wanted):
-                factors.append(MISMATCH_PENALTY)
-                penalties.append(f"{attr} is {value}, query asks for {wanted} (x{MISMATCH_PENALTY})")
+                factors.append(mismatch_penalty(attr))
+                penalties.append(f"{attr} is {value}, query asks for {wanted} (x{mismatch_penalty(attr)})")
         return tuple(factors), penalties
 
     def _wants(self, analysis: QueryAnalysis, filters: dict[str, str | None]) -> list[tuple[str, str]]:
@@ -458,7 +458,7 @@ class SearchEngine:
                          ] if analysis.excluded else []
             for attr, wanted in self._wants(analysis, filters):
                 penalties.append((mirror.rows_where(attr, functools.partial(off_target, wanted=wanted)),
-                                  MISMATCH_PENALTY))
+                                  mismatch_penalty(attr)))
             every = EveryRow(coverage(plan, postings), packages, penalties, mirror.name_ranks())
         if every is not None:
             return hits, plan, {}, every  # the scorer reads each candidate's shares from it, all at once

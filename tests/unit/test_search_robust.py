@@ -346,3 +346,11 @@ def test_a_possessive_adds_no_word():
 
     assert tokenize("k8s worker on Microsoft's distro") == ["k8s", "worker", "on", "microsoft", "distro"]
     assert tokenize("Intel\u2019s edge OS") == ["intel", "edge", "os"]
+
+
+def test_the_operating_system_asked_for_outranks_another_systems_image_of_the_right_shape(library_engine):
+    """"minimal arm64 ubuntu": Ubuntu's arm64 image before Debian's minimal arm64 one, whose words fit better."""
+    outcome = library_engine.searcher.search("minimal arm64 ubuntu", 5)
+    assert outcome.results[0].record.os == "ubuntu", [r.record.name for r in outcome.results]
+    debian = next(r for r in outcome.results if r.record.os == "debian")
+    assert "os is debian, query asks for ubuntu (x0.7)" in debian.penalties

@@ -99,6 +99,11 @@ class DiskEdit(TemplateEdit):
             layout.change_size_by(spec.disk_size_delta)
         if spec.disk_size and not created and disk.get("size") != spec.disk_size:
             before = layout.size_mib
+            wanted = template_mib(spec.disk_size)
+            if before and wanted and spec.disk_direction and (wanted > before) == (spec.disk_direction == "down"):
+                self.changes.append(f"note: the disk was {disk.get('size')}, so {spec.disk_size} makes it "
+                                    f"{'larger' if wanted > before else 'smaller'}, not "
+                                    f"{'smaller' if wanted > before else 'larger'}: the size said is applied")
             layout.set_size(spec.disk_size)
             if before and (layout.size_mib or 0) > before:
                 self.disk_grown_from = before  # what a new partition filling the disk leaves the one filling it now

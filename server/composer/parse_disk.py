@@ -500,6 +500,11 @@ class DiskPhrases(ParserState):
                 spec.disk_size = _size(m.group(1), m.group(2))
                 bound = _UPPER_BOUND.search(self.work[:m.start()])
                 self._mask(bound.start() if bound else m.start(), m.end())
+        # "make it smaller, 10 gigs is enough": the way the size was to move, checked against the disk's when applied
+        if spec.disk_size is not None and not spec.disk_size_delta:
+            down = re.search(r"\b(?:smaller|shrink|shrunk|reduce|reduced|tinier|less\s+(?:disk|space|room))\b", self.said, re.I)
+            up = re.search(r"\b(?:bigger|larger|grow|grown|enlarge|expand|more\s+(?:disk|space|room))\b", self.said, re.I)
+            spec.disk_direction = "down" if down and not up else "up" if up and not down else None
 
 
 # Words a lone size may be said of and still be the disk's ("a total of 32G", "disk: 8G", "size = 16G")

@@ -33,6 +33,8 @@ _IMAGE_KIND_NOUNS = {"image", "images", "os", "system", "systems", "distro", "di
                 "root", "disk", "template", "variant", "version", "flavour", "flavor"}
 _WEAK_ADD = {"need", "needs", "want", "wants", "use", "using", "have", "has"}
 _PACKAGE_NOUNS = {"package", "packages", "pkg", "pkgs"}  # "install the package X": X is named as a package
+# What a set of software is called after its name ("the development tools group", "the kde desktop bundle")
+_SET_NOUNS = {"group", "groups", "bundle", "bundles", "pattern", "patterns", "collection", "suite", "stack"}
 _STRONG_ADD = {
     "add",
     "adds",
@@ -329,6 +331,8 @@ class PackagePhrases(ReplacementPhrases, UnreadWords):
                         if phrase in use_case_words and platform == group:  # where it runs is no use of it
                             self.spec.use_cases.append(use_case_words[phrase])
                     i += size
+                    if i < len(tokens) and tokens[i] in _SET_NOUNS:
+                        i += 1  # "the development tools group": the group's noun, no package
                     matched = True
                     break
                 if not matched:

@@ -13,7 +13,9 @@ from .request_spec import NOLOGIN_SHELL, REFERRED_USER
 
 _BE = r"(?:(?:should|must|will|shall)\s+be\s+|is\s+)"  # "the admin user should be called alice"
 # A role said right after a user's clause, past its comma: ", no sudo", ", with admin rights", ", as an admin".
-_ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:with|having|as)\s+(?:an?\s+)?|(?:no|without|not\s+an?)\s+)?{ROLE}"
+_ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:(?:with|having|as)\s+(?:an?\s+)?|(?:no|without|not\s+an?)\s+)?{ROLE}"
+                         # "add user svc-backup, no shell": a shell said after the comma is the user's too
+                         r"|(?:no|without(?:\s+an?)?)\s+(?:login\s+)?shell)"
                          r"(?=\s*(?:[,;.]|$|\band\b))", re.I)
 # A login shell as people name it: its name or its path.
 _SHELLS = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
@@ -159,7 +161,9 @@ class UserPhrases(SudoPhrases):
             rf"(?:(?P<qual>{qualifiers})\s+)?"
             # "user data", "user namespaces", "user session": compound nouns, not a user's name
             r"(?:user(?:\s+account)?|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
-            rf"(?:\s+(?:(?:{_BE}?(?:named|called)|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
+            # the name may stand between commas after the noun ("add a second user, svc-backup, no shell")
+            rf"(?:(?:\s+|\s*,\s*(?=[\"'`]?[a-z_][a-z0-9_-]*[\"'`]?\s*(?:[,;]|$)))"
+            rf"(?:(?:{_BE}?(?:named|called)|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
         )
         # a clause ends at punctuation, at "and" before an edit verb, or at the next user ("... and user bob")
         boundary = re.compile(rf"[;.,]|\s+and\s+(?:then\s+)?(?:{EDIT_VERBS})\b|\s+and\s+(?:a\s+|an\s+|the\s+)?"
@@ -172,6 +176,9 @@ class UserPhrases(SudoPhrases):
             if name and (name.lower() in ("with", "that", "who", "for", "and", "in", "to", "as", "having")
                          or name.lower() in NOT_A_USER):  # "the user has sudo": a verb, no name
                 name = None
+            if name and "," in self.work[m.start():m.start("name")] and (
+                    name.lower() in self.known or name.lower() in STOPWORDS or self.caps.group_for_word(name.lower())):
+                name = None  # "with a user, docker and nginx": software listed after the noun, no name
             if not name and not m.group("verb"):
                 continue  # a clause opening with "user" is about a user only when it names one ("…, user deploy")
             rest_start = m.end() if name else m.end("name") if m.group("name") else m.end()

@@ -52,6 +52,7 @@ class RequestSpec:
     # "2 isolated cores": how many CPUs to isolate, not which; the template's isolated CPUs decide (system_edits)
     isolated_cpu_count: int | None = None
     disk_size_delta: str | None = None  # "+2GiB", "-1GiB" or "x2"
+    disk_direction: str | None = None  # "down" / "up": the way a size said with it was to move ("smaller, 10 gigs")
     remove_artifacts: list[str] = field(default_factory=list)
     artifact_compression: str | None = None
     bootloader: str | None = None  # grub | systemd-boot

@@ -1953,3 +1953,35 @@ def test_a_host_name_said_by_what_it_comes_from_or_not_at_all_is_no_name(text, s
     spec = parse_request(text)
     assert spec.hostname is None
     assert spec.unparsed == [f"{said} (no name given: say e.g. 'hostname web-01')"]
+
+
+@pytest.mark.parametrize(("text", "group"), [("install the development tools group", "development"),
+                                             ("add the kde desktop group", "kde-desktop"),
+                                             ("remove the development tools group", "development")])
+def test_the_noun_of_a_set_after_a_groups_words_is_no_package(text, group):
+    spec = parse_request(text)
+    assert group in spec.add_groups + spec.remove_groups and "group" not in spec.add_packages and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "user"), [
+    ("add a second user, svc-backup, no shell", {"action": "add", "name": "svc-backup", "shell": "/usr/sbin/nologin"}),
+    ("add user svc-backup, no shell", {"action": "add", "name": "svc-backup", "shell": "/usr/sbin/nologin"}),
+    ("add a user, alice, with sudo", {"action": "add", "name": "alice", "sudo": True}),
+])
+def test_a_users_name_or_shell_said_between_commas_is_the_users(text, user):
+    spec = parse_request(text)
+    assert spec.users == [user] and not spec.unparsed and not spec.remove_packages
+
+
+def test_software_listed_after_the_noun_user_is_no_name():
+    spec = parse_request("with a user, docker and nginx", known_packages={"nginx"})
+    assert not spec.users and "containers" in spec.add_groups
+
+
+def test_a_disk_size_said_against_the_way_asked_is_applied_and_said():
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" /
+                           "ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw.yml").read_text(encoding="utf-8"))
+    result = apply_instruction(base, "make it smaller, 10 gigs is enough")
+    assert result.data["disk"]["size"] == "10GiB"
+    assert "note: the disk was 6GiB, so 10GiB makes it larger, not smaller: the size said is applied" in result.changes
+    assert not any(c.startswith("note: the disk was") for c in apply_instruction(base, "make it smaller, 4G").changes)

@@ -27,6 +27,7 @@ class FirewallPhrases(ParserState):
         when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
         self._from_sources()
         self._reachable()
+        self._port_by_pronoun()
         services = alternatives(firewall_services())
         named = rf"(?:{services})(?:\s*(?:,|/|\band\b)\s*(?:{services}))*"  # "http/https" is a list
         # the services that name a protocol, not software a request may ask for (postgresql, redis, cockpit)
@@ -89,9 +90,10 @@ class FirewallPhrases(ParserState):
         # "a java service on port 8080": where software listens is its own configuration's, not the template's
         for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
                             r"port\s+(\d{1,5})\b"):
+            let_in = ("the firewall lets it in" if f"{m.group(1)}/tcp" in self.spec.open_ports else
+                      f"to let it in, say 'open port {m.group(1)} in the firewall' (written for firewalld and ufw)")
             self.spec.notes.append(f"port {m.group(1)} not applied: the port a service listens on is set in its own "
-                                   f"configuration; to let it in, say 'open port {m.group(1)} in the firewall' "
-                                   "(written for firewalld and ufw)")
+                                   f"configuration; {let_in}")
             self._mask(m.start(), m.end())
 
     def _open(self, said: str) -> None:
@@ -191,4 +193,26 @@ class FirewallPhrases(ParserState):
             if key in firewall_services() and name.lower() not in self.known and not self.caps.group_for_word(name.lower()):
                 self._mask(start + word.start(), start + word.end())
         return out
+
+    def _port_by_pronoun(self) -> None:
+        """"nginx serving on port 8080 and the firewall open for it", "ssh on port 2222 and the firewall allowing
+        it": the port a pronoun stands for is the last one said before it; with none, it is reported."""
+        it = r"(?:it|that(?:\s+port)?|this(?:\s+port)?|them)\b"
+        wall = r"\b(?:firewall|firewalld|ufw)"
+        for m in self._each(rf"{wall}\s+(?:(?:is|should\s+be|must\s+be|that\s+is)\s+)?(?:open(?:ed)?\s+(?:for|to)|allowing|allows?"
+                            rf"|letting\s+(?:in|through)|lets?\s+(?:in|through)|that\s+(?:allows|lets\s+in))\s+{it}"
+                            rf"|\b(?:open|allow|expose|unblock)\s+{it}\s+(?:in|on|through)\s+(?:the\s+)?(?:firewall|firewalld|ufw)\b"):
+            said = re.findall(r"\bport\s+(\d{1,5})\b|(?<![\d.]):(\d{1,5})\b", self.said[:m.start()], re.I)
+            if said:
+                port = next(p for p in said[-1] if p)
+                self.spec.open_ports.append(f"{port}/tcp")
+            else:
+                self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (no port said before it: say 'open port N "
+                                          "in the firewall')")
+            # the firewall named is wanted too: its word is left for the group's reading
+            named = re.search(r"(?:firewall|firewalld|ufw)\b", m.group(0), re.I)
+            if named and named.start() == 0:
+                self._mask(m.start() + named.end(), m.end())
+            else:
+                self._mask(m.start(), m.start() + (named.start() if named else len(m.group(0))))
 

@@ -1985,3 +1985,19 @@ def test_a_disk_size_said_against_the_way_asked_is_applied_and_said():
     assert result.data["disk"]["size"] == "10GiB"
     assert "note: the disk was 6GiB, so 10GiB makes it larger, not smaller: the size said is applied" in result.changes
     assert not any(c.startswith("note: the disk was") for c in apply_instruction(base, "make it smaller, 4G").changes)
+
+
+@pytest.mark.parametrize(("text", "port"), [
+    ("el10 image with nginx serving on port 8080 and the firewall open for it", "8080/tcp"),
+    ("debian 13 with ssh on port 2222 and the firewall allowing it", "2222/tcp"),
+    ("ubuntu with grafana on port 3000, open it in the firewall", "3000/tcp"),
+])
+def test_a_port_a_pronoun_stands_for_is_the_last_one_said_and_the_firewall_is_wanted(text, port):
+    spec = parse_request(text, known_packages={"nginx", "grafana"})
+    assert spec.open_ports == [port] and "firewall" in spec.add_groups and not spec.unparsed
+    assert not any("say 'open port" in n for n in spec.notes)  # it is let in, so not told how to let it in
+
+
+def test_a_pronoun_for_a_port_with_none_said_is_reported():
+    spec = parse_request("a firewall that allows it")
+    assert not spec.open_ports and any("no port said before it" in u for u in spec.unparsed)

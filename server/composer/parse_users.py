@@ -261,6 +261,10 @@ class UserPhrases(SudoPhrases):
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
         self._user_attributes()
+        added = [u for u in self.spec.users if u.get("action") == "add" and not u.get("existing_only")]
+        if len(added) > 1:  # "a user alice and a user bob, both in the smb group": each clause's user
+            for m in self._each(r"\b(?=(?:both|all|each)\b)"):
+                self._said_of_all(added, m.start())
 
     def _own_password_login(self, name: str, said: str) -> None:
         """"a user deploy with no password login", "deploy who cannot log in with a password", "user ci with key

@@ -2001,3 +2001,11 @@ def test_a_port_a_pronoun_stands_for_is_the_last_one_said_and_the_firewall_is_wa
 def test_a_pronoun_for_a_port_with_none_said_is_reported():
     spec = parse_request("a firewall that allows it")
     assert not spec.open_ports and any("no port said before it" in u for u in spec.unparsed)
+
+
+@pytest.mark.parametrize("text", ["a user alice and a user bob, both in the smb group",
+                                  "add user alice and user bob, each a member of the smb group"])
+def test_a_group_said_of_both_after_users_added_one_by_one_is_each_ones(text):
+    spec = parse_request(text)
+    assert [(u["name"], u.get("groups")) for u in spec.users] == [("alice", ["smb"]), ("bob", ["smb"])]
+    assert not spec.unparsed

@@ -249,7 +249,11 @@ class Layout:
             fill_i = self._fill_index()
             if size:
                 self.resize(mount, size, grow_disk=grow_disk)
-            elif not fill:
+            if fs:  # "xfs for /var" where the disk has one: that partition's filesystem
+                self.set_fs(mount, fs)
+            if size or fs:
+                return
+            if not fill:
                 self.edit.changes.append(f"the disk already has a {mount} partition")
             elif fill_i == found:
                 self.edit.changes.append(f"{mount} already fills the rest of the disk")

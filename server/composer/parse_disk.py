@@ -457,9 +457,15 @@ class DiskPhrases(ParserState):
         for m in self._each(
             rf"\b(add|give|remove|take)\s+(?:another\s+|an\s+extra\s+|extra\s+)?{_SIZE}\s+(?:more\s+)?"
             rf"(?:to|from)\s+(?:the\s+)?(?:disk|image|drive)(?:\s+size)?"
+            # "knock 2 gigs off the disk", "take 2G off", "shave a gig off it": a size taken off is a smaller disk
+            rf"|\b(knock|take|shave|cut|trim|chop|lop|strip)\s+{_SIZE}\s+off(?:\s+(?:of\s+)?(?:the\s+)?(?:disk|image|drive|it)"
+            rf"(?:\s+size)?|(?!\s+(?:of\s+)?(?:the\s+)?(?:{_PLACE}|{_MOUNT})))"
         ):
-            sign = "-" if m.group(1).lower() in ("remove", "take") else "+"
-            spec.disk_size_delta = sign + _size(m.group(2), m.group(3))
+            g = m.groups()
+            number, unit = (g[1], g[2]) if g[0] else (g[4], g[5])
+            # every verb of taking off subtracts; of the others, removing and taking do
+            sign = "-" if g[0] is None or g[0].lower() in ("remove", "take") else "+"
+            spec.disk_size_delta = sign + _size(number, unit)
             self._mask(m.start(), m.end())
         for m in self._each(r"\b(?:double)\s+(?:the\s+)?(?:disk|image)(?:\s+size)?"
                             r"|\b(?:make\s+)?(?:the\s+)?(?:disk|image)(?:\s+size)?\s+(?:twice|2x|two\s+times)\s+"

@@ -85,6 +85,13 @@ class SizePhrases(ParserState):
             if amount:
                 self._partition(mount, size_delta=sign + amount)
                 self._mask(m.start(), m.end())
+        # "knock 1G off root", "cut 500MB off /var", "add 2G to /srv": a size taken off a place or given to it
+        for m in self._each(rf"\b(knock|take|shave|cut|trim|chop|lop|add|give)\s+{_SIZE}\s+(?:more\s+)?(off|to)\s+(?:of\s+)?"
+                            rf"(?:the\s+)?{_MOUNT}{_NOUN}?(?![\w/])"):
+            amount = _amount(m.group(2), m.group(3))
+            if amount and (m.group(4).lower() == "off") != (m.group(1).lower() in ("add", "give")):
+                self._partition(m.group(5), size_delta=("-" if m.group(4).lower() == "off" else "+") + amount)
+                self._mask(m.start(), m.end())
         # "8G more for /var", "2G extra to the data partition"
         for m in self._each(rf"(?<![\w.]){_SIZE}\s+({_BIGGER}|{_SMALLER})\s+(?:for|to|on)\s+(?:the\s+)?{_MOUNT}{_NOUN}?"
                             r"(?![\w/])"):

@@ -2009,3 +2009,28 @@ def test_a_group_said_of_both_after_users_added_one_by_one_is_each_ones(text):
     spec = parse_request(text)
     assert [(u["name"], u.get("groups")) for u in spec.users] == [("alice", ["smb"]), ("bob", ["smb"])]
     assert not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "delta"), [("knock 2 gigs off the disk", "-2GiB"), ("take 2G off", "-2GiB"),
+                                             ("shave 1 gig off the image", "-1GiB")])
+def test_a_size_taken_off_the_disk_is_a_smaller_disk_not_that_size(text, delta):
+    spec = parse_request(text)
+    assert spec.disk_size is None and spec.disk_size_delta == delta and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "mount", "delta"), [("cut 500MB off /var", "/var", "-500MiB"),
+                                                      ("knock 1G off root", "/", "-1GiB"),
+                                                      ("add 2G to /srv", "/srv", "+2GiB")])
+def test_a_size_taken_off_a_place_or_given_to_it_resizes_that_partition(text, mount, delta):
+    spec = parse_request(text)
+    assert spec.disk_size is None and spec.disk_size_delta is None and not spec.unparsed
+    assert [(p["mountPoint"], p.get("size_delta")) for p in spec.partitions] == [(mount, delta)]
+
+
+def test_a_filesystem_said_for_a_partition_the_disk_has_reformats_it():
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" /
+                           "ubuntu24-x86_64-cloud-vm-qcow2-vmdk-raw.yml").read_text(encoding="utf-8"))
+    with_var = apply_instruction(base, "give /var its own 2G partition").data
+    result = apply_instruction(with_var, "let's do xfs for /var")
+    assert "partition /var: filesystem ext4 -> xfs" in result.changes
+    assert next(p for p in result.data["disk"]["partitions"] if p.get("mountPoint") == "/var")["fsType"] == "xfs"

@@ -8,13 +8,14 @@ ON_AFTER = (rf"{MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?"
             r"(?:on|enabled|turned\s+on|switched\s+on|allowed|active|activated)")
 # "remove the password login", "get rid of root login": a feature removed is switched off (not its setting undone)
 # Verbs of forbidding are verbs of switching off ("disallow root login", "deny password logins").
-OFF = (r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill|block|forbid|prevent"
+# "mask ctrl-alt-del": systemd's way of switching a unit off for good is one more verb of it
+OFF = (r"(?:disable|disabled|disabling|turn\s+off|switch\s+off|no|without|deactivate|kill|block|forbid|prevent|mask"
        r"|disallow|deny|prohibit|refuse|ban"
        r"|lock\s+down|lock\s+out|lock|remove|drop|get\s+rid\s+of|take\s+out|eliminate|strip"
        # "deploy shouldn't have a password login", "it must not allow root login"
        r"|(?:should|must|shall|will|does|do|can|need)(?:n[’']?t|\s+not)\s+(?:have|get|allow|permit|use|need|accept|want)"
        r"|no\s+longer\s+(?:want|need|use|have|allow))")
 OFF_AFTER = (rf"{MODAL}(?:(?:is|are|be|being|stay|stays|remain|remains)\s+)?(?:off|disabled|turned\s+off|switched\s+off|deactivated"
-             r"|blocked|forbidden|disallowed|denied|prohibited|refused|banned|locked(?:\s+down)?"
+             r"|blocked|forbidden|disallowed|denied|prohibited|refused|banned|masked|locked(?:\s+down)?"
              r"|not\s+(?:be\s+)?(?:needed|wanted|required|allowed|permitted|enabled))")
 ARTICLE = r"(?:(?:the|a|an|all|kernel|its)\s+)*"

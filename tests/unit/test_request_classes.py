@@ -2034,3 +2034,11 @@ def test_a_filesystem_said_for_a_partition_the_disk_has_reformats_it():
     result = apply_instruction(with_var, "let's do xfs for /var")
     assert "partition /var: filesystem ext4 -> xfs" in result.changes
     assert next(p for p in result.data["disk"]["partitions"] if p.get("mountPoint") == "/var")["fsType"] == "xfs"
+
+
+@pytest.mark.parametrize("text", ["disable the ctrl-alt-del reboot", "no ctrl+alt+del", "mask ctrl-alt-del",
+                                  "ctrl-alt-del masked"])
+def test_ctrl_alt_del_switched_off_is_its_target_masked(text):
+    spec = parse_request(text)
+    assert [c["cmd"] for c in spec.configurations] == ["systemctl mask ctrl-alt-del.target"]
+    assert not spec.unparsed and not spec.remove_packages and not spec.notes

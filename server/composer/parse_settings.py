@@ -130,6 +130,8 @@ class SettingPhrases(KernelModulePhrases):
         for setting in sorted(load_settings().values(),
                               key=lambda s: (order.get(s.value, 2), -max(map(len, s.words)))):
             words = alternatives(setting.words, between=r"[\s_-]*")
+            if setting.value == "text":
+                continue  # read first, before anything reads the text's words (parse_texts.py)
             if setting.value == "none":
                 self._not_written(setting, words)
             elif setting.value in ("on", "off"):

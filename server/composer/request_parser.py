@@ -24,6 +24,7 @@ from .parse_settings import SettingPhrases
 from .parse_sizes import SizePhrases
 from .parse_system import SystemPhrases
 from .parse_target import TargetPhrases
+from .parse_texts import TextPhrases
 from .parse_unread import PLAIN_ADJECTIVES
 from .parse_users import UserPhrases
 from .phrasing import EDIT_VERBS, STOPWORDS
@@ -90,12 +91,13 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
 
 
 class _Parser(NetworkMountPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
-              DiskPhrases, ArtifactPhrases, TargetPhrases, PackagePhrases, KeyPhrases):
+              DiskPhrases, ArtifactPhrases, TargetPhrases, TextPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
         self._reminders()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
+        self._texts()  # a motd's or banner's words are a person's text, read by nothing else
         self._urls()
         self._network_mounts()  # before the paths, host names and addresses its shares hold
         self._modules_loaded()  # before the command line, whose list would take a module for a parameter

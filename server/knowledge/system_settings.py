@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import shlex
 import zoneinfo
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,8 +22,8 @@ from ..core.paths import resource_text
 from ..core.yamlsafe import load_mapping
 
 RESOURCE = "system_settings.yaml"
-VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "layout", "locale", "duration", "on", "off",
-               "none")
+VALUE_KINDS = ("cpus", "count", "size", "zone", "address", "schedule", "layout", "locale", "duration", "text", "on",
+               "off", "none")
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,9 @@ class Setting:
             source = value.replace(".UTF-8", "") if self.value == "locale" else ""  # de_DE.UTF-8@euro -> de_DE@euro
             short = value.removesuffix("iB") if self.value == "size" else ""  # 500MiB -> 500M (journald's units)
             seconds = span_seconds(value) if self.value == "duration" else ""  # 5min -> 300 (a shell's TMOUT)
+            quoted = shlex.quote(value) if self.value == "text" else ""  # a text said, as one shell word
             return {"cmd": self.command.format(value=value, console=console, source=source, short=short,
-                                               seconds=seconds),
+                                               seconds=seconds, quoted=quoted),
                     "setting": name,
                     "replaces": self.replaces.replace("{value}", re.escape(value)).replace("{source}", re.escape(source))}
         return None
@@ -250,7 +252,10 @@ def load_settings() -> Mapping[str, Setting]:
         if spec.get("sshd"):  # sshd_config lines: their drop-in is the setting's command
             entry = sshd_configuration(tuple(str(line) for line in spec["sshd"]), str(name).replace(" ", "-"),
                                        str(name))
-            out[str(name)] = dataclasses.replace(out[str(name)], command=entry["cmd"], replaces=entry["replaces"])
+            # a command of its own goes before it ("ssh banner": the banner's file, then sshd's Banner line)
+            own = out[str(name)].command
+            out[str(name)] = dataclasses.replace(out[str(name)], command=f"{own} && {entry['cmd']}" if own else entry["cmd"],
+                                                 replaces=out[str(name)].replaces or entry["replaces"])
     for name, spec in (raw.get("settings") or {}).items():
         if spec.get("with_address") and out.get(str(spec["with_address"]), Setting("", (), "")).value != "address":
             raise ValueError(f"{RESOURCE}: setting {name!r} names {spec['with_address']!r} with an address, "

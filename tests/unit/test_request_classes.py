@@ -2042,3 +2042,24 @@ def test_ctrl_alt_del_switched_off_is_its_target_masked(text):
     spec = parse_request(text)
     assert [c["cmd"] for c in spec.configurations] == ["systemctl mask ctrl-alt-del.target"]
     assert not spec.unparsed and not spec.remove_packages and not spec.notes
+
+
+@pytest.mark.parametrize(("text", "file", "said"), [
+    ('add a motd saying "authorized use only"', "/etc/motd", "'authorized use only'"),
+    ("message of the day: Welcome to edge-01, and nginx", "/etc/motd", "'Welcome to edge-01'"),
+    ("debian with a login banner 'Property of ACME. Unauthorized access prohibited' and docker", "/etc/issue.net",
+     "'Property of ACME. Unauthorized access prohibited'"),
+    ("add a motd saying \"it's private\"", "/etc/motd", "'it'\"'\"'s private'"),
+])
+def test_a_text_said_for_the_motd_or_a_banner_is_written_as_said(text, file, said):
+    spec = parse_request(text, known_packages={"nginx"})
+    (entry,) = spec.configurations
+    assert entry["cmd"].startswith(f"printf '%s\\n' {said} > {file}") and not spec.unparsed
+    if file == "/etc/issue.net":
+        assert "Banner /etc/issue.net" in entry["cmd"] and entry["packages"] == ["openssh-server"]
+
+
+def test_a_motd_or_banner_without_its_text_is_reported_never_guessed():
+    spec = parse_request("set the banner for ssh to the same text")
+    assert spec.unparsed == ["ssh banner: no text said with it (e.g. 'ssh banner \"Authorized use only\"')"]
+    assert not spec.configurations and not spec.add_groups

@@ -51,7 +51,9 @@ class FirewallPhrases(ParserState):
         traffic = alternatives(firewall_traffic(), between=r"[\s_-]+")
         known = (rf"(?:{port}|(?:{traffic})(?:\s+(?:traffic|access|connections))?)(?![\w-])"
                  rf"(?!/(?!(?:{services})(?![\w-])))")
-        for m in self._each(rf"{let_in}{known}(?:\s*(?:,|/|\band\b|\bor\b)\s*{known})*)"):
+        # "a firewall with http and https": with, only before services and ports ("a firewall with fail2ban" is none)
+        with_known = let_in.replace(r"|that\s+allows?)", r"|that\s+allows?|with)")
+        for m in self._each(rf"{with_known}{known}(?:\s*(?:,|/|\band\b|\bor\b)\s*{known})*)"):
             self._open(" ".join(m.group("rule").split()))
             self._mask(m.start("rule"), m.end("rule"))
         item = r"(?:(?:tcp\s+|udp\s+)?ports?\s+)?[a-z0-9][\w/-]*"

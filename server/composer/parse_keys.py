@@ -79,6 +79,18 @@ class KeyPhrases(ParserState):
         named = {u.group(1) for u in _USER_NAMED.finditer(self.work[:start]) if _is_name(u.group(1))}
         return named.pop() if len(named) == 1 else None
 
+    def _ssh_hardened(self) -> None:
+        """"sshd hardened", "hardened ssh", "ssh hardening": the SSH server's own settings, not the security group
+        of the whole image; the settings said with it are read as such, and which others exist is said."""
+        for m in self._each(r"\b(?:ssh|sshd|openssh)(?:\s+(?:server|config(?:uration)?))?\s+(?:(?:is|should\s+be|must\s+be)\s+)?"
+                            r"(?:hardened|hardening)\b|\bharden(?:ed)?\s+(?:the\s+)?(?:ssh|sshd|openssh)(?:\s+server)?\b"):
+            self.spec.notes.append("ssh hardening: only the settings said are written; others that can be said: "
+                                   "'no root login', 'keys only', 'max 3 auth tries', 'ssh on port 2222', "
+                                   "'only user ops can log in', 'ssh only from 10.0.0.0/8'")
+            if "ssh" in self.caps.groups:
+                self.spec.add_groups.append("ssh")
+            self._mask(m.start(), m.end())
+
 
 def _is_name(word: str) -> bool:
     return word.lower() not in _NOT_A_NAME

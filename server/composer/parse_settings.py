@@ -73,6 +73,8 @@ _KEY = (r"(?:(?:ssh|public|authorized|rsa|ed25519)[\s-]+)?(?:keys?|pubkeys?|key[
 _ONLY = r"(?:only|exclusively|alone)"
 _KEY_PREP = r"(?:with|by|via|using|through|from)\s+(?:(?:an?|the|my|our|their)\s+)?"
 _PASSWORDS = r"(?:password[\s-]+(?:auth(?:entication)?|logins?)|passwords?|passwd)"
+# Passwords as a way of logging in, never one user's password
+_WAYS_IN = r"(?:password[\s-]+(?:auth(?:entication)?|logins?)|passwords)"
 _NO = r"(?:no|without|disable[ds]?|disabling|disallow(?:ed|s)?|forbid|deny|block|never)"
 _KEYS_ONLY = (
     rf"(?:\b(?:allow|permit|enable)\s+)?(?:"
@@ -138,11 +140,16 @@ class SettingPhrases(KernelModulePhrases):
                 self._switch(setting, words)
             else:
                 self._valued(setting, words)
-        keys_only = load_settings()["key-only ssh"].writes_as  # the setting its words write
-        if any(c.get("setting") == keys_only and not c.get("remove") for c in self.spec.configurations):
-            for m in self._each(rf"\b{_NO}\s+(?:an?\s+)?{_PASSWORDS}\b"):  # said twice: "keys only, no passwords"
-                if self._about_ssh(m):
-                    self._mask(m.start(), m.end())
+        setting = load_settings()["key-only ssh"]
+        written = any(c.get("setting") == setting.writes_as and not c.get("remove") for c in self.spec.configurations)
+        # "keys only, no passwords" said twice; "sshd hardened: no root login, no passwords": the way in, in a
+        # sentence about ssh (a singular "no password" is rather a user's: "user bob with no password")
+        for m in self._each(rf"\b{_NO}\s+(?:an?\s+)?{_PASSWORDS if written else _WAYS_IN}\b"):
+            if self._about_ssh(m):
+                if not written:
+                    self._write(setting, setting.value)
+                    written = True
+                self._mask(m.start(), m.end())
 
     def _about_ssh(self, m: re.Match[str]) -> bool:
         """The sentence ``m`` stands in talks about ssh or logging in."""
@@ -363,7 +370,9 @@ class SettingPhrases(KernelModulePhrases):
         elif setting.value == "count":
             if setting.size_each_mib:
                 self._counted_by_size(setting, w)
-            forms = [(rf"{w}{_LINK}(\d+)(?![\w.-])", True), (rf"(?<![\w.-])(\d+)\s+{w}", False)]
+            # "max 3 auth tries", "up to 5 login attempts": a bound said before the number is part of it
+            forms = [(rf"{w}{_LINK}(\d+)(?![\w.-])", True),
+                     (rf"(?:\b(?:max(?:imum)?|at\s+most|up\s+to)\s+)?(?<![\w.-])(\d+)\s+{w}", False)]
         elif setting.value == "size":
             forms = [(rf"{w}{_LINK}({_SIZE_TEXT})", True), (rf"({_SIZE_TEXT})\s+(?:of\s+)?{w}", False)]
         elif setting.value == "duration":  # "keep logs for 30 days", "2 weeks of log retention"

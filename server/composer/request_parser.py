@@ -102,6 +102,7 @@ class _Parser(NetworkMountPhrases, FirewallPhrases, SystemPhrases, UserPhrases, 
         self._network_mounts()  # before the paths, host names and addresses its shares hold
         self._modules_loaded()  # before the command line, whose list would take a module for a parameter
         self._cmdline()
+        self._ssh_hardened()  # before the scan, which would read "hardened" as the security group
         self._password_login_of_named()  # before the settings, which would switch it off for everyone
         self._machine_resources()  # before the settings, which would read a count of cores as a CPU list
         self._settings()

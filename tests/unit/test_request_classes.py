@@ -2063,3 +2063,32 @@ def test_a_motd_or_banner_without_its_text_is_reported_never_guessed():
     spec = parse_request("set the banner for ssh to the same text")
     assert spec.unparsed == ["ssh banner: no text said with it (e.g. 'ssh banner \"Authorized use only\"')"]
     assert not spec.configurations and not spec.add_groups
+
+
+def test_ssh_hardened_is_the_ssh_servers_settings_not_the_security_group():
+    spec = parse_request("azure linux 3 with sshd hardened: no root login, no passwords, max 3 auth tries")
+    assert sorted(c["label"] for c in spec.configurations) == ["key-only ssh on", "root login off", "ssh auth tries 3"]
+    assert "security" not in spec.add_groups and "ssh" in spec.add_groups and not spec.unparsed
+    assert any(n.startswith("ssh hardening: only the settings said are written") for n in spec.notes)
+    assert "security" in parse_request("a hardened debian 13 image").add_groups  # the image hardened: the group
+
+
+@pytest.mark.parametrize(("text", "keys_only"), [("no passwords over ssh", True), ("sshd with no password logins", True),
+                                                 ("user bob with no password and ssh", False)])
+def test_passwords_said_off_in_a_sentence_about_ssh_are_the_way_in(text, keys_only):
+    spec = parse_request(text)
+    assert ("key-only ssh on" in [c["label"] for c in spec.configurations]) is keys_only
+
+
+@pytest.mark.parametrize("text", ["debian 13 minimal, but the journal should persist across reboots",
+                                  "debian 13 with logs that survive a reboot"])
+def test_logs_kept_across_reboots_are_the_persistent_journal_and_no_reboot(text):
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == ["persistent journal on"] and not spec.unparsed
+
+
+def test_a_firewall_with_services_lets_them_in_and_with_software_installs_it():
+    spec = parse_request("firewall with http and https")
+    assert spec.open_ports == ["http", "https"] and not spec.unparsed
+    spec = parse_request("a firewall with fail2ban", known_packages={"fail2ban"})
+    assert spec.add_packages == ["fail2ban"] and not spec.open_ports

@@ -18,6 +18,15 @@ def _port_item(item: str) -> bool:
     return bool(re.fullmatch(r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?", item.strip(), re.I))
 
 
+def _served_items(ports: bool = False) -> str:
+    """A list of software, services (firewall_software) and, with ``ports``, ports ("22/tcp", "port 5432"), as the
+    pattern's first group: what a firewall is said to let in."""
+    served = alternatives(firewall_software(), between=r"[\s_-]+")
+    port = r"|(?:(?:tcp|udp)\s+)?port\s+\d{1,5}(?:/(?:tcp|udp))?|\d{1,5}/(?:tcp|udp)" if ports else ""
+    item = rf"(?:the\s+)?(?:{served}{port})(?![\w/-])"
+    return rf"({item}(?:\s*(?:,|\band\b|&)\s*{item})*)"
+
+
 class FirewallPhrases(ParserState):
     """The firewall phrases of a request."""
 
@@ -124,9 +133,7 @@ class FirewallPhrases(ParserState):
         "nginx and grafana accessible from outside", "allow mosquitto through the firewall"): what each serves is
         let in (system_settings.yaml firewall_software). The software's word stays, to be installed; a word of
         no software known is reported with how to say its port."""
-        served = alternatives(firewall_software(), between=r"[\s_-]+")
-        item = rf"(?:the\s+)?(?:{served})(?![\w-])"
-        items = rf"({item}(?:\s*(?:,|\band\b|&)\s*{item})*)"
+        items = _served_items()
         firewall = r"(?:through|thru|in|on|past|via|by)\s+(?:the\s+)?(?:firewall|firewalld|ufw)\b"
         outside = r"(?:from|to)\s+(?:the\s+)?(?:outside(?:\s+world)?|internet|network|lan|anywhere|other\s+(?:machines|hosts))"
         where = rf"(?:{firewall}|{outside})"
@@ -157,10 +164,7 @@ class FirewallPhrases(ParserState):
         "allow ssh from 10.0.0.0/8 only", "restrict postgres to 192.168.1.0/24"): an opened entry "ssh from
         10.0.0.0/8" for each (firewall_sources.py), and the firewall it needs. The software's word stays, to be
         installed."""
-        served = alternatives(firewall_software(), between=r"[\s_-]+")
-        port = r"(?:(?:tcp|udp)\s+)?port\s+\d{1,5}(?:/(?:tcp|udp))?|\d{1,5}/(?:tcp|udp)"
-        item = rf"(?:the\s+)?(?:{served}|{port})(?![\w/-])"
-        items = rf"({item}(?:\s*(?:,|\band\b|&)\s*{item})*)"
+        items = _served_items(ports=True)
         sources = rf"(?:the\s+)?({SOURCE}(?:\s*(?:,|\band\b|\bor\b)\s*{SOURCE})*)(?:\s+(?:network|subnet|range|lan|block))?"
         only = r"(?:\s+only)?"
         state = (r"(?:\s+(?:access|traffic|connections?|logins?))?\s+(?:(?:is|are|be|should\s+be|must\s+be)\s+)?(?:only\s+)?"

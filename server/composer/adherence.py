@@ -27,7 +27,7 @@ from ..knowledge.sizes import template_mib
 from ..knowledge.system_settings import firewall_services
 from . import cpu_lists, module_lists
 from .consoles import SERIAL_CONSOLE, serial_port
-from .firewall_sources import lets_in_from, sourced_let_in, split_source
+from .firewall_sources import lets_in_from, service_names, sourced_let_in, split_source
 from .layout import GPT_TAIL_MIB
 from .request_spec import REFERRED_USER
 
@@ -233,9 +233,8 @@ def lets_in(written: str, opened: str) -> bool:
     if source:
         return lets_in_from(written, what, source)
     port = firewall_services().get(opened, opened)
-    names = [n for n, p in firewall_services().items() if p == port] + ([opened] if opened != port else [])
     said = [rf"--add-port={re.escape(port)}\b", rf"\bufw\s+allow\s+{re.escape(port.replace('-', ':'))}(?![\w:])"]
-    said += [rf"--add-service={re.escape(n)}\b|\bufw\s+allow\s+{re.escape(n)}\b" for n in names]
+    said += [rf"--add-service={re.escape(n)}\b|\bufw\s+allow\s+{re.escape(n)}\b" for n in service_names(opened)]
     return any(re.search(pattern, written) for pattern in said)
 
 

@@ -25,10 +25,10 @@ def port_of(what: str) -> tuple[str, str]:
     return number, proto or "tcp"
 
 
-def _names(what: str) -> list[str]:
-    """The service names a rule may say for ``what``: its own, and those of services on the same port."""
+def service_names(what: str) -> list[str]:
+    """The service names a rule may say for ``what`` (a service's name or a port): those on its port."""
     port = firewall_services().get(what, what)
-    return [n for n, p in firewall_services().items() if p == port] + ([what] if what in firewall_services() else [])
+    return [n for n, p in firewall_services().items() if p == port]
 
 
 def firewalld_options(what: str, source: str) -> list[str]:
@@ -52,11 +52,11 @@ def without_general(cmd: str, what: str) -> str:
     options, ufw's "allow" rules by port, service or OpenSSH's profile. A command left with nothing to do is
     dropped ("")."""
     number, proto = port_of(what)
-    names = "|".join(re.escape(n) for n in _names(what))
+    names = "|".join(re.escape(n) for n in service_names(what))
     port = re.escape(number)
     cmd = re.sub(rf"\s+--add-(?:service=(?:{names})|port={port}/{proto})(?![\w/.-])" if names else
                  rf"\s+--add-port={port}/{proto}(?![\w/.-])", "", cmd)
-    profiles = f"{names}|OpenSSH" if "ssh" in _names(what) else names
+    profiles = f"{names}|OpenSSH" if "ssh" in service_names(what) else names
     allow = rf"ufw\s+allow\s+(?:(?:in\s+)?(?:{port}(?:/{proto})?|{profiles})|'(?:{profiles})')(?=\s*(?:&&|;|$))" \
         if profiles else rf"ufw\s+allow\s+{port}(?:/{proto})?(?=\s*(?:&&|;|$))"
     cmd = re.sub(rf"{allow}\s*(?:&&|;)\s*|\s*(?:&&|;)\s*{allow}|^\s*{allow}\s*$", "", cmd)
@@ -70,7 +70,7 @@ def lets_in_from(written: str, what: str, source: str) -> bool:
     """Whether commands ``written`` let ``what`` in from ``source``, by firewalld's rich rule or ufw's rule."""
     number, proto = port_of(what)
     src = re.escape(source)
-    names = "|".join(re.escape(n) for n in _names(what))
+    names = "|".join(re.escape(n) for n in service_names(what))
     target = rf'(?:service\s+name="(?:{names})"|port\s+port="{re.escape(number)}"\s+protocol="{proto}")' if names \
         else rf'port\s+port="{re.escape(number)}"\s+protocol="{proto}"'
     rich = rf'source\s+address="{src}"\s+{target}\s+accept'

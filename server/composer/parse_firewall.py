@@ -189,7 +189,7 @@ class FirewallPhrases(ParserState):
         for word in re.finditer(r"[^,&]+?(?=\s*(?:,|\band\b|&|$))", said):
             name = re.sub(r"^(?:and\s+)?(?:the\s+)?", "", word.group(0).strip(), flags=re.I)
             number = re.search(r"(\d{1,5})(?:/(tcp|udp))?", name)
-            if number and re.fullmatch(r"(?:(?:tcp|udp)\s+)?(?:port\s+)?\d{1,5}(?:/(?:tcp|udp))?", name, re.I):
+            if number and _port_item(name):
                 proto = number.group(2) or (re.match(r"(tcp|udp)", name, re.I) or [None, "tcp"])[1]
                 out.append(f"{number.group(1)}/{str(proto).lower()}")
                 self._mask(start + word.start(), start + word.end())

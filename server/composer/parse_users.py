@@ -40,10 +40,13 @@ _NO_LOGIN = re.compile(r"\b(?:(?:cannot|can't|can\s+not|must\s+not|mustn't|shoul
 
 
 # Password login said off in words: "no password login", "cannot log in with a password", "key login only".
+# Logging in with a password, as a way in that may be said off: "password login", "ssh password auth".
+_PASSWORD_LOGIN = r"(?:ssh\s+)?password\s+(?:log\s*-?\s*ins?|logins?|auth(?:entication)?)"
+_CANNOT_LOG_IN = r"(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|may\s+not|never)\s+log\s*-?\s*in"
+_WITH_PASSWORD = r"\s+(?:with|using|by|via)\s+(?:an?\s+)?password"
 _NO_PASSWORD_LOGIN = re.compile(
-    r"\b(?:no|without)\s+(?:ssh\s+)?password\s+(?:log\s*-?\s*ins?|logins?|auth(?:entication)?)\b"
-    r"|\b(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|may\s+not|never)\s+log\s*-?\s*in\s+"
-    r"(?:with|using|by|via)\s+(?:an?\s+)?password"
+    rf"\b(?:no|without)\s+{_PASSWORD_LOGIN}\b"
+    rf"|\b{_CANNOT_LOG_IN}{_WITH_PASSWORD}"
     r"|\b(?:ssh\s+)?keys?(?:\s+(?:login|auth(?:entication)?|based\s+login))?\s+only\b|\bonly\s+(?:with\s+)?(?:ssh\s+)?keys?\b",
     re.I)
 # Groups listed for a user ("docker, video and audio"), lazily, so "groups"/"group" after them stays outside.
@@ -283,11 +286,9 @@ class UserPhrases(SudoPhrases):
         user by name outside a clause that adds one (an edit's, of a user the template has), password login is off
         for that user alone, as _own_password_login writes it. Before the settings' reading, which would take it
         for everyone; root's is the root login setting's."""
-        off = (r"(?:no|disable|disabled|turn\s+off|switch\s+off|without)\s+(?:ssh\s+)?password\s+(?:log\s*-?\s*ins?|logins?"
-               r"|auth(?:entication)?)(?:\s+(?:over|via)\s+ssh)?"
-               r"|(?:ssh\s+)?password\s+(?:log\s*-?\s*ins?|logins?|auth(?:entication)?)\s+(?:off|disabled|turned\s+off)")
-        cannot = (r"(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|may\s+not|never)\s+log\s*-?\s*in"
-                  r"(?:\s+over\s+ssh)?\s+(?:with|using|by|via)\s+(?:an?\s+)?password")
+        off = (rf"(?:no|disable|disabled|turn\s+off|switch\s+off|without)\s+{_PASSWORD_LOGIN}(?:\s+(?:over|via)\s+ssh)?"
+               rf"|{_PASSWORD_LOGIN}\s+(?:off|disabled|turned\s+off)")
+        cannot = rf"{_CANNOT_LOG_IN}(?:\s+over\s+ssh)?{_WITH_PASSWORD}"
         for m in self._each(rf"\b(?:{off})\s+for\s+(?:(?:the\s+)?user\s+)?{NAMED_WHO}(?![\w-])"
                             rf"|(?<![\w-])(?:(?:the\s+)?user\s+)?{NAMED_WHO}\s+{cannot}\b"):
             name = (m.group(1) or m.group(2)).lower()

@@ -84,6 +84,7 @@ class Capabilities:
                                  tuple(re.compile(p) for p in as_tuple(hardware.get("vm_kernels"))),
                                  as_tuple(hardware.get("virtual_words")))
         self.portable: frozenset[str] = frozenset(str(p) for p in raw.get("portable") or ())
+        self.common_software: frozenset[str] = frozenset(str(p) for p in raw.get("common_software") or ())
         self._equivalents: list[dict[str, Any]] = [dict(e) for e in raw.get("equivalents") or ()]
         # The rules package_names.py applies beyond the equivalences (see `package_names` in the YAML).
         self.package_name_rules: dict[str, Any] = dict(raw.get("package_names") or {})
@@ -497,8 +498,9 @@ class Capabilities:
         return set(self._class_of)
 
     def known_packages(self) -> set[str]:
-        """Every package name this knowledge mentions (groups, equivalents, portable, kernels, bootloaders)."""
-        names: set[str] = set(self.portable)
+        """Every package name this knowledge mentions (groups, equivalents, portable and common software, kernels,
+        bootloaders)."""
+        names: set[str] = set(self.portable | self.common_software)
         for group in self.groups.values():
             for plist in group.packages.values():
                 names.update(plist)

@@ -79,9 +79,9 @@ def _unchecked(request: str):
 
 
 def test_a_name_no_index_could_check_listed_beside_packages_is_added_and_said_so():
-    spec = _unchecked("ubuntu 24.04 server with htop, iotop and tmux")
-    assert "iotop" in spec.add_packages and "iotop" not in spec.unparsed
-    assert any(n.startswith("iotop: added as named among packages, unchecked (no index)") for n in spec.notes)
+    spec = _unchecked("ubuntu 24.04 server with htop, bmon and tmux")
+    assert "bmon" in spec.add_packages and "bmon" not in spec.unparsed
+    assert any(n.startswith("bmon: added as named among packages, unchecked (no index)") for n in spec.notes)
 
 
 def test_a_name_no_index_could_check_with_no_package_beside_it_is_only_advised():

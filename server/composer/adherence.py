@@ -11,7 +11,8 @@ A wanted-facts mapping names what must hold:
 * ``cmdline`` (a kernel command-line fragment), ``immutable`` (bool), ``user`` (user names), ``config_has`` (text
   some configuration command must contain),
   ``artifact`` (artifact types such as qcow2), ``no_enable`` (services no configuration may enable), ``opened``
-  (ports or services a firewall command must let in).
+  (ports or services a firewall command must let in), ``addressed`` (static addresses a configuration command must
+  give: interface, address and gateway, each unset or "" when any will do).
 
 Facts about the answer rather than the template (``unsupported``: the reply names something as
 unsupported; ``unchanged``: no revision was made) are checked by :func:`unmet_reply`.
@@ -24,6 +25,7 @@ from typing import Any
 
 from ..knowledge.package_names import versioned_build
 from ..knowledge.sizes import template_mib
+from ..knowledge.static_network import StaticAddress, read_all
 from ..knowledge.system_settings import firewall_services
 from . import cpu_lists, module_lists
 from .consoles import SERIAL_CONSOLE, serial_port
@@ -110,9 +112,21 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     problems += [f"no configuration command `{c}`" for c in _as_list(want.get("config")) if c not in commands]
     problems += [f"no configuration command with `{t}`" for t in _as_list(want.get("config_has"))
                  if not any(t in c for c in commands)]
+    statics = read_all(commands)
+    problems += [f"no {_described(w)}"
+                 for w in _as_list(want.get("addressed")) if not any(_gives(s, w) for s in statics)]
     services = enabled_services(doc)
     problems += [f"service {s} is still enabled" for s in _as_list(want.get("no_enable")) if s in services]
     return problems
+
+
+def _described(wanted: dict[str, str]) -> str:
+    said = StaticAddress(*(str(wanted.get(part) or "") for part in ("interface", "address", "gateway")))
+    return said.describe() if said.address else f"gateway {said.gateway}"
+
+
+def _gives(static: StaticAddress, wanted: dict[str, str]) -> bool:
+    return all(not wanted.get(part) or getattr(static, part) == wanted[part] for part in ("interface", "address", "gateway"))
 
 
 def part_mib(part: dict, disk_mib: int | None) -> int | None:
@@ -176,7 +190,13 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
     if spec.kernel_cmdline_append or switched_off:
         want["cmdline"] = list(dict.fromkeys([*spec.kernel_cmdline_append, *switched_off]))
     # A value for a command the template may lack (a kiosk's page) is checked where it is applied, not here.
-    written = [str(c["cmd"]) for c in configurations if not c.get("edits_only") and not c.get("defaulted")]
+    written = [str(c["cmd"]) for c in configurations
+               if not c.get("edits_only") and not c.get("defaulted") and not c.get("network")]
+    # A static address is written for the image's network manager, and an edit's keeps the part it did not say
+    # (system_edits): what it gives is checked, not the command.
+    addressed = [dict(c["network"]) for c in configurations if c.get("network")]
+    if addressed:
+        want["addressed"] = addressed
     if written:
         want["config"] = written
     # A schedule said in part takes its other part from an earlier one where the template has it (system_edits

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual, template_mib
+from ..knowledge.static_network import read_all
 from ..knowledge.system_settings import Setting, load_settings
 from .adherence import let_in
 from .editing import mapping_at, short_list, template_packages
@@ -31,6 +32,8 @@ def summarize(data: dict, question: str) -> str:
         "target": r"\b(?:os|distro|distribution|arch(?:itecture)?|image\s+type|target|platform)\b",
         "host": r"\bhost\s*name\b",
         "firewall": r"\bfirewall|\bports?\b|\bopen\b|\bufw\b|\bfirewalld\b|\bnftables\b",
+        "network": r"\bip(?:v4)?\b|\bip\s+address|\bnetwork(?:ing)?\b(?!\s+(?:share|mount|drive))|\bgateway\b|\bdhcp\b"
+                   r"|\bstatic\b|\binterfaces?\b|\beth\d",
     }
     asked = [name for name, pattern in sections.items() if re.search(pattern, q)]
     why = _why_answer(data, q, caps)
@@ -273,6 +276,12 @@ def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[st
         )
     if want("firewall") and only is not None:
         lines.append(_firewall(sc, template_packages(data), caps))
+    if want("network") and only is not None:
+        commands = [str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict)]
+        statics = read_all(commands)
+        lines.append("Network: " + ("; ".join(s.describe() for s in statics) + ("; any other interface by DHCP" if all(s.interface for s in statics) else "")
+                                    if statics else "no static address written, so the wired interfaces get theirs "
+                                    "by DHCP (the distribution's default configuration)") + ".")
     if want("host") and sc.get("hostname"):
         lines.append(f"Hostname: {sc['hostname']}.")
     if want("repos"):

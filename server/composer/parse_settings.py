@@ -27,6 +27,7 @@ from ..knowledge.system_settings import (
 from .parse_kernel_modules import KernelModulePhrases
 from .parse_schedules import UNDO
 from .phrasing import STOPWORDS, alternatives
+from .ssh_words import KEYS_ONLY, NO, PASSWORDS, SSH, WAYS_IN
 from .switch_words import ARTICLE, MODAL, OFF, OFF_AFTER, ON, ON_AFTER
 
 # Rights given to someone right before a setting's words ("give alice root access", "grant ops full root access").
@@ -61,33 +62,6 @@ _TO_ADDRESS = (r"(?:(?:(?:syncing|synced|syncs|sync|synchroni[sz]ing|getting\s+(
                rf"(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+)?(?:syslog\s+|log\s+|ntp\s+|time\s+)?(?:server|host)\s+)?"
                rf"(?:(?:at|on)\s+)?{_ADDRESS}")
 _SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})(?:\s*=\s*|\s+(?:to|at|of)\s+)([\w.:-]+)(?![\w/])"
-
-
-# How sshd lets people in, by kinds of words rather than phrases: the keys alone ("ssh with key only", "only
-# allow key based ssh", "ssh access only via keys") or no passwords ("no password ssh", "ssh without passwords",
-# "passwordless ssh"). Both mean sshd refuses passwords (system_settings.yaml `key-only ssh`).
-_SSH = r"(?:ssh|sshd|openssh|secure\s+shell)"
-_SSH_ACCESS = r"(?:[\s-]+(?:logins?|log-?ins?|access|connections?|auth(?:entication)?|server))?"
-_KEY = (r"(?:(?:ssh|public|authorized|rsa|ed25519)[\s-]+)?(?:keys?|pubkeys?|key[\s-]?pairs?|certificates?)"
-        r"(?:[\s-]+(?:based|auth(?:entication)?|logins?|access))?")
-_ONLY = r"(?:only|exclusively|alone)"
-_KEY_PREP = r"(?:with|by|via|using|through|from)\s+(?:(?:an?|the|my|our|their)\s+)?"
-_PASSWORDS = r"(?:password[\s-]+(?:auth(?:entication)?|logins?)|passwords?|passwd)"
-# Passwords as a way of logging in, never one user's password
-_WAYS_IN = r"(?:password[\s-]+(?:auth(?:entication)?|logins?)|passwords)"
-_NO = r"(?:no|without|disable[ds]?|disabling|disallow(?:ed|s)?|forbid|deny|block|never)"
-_KEYS_ONLY = (
-    rf"(?:\b(?:allow|permit|enable)\s+)?(?:"
-    rf"\b{_SSH}{_SSH_ACCESS}\s+(?:(?:is|are|should\s+be|must\s+be|allowed|permitted|enabled)\s+)?"
-    rf"(?:{_ONLY}\s+{_KEY_PREP}{_KEY}|{_KEY_PREP}{_KEY}[\s-]+{_ONLY})\b"  # ssh (access) only with keys / with keys only
-    rf"|\b{_KEY}[\s-]+{_ONLY}\b(?:\s+{_SSH}{_SSH_ACCESS}\b)?"  # key-only (ssh)
-    # only (by) keys, "ssh only accepts keys"
-    rf"|\b{_ONLY}\s+(?:(?:allow|permit|accept|take)s?\s+)?(?:{_KEY_PREP})?{_KEY}\b(?:\s+{_SSH}{_SSH_ACCESS}\b)?"
-    rf"|\b(?:password[\s-]?less|password[\s-]free)\s+{_SSH}{_SSH_ACCESS}\b"  # passwordless ssh
-    rf"|\b{_SSH}{_SSH_ACCESS}\s+(?:(?:with|and|but)\s+)?(?:{_NO}|no)\s+(?:an?\s+)?{_PASSWORDS}\b"  # ssh without passwords
-    rf"|\b{_NO}\s+(?:an?\s+)?{_PASSWORDS}(?:\s+(?:over|via|for|on|through|in))?\s+{_SSH}{_SSH_ACCESS}\b"  # no password ssh
-    rf")"
-)
 
 
 def is_setting_key(key: str) -> bool:
@@ -144,7 +118,7 @@ class SettingPhrases(KernelModulePhrases):
         written = any(c.get("setting") == setting.writes_as and not c.get("remove") for c in self.spec.configurations)
         # "keys only, no passwords" said twice; "sshd hardened: no root login, no passwords": the way in, in a
         # sentence about ssh (a singular "no password" is rather a user's: "user bob with no password")
-        for m in self._each(rf"\b{_NO}\s+(?:an?\s+)?{_PASSWORDS if written else _WAYS_IN}\b"):
+        for m in self._each(rf"\b{NO}\s+(?:an?\s+)?{PASSWORDS if written else WAYS_IN}\b"):
             if self._about_ssh(m):
                 if not written:
                     self._write(setting, setting.value)
@@ -154,7 +128,7 @@ class SettingPhrases(KernelModulePhrases):
     def _about_ssh(self, m: re.Match[str]) -> bool:
         """The sentence ``m`` stands in talks about ssh or logging in."""
         sentence = re.split(r"[.;!?\n]", self.said[:m.start()])[-1] + re.split(r"[.;!?\n]", self.said[m.start():])[0]
-        return re.search(rf"\b(?:{_SSH}|log(?:-|\s+)?ins?|logins?|remote\s+access)\b", sentence, re.I) is not None
+        return re.search(rf"\b(?:{SSH}|log(?:-|\s+)?ins?|logins?|remote\s+access)\b", sentence, re.I) is not None
 
     def _about_root(self, m: re.Match[str]) -> bool:
         """The sentence ``m`` stands in is about root's own login ("let root log in with a key only")."""
@@ -162,10 +136,10 @@ class SettingPhrases(KernelModulePhrases):
         return re.search(r"\broot\b", sentence, re.I) is not None
 
     def _keys_only(self) -> None:
-        """sshd taking keys alone (_KEYS_ONLY). A form without an ssh word of its own ("keys only", "only with
+        """sshd taking keys alone (KEYS_ONLY). A form without an ssh word of its own ("keys only", "only with
         a key") counts only in a sentence about ssh or logging in: "only a key" of a disk encryption is none."""
         setting = load_settings()["key-only ssh"]
-        for m in self._each(_KEYS_ONLY):
+        for m in self._each(KEYS_ONLY):
             if not self._about_ssh(m):
                 continue
             self._mask(m.start(), m.end())
@@ -175,7 +149,7 @@ class SettingPhrases(KernelModulePhrases):
                                        "written for it")
                 continue
             self._write(setting, setting.value)
-            if re.search(rf"\b{_SSH}\b", m.group(0), re.I) and "ssh" in self.caps.groups:
+            if re.search(rf"\b{SSH}\b", m.group(0), re.I) and "ssh" in self.caps.groups:
                 self.spec.add_groups.append("ssh")  # named: asked for, as "ssh" alone would be
 
     def _not_written(self, setting: Setting, words: str) -> None:
@@ -448,6 +422,8 @@ class SettingPhrases(KernelModulePhrases):
             self._undo(setting)
             self._mask(m.start(), m.end())
         valued = any(c.get("setting") == setting.name and not c.get("remove") for c in self.spec.configurations)
+        if setting.valued_only:
+            return  # its words alone are someone else's ("a dns server" is one the image runs)
         for m in self._each(w):  # the words are left, with no value they take
             if self._known_word(m.group(0).lower()) or m.group(0).lower() in setting.packages_named:
                 continue  # a package named alone is that package ("an image with chrony")
@@ -515,7 +491,13 @@ class SettingPhrases(KernelModulePhrases):
             parts = re.split(r"\s*(?:,|\band\b|&)\s*", text.strip())
             return ",".join(re.sub(r"\s*-\s*", "-", p) for p in parts if p), len(text)
         if setting.value == "address":
-            return " ".join(re.split(r"\s*(?:,|\band\b|&)\s*", text.strip().lower())), len(text)
+            addresses = re.split(r"\s*(?:,|\band\b|&)\s*", text.strip().lower())
+            named = [a for a in addresses if not re.fullmatch(r"[\d.]+(?::\d+)?", a)]
+            if setting.addresses_only and named:
+                self.spec.unparsed.append(f"{setting.name}: {', '.join(named)} is a host name, and only addresses "
+                                          f"are taken (e.g. '{self._example(setting)}')")
+                return "", len(text)
+            return " ".join(addresses), len(text)
         if setting.value == "size":
             mib = parse_casual(text)
             return (fmt_size(mib) if mib else ""), len(text)

@@ -18,6 +18,7 @@ from .parse_artifacts import ArtifactPhrases
 from .parse_disk import DiskPhrases
 from .parse_firewall import FirewallPhrases
 from .parse_keys import KeyPhrases
+from .parse_network import NetworkPhrases
 from .parse_network_mounts import NetworkMountPhrases
 from .parse_packages import PackagePhrases
 from .parse_settings import SettingPhrases
@@ -90,7 +91,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
     return spec
 
 
-class _Parser(NetworkMountPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
+class _Parser(NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
               DiskPhrases, ArtifactPhrases, TargetPhrases, TextPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
@@ -100,6 +101,7 @@ class _Parser(NetworkMountPhrases, FirewallPhrases, SystemPhrases, UserPhrases, 
         self._texts()  # a motd's or banner's words are a person's text, read by nothing else
         self._urls()
         self._network_mounts()  # before the paths, host names and addresses its shares hold
+        self._network()  # before the settings, which read a name server's address, and the firewall's sources
         self._modules_loaded()  # before the command line, whose list would take a module for a parameter
         self._cmdline()
         self._ssh_hardened()  # before the scan, which would read "hardened" as the security group

@@ -10,9 +10,10 @@ from . import consoles, cpu_lists
 from .adherence import lets_in
 from .base import asked_groups
 from .coherence import store_configurations
-from .editing import TemplateEdit, list_at, mapping_at, template_packages
+from .editing import list_at, mapping_at, template_packages
 from .firewall_sources import firewalld_options, split_source, ufw_rule, without_general
 from .layout import Layout
+from .network_edits import NetworkEdit
 from .parse_keys import key_commands
 from .request_spec import NOLOGIN_SHELL, REFERRED_USER, RequestSpec
 from .schedules import merged
@@ -22,7 +23,7 @@ _ON_CALENDAR = re.compile(r"OnCalendar=(.+?)\\n")
 _TIMER_UNIT = re.compile(r"/etc/systemd/system/([\w@.-]+)\.timer")
 
 
-class SystemEdit(TemplateEdit):
+class SystemEdit(NetworkEdit):
     """Kernel, hostname, user and bootloader edits."""
 
     def kernel_edits(self, spec: RequestSpec) -> None:
@@ -190,6 +191,8 @@ class SystemEdit(TemplateEdit):
         for entry in entries:
             if entry.get("reschedule"):
                 self._reschedule(entry)
+                continue
+            if entry.get("network") and not entry.get("remove") and not self.static_network(entry):
                 continue
             configs = [c for c in self.system(create=False).get("configurations") or [] if c is not None]
             pattern = re.compile(str(entry.get("replaces") or r"(?!)"))

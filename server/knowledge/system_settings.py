@@ -41,6 +41,8 @@ class Setting:
     reason: str = ""  # why a setting of value "none" is not written
     default: str = "the kernel's default"  # whose default the other direction of a switch is
     switched_only: bool = False  # read only beside a switch word ("no swap"), never as the bare word
+    valued_only: bool = False  # read only with its value: the words alone name something else ("a dns server")
+    addresses_only: bool = False  # value address: IP addresses only, never a host name (resolved's DNS=)
     locked_words: tuple[str, ...] = ()  # words of the switch off read only with a verb of locking ("lock root")
     several: bool = False  # value address: several may be said ("ntp servers a and b"), written space-separated
     same_cpus: tuple[str, ...] = ()  # kernel parameters naming the same CPUs (value cpus)
@@ -199,6 +201,12 @@ def sshd_configuration(lines: tuple[str, ...], file: str, setting: str) -> dict[
             "setting": setting, "replaces": rf"sshd_config\.d/20-{re.escape(file)}\.conf"}
 
 
+def section(name: str) -> Mapping[str, Any]:
+    """One top-level section of the bundled file (empty when it has none), for the modules that read their own."""
+    found = _raw().get(name)
+    return found if isinstance(found, Mapping) else {}
+
+
 @functools.lru_cache(maxsize=1)
 def _raw() -> Mapping[str, Any]:
     """The bundled file, read and parsed once for the settings, the kernel modules and the country words."""
@@ -239,6 +247,7 @@ def load_settings() -> Mapping[str, Setting]:
             replaces=str(spec.get("replaces") or ""), packages=tuple(str(p) for p in spec.get("packages") or ()),
             low=spec.get("min"), high=spec.get("max"), reason=str(spec.get("reason") or ""),
             default=str(spec.get("default") or Setting.default), switched_only=bool(spec.get("switched_only")),
+            valued_only=bool(spec.get("valued_only")), addresses_only=bool(spec.get("addresses_only")),
             locked_words=tuple(str(w).lower() for w in spec.get("locked_words") or ()),
             several=bool(spec.get("several")),
             same_cpus=tuple(str(p) for p in spec.get("same_cpus") or ()),

@@ -7,7 +7,8 @@ from image_composer_mcp.server.composer.adherence import unmet
 from bench.agent_bench import load_eval
 
 KEYS = {"os", "dist", "arch", "type", "has", "lacks", "hostname", "size", "min_size", "mount", "no_mount", "cmdline",
-        "immutable", "user", "artifact", "no_enable", "unsupported", "unchanged", "sized", "config_has", "opened"}
+        "immutable", "user", "artifact", "no_enable", "unsupported", "unchanged", "sized", "config_has", "opened",
+        "addressed"}
 
 
 def test_size_and_split():

@@ -1,0 +1,169 @@
+"""Reading static network addresses: "a static ip of 192.168.1.50/24, gateway 192.168.1.1", "eth0 at 10.0.0.5/16",
+"10.0.0.5/24 on eth1", "netmask 255.255.255.0", "change the gateway to 10.0.0.254", "use dhcp instead". Each address
+is one configuration entry with its interface and gateway (``network``), written for the image's network manager
+when the edit is applied (system_edits, server/knowledge/static_network.py). DNS servers are a setting of their own
+(system_settings.yaml ``dns servers``), read after this."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from ..knowledge.static_network import (
+    NETWORKD,
+    StaticAddress,
+    command,
+    default_prefix,
+    problem,
+    replaces,
+    wired_match,
+)
+from .parse_schedules import UNDO
+from .phrasing import ParserState
+
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+# An address, with its prefix length; never a host's port ("10.0.0.5:514") or a share ("10.0.0.5:/export").
+_ADDRESS = rf"(?<![\w.:/-])({_IPV4})(?:/(\d{{1,2}}))?(?![\w:/-]|\.\d)"
+# Linux's interface names: the kernel's (eth0, wlan0, usb0) and systemd's predictable ones (eno1, ens3, enp3s0, end0).
+_INTERFACE = r"\b(eth\d+|wlan\d+|usb\d+|en(?:o\d+|s\d+|d\d+|p\d+s\d+(?:f\d+)?|x[\da-f]{12}))\b"
+# Words between an address's role and the address: "a static ip OF", "the gateway IS", "eth0 GETS", "ip: ".
+_LINKS = (r"(?:\s*[:=]|\s+(?:of|is|to|at|as|set|should|be|will|must|gets?|has|have|with|uses?|using|on|a|an|the|its"
+          r"|their|address|addr|ip|ipv4))*\s*$")
+_ADDRESS_ROLE = re.compile(rf"(?:\b(?:static|fixed|manual)\b|\bip(?:v4)?\b|\baddress\b|\baddr\b|{_INTERFACE}){_LINKS}",
+                           re.I)
+_GATEWAY_ROLE = re.compile(rf"\b(?:(?:default\s+)?(?:gateway|gw|router)|(?:default\s+)?route\s+via){_LINKS}", re.I)
+_MASK_ROLE = re.compile(rf"\b(?:net\s*mask|subnet\s+mask|mask){_LINKS}", re.I)
+# Words that make an address someone else's: a name server, a time or log server, a source let in ("from").
+_OTHERS = re.compile(r"\b(?:dns|name\s*servers?|resolvers?|ntp|time\s+servers?|syslog|logs?|relay|proxy|from|mqtt"
+                     r"|broker)\b", re.I)
+_AS_ADDRESS = re.compile(r"^\s+as\s+(?:(?:its|the|a|an|our|my)\s+)?(?:(?:static|fixed)\s+)?(?:ip|ipv4|address)\b", re.I)
+_ON_INTERFACE = re.compile(rf"^\s+(?:on|for)\s+(?:(?:the\s+)?interface\s+)?{_INTERFACE}", re.I)
+_STATIC_WORDS = (r"\b(?:static|fixed)\s+(?:ipv4\s+)?(?:ip\s+address(?:es|ing)?|ips?|address(?:es|ing)?|networking"
+                 r"|network\s+config(?:uration)?)\b")
+_DHCP = (r"(?:\b(?:use|uses|using|via|over|by|from|with|through|on|to|back\s+to)\s+dhcp(?:v4)?\b"
+         r"|\bdhcp(?:v4)?\s+(?:instead|client|addressing|for\s+(?:the\s+|its\s+)?(?:address|ip)|on\s+" + _INTERFACE + r"))"
+         r"(?!\s*(?:server|service|daemon|range|pool|relay))")
+_EXAMPLE = "e.g. 'static ip 192.168.1.50/24 on eth0, gateway 192.168.1.1'"
+
+
+class NetworkPhrases(ParserState):
+    """Static addresses, gateways and a return to DHCP, written as configuration commands."""
+
+    def _network(self) -> None:
+        self._back_to_dhcp()
+        addresses: list[tuple[re.Match[str], str]] = []  # (the address said, its interface)
+        gateways: list[str] = []
+        masks: list[tuple[int, int]] = []  # (where a netmask was said, its prefix length)
+        last_end = 0
+        for m in self._each(_ADDRESS):
+            clause = re.split(r"[,;.!?]\s", self.work[last_end:m.start()])[-1]
+            after = self.work[m.end():]
+            if _GATEWAY_ROLE.search(clause):
+                gateways.append(m.group(1))
+            elif _MASK_ROLE.search(clause):
+                masks.append((m.start(), self._prefix_of_mask(m.group(1))))
+            elif _OTHERS.search(clause) and not _ON_INTERFACE.match(after):
+                continue
+            elif _ADDRESS_ROLE.search(clause) or _AS_ADDRESS.match(after) or _ON_INTERFACE.match(after):
+                on = _ON_INTERFACE.match(after)
+                named = re.findall(_INTERFACE, clause, re.I)
+                addresses.append((m, (on.group(1) if on else named[-1] if named else "").lower()))
+                if on:
+                    self._mask(m.end(), m.end() + on.end())
+            else:
+                continue
+            self._mask(m.start(), m.end())
+            self._mask(*self._role_span(m.start()))
+            last_end = m.end()
+        written = self._addresses(addresses, masks, gateways)
+        for m in self._each(_STATIC_WORDS):
+            if not written:
+                self.spec.unparsed.append(f"{' '.join(m.group(0).split())}: no address said ({_EXAMPLE})")
+            self._mask(m.start(), m.end())
+
+    def _role_span(self, start: int) -> tuple[int, int]:
+        """The role words said before an address ("a static ip of", "gateway"), back to the clause's start."""
+        before = self.work[:start]
+        clause_start = max(before.rfind(c) for c in ",;.!?") + 1
+        for role in (_GATEWAY_ROLE, _MASK_ROLE, _ADDRESS_ROLE):
+            found = role.search(before, clause_start)
+            if found:
+                return found.start(), start
+        return start, start
+
+    def _prefix_of_mask(self, mask: str) -> int:
+        try:
+            return ipaddress.IPv4Network(f"0.0.0.0/{mask}").prefixlen
+        except ValueError:
+            self.spec.unparsed.append(f"netmask {mask} (not a netmask: its ones must come first, e.g. 255.255.255.0)")
+            return 0
+
+    def _addresses(self, said: list[tuple[re.Match[str], str]], masks: list[tuple[int, int]],
+                   gateways: list[str]) -> bool:
+        """The entries of the addresses said, each with the netmask said after it and the gateway of its network;
+        True when one was written."""
+        statics: list[StaticAddress] = []
+        for i, (m, interface) in enumerate(said):
+            prefix = m.group(2)
+            if prefix is None:
+                upto = said[i + 1][0].start() if i + 1 < len(said) else len(self.work)
+                mask = next((p for at, p in masks if m.end() <= at < upto), None)
+                if mask == 0:
+                    continue  # a netmask said that is none: reported
+                prefix = str(mask or default_prefix())
+                if mask is None:
+                    self.spec.notes.append(f"static address {m.group(1)}: no prefix length or netmask said, /{prefix} "
+                                           f"taken (say e.g. {m.group(1)}/16 for another)")
+            statics.append(StaticAddress(interface, f"{m.group(1)}/{prefix}"))
+        for gateway in gateways:
+            within = [s for s in statics if ipaddress.IPv4Address(gateway) in ipaddress.IPv4Interface(s.address).network]
+            if not statics:
+                statics.append(StaticAddress("", "", gateway))  # an edit's: the address the image has keeps it
+            elif within or len(statics) == 1:
+                target = (within or statics)[0]
+                statics[statics.index(target)] = StaticAddress(target.interface, target.address, gateway)
+            else:
+                self.spec.unparsed.append(f"gateway {gateway}: in none of the networks of "
+                                          f"{', '.join(s.address for s in statics)}")
+        written = False
+        for static in statics:
+            why = problem(static.address, static.gateway) if static.address else None
+            if why:
+                self.spec.unparsed.append(f"static address: {why}")
+                continue
+            self.spec.configurations.append(static_entry(static))
+            written = written or bool(static.address)
+            if static.address and not static.interface:
+                self.spec.notes.append(f"static address {static.address}: on every wired interface ({wired_match()}), "
+                                       "as none was named; name one on a machine with several (e.g. 'on eth0')")
+        return written
+
+    def _back_to_dhcp(self) -> None:
+        """"use dhcp instead", "switch eth0 back to dhcp", "remove the static ip": the static address taken out, the
+        template's own DHCP left."""
+        for m in self._each(rf"(?:\b{UNDO}\s+(?:the\s+|its\s+|that\s+)?{_STATIC_WORDS}"
+                            rf"(?:\s+(?:on|for|of)\s+(?:the\s+)?{_INTERFACE})?|{_DHCP})"):
+            clause = re.split(r"[,;.!?]\s", self.work[:m.end()])[-1]
+            named = re.findall(_INTERFACE, clause, re.I)
+            interface = named[-1].lower() if named else None
+            where = f" on {interface}" if interface else ""
+            self.spec.configurations.append({"remove": True, "cmd": "", "replaces": replaces(interface),
+                                             "label": f"static address{where} (DHCP, the template's own, stays)"})
+            self._mask(m.start(), m.end())
+
+
+def static_entry(static: StaticAddress) -> dict:
+    """The configuration entry of ``static``: written for systemd-networkd until the edit knows the image's network
+    manager (system_edits); a gateway alone takes the address the image has."""
+    entry: dict = {"network": {"interface": static.interface, "address": static.address, "gateway": static.gateway},
+                   "cmd": command(static, NETWORKD) if static.address else "",
+                   "setting": "static address" + (f" on {static.interface}" if static.interface else ""),
+                   "label": static.describe() if static.address else f"gateway {static.gateway}",
+                   "replaces": replaces(static.interface), "packages": []}
+    if not static.address:
+        entry["edits_only"] = f"the image has no static address to give it: say the address too ({_EXAMPLE})"
+    return entry
+
+
+__all__ = ["NetworkPhrases", "static_entry"]

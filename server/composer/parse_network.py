@@ -28,17 +28,24 @@ _ADDRESS = rf"(?<![\w.:/-])({_IPV4})(?:/(\d{{1,2}}))?(?![\w:/-]|\.\d)"
 # Linux's interface names: the kernel's (eth0, wlan0, usb0) and systemd's predictable ones (eno1, ens3, enp3s0, end0).
 _INTERFACE = r"\b(eth\d+|wlan\d+|usb\d+|en(?:o\d+|s\d+|d\d+|p\d+s\d+(?:f\d+)?|x[\da-f]{12}))\b"
 # Words between an address's role and the address: "a static ip OF", "the gateway IS", "eth0 GETS", "ip: ".
-_LINKS = (r"(?:\s*[:=]|\s+(?:of|is|to|at|as|set|should|be|will|must|gets?|has|have|with|uses?|using|on|a|an|the|its"
+_LINKS = (r"(?:\s*[:=(]|\s+(?:of|is|to|at|as|set|should|be|will|must|gets?|has|have|with|uses?|using|on|a|an|the|its"
           r"|their|address|addr|ip|ipv4))*\s*$")
+# A verb that gives an interface its address, said before the role's words ("configure enp0s3 with …", "assign …").
+_VERB = re.compile(r"\b(?:configure|configured|assign|assigned|give|set|put)\s+(?:it\s+)?$", re.I)
 _ADDRESS_ROLE = re.compile(rf"(?:\b(?:static|fixed|manual)\b|\bip(?:v4)?\b|\baddress\b|\baddr\b|{_INTERFACE}){_LINKS}",
                            re.I)
 _GATEWAY_ROLE = re.compile(rf"\b(?:(?:default\s+)?(?:gateway|gw|router)|(?:default\s+)?route\s+via){_LINKS}", re.I)
 _MASK_ROLE = re.compile(rf"\b(?:net\s*mask|subnet\s+mask|mask){_LINKS}", re.I)
+# A prefix length said apart from the address: "with a /24 mask", "prefix length 16", "a /16 subnet".
+_PREFIX = (r"(?:(?:\b(?:with\s+)?(?:an?\s+)?)?(?<![\w.])/(\d{1,2})\s+(?:net\s*mask|mask|prefix|subnet|network)\b"
+           r"|\bprefix(?:\s+length)?(?:\s+of|\s+is|\s*[:=])?\s+/?(\d{1,2})\b)")
+# An IPv6 address with its prefix length ("2001:db8::5/64"), which is not written.
+_IPV6 = r"(?<![\w:])(?:[\da-f]{0,4}:){2,7}[\da-f]{0,4}/\d{1,3}(?![\w:])"
 # Words that make an address someone else's: a name server, a time or log server, a source let in ("from").
 _OTHERS = re.compile(r"\b(?:dns|name\s*servers?|resolvers?|ntp|time\s+servers?|syslog|logs?|relay|proxy|from|mqtt"
                      r"|broker)\b", re.I)
 _AS_ADDRESS = re.compile(r"^\s+as\s+(?:(?:its|the|a|an|our|my)\s+)?(?:(?:static|fixed)\s+)?(?:ip|ipv4|address)\b", re.I)
-_ON_INTERFACE = re.compile(rf"^\s+(?:on|for)\s+(?:(?:the\s+)?interface\s+)?{_INTERFACE}", re.I)
+_ON_INTERFACE = re.compile(rf"^\s+(?:on|for|to)\s+(?:(?:the\s+)?interface\s+)?{_INTERFACE}", re.I)
 _STATIC_WORDS = (r"\b(?:static|fixed)\s+(?:ipv4\s+)?(?:ip\s+address(?:es|ing)?|ips?|address(?:es|ing)?|networking"
                  r"|network\s+config(?:uration)?)\b")
 _DHCP = (r"(?:\b(?:use|uses|using|via|over|by|from|with|through|on|to|back\s+to)\s+dhcp(?:v4)?\b"
@@ -52,10 +59,18 @@ class NetworkPhrases(ParserState):
 
     def _network(self) -> None:
         self._back_to_dhcp()
+        for m in self._each(rf"(?:\b(?:static\s+)?ipv6\s+(?:address\s+)?(?:of\s+|is\s+|[:=]\s*)?)?{_IPV6}"
+                            rf"(?:\s+(?:on|for)\s+{_INTERFACE})?"):
+            self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (a static IPv6 address is not written by the "
+                                      f"composer, only IPv4 ones: {_EXAMPLE})")
+            self._mask(m.start(), m.end())
         addresses: list[tuple[re.Match[str], str]] = []  # (the address said, its interface)
         gateways: list[str] = []
         masks: list[tuple[int, int]] = []  # (where a netmask was said, its prefix length)
         last_end = 0
+        for m in self._each(_PREFIX):
+            masks.append((m.start(), int(m.group(1) or m.group(2))))
+            self._mask(m.start(), m.end())
         for m in self._each(_ADDRESS):
             clause = re.split(r"[,;.!?]\s", self.work[last_end:m.start()])[-1]
             after = self.work[m.end():]
@@ -65,7 +80,8 @@ class NetworkPhrases(ParserState):
                 masks.append((m.start(), self._prefix_of_mask(m.group(1))))
             elif _OTHERS.search(clause) and not _ON_INTERFACE.match(after):
                 continue
-            elif _ADDRESS_ROLE.search(clause) or _AS_ADDRESS.match(after) or _ON_INTERFACE.match(after):
+            elif (_ADDRESS_ROLE.search(clause) or _AS_ADDRESS.match(after) or _ON_INTERFACE.match(after)
+                  or _a_host(m)):  # "a nas on 192.168.1.5/24": a machine's address with its network's length
                 on = _ON_INTERFACE.match(after)
                 named = re.findall(_INTERFACE, clause, re.I)
                 addresses.append((m, (on.group(1) if on else named[-1] if named else "").lower()))
@@ -89,8 +105,10 @@ class NetworkPhrases(ParserState):
         for role in (_GATEWAY_ROLE, _MASK_ROLE, _ADDRESS_ROLE):
             found = role.search(before, clause_start)
             if found:
-                return found.start(), start
-        return start, start
+                verb = _VERB.search(before, clause_start, found.start())
+                return (verb.start() if verb else found.start()), start
+        verb = _VERB.search(before, clause_start)  # "assign 10.0.0.5/24 to eth0"
+        return (verb.start() if verb else start), start
 
     def _prefix_of_mask(self, mask: str) -> int:
         try:
@@ -151,6 +169,11 @@ class NetworkPhrases(ParserState):
             self.spec.configurations.append({"remove": True, "cmd": "", "replaces": replaces(interface),
                                              "label": f"static address{where} (DHCP, the template's own, stays)"})
             self._mask(m.start(), m.end())
+
+
+def _a_host(m: re.Match[str]) -> bool:
+    """An address said with its prefix length that is a machine's (not its network's or broadcast address)."""
+    return m.group(2) is not None and problem(f"{m.group(1)}/{m.group(2)}") is None
 
 
 def static_entry(static: StaticAddress) -> dict:

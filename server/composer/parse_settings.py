@@ -357,7 +357,7 @@ class SettingPhrases(KernelModulePhrases):
             several = rf"(?:\s*(?:,|\band\b|&)\s*{_ADDRESS})*" if setting.several else ""
             forms = [(rf"{w}{_LINK}{_TO_ADDRESS.replace(_ADDRESS, f'({_ADDRESS}{several})')}", True),
                      # "time1.example.org as the time server", "10.0.0.5 for the logs"
-                     (rf"(?<![\w.-])({_ADDRESS})\s+as\s+(?:(?:the|a|an|our|its|my)\s+)?{w}", False)]
+                     (rf"(?<![\w.-])({_ADDRESS}{several})\s+(?:as|for)\s+(?:(?:the|a|an|our|its|my)\s+)?{w}", False)]
         elif setting.value == "layout":  # "keyboard layout de", "a german keyboard", "swiss german keyboard"
             name = r"[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?"
             forms = [(rf"(?:{w}|\bkeyboard)(?:\s+{MODAL})?{_LINK}({name})", True),

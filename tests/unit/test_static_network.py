@@ -50,6 +50,12 @@ def _commands(data: dict) -> list[str]:
     ("use 192.168.0.10/24 as its static ip, router 192.168.0.1", "", "192.168.0.10/24", "192.168.0.1"),
     ("static ip 192.168.10.20 netmask 255.255.0.0", "", "192.168.10.20/16", ""),
     ("give end0 a fixed address of 10.20.30.40/24", "end0", "10.20.30.40/24", ""),  # a board's predictable name
+    ("assign 10.0.0.5/24 to eth0", "eth0", "10.0.0.5/24", ""),
+    ("configure enp0s3 with 192.168.56.10/24", "enp0s3", "192.168.56.10/24", ""),
+    ("static networking on eth0 (10.0.0.2/24, gw 10.0.0.1)", "eth0", "10.0.0.2/24", "10.0.0.1"),
+    ("give it the address 192.168.1.20 with a /24 mask", "", "192.168.1.20/24", ""),
+    ("set the ip to 10.0.0.5 prefix length 16", "", "10.0.0.5/16", ""),
+    ("debian nas on 192.168.1.5/24", "", "192.168.1.5/24", ""),  # a machine's address with its network's length
 ])
 def test_an_address_is_read_by_its_role_with_its_interface_and_gateway(text, interface, address, gateway):
     spec = parse_request(text)
@@ -89,6 +95,7 @@ def test_what_cannot_be_written_is_said(text, said):
     "send logs to 10.0.0.5:514",
     "mount 10.0.0.5:/exports/home at /home",
     "an ubuntu iot gateway with mosquitto",  # the use case, no address
+    "a nas on the 192.168.1.0/24 network",  # a network's address, no machine's
 ])
 def test_other_addresses_are_not_static_ones(text):
     assert not _statics(parse_request(text))
@@ -98,6 +105,7 @@ def test_other_addresses_are_not_static_ones(text):
     ("ubuntu with dns servers 1.1.1.1 and 9.9.9.9", "1.1.1.1 9.9.9.9"),
     ("use 8.8.8.8 as the dns server", "8.8.8.8"),
     ("nameserver 10.0.0.2", "10.0.0.2"),
+    ("use 1.1.1.1 and 1.0.0.1 for dns", "1.1.1.1 1.0.0.1"),
     ("eth0 at 10.0.0.5/24, gateway 10.0.0.1 and dns 10.0.0.1, 1.1.1.1", "10.0.0.1 1.1.1.1"),
 ])
 def test_name_servers_are_resolveds_global_dns(text, servers):
@@ -170,3 +178,9 @@ def test_commands_read_back_for_both_managers():
         assert read(command(static, manager)) == static
     assert re.search(r"Name=en\* eth\*", command(static, NETWORKD))  # every wired interface, as the defaults match
     assert manager_for("redhat-compatible-distro", []) == NETWORKMANAGER and manager_for("debian", ["vim"]) == NETWORKD
+
+
+def test_an_ipv6_address_is_said_not_written_and_never_read_as_ipv6_switched_on():
+    spec = parse_request("ipv6 address 2001:db8::5/64 on eth0")
+    assert not spec.configurations and not spec.notes
+    assert len(spec.unparsed) == 1 and "a static IPv6 address is not written" in spec.unparsed[0]

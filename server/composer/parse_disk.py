@@ -163,10 +163,14 @@ class DiskPhrases(ParserState):
                 g = g[7:]
                 software_at = 8
             size = _size(g[1], g[2]) if g[1] else _size(g[4], g[5]) if g[4] else None
+            # "postgres on its own 30G partition at /var/lib/postgresql": a place said after it is its mount point
+            placed = re.match(r"\s+(?:(?:mounted\s+)?(?:at|on|under)|for)\s+(/[\w./-]*)", self.work[m.end():], re.I)
+            if placed:
+                self._mask(m.end(), m.end() + placed.end())
             spec.partitions.append(
                 {
                     "action": "add",
-                    "mountPoint": mount_point(g[0]),
+                    "mountPoint": mount_point(placed.group(1) if placed else g[0]),
                     "size": size,
                     "fsType": _fs(g[3] or g[6]),
                     "fill": False,

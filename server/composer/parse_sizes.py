@@ -39,9 +39,16 @@ class SizePhrases(ParserState):
     """Changes of the disk's or a partition's size."""
 
     def _size_changes(self) -> None:
+        self._disk_partitions()
         self._sizes_of_them()
         self._partition_size_changes()
         self._disk_size_changes()
+
+    def _disk_partitions(self) -> None:
+        """"a dedicated 50G disk partition at /var/lib/mysql": a disk's partition is a partition, never the disk
+        with its size; rewritten in place (the same length) as the partition word alone."""
+        for m in self._each(r"\b(?:disk|drive)\s+(partitions?|volumes?)\b"):
+            self.work = self.work[:m.start()] + m.group(1).rjust(m.end() - m.start()) + self.work[m.end():]
 
     def _sizes_of_them(self) -> None:
         """"make the image 12 gigabytes and give /home 4 of them": a count of "them" after a size is that many of

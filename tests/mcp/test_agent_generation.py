@@ -59,11 +59,11 @@ async def test_ordinary_english_never_becomes_a_package(client):
 
 
 async def test_a_name_no_index_could_check_says_why_and_how_to_add_it(client):
-    """Offline, with no cached index: "frr" and "lldpd" may be packages; the answer says no index could tell and
+    """Offline, with no cached index: "frr" and "radvd" may be packages; the answer says no index could tell and
     how to add them anyway. An English word left unread ("routing") gets no such advice."""
-    out, doc = await _gen(client, "an elxr image for a router with frr routing and lldpd")
-    assert not {"frr", "lldpd", "routing"} & installed(doc)
-    for name in ("frr", "lldpd"):
+    out, doc = await _gen(client, "an elxr image for a router with frr routing and radvd")
+    assert not {"frr", "radvd", "routing"} & installed(doc)
+    for name in ("frr", "radvd"):
         assert any(n.startswith(f"not understood: {name} (") and f"'add the package {name}'" in n
                    for n in out["notes"]), out["notes"]
     assert not any("the package routing" in n for n in out["notes"]), out["notes"]

@@ -2091,3 +2091,15 @@ def test_a_firewall_with_services_lets_them_in_and_with_software_installs_it():
     assert spec.open_ports == ["http", "https"] and not spec.unparsed
     spec = parse_request("a firewall with fail2ban", known_packages={"fail2ban"})
     assert spec.add_packages == ["fail2ban"] and not spec.open_ports
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("an el10 box running a mysql database on a dedicated 50G disk partition at /var/lib/mysql", "/var/lib/mysql",
+     "50GiB"),
+    ("a 20G disk partition for /srv", "/srv", "20GiB"),
+    ("ubuntu 24.04 with postgres on its own 30G partition at /var/lib/postgresql", "/var/lib/postgresql", "30GiB"),
+])
+def test_a_disk_partition_is_a_partition_and_a_place_said_after_it_is_its_mount_point(text, mount, size):
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)]
+    assert spec.disk_size is None and not spec.unparsed  # the partition's size is never the disk's

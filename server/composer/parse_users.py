@@ -15,10 +15,16 @@ _BE = r"(?:(?:should|must|will|shall)\s+be\s+|is\s+)"  # "the admin user should 
 # A role said right after a user's clause, past its comma: ", no sudo", ", with admin rights", ", as an admin".
 _ROLE_AFTER = re.compile(rf"\s*,\s*(?:and\s+)?(?:(?:(?:with|having|as)\s+(?:an?\s+)?|(?:no|without|not\s+an?)\s+)?{ROLE}"
                          # "add user svc-backup, no shell": a shell said after the comma is the user's too
-                         r"|(?:no|without(?:\s+an?)?)\s+(?:login\s+)?shell)"
+                         r"|(?:no|without(?:\s+an?)?)\s+(?:login\s+)?shell"
+                         # "user bob, shell zsh", "user bob, with fish as his shell"
+                         r"|(?:with\s+)?(?:an?\s+|the\s+)?(?:login\s+|default\s+)?shell\s*(?:=|:|of|is)?\s*[\w/.-]+"
+                         r"|(?:with|using)\s+(?:bash|zsh|fish|ksh|tcsh|mksh)\b(?:\s+as\s+\w+\s+shell)?)"
                          r"(?=\s*(?:[,;.]|$|\band\b))", re.I)
 # A login shell as people name it: its name or its path.
 _SHELLS = r"(bash|zsh|fish|sh|ksh|tcsh|/[\w/.-]+)"
+# A shell said as what a user works in, by its name alone: "a user bob with zsh", "using fish".
+_USING_SHELL = (r"\b(?:with|using|uses|running|on)\s+(?:an?\s+|the\s+)?(bash|zsh|fish|ksh|tcsh|mksh)\b"
+                r"(?!\s+(?:plugins?|packages?|completions?|config\w*|installed|scripts?))")
 # After a shell given to a user: "a zsh shell", "zsh as her shell", "fish as the login shell".
 _AS_SHELL = r"(?:as\s+(?:the\s+|a\s+|his\s+|her\s+|their\s+)?(?:login\s+|default\s+)?|(?:login\s+)?)shell\b"
 # What a shell is said to be: "should be zsh", "is fish", "= /bin/bash".
@@ -242,9 +248,10 @@ class UserPhrases(SudoPhrases):
                 names = _group_names(groups.group(1))
                 if names:
                     user["groups"] = names
-            shell = re.search(rf"\bshell\s*(?:=|:|of|is)?\s*{_SHELLS}|\b{_SHELLS}\s+{_AS_SHELL}", clause, re.I)
-            if shell:  # "shell zsh", "zsh as the default shell", "a bash shell"
-                user["shell"] = self._login_shell(shell.group(1) or shell.group(2))
+            shell = re.search(rf"\bshell\s*(?:=|:|of|is)?\s*{_SHELLS}|\b{_SHELLS}\s+{_AS_SHELL}|{_USING_SHELL}", clause,
+                              re.I)
+            if shell:  # "shell zsh", "zsh as the default shell", "a bash shell", "with zsh"
+                user["shell"] = self._login_shell(shell.group(1) or shell.group(2) or shell.group(3))
             elif _NO_LOGIN.search(clause) and not _NO_PASSWORD_LOGIN.search(clause):
                 user["shell"] = NOLOGIN_SHELL  # a service account ("svc-backup that cannot log in")
             elif qualifier in ("service", "system") and not re.search(r"\b(?:sudo|admin\w*|log\s*-?\s*in|ssh)\b", clause, re.I):
@@ -488,7 +495,7 @@ class UserPhrases(SudoPhrases):
         # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
         role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"
         # A name that a verb follows begins a clause of its own ("users alice and bob, alice is an admin").
-        item = (r"(?!(?:both|all|each|everyone)\b)[a-z_][a-z0-9_-]*(?![\w-])"
+        item = (r"(?!(?:both|all|each|everyone|shell)\b)[a-z_][a-z0-9_-]*(?![\w-])"
                 r"(?!\s+(?:is|should|must|will|shall|has|gets|becomes|needs)\b)"
                 r"(?:\s*\((?:an?\s+)?(?:(?:no|without)\s+)?" + role + r"(?:\s+" + role + r")*\))?"
                 r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
@@ -560,6 +567,15 @@ class UserPhrases(SudoPhrases):
             for user in users:
                 user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
             self._mask(end, end + groups.end())
+            end += groups.end()
+        # "users alice and bob, both with zsh", "…with zsh as their shell", "…, shell fish": each one's login shell
+        shell = re.match(rf"{every}(?:(?:(?:with|using|on)\s+)?(?:an?\s+|the\s+)?{_SHELLS}\s+{_AS_SHELL}"
+                         rf"|(?:with\s+)?(?:(?:their|a|the)\s+)?(?:login\s+|default\s+)?shell\s*(?:=|:|of|is)?\s*{_SHELLS}"
+                         rf"|{_USING_SHELL.removeprefix(chr(92) + 'b')})", self.work[end:], re.I)
+        if shell:
+            for user in users:
+                user["shell"] = self._login_shell(next(g for g in shell.groups() if g))
+            self._mask(end, end + shell.end())
 
     def _software_joined(self, tail: str, end: int) -> int:
         """Where a user's clause ends before software joined to it ("a user named bob and nginx": nginx is the

@@ -2103,3 +2103,18 @@ def test_a_disk_partition_is_a_partition_and_a_place_said_after_it_is_its_mount_
     spec = parse_request(text)
     assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)]
     assert spec.disk_size is None and not spec.unparsed  # the partition's size is never the disk's
+
+
+@pytest.mark.parametrize(("text", "shells"), [
+    ("a user bob with zsh", {"bob": "/bin/zsh"}),
+    ("a user bob using fish", {"bob": "/bin/fish"}),
+    ("user bob, shell zsh", {"bob": "/bin/zsh"}),
+    ("users alice and bob, shell zsh", {"alice": "/bin/zsh", "bob": "/bin/zsh"}),
+    ("users alice and bob with zsh as their shell", {"alice": "/bin/zsh", "bob": "/bin/zsh"}),
+    ("users alice and bob, both with zsh", {"alice": "/bin/zsh", "bob": "/bin/zsh"}),
+    ("users alice and bob in the docker group, both using fish", {"alice": "/bin/fish", "bob": "/bin/fish"}),
+])
+def test_a_shell_said_with_users_by_its_name_is_each_ones_login_shell(text, shells):
+    spec = parse_request(text)
+    assert {u["name"]: u.get("shell") for u in spec.users} == shells and not spec.unparsed
+    assert set(spec.add_packages) == {s.rsplit("/", 1)[1] for s in shells.values()}  # the shell is installed

@@ -37,6 +37,7 @@ class FirewallPhrases(ParserState):
         self._from_sources()
         self._reachable()
         self._port_by_pronoun()
+        self._software_by_pronoun()
         services = alternatives(firewall_services())
         named = rf"(?:{services})(?:\s*(?:,|/|\band\b)\s*(?:{services}))*"  # "http/https" is a list
         # the services that name a protocol, not software a request may ask for (postgresql, redis, cockpit)
@@ -140,7 +141,8 @@ class FirewallPhrases(ParserState):
         state = (r"(?:(?:is|are|be|being|should\s+be|must\s+be|needs?\s+to\s+be|to\s+be)\s+)?"
                  r"(?:reachable|accessible|open|opened|allowed|exposed|available|let\s+(?:in|through))")
         verb = r"\b(?:allow|allowing|permit|permitting|expose|exposing|open|opening|unblock)\s+"
-        for pattern in (rf"(?<![\w/.-]){items}\s+{state}\s+{where}", rf"{verb}{items}\s+{where}"):
+        noun = r"(?:\s+(?:server|service|daemon|instance|broker|ui|web\s+ui|dashboard|console))?"  # "a samba server"
+        for pattern in (rf"(?<![\w/.-]){items}{noun}\s+{state}\s+{where}", rf"{verb}{items}{noun}\s+{where}"):
             for m in self._each(pattern):
                 self._serve(m)
         for m in self._each(rf"(?<![\w/.'’-])([a-z][\w.+-]*)\s+{state}\s+{where}"):
@@ -222,3 +224,24 @@ class FirewallPhrases(ParserState):
             else:
                 self._mask(m.start(), m.start() + (named.start() if named else len(m.group(0))))
 
+    def _software_by_pronoun(self) -> None:
+        """"add memcached and open its port", "install nginx and let it through the firewall", "make them reachable":
+        the software a pronoun stands for is the last said before it, let in by what it serves (firewall_software);
+        with none said, or one whose port is not known here, it is reported."""
+        wall = r"(?:the\s+)?(?:firewall|firewalld|ufw)\b"
+        for m in self._each(rf"\b(?:open|expose|unblock|allow)\s+(?:its|their)\s+ports?\b(?:\s+(?:in|on|through)\s+{wall})?"
+                            rf"|\blet\s+(?:it|them)\s+(?:in\s+)?(?:through|thru|past)\s+{wall}"
+                            rf"|\bmake\s+(?:it|them)\s+(?:reachable|accessible)(?:\s+(?:from\s+(?:the\s+)?outside|through\s+{wall}))?"
+                            rf"|\bopen\s+(?:up\s+)?(?:{wall}|(?:the\s+)?ports?)\s+for\s+(?:it|them)\b"):
+            named = list(re.finditer(_served_items(), self.said[:m.start()], re.I))
+            said = " ".join(m.group(0).split())
+            if named:
+                whats = self._served(named[-1].group(1), named[-1].start(1))
+                self.spec.open_ports += [p for p in whats if p not in self.spec.open_ports]
+            else:
+                self.spec.unparsed.append(f"{said} (no software whose port is known said before it: say 'open port N "
+                                          "in the firewall')")
+            wanted = re.search(r"(?:firewall|firewalld|ufw)\b", m.group(0), re.I)  # the firewall named is wanted too
+            self._mask(m.start(), m.start() + wanted.start() if wanted else m.end())
+            if wanted:
+                self._mask(m.start() + wanted.end(), m.end())

@@ -122,7 +122,9 @@ class PackagePhrases(ReplacementPhrases, UnreadWords):
         the = r"(?:the|a|an|my|our|its|their)\s+"
         for m in self._each(rf"\b{name}\s+as\s+(?:{the})?(?:(?:main|default|only|primary|preferred)\s+)?({roles}){tail}\b"):
             self._fill_role(m, strong=True)
-        for m in self._each(rf"\b{name}\s+({roles}){tail}\b"):
+        # one space between, as the request has them: a run of spaces is words read already ("samba reachable
+        # through the firewall" is no samba firewall)
+        for m in self._each(rf"\b{name} ({roles}){tail}\b"):
             if m.group(0).split()[-1].lower() in _ROLE_NOUNS:
                 self._fill_role(m, strong=False)
 

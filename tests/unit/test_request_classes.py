@@ -2118,3 +2118,25 @@ def test_a_shell_said_with_users_by_its_name_is_each_ones_login_shell(text, shel
     spec = parse_request(text)
     assert {u["name"]: u.get("shell") for u in spec.users} == shells and not spec.unparsed
     assert set(spec.add_packages) == {s.rsplit("/", 1)[1] for s in shells.values()}  # the shell is installed
+
+
+@pytest.mark.parametrize(("text", "opened"), [
+    ("add memcached and open its port", ["11211/tcp"]),
+    ("install nginx and let it through the firewall", ["http", "https"]),
+    ("add redis and make it reachable from outside", ["redis"]),
+    ("postgres, and open the firewall for it", ["postgresql"]),
+    ("a samba server reachable through the firewall", ["445/tcp"]),  # the software's noun between
+])
+def test_a_pronoun_for_software_lets_in_what_the_software_serves(text, opened):
+    spec = parse_request(text)
+    assert spec.open_ports == opened and not spec.unparsed
+
+
+def test_a_pronoun_with_no_software_whose_port_is_known_is_reported():
+    spec = parse_request("add zorblax and open its port")
+    assert not spec.open_ports and any(u.startswith("open its port (no software whose port is known") for u in spec.unparsed)
+
+
+def test_a_firewall_said_after_words_read_already_is_still_the_firewall():
+    # "samba … firewall" with the words between read: never a samba firewall (a role filled), so the firewall stays
+    assert "firewall" in parse_request("a samba server reachable through the firewall").add_groups

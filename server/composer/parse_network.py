@@ -52,6 +52,8 @@ _DHCP = (r"(?:\b(?:use|uses|using|via|over|by|from|with|through|on|to|back\s+to)
          r"|\bdhcp(?:v4)?\s+(?:instead|client|addressing|for\s+(?:the\s+|its\s+)?(?:address|ip)|on\s+" + _INTERFACE + r"))"
          r"(?!\s*(?:server|service|daemon|range|pool|relay))")
 _EXAMPLE = "e.g. 'static ip 192.168.1.50/24 on eth0, gateway 192.168.1.1'"
+# An address said: its IPv4 address, its prefix length if said, where it was said (start, end), its interface.
+_Said = tuple[str, str | None, int, int, str]
 
 
 class NetworkPhrases(ParserState):
@@ -64,13 +66,14 @@ class NetworkPhrases(ParserState):
             self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (a static IPv6 address is not written by the "
                                       f"composer, only IPv4 ones: {_EXAMPLE})")
             self._mask(m.start(), m.end())
-        addresses: list[tuple[re.Match[str], str]] = []  # (the address said, its interface)
+        addresses: list[_Said] = []
         gateways: list[str] = []
         masks: list[tuple[int, int]] = []  # (where a netmask was said, its prefix length)
         last_end = 0
         for m in self._each(_PREFIX):
             masks.append((m.start(), int(m.group(1) or m.group(2))))
             self._mask(m.start(), m.end())
+        self._hosts_of_network(addresses, gateways)
         for m in self._each(_ADDRESS):
             clause = re.split(r"[,;.!?]\s", self.work[last_end:m.start()])[-1]
             after = self.work[m.end():]
@@ -84,7 +87,8 @@ class NetworkPhrases(ParserState):
                   or _a_host(m)):  # "a nas on 192.168.1.5/24": a machine's address with its network's length
                 on = _ON_INTERFACE.match(after)
                 named = re.findall(_INTERFACE, clause, re.I)
-                addresses.append((m, (on.group(1) if on else named[-1] if named else "").lower()))
+                addresses.append((m.group(1), m.group(2), m.start(), m.end(),
+                                  (on.group(1) if on else named[-1] if named else "").lower()))
                 if on:
                     self._mask(m.end(), m.end() + on.end())
             else:
@@ -97,6 +101,31 @@ class NetworkPhrases(ParserState):
             if not written:
                 self.spec.unparsed.append(f"{' '.join(m.group(0).split())}: no address said ({_EXAMPLE})")
             self._mask(m.start(), m.end())
+
+    def _hosts_of_network(self, addresses: list[_Said], gateways: list[str]) -> None:
+        """"put it on the 10.20.30.0/24 network as .15 with the router at .1": a host said by its last part, in
+        the network said (its prefix length the network's)."""
+        network = re.search(rf"\b(?:on|in|into|joins?|to)\s+(?:the\s+)?({_IPV4})/(\d{{1,2}})\s+"
+                            r"(?:network|subnet|lan|segment|range)\b", self.work, re.I)
+        if network is None:
+            return
+        try:
+            net = ipaddress.IPv4Network(f"{network.group(1)}/{network.group(2)}")
+        except ValueError:
+            return  # no network's own address ("10.20.30.5/24"): the addresses' reading has it
+        self._mask(network.start(), network.end())
+        for m in self._each(r"(?<![\w.])\.(\d{1,3})(?![\w.]|\.\d)"):
+            host = net.network_address + int(m.group(1))
+            if host not in net or host in (net.network_address, net.broadcast_address):
+                continue
+            clause = re.split(r"[,;.!?]\s", self.work[:m.start()])[-1]
+            if _GATEWAY_ROLE.search(clause):
+                gateways.append(str(host))
+            else:
+                named = re.findall(_INTERFACE, clause, re.I)
+                addresses.append((str(host), str(net.prefixlen), m.start(), m.end(), named[-1].lower() if named else ""))
+            self._mask(m.start(), m.end())
+            self._mask(*self._role_span(m.start()))
 
     def _role_span(self, start: int) -> tuple[int, int]:
         """The role words said before an address ("a static ip of", "gateway"), back to the clause's start."""
@@ -117,23 +146,22 @@ class NetworkPhrases(ParserState):
             self.spec.unparsed.append(f"netmask {mask} (not a netmask: its ones must come first, e.g. 255.255.255.0)")
             return 0
 
-    def _addresses(self, said: list[tuple[re.Match[str], str]], masks: list[tuple[int, int]],
-                   gateways: list[str]) -> bool:
+    def _addresses(self, said: list[_Said], masks: list[tuple[int, int]], gateways: list[str]) -> bool:
         """The entries of the addresses said, each with the netmask said after it and the gateway of its network;
         True when one was written."""
         statics: list[StaticAddress] = []
-        for i, (m, interface) in enumerate(said):
-            prefix = m.group(2)
+        said = sorted(said, key=lambda a: a[2])
+        for i, (ip, prefix, _start, end, interface) in enumerate(said):
             if prefix is None:
-                upto = said[i + 1][0].start() if i + 1 < len(said) else len(self.work)
-                mask = next((p for at, p in masks if m.end() <= at < upto), None)
+                upto = said[i + 1][2] if i + 1 < len(said) else len(self.work)
+                mask = next((p for at, p in masks if end <= at < upto), None)
                 if mask == 0:
                     continue  # a netmask said that is none: reported
                 prefix = str(mask or default_prefix())
                 if mask is None:
-                    self.spec.notes.append(f"static address {m.group(1)}: no prefix length or netmask said, /{prefix} "
-                                           f"taken (say e.g. {m.group(1)}/16 for another)")
-            statics.append(StaticAddress(interface, f"{m.group(1)}/{prefix}"))
+                    self.spec.notes.append(f"static address {ip}: no prefix length or netmask said, /{prefix} "
+                                           f"taken (say e.g. {ip}/16 for another)")
+            statics.append(StaticAddress(interface, f"{ip}/{prefix}"))
         for gateway in gateways:
             within = [s for s in statics if ipaddress.IPv4Address(gateway) in ipaddress.IPv4Interface(s.address).network]
             if not statics:

@@ -56,12 +56,16 @@ def _commands(data: dict) -> list[str]:
     ("give it the address 192.168.1.20 with a /24 mask", "", "192.168.1.20/24", ""),
     ("set the ip to 10.0.0.5 prefix length 16", "", "10.0.0.5/16", ""),
     ("debian nas on 192.168.1.5/24", "", "192.168.1.5/24", ""),  # a machine's address with its network's length
+    # a host by its last part in the network said; "the router at" is a gateway, never the routing role
+    ("put it on the 10.20.30.0/24 network as .15 with the router at .1", "", "10.20.30.15/24", "10.20.30.1"),
+    ("debian on the 192.168.8.0/24 lan, eth0 .20, gateway .254", "eth0", "192.168.8.20/24", "192.168.8.254"),
+    ("eth0 at 10.0.0.5/24 with the router at 10.0.0.1", "eth0", "10.0.0.5/24", "10.0.0.1"),
 ])
 def test_an_address_is_read_by_its_role_with_its_interface_and_gateway(text, interface, address, gateway):
     spec = parse_request(text)
     assert _statics(spec) == [{"interface": interface, "address": address, "gateway": gateway}]
     assert not spec.unparsed
-    assert not any(c.get("setting") == "dns servers" for c in spec.configurations)
+    assert not any(c.get("setting") in ("dns servers", "routing role") for c in spec.configurations)
 
 
 def test_each_interface_gets_its_own_address_and_the_gateway_goes_to_the_network_holding_it():

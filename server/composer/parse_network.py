@@ -75,7 +75,9 @@ class NetworkPhrases(ParserState):
             self._mask(m.start(), m.end())
         self._hosts_of_network(addresses, gateways)
         for m in self._each(_ADDRESS):
-            clause = re.split(r"[,;.!?]\s", self.work[last_end:m.start()])[-1]
+            clauses = re.split(r"[,;.!?]\s", self.work[last_end:m.start()])
+            # "a static ip, 192.168.1.40, and ssh": an address right after a comma is the clause's before it
+            clause = clauses[-2] if len(clauses) > 1 and not clauses[-1].strip() else clauses[-1]
             after = self.work[m.end():]
             if _GATEWAY_ROLE.search(clause):
                 gateways.append(m.group(1))

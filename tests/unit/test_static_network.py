@@ -60,6 +60,7 @@ def _commands(data: dict) -> list[str]:
     ("put it on the 10.20.30.0/24 network as .15 with the router at .1", "", "10.20.30.15/24", "10.20.30.1"),
     ("debian on the 192.168.8.0/24 lan, eth0 .20, gateway .254", "eth0", "192.168.8.20/24", "192.168.8.254"),
     ("eth0 at 10.0.0.5/24 with the router at 10.0.0.1", "eth0", "10.0.0.5/24", "10.0.0.1"),
+    ("arm64 debian box with a static ip, 192.168.1.40/24, and ssh", "", "192.168.1.40/24", ""),  # in apposition
 ])
 def test_an_address_is_read_by_its_role_with_its_interface_and_gateway(text, interface, address, gateway):
     spec = parse_request(text)

@@ -45,12 +45,20 @@ _POSSESSIVES = {"its", "their", "his", "her"}
 _BUILT_IN = {"journald", "systemd-journald", "udevd", "systemd-udevd", "logind", "systemd-logind"}
 
 
+# Verbs that say what software does for what follows ("fail2ban protecting ssh", "auditd watching /etc"): what
+# follows is read (or reported) on its own, the verb asks for nothing.
+_GUARDING = {"protecting", "protects", "protect", "guarding", "guards", "securing", "secures", "watching", "watches",
+             "shielding", "shields"}
+
+
 def no_wish(tokens: list[str], i: int) -> bool:
     """Whether word ``i`` (no software's name) says nothing to apply or report: what the image is
     (PLAIN_ADJECTIVES), a daemon every image has (_BUILT_IN), the data of software named before it ("and its
-    data on a 50G volume"), or a protocol said as what something is for ("dnsmasq for dhcp and dns")."""
+    data on a 50G volume"), a protocol said as what something is for ("dnsmasq for dhcp and dns"), or what software
+    does for what follows it (_GUARDING)."""
     return (tokens[i] in PLAIN_ADJECTIVES or tokens[i] in _BUILT_IN or owned_data(tokens, i)
-            or (tokens[i] in firewall_services() and "for" in tokens[max(0, i - 4):i]))
+            or (tokens[i] in firewall_services() and "for" in tokens[max(0, i - 4):i])
+            or (tokens[i] in _GUARDING and 0 < i < len(tokens) - 1))
 
 
 def owned_data(tokens: list[str], i: int) -> bool:

@@ -2140,3 +2140,9 @@ def test_a_pronoun_with_no_software_whose_port_is_known_is_reported():
 def test_a_firewall_said_after_words_read_already_is_still_the_firewall():
     # "samba … firewall" with the words between read: never a samba firewall (a role filled), so the firewall stays
     assert "firewall" in parse_request("a samba server reachable through the firewall").add_groups
+
+
+@pytest.mark.parametrize("text", ["ubuntu with fail2ban protecting ssh", "debian with fail2ban guarding ssh"])
+def test_a_verb_saying_what_software_does_for_another_asks_for_nothing(text):
+    spec = parse_request(text)
+    assert spec.add_packages == ["fail2ban"] and "ssh" in spec.add_groups and not spec.unparsed

@@ -7,6 +7,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 
+from ..knowledge.file_shares import described
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual, template_mib
 from ..knowledge.static_network import read_all
@@ -34,6 +35,7 @@ def summarize(data: dict, question: str) -> str:
         "firewall": r"\bfirewall|\bports?\b|\bopen\b|\bufw\b|\bfirewalld\b|\bnftables\b",
         "network": r"\bip(?:v4)?\b|\bip\s+address|\bnetwork(?:ing)?\b(?!\s+(?:share|mount|drive))|\bgateway\b|\bdhcp\b"
                    r"|\bstatic\b|\binterfaces?\b|\beth\d",
+        "shares": r"\bshar(?:e|es|ed|ing)\b|\bexport(?:s|ed)?\b|\bsamba\b|\bsmb\b|\bnfs\b",
     }
     asked = [name for name, pattern in sections.items() if re.search(pattern, q)]
     why = _why_answer(data, q, caps)
@@ -282,6 +284,9 @@ def _overview(data: dict, caps: Capabilities, only: list[str] | None) -> list[st
         lines.append("Network: " + ("; ".join(s.describe() for s in statics) + ("; any other interface by DHCP" if all(s.interface for s in statics) else "")
                                     if statics else "no static address written, so the wired interfaces get theirs "
                                     "by DHCP (the distribution's default configuration)") + ".")
+    if want("shares") and only is not None:
+        shares = described([str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict)])
+        lines.append("Shares: " + ("; ".join(shares) if shares else "no folder is shared by this template") + ".")
     if want("host") and sc.get("hostname"):
         lines.append(f"Hostname: {sc['hostname']}.")
     if want("repos"):

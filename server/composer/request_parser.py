@@ -22,6 +22,7 @@ from .parse_network import NetworkPhrases
 from .parse_network_mounts import NetworkMountPhrases
 from .parse_packages import PackagePhrases
 from .parse_settings import SettingPhrases
+from .parse_shares import SharePhrases
 from .parse_sizes import SizePhrases
 from .parse_system import SystemPhrases
 from .parse_target import TargetPhrases
@@ -91,7 +92,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
     return spec
 
 
-class _Parser(NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
+class _Parser(SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
               DiskPhrases, ArtifactPhrases, TargetPhrases, TextPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
@@ -100,6 +101,7 @@ class _Parser(NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrase
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._texts()  # a motd's or banner's words are a person's text, read by nothing else
         self._urls()
+        self._shares()  # before the mounts, which would read "remove the nfs share" as one of theirs
         self._network_mounts()  # before the paths, host names and addresses its shares hold
         self._network()  # before the settings, which read a name server's address, and the firewall's sources
         self._modules_loaded()  # before the command line, whose list would take a module for a parameter

@@ -122,11 +122,16 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
 
 def _described(wanted: dict[str, str]) -> str:
     said = StaticAddress(*(str(wanted.get(part) or "") for part in ("interface", "address", "gateway")))
-    return said.describe() if said.address else f"gateway {said.gateway}"
+    if said.address[:1] in ("", "/"):
+        return f"prefix length {said.address}" if said.address else f"gateway {said.gateway}"
+    return said.describe()
 
 
 def _gives(static: StaticAddress, wanted: dict[str, str]) -> bool:
-    return all(not wanted.get(part) or getattr(static, part) == wanted[part] for part in ("interface", "address", "gateway"))
+    """Whether ``static`` is what was wanted; an address wanted as its prefix length alone ("/16") is any host's."""
+    return all(not wanted.get(part) or getattr(static, part) == wanted[part]
+               or (part == "address" and wanted[part].startswith("/") and static.address.endswith(wanted[part]))
+               for part in ("interface", "address", "gateway"))
 
 
 def part_mib(part: dict, disk_mib: int | None) -> int | None:

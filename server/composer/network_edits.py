@@ -29,7 +29,7 @@ class NetworkEdit(TemplateEdit):
             same = there  # "change the ip to …" on an image with one static address: that one
         static = merged(said, same[0] if same else None)
         label = str(entry.get("label") or static.describe())
-        if not static.address:
+        if static.address[:1] in ("", "/"):  # a gateway or a prefix length alone, and no address to give it to
             self.problems.append(f"{label}: {entry.get('edits_only')}")
             return False
         why = problem(static.address, static.gateway)

@@ -47,7 +47,10 @@ _OTHERS = re.compile(r"\b(?:dns|name\s*servers?|resolvers?|ntp|time\s+servers?|s
 _AS_ADDRESS = re.compile(r"^\s+as\s+(?:(?:its|the|a|an|our|my)\s+)?(?:(?:static|fixed)\s+)?(?:ip|ipv4|address)\b", re.I)
 _ON_INTERFACE = re.compile(rf"^\s+(?:on|for|to)\s+(?:(?:the\s+)?interface\s+)?{_INTERFACE}", re.I)
 _STATIC_WORDS = (r"\b(?:static|fixed)\s+(?:ipv4\s+)?(?:ip\s+address(?:es|ing)?|ips?|address(?:es|ing)?|networking"
-                 r"|network\s+config(?:uration)?)\b")
+                 r"|(?:network\s+|ip\s+)?(?:config(?:uration)?|setup|settings?))\b")
+# The noun of an interface said before its name: "a second interface eth1", "the nic enp3s0".
+_INTERFACE_NOUN = re.compile(r"(?:\b(?:a|an|the)\s+)?(?:\b(?:second|new|another|other|first|extra|wired)\s+)?"
+                             r"(?:\bnetwork\s+)?\b(?:interface|nic|port|link)\s+$", re.I)
 _DHCP = (r"(?:\b(?:use|uses|using|via|over|by|from|with|through|on|to|back\s+to)\s+dhcp(?:v4)?\b"
          r"|\bdhcp(?:v4)?\s+(?:instead|client|addressing|for\s+(?:the\s+|its\s+)?(?:address|ip)|on\s+" + _INTERFACE + r"))"
          r"(?!\s*(?:server|service|daemon|range|pool|relay))")
@@ -79,7 +82,8 @@ class NetworkPhrases(ParserState):
             # "a static ip, 192.168.1.40, and ssh": an address right after a comma is the clause's before it
             clause = clauses[-2] if len(clauses) > 1 and not clauses[-1].strip() else clauses[-1]
             after = self.work[m.end():]
-            if _GATEWAY_ROLE.search(clause):
+            # "a static ip of 10.0.7.7/24 via 10.0.7.1": via right after an address names its gateway, as ip-route says
+            if _GATEWAY_ROLE.search(clause) or (addresses and re.fullmatch(r"\s*(?:and\s+)?via\s*", clause, re.I)):
                 gateways.append(m.group(1))
             elif _MASK_ROLE.search(clause):
                 masks.append((m.start(), self._prefix_of_mask(m.group(1))))
@@ -136,8 +140,10 @@ class NetworkPhrases(ParserState):
         for role in (_GATEWAY_ROLE, _MASK_ROLE, _ADDRESS_ROLE):
             found = role.search(before, clause_start)
             if found:
-                verb = _VERB.search(before, clause_start, found.start())
-                return (verb.start() if verb else found.start()), start
+                noun = _INTERFACE_NOUN.search(before, clause_start, found.start())
+                first = noun.start() if noun else found.start()
+                verb = _VERB.search(before, clause_start, first)
+                return (verb.start() if verb else first), start
         verb = _VERB.search(before, clause_start)  # "assign 10.0.0.5/24 to eth0"
         return (verb.start() if verb else start), start
 
@@ -164,11 +170,15 @@ class NetworkPhrases(ParserState):
                     self.spec.notes.append(f"static address {ip}: no prefix length or netmask said, /{prefix} "
                                            f"taken (say e.g. {ip}/16 for another)")
             statics.append(StaticAddress(interface, f"{ip}/{prefix}"))
+        valid = [p for _at, p in masks if p]
+        if not statics and valid:  # "change the netmask to 255.255.0.0": the address the image has takes it
+            statics.append(StaticAddress("", f"/{valid[0]}"))
         for gateway in gateways:
-            within = [s for s in statics if ipaddress.IPv4Address(gateway) in ipaddress.IPv4Interface(s.address).network]
+            within = [s for s in statics if s.address[:1] != "/"
+                      and ipaddress.IPv4Address(gateway) in ipaddress.IPv4Interface(s.address).network]
             if not statics:
                 statics.append(StaticAddress("", "", gateway))  # an edit's: the address the image has keeps it
-            elif within or len(statics) == 1:
+            elif within or len(statics) == 1:  # a prefix alone and a gateway: both the image's address's
                 target = (within or statics)[0]
                 statics[statics.index(target)] = StaticAddress(target.interface, target.address, gateway)
             else:
@@ -176,13 +186,13 @@ class NetworkPhrases(ParserState):
                                           f"{', '.join(s.address for s in statics)}")
         written = False
         for static in statics:
-            why = problem(static.address, static.gateway) if static.address else None
+            why = problem(static.address, static.gateway) if static.address[:1] not in ("", "/") else None
             if why:
                 self.spec.unparsed.append(f"static address: {why}")
                 continue
             self.spec.configurations.append(static_entry(static))
-            written = written or bool(static.address)
-            if static.address and not static.interface:
+            written = written or static.address[:1] not in ("", "/")
+            if static.address[:1] not in ("", "/") and not static.interface:
                 self.spec.notes.append(f"static address {static.address}: on every wired interface ({wired_match()}), "
                                        "as none was named; name one on a machine with several (e.g. 'on eth0')")
         return written
@@ -209,12 +219,14 @@ def _a_host(m: re.Match[str]) -> bool:
 def static_entry(static: StaticAddress) -> dict:
     """The configuration entry of ``static``: written for systemd-networkd until the edit knows the image's network
     manager (system_edits); a gateway alone takes the address the image has."""
+    whole = static.address[:1] not in ("", "/")  # else a prefix length or a gateway alone, for the image's address
+    part = f"prefix length {static.address}" if static.address else f"gateway {static.gateway}"
     entry: dict = {"network": {"interface": static.interface, "address": static.address, "gateway": static.gateway},
-                   "cmd": command(static, NETWORKD) if static.address else "",
+                   "cmd": command(static, NETWORKD) if whole else "",
                    "setting": "static address" + (f" on {static.interface}" if static.interface else ""),
-                   "label": static.describe() if static.address else f"gateway {static.gateway}",
+                   "label": static.describe() if whole else part,
                    "replaces": replaces(static.interface), "packages": []}
-    if not static.address:
+    if not whole:
         entry["edits_only"] = f"the image has no static address to give it: say the address too ({_EXAMPLE})"
     return entry
 

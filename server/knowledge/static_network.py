@@ -106,10 +106,14 @@ def read_all(commands: Iterable[str]) -> list[StaticAddress]:
 
 
 def merged(said: StaticAddress, earlier: StaticAddress | None) -> StaticAddress:
-    """What an edit said, with the parts it did not say kept from the address written before."""
+    """What an edit said, with the parts it did not say kept from the address written before (an address said as
+    its prefix length alone, "/16", keeps the earlier one's host)."""
     if earlier is None:
         return said
-    return replace(said, address=said.address or earlier.address, gateway=said.gateway or earlier.gateway,
+    address = said.address or earlier.address
+    if address.startswith("/"):  # a prefix length alone ("change the netmask to 255.255.0.0")
+        address = earlier.address.split("/")[0] + address
+    return replace(said, address=address, gateway=said.gateway or earlier.gateway,
                    interface=said.interface or earlier.interface)
 
 

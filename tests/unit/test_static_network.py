@@ -61,6 +61,8 @@ def _commands(data: dict) -> list[str]:
     ("debian on the 192.168.8.0/24 lan, eth0 .20, gateway .254", "eth0", "192.168.8.20/24", "192.168.8.254"),
     ("eth0 at 10.0.0.5/24 with the router at 10.0.0.1", "eth0", "10.0.0.5/24", "10.0.0.1"),
     ("arm64 debian box with a static ip, 192.168.1.40/24, and ssh", "", "192.168.1.40/24", ""),  # in apposition
+    ("a static ip of 10.0.7.7/24 via 10.0.7.1", "", "10.0.7.7/24", "10.0.7.1"),  # via, as ip-route says it
+    ("add a second interface eth1 with 10.9.0.1/16", "eth1", "10.9.0.1/16", ""),
 ])
 def test_an_address_is_read_by_its_role_with_its_interface_and_gateway(text, interface, address, gateway):
     spec = parse_request(text)
@@ -189,3 +191,14 @@ def test_an_ipv6_address_is_said_not_written_and_never_read_as_ipv6_switched_on(
     spec = parse_request("ipv6 address 2001:db8::5/64 on eth0")
     assert not spec.configurations and not spec.notes
     assert len(spec.unparsed) == 1 and "a static IPv6 address is not written" in spec.unparsed[0]
+
+
+def test_an_edit_of_the_prefix_alone_keeps_the_host_and_the_static_setup_of_one_interface_goes():
+    first = apply_instruction(_template("ubuntu26-x86_64-minimal-base-raw"),
+                              "eth0 at 192.168.3.3/24 and eth1 at 10.9.0.1/16").data
+    second = apply_instruction(first, "drop the static config on eth1").data
+    assert read_all(_commands(second)) == [StaticAddress("eth0", "192.168.3.3/24")]
+    third = apply_instruction(second, "change the netmask to 255.255.0.0")
+    assert read_all(_commands(third.data)) == [StaticAddress("eth0", "192.168.3.3/16")] and not third.problems
+    alone = apply_instruction(_template("ubuntu26-x86_64-minimal-base-raw"), "change the netmask to 255.255.0.0")
+    assert any("no static address to give it" in p for p in alone.problems)

@@ -18,6 +18,8 @@ from ..composer.output import conform_text, dump_yaml
 from ..composer.request_spec import DATABASE, RequestSpec
 from ..core.config import AgentSettings
 from ..core.yamlsafe import YamlError, load_mapping
+from ..knowledge.loader import load_capabilities
+from ..knowledge.static_network import StaticAddress, static_hint
 from ..llm.chat import ChatMessage, ChatProvider, extract_yaml
 from ..validation.report import ValidationReport, issue
 from ..validation.upstream import conform
@@ -116,6 +118,9 @@ def request_hints(spec: RequestSpec, constraints: dict[str, str | None] | None =
     for entry in spec.configurations:
         if entry.get("remove"):
             hints.append(f"remove from systemConfig.configurations the commands that set {entry['label']}")
+            continue
+        if entry.get("network"):  # written for the target's network manager; a part alone keeps the rest
+            hints.append(static_hint(StaticAddress(**entry["network"]), load_capabilities().family_of(spec.os or "")))
             continue
         if entry.get("edits_only"):
             hints.append(f"where systemConfig.configurations has a command matching /{entry['replaces']}/, replace "

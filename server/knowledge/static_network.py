@@ -78,6 +78,16 @@ def command(static: StaticAddress, manager: str) -> str:
     return f"mkdir -p /etc/systemd/network && printf '{text}' > {path} && systemctl enable systemd-networkd"
 
 
+def static_hint(static: StaticAddress, family: str | None) -> str:
+    """The checklist line a model gets for ``static``: the command for the family's network manager, or, for a
+    gateway or prefix length alone, the change to the static address the template has."""
+    if static.address[:1] in ("", "/"):
+        part = f"prefix length {static.address}" if static.address else f"gateway {static.gateway}"
+        return (f"in the systemConfig.configurations command matching /{replaces(static.interface or None)}/, set the "
+                f"{part} and keep the rest")
+    return f"add to systemConfig.configurations: - cmd: {command(static, manager_for(family, ()))!r}"
+
+
 def replaces(interface: str | None) -> str:
     """The pattern of the commands that gave ``interface`` a static address (any interface's when None)."""
     name = r"[\w.:-]+" if interface is None else re.escape(interface or WIRED)
@@ -137,4 +147,4 @@ def problem(address: str, gateway: str = "") -> str | None:
 
 
 __all__ = ["NETWORKD", "NETWORKMANAGER", "StaticAddress", "command", "default_prefix", "manager_for", "merged",
-           "packages_for", "problem", "read", "read_all", "replaces", "wired_match"]
+           "packages_for", "problem", "read", "read_all", "replaces", "static_hint", "wired_match"]

@@ -202,3 +202,13 @@ def test_an_edit_of_the_prefix_alone_keeps_the_host_and_the_static_setup_of_one_
     assert read_all(_commands(third.data)) == [StaticAddress("eth0", "192.168.3.3/16")] and not third.problems
     alone = apply_instruction(_template("ubuntu26-x86_64-minimal-base-raw"), "change the netmask to 255.255.0.0")
     assert any("no static address to give it" in p for p in alone.problems)
+
+
+def test_a_model_is_asked_for_the_targets_network_manager_and_for_a_part_alone_to_keep_the_rest():
+    from image_composer_mcp.server.agent.llm_draft import request_hints
+
+    (hint,) = [h for h in request_hints(parse_request("rocky 10 with eth0 at 10.0.0.5/24, gateway 10.0.0.1"))
+               if "static" in h]
+    assert "static-eth0.nmconnection" in hint and "address1=10.0.0.5/24,10.0.0.1" in hint  # el10: NetworkManager
+    (hint,) = request_hints(parse_request("change the gateway to 10.0.0.254"))
+    assert "set the gateway 10.0.0.254 and keep the rest" in hint

@@ -391,8 +391,8 @@ class TemplateEdit:
             extra = self._supersede(group, where)
             own = caps.packages_for(group, where, self.arch)
             filled = self._role_filled(group, own, set(named))
-            if filled:
-                own = [p for p in own if p not in filled[1]]
+            if filled:  # the template's software fills the role: none of the group's, whose companions serve its own
+                own = []  # (a podman image asked for "containers" gets no containerd or docker-compose)
             left_out = [p for p in own if p.lower() in excluded_groups and p.lower() not in excluded]
             # "docker but not compose": a name taken out, or a word that is one part of a member's name, takes that
             # member out

@@ -1222,6 +1222,13 @@ def test_a_role_asked_for_by_its_name_keeps_the_software_the_template_fills_it_w
     assert "nginx" in packages(named.data) and "httpd" not in packages(named.data)
 
 
+def test_a_role_the_template_fills_brings_none_of_the_groups_companions():
+    podman = apply_instruction(_library("ubuntu24-x86_64-edge-gateway-docker-raw.yml"), "replace docker with podman").data
+    done = apply_instruction(podman, "add containers")
+    assert not {"containerd", "docker-compose-v2", "docker.io"} & set(packages(done.data))  # Docker's, not podman's
+    assert any("the template's podman fills its role" in c for c in done.changes), done.changes
+
+
 @pytest.mark.parametrize(("instruction", "database", "gone"), [
     ("get rid of the database", "postgresql", {"postgresql", "postgresql-contrib"}),
     ("drop the db", "mariadb", {"mariadb-server"}),

@@ -424,6 +424,8 @@ class SystemEdit(NetworkEdit):
             if created or details:  # a user only named ("bob cannot log in with a password") is not changed
                 verb = "added user" if created else "updated user"
                 self.changes.append(f"{verb} {name}" + (f" ({'; '.join(details)})" if details else ""))
+            else:
+                self.changes.append(f"user {name} already present")
             if request.get("nopasswd"):
                 self._passwordless_sudo(str(name))
             if created and request.get("key") and request.get("sudo") and not request.get("nopasswd"):

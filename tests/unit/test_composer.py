@@ -1333,3 +1333,8 @@ def test_whether_the_image_fits_a_disk_is_answered_yes_or_how():
     no = summarize(big, "will it fit on a 1G disk?")
     # what the partitions need at their minimum: 1MiB before them, boot 600MiB, /data 256MiB, root 1GiB, the GPT
     assert no.startswith("No: the image's disk is 40GiB, and it cannot be made 1GiB") and "at least 1882MiB" in no
+
+
+def test_a_user_asked_for_that_the_template_has_is_said_present():
+    done = apply_instruction(_library("ubuntu24-aarch64-robotics-ros2-jazzy-raw.yml"), "with a user robot")
+    assert "user robot already present" in done.changes

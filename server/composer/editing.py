@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..knowledge.entries import GroupVariant
 from ..knowledge.loader import Capabilities
 from ..knowledge.package_names import versioned_build
 from ..knowledge.request_words import load_request_words
@@ -393,6 +394,9 @@ class TemplateEdit:
             filled = self._role_filled(group, own, set(named))
             if filled:  # the template's software fills the role: none of the group's, whose companions serve its own
                 own = []  # (a podman image asked for "containers" gets no containerd or docker-compose)
+            variant = self._variant(group, named, where)
+            if variant:  # "a kiosk in firefox": the software named runs in the place of the group's own
+                own = [variant[0] if p == variant[1].replaces else p for p in own]
             left_out = [p for p in own if p.lower() in excluded_groups and p.lower() not in excluded]
             # "docker but not compose": a name taken out, or a word that is one part of a member's name, takes that
             # member out
@@ -433,11 +437,14 @@ class TemplateEdit:
                     users.append(account)
                     extra.append(f"user {account['name']}")
             for config in caps.group_configurations(group, where):
+                if variant:
+                    config = {**config, "cmd": variant[1].command(str(config.get("cmd") or ""))}
                 configs = self.system().setdefault("configurations", [])
                 if config not in configs:
                     configs.append(config)
                     extra.append(f"configuration `{config.get('cmd')}`")
             role = [f"the template's {filled[0]} fills its role (kept; name another to switch)"] if filled else []
+            role += [f"{variant[0]} in {variant[1].replaces}'s place, as asked"] if variant else []
             if added or extra:
                 parts = ([f"packages {', '.join(added)}"] if added else []) + extra + role
                 self.changes.append(f"added {group} ({caps.groups[group].description}): " + "; ".join(parts))
@@ -448,6 +455,16 @@ class TemplateEdit:
                 self.changes.append(f"note: {note}")
             if mode:
                 self._report_mode(group, mode, where)
+
+    def _variant(self, group: str, named: Iterable[str], where: str) -> tuple[str, GroupVariant] | None:
+        """The software the request names with ``group`` that runs in the place of one of its packages, by its
+        name on this target."""
+        variants = self.caps.groups[group].variants
+        for name in named:
+            local = self.caps.translate_package(name, where) or name
+            if local in variants:
+                return local, variants[local]
+        return None
 
     def _role_filled(self, group: str, own: list[str], named: set[str]) -> tuple[str, set[str]] | None:
         """A group asked for by its role ("an el10 web server") whose role the template fills already with other

@@ -93,6 +93,20 @@ class Group:
     # the kernel keeps an LSM on without its packages (Ubuntu's AppArmor), so removing them alone leaves it running.
     # Its trigger words after "without"/"disable" then take the group out even where one is a package's name.
     switch_off: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Software named with the group that runs in the place of one of its packages ("a kiosk in firefox"): the
+    # package named -> the one it replaces and the texts of the group's commands it changes.
+    variants: Mapping[str, GroupVariant] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroupVariant:
+    replaces: str
+    commands: Mapping[str, str] = field(default_factory=dict)  # a text of the group's commands -> its own
+
+    def command(self, cmd: str) -> str:
+        for old, new in self.commands.items():
+            cmd = cmd.replace(old, new)
+        return cmd
 
 
 @dataclass(frozen=True)
@@ -222,8 +236,10 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
         else None,
         role_words=tuple(str(w).lower() for w in as_tuple(spec.get("role_words"))),
         filled_by=tuple(str(w).lower() for w in as_tuple(spec.get("filled_by"))),
+        variants={str(name): GroupVariant(str(v["replaces"]), {str(a): str(b) for a, b in (v.get("commands") or {}).items()})
+                  for name, v in (spec.get("variants") or {}).items() if isinstance(v, dict)},
     )
 
 
-__all__ = ["NOT_TARGET_KEYS", "Dist", "Family", "Group", "GroupMode", "UseCase", "VendorStack", "as_tuple", "entry_names",
+__all__ = ["NOT_TARGET_KEYS", "Dist", "Family", "Group", "GroupMode", "GroupVariant", "UseCase", "VendorStack", "as_tuple", "entry_names",
            "read_family", "read_group"]

@@ -1338,3 +1338,15 @@ def test_whether_the_image_fits_a_disk_is_answered_yes_or_how():
 def test_a_user_asked_for_that_the_template_has_is_said_present():
     done = apply_instruction(_library("ubuntu24-aarch64-robotics-ros2-jazzy-raw.yml"), "with a user robot")
     assert "user robot already present" in done.changes
+
+
+@pytest.mark.parametrize("instruction", ["make it a kiosk in firefox", "a kiosk with firefox showing https://x.example"])
+def test_firefox_named_for_a_kiosk_runs_in_chromiums_place(instruction):
+    done = apply_instruction(_library("debian13-x86_64-minimal-base-raw.yml"), instruction)
+    pkgs = set(packages(done.data))
+    assert "firefox-esr" in pkgs and "chromium" not in pkgs
+    commands = " ".join(str(c["cmd"]) for c in done.data["systemConfig"]["configurations"])
+    assert "cage -s -- firefox-esr --kiosk" in commands and "chromium" not in commands
+    assert any("firefox-esr in chromium's place, as asked" in c for c in done.changes)
+    back = apply_instruction(done.data, "remove the kiosk")  # what stands in a package's place leaves with the group
+    assert "firefox-esr" not in packages(back.data) and "kiosk.service" not in str(back.data)

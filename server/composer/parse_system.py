@@ -384,7 +384,10 @@ class SystemPhrases(ParserState):
     def _immutability(self) -> None:
         pattern = (
             # "an immutable root (filesystem)": the noun after the adjective is part of the phrase
-            r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)(?:\s+(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os))?"
+            # "immutable audit rules", "immutable backups": a thing of its own made immutable, never the image
+            r"(?<![\w-])(non-?\s*)?(immutab(?:le|ility)(?!\s+(?:audit\w*|rules?|config\w*|settings?|logs?|files?|flags?"
+            r"|attributes?|bits?|backups?|snapshots?|tags?|objects?|data|buckets?|storage|infrastructure|variables?)\b)"
+            r"(?:\s+(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os))?"
             r"|read[\s-]only\s+(?:root\s*(?:fs|file\s*system)?|rootfs|system|os)"
             r"|(?:root\s*(?:fs|file\s*system|partition)?|rootfs|system|os|image"
             # "keep it writable", "leave it read-only": the image said by a pronoun, after a verb of keeping

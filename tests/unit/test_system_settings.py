@@ -450,3 +450,14 @@ def test_the_relayhost_command_brackets_the_host_and_keeps_the_port(tmp_path):
 def test_a_cpu_governor_is_the_default_governor_at_boot(text, governor):
     spec = parse_request(text)
     assert spec.kernel_cmdline_append == [f"cpufreq.default_governor={governor}"] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    ("auditd with immutable rules", "immutable audit rules on"),
+    ("el10 hardened with immutable audit rules", "immutable audit rules on"),
+    ("limit journald to 200M", "journal size 200MiB"),
+])
+def test_a_thing_made_immutable_or_limited_is_its_own_setting_never_the_image_or_the_disk(text, label):
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == [label]
+    assert spec.immutability is None and spec.disk_size is None and not spec.unparsed

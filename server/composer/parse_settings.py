@@ -93,6 +93,7 @@ class SettingPhrases(KernelModulePhrases):
             self._configure(f"sysctl {key}", sysctl_configuration(f"{key} = {value}", key.replace(".", "-"), key))
             self._mask(m.start(), m.end())
         self._keys_only()
+        self._no_root()
         self._locale_lists()
         self._tuned_profile()
         self._logs_collected_to_ship()
@@ -151,6 +152,14 @@ class SettingPhrases(KernelModulePhrases):
             self._write(setting, setting.value)
             if re.search(rf"\b{SSH}\b", m.group(0), re.I) and "ssh" in self.caps.groups:
                 self.spec.add_groups.append("ssh")  # named: asked for, as "ssh" alone would be
+
+    def _no_root(self) -> None:
+        """"ssh keys only, no root, auditd": "no root" as an item of a list about ssh is root login off."""
+        for m in self._each(r"\b(?:no|without)\s+root\b(?=\s*(?:[,;.]|\band\b|$))"):
+            if self._about_ssh(m):
+                setting = load_settings()["root login"]
+                self._write(setting, setting.value)
+                self._mask(m.start(), m.end())
 
     def _not_written(self, setting: Setting, words: str) -> None:
         """A setting the composer does not write, reported with the words next to it that say which ("bonded

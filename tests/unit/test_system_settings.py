@@ -461,3 +461,14 @@ def test_a_thing_made_immutable_or_limited_is_its_own_setting_never_the_image_or
     spec = parse_request(text)
     assert [c["label"] for c in spec.configurations] == [label]
     assert spec.immutability is None and spec.disk_size is None and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "off"), [
+    ("hardened ubuntu server: ssh keys only, no root, auditd", True),
+    ("ubuntu with ssh, no root and no passwords", True),
+    ("ubuntu image, no root", False),  # nothing about ssh: said, not guessed
+])
+def test_no_root_in_a_list_about_ssh_is_root_login_off(text, off):
+    spec = parse_request(text)
+    assert ("root login off" in [c.get("label") for c in spec.configurations]) == off
+    assert ("no root" in spec.unparsed) != off

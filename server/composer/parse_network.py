@@ -202,13 +202,14 @@ class NetworkPhrases(ParserState):
         template's own DHCP left."""
         for m in self._each(rf"(?:\b{UNDO}\s+(?:the\s+|its\s+|that\s+)?{_STATIC_WORDS}"
                             rf"(?:\s+(?:on|for|of)\s+(?:the\s+)?{_INTERFACE})?|{_DHCP})"):
+            on = re.match(rf"\s+(?:on|for)\s+(?:the\s+)?(?:interface\s+)?{_INTERFACE}", self.work[m.end():], re.I)
             clause = re.split(r"[,;.!?]\s", self.work[:m.end()])[-1]
-            named = re.findall(_INTERFACE, clause, re.I)
+            named = [on.group(1)] if on else re.findall(_INTERFACE, clause, re.I)  # "from dhcp on eth0": that one
             interface = named[-1].lower() if named else None
             where = f" on {interface}" if interface else ""
             self.spec.configurations.append({"remove": True, "cmd": "", "replaces": replaces(interface),
                                              "label": f"static address{where} (DHCP, the template's own, stays)"})
-            self._mask(m.start(), m.end())
+            self._mask(m.start(), m.end() + (on.end() if on else 0))
 
 
 def _a_host(m: re.Match[str]) -> bool:

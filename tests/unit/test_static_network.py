@@ -212,3 +212,13 @@ def test_a_model_is_asked_for_the_targets_network_manager_and_for_a_part_alone_t
     assert "static-eth0.nmconnection" in hint and "address1=10.0.0.5/24,10.0.0.1" in hint  # el10: NetworkManager
     (hint,) = request_hints(parse_request("change the gateway to 10.0.0.254"))
     assert "set the gateway 10.0.0.254 and keep the rest" in hint
+
+
+def test_dhcp_on_one_interface_takes_out_only_its_address_and_search_domains_are_resolveds():
+    spec = parse_request("it should get its address from dhcp on eth0 and have 10.0.0.2/24 on eth1")
+    removed = [c for c in spec.configurations if c.get("remove")]
+    assert [c["label"] for c in removed] == ["static address on eth0 (DHCP, the template's own, stays)"]
+    assert _statics(spec) == [{"interface": "eth1", "address": "10.0.0.2/24", "gateway": ""}]
+    spec = parse_request("dns 10.0.0.1 and search domains corp.example.com and lab.example.com")
+    (entry,) = [c for c in spec.configurations if c.get("setting") == "dns search domains"]
+    assert "[Resolve]\\nDomains=corp.example.com lab.example.com\\n" in entry["cmd"]

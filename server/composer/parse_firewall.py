@@ -44,14 +44,16 @@ class FirewallPhrases(ParserState):
         protocols = alternatives([s for s in firewall_services() if s != "ssh" and not self.caps.group_for_word(s)
                                   and s not in self.known])
         # each port of a list may say its own protocol ("tcp port 53, udp port 53"), and services may follow
-        ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s*(?:,|and|to|-)\s*(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+)*"
+        # each port may say its protocol after it as well ("ports 53 udp and 22")
+        ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s+(?:tcp|udp)\b(?!\s+ports?\b))?(?:\s*(?:,|and|to|-)\s*"
+                 r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+(?:\s+(?:tcp|udp)\b(?!\s+ports?\b))?)*"
                  rf"(?:\s*(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*{named}(?![\w-]))?")
         # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
         # install (https is no typo of httpd here); the firewall itself is still asked for. Read before the verbs
         # alone, which would take the list's first items and leave the rest ("allowing 53/udp and 22").
         # The list ends at the first item that is neither a port nor a service ("ufw allowing only 22 and 443,
         # automatic updates": the updates are another wish); a rule that starts with such an item is reported.
-        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?"
+        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp)|\s+(?:tcp|udp)\b(?!\s+ports?\b))?"
         let_in = (r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){0,3}?\s+(?P<rule>"
                   r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+(?:through|in)|lets?\s+(?:through|in)"
                   r"|that\s+allows?)"
@@ -113,12 +115,13 @@ class FirewallPhrases(ParserState):
         "https"). A protocol said before ports holds for them until another is said ("udp ports 53 and 123, tcp
         port 22"); one written after a port ("53/udp") is that port's; TCP otherwise."""
         proto = "tcp"
-        for m in re.finditer(r"\b(tcp|udp)\b|(?<![\w.])(\d{1,5})(?:\s*(?:-|to)\s*(\d{1,5}))?(?:/(tcp|udp))?(?![\w.])",
-                             said, re.I):
+        # "port 1194 udp": a protocol right after a port is that port's, unless ports of its own follow it
+        for m in re.finditer(r"\b(tcp|udp)\b|(?<![\w.])(\d{1,5})(?:\s*(?:-|to)\s*(\d{1,5}))?"
+                             r"(?:/(tcp|udp)|\s+(tcp|udp)\b(?!\s+ports?\b))?(?![\w.])", said, re.I):
             if m.group(1):
                 proto = m.group(1).lower()
                 continue
-            low, high, own = m.group(2), m.group(3), m.group(4)
+            low, high, own = m.group(2), m.group(3), m.group(4) or m.group(5)
             if 0 < int(low) < 65536 and (not high or int(low) < int(high) < 65536):
                 self.spec.open_ports.append(f"{low}{'-' + high if high else ''}/{(own or proto).lower()}")
         # services by name, and the services of a kind of traffic said ("web traffic")
@@ -145,6 +148,13 @@ class FirewallPhrases(ParserState):
         for pattern in (rf"(?<![\w/.-]){items}{noun}\s+{state}\s+{where}", rf"{verb}{items}{noun}\s+{where}"):
             for m in self._each(pattern):
                 self._serve(m)
+        # "grafana reachable on 3000", "the web ui accessible on port 8443": the port said is what is let in
+        for m in self._each(rf"(?<![\w/.-])([a-z][\w.+-]*){noun}\s+{state}\s+(?:on|at|via|through)\s+(?:(?:tcp|udp)\s+)?"
+                            r"(?:port\s+)?(\d{1,5})(?:/(tcp|udp))?\b"):
+            if m.group(1).lower() in STOPWORDS | FUNCTION_WORDS:
+                continue
+            self.spec.open_ports.append(f"{m.group(2)}/{(m.group(3) or 'tcp').lower()}")
+            self._mask(m.end(1), m.end())
         for m in self._each(rf"(?<![\w/.'’-])([a-z][\w.+-]*)\s+{state}\s+{where}"):
             if m.group(1).lower() in STOPWORDS | FUNCTION_WORDS | {"what", "which", "everything", "anything", "nothing"}:
                 continue  # "what's open in the firewall?", "is it reachable from outside": no software named

@@ -64,6 +64,22 @@ _TO_ADDRESS = (r"(?:(?:(?:syncing|synced|syncs|sync|synchroni[sz]ing|getting\s+(
 _SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})(?:\s*=\s*|\s+(?:to|at|of)\s+)([\w.:-]+)(?![\w/])"
 
 
+@functools.lru_cache(maxsize=1)
+def _reading_order() -> tuple[Setting, ...]:
+    """The settings in the order they are read: counts and zones before CPU lists ("cores 2 and 3, 512 huge pages":
+    512 counts pages), addresses before the switches that name them with one ("send logs to the syslog server
+    10.0.0.5" is read whole), longest words first ("ipv6 forwarding" is not "ipv6"), and a setting whose words
+    hold an earlier one's before it ("transparent huge pages" is no count of pages)."""
+    order = {"count": 0, "size": 0, "zone": 0, "cpus": 1, "address": 1}
+    first = [w for s in load_settings().values() if order.get(s.value, 2) == 0 for w in s.words]
+
+    def holds_first(setting: Setting) -> bool:
+        return any(f != w and re.search(rf"\b{re.escape(f)}\b", w) for w in setting.words for f in first)
+
+    return tuple(sorted(load_settings().values(), key=lambda s: (
+        -1 if order.get(s.value, 2) and holds_first(s) else order.get(s.value, 2), -max(map(len, s.words)))))
+
+
 def is_setting_key(key: str) -> bool:
     """A ``key=value`` that is a setting written by a command, not a kernel parameter: a sysctl path
     (``vm.swappiness=10``) or a setting's words (``timezone=UTC``)."""
@@ -99,13 +115,8 @@ class SettingPhrases(KernelModulePhrases):
         self._logs_collected_to_ship()
         self._one_language_for_both()
         self._listed_off = self._switched_in_lists()
-        # Counts and zones before CPU lists ("cores 2 and 3, 512 huge pages": 512 counts pages), addresses before
-        # the switches that name them with one ("send logs to the syslog server 10.0.0.5" is read whole), and
-        # longest words first ("ipv6 forwarding" is not "ipv6").
-        order = {"count": 0, "size": 0, "zone": 0, "cpus": 1, "address": 1}
         self._coordinated_switches()
-        for setting in sorted(load_settings().values(),
-                              key=lambda s: (order.get(s.value, 2), -max(map(len, s.words)))):
+        for setting in _reading_order():
             words = alternatives(setting.words, between=r"[\s_-]*")
             if setting.value == "text":
                 continue  # read first, before anything reads the text's words (parse_texts.py)
@@ -155,7 +166,8 @@ class SettingPhrases(KernelModulePhrases):
 
     def _no_root(self) -> None:
         """"ssh keys only, no root, auditd": "no root" as an item of a list about ssh is root login off."""
-        for m in self._each(r"\b(?:no|without)\s+root\b(?=\s*(?:[,;.]|\band\b|$))"):
+        # never before a noun it shares ("no root and password login": both logins, read together)
+        for m in self._each(r"\b(?:no|without)\s+root\b(?=\s*(?:[,;.]|$|\band\s+(?:no|without)\b))"):
             if self._about_ssh(m):
                 setting = load_settings()["root login"]
                 self._write(setting, setting.value)

@@ -2146,3 +2146,30 @@ def test_a_firewall_said_after_words_read_already_is_still_the_firewall():
 def test_a_verb_saying_what_software_does_for_another_asks_for_nothing(text):
     spec = parse_request(text)
     assert spec.add_packages == ["fail2ban"] and "ssh" in spec.add_groups and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "opened"), [
+    ("debian 13 with port 1194 udp open", ["1194/udp"]),  # a protocol right after a port is that port's
+    ("open ports 53 udp and 22", ["53/udp", "22/tcp"]),
+    ("firewall allowing 51820 udp and 22", ["51820/udp", "22/tcp"]),
+    ("open udp ports 53 and 123, tcp port 22", ["53/udp", "123/udp", "22/tcp"]),
+    ("el10 monitoring box, grafana reachable on 3000", ["3000/tcp"]),  # the port said for software
+    ("cockpit accessible on port 9090", ["9090/tcp"]),
+])
+def test_ports_are_let_in_with_the_protocol_said_beside_them(text, opened):
+    assert parse_request(text).open_ports == opened
+
+
+@pytest.mark.parametrize("text", ["azure linux with the kernel parameter mitigations=off and transparent hugepages disabled",
+                                  "disable transparent huge pages for redis", "no thp"])
+def test_transparent_huge_pages_off_is_its_own_kernel_parameter_never_a_count_of_pages(text):
+    spec = parse_request(text)
+    assert "transparent_hugepage=never" in spec.kernel_cmdline_append
+    assert not any(p.startswith(("transparent", "hugepages=")) and p != "transparent_hugepage=never"
+                   for p in spec.kernel_cmdline_append) and not spec.unparsed
+
+
+def test_forwarding_said_as_a_verb_is_ip_forwarding():
+    spec = parse_request("debian 13 openvpn server with easy-rsa, forward ipv4, port 1194 udp open")
+    assert [c["label"] for c in spec.configurations] == ["ip forwarding on"] and not spec.unparsed
+    assert {"openvpn", "easy-rsa"} <= set(spec.add_packages)

@@ -98,6 +98,7 @@ class _Parser(SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
         self._reminders()
+        self._taken_back()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._texts()  # a motd's or banner's words are a person's text, read by nothing else
         self._urls()
@@ -158,6 +159,19 @@ class _Parser(SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases
         self._roles_filled()
         self._purpose_unserved()
         self._dedupe()
+
+    def _taken_back(self) -> None:
+        """"… with 4 cores isolated for workloads? no, just k3s": a wish the writer asks about and answers no to
+        in the same breath is taken back, said in a note, and never applied."""
+        for m in self._each(r"\?\s*(?:no|nope|nah|actually\s+no|scratch\s+that|never\s*mind)\b\s*[,.;:!-]?"):
+            sentence = re.split(r"[.;!?](?=\s)", self.work[:m.start()])[-1]
+            # the wish asked about is the last one joined to the sentence ("ubuntu with docker? no, podman")
+            joined = list(re.finditer(r"\b(?:with|and|plus|also)\b|,", sentence))
+            start = m.start() - len(sentence) + (joined[-1].start() if joined else 0)
+            asked = " ".join(self.work[start:m.start()].split())
+            if asked:
+                self.spec.notes.append(f"taken back, so not applied: '{asked}?'")
+            self._mask(start, m.end())
 
     def _reminders(self) -> None:
         """"don't forget curl", "do not forget to add htop": a reminder asks for what follows, where "forget" alone

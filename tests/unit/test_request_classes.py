@@ -2173,3 +2173,16 @@ def test_forwarding_said_as_a_verb_is_ip_forwarding():
     spec = parse_request("debian 13 openvpn server with easy-rsa, forward ipv4, port 1194 udp open")
     assert [c["label"] for c in spec.configurations] == ["ip forwarding on"] and not spec.unparsed
     assert {"openvpn", "easy-rsa"} <= set(spec.add_packages)
+
+
+@pytest.mark.parametrize(("text", "taken_back", "kept"), [
+    ("k3s single node on ubuntu 24.04 with 4 cores isolated for workloads? no, just k3s and a 50G disk",
+     "with 4 cores isolated for workloads?", {"disk_size": "50GiB", "dist": "ubuntu24"}),
+    ("ubuntu with docker? no, podman", "with docker?", {"add_packages": ["podman"], "os": "ubuntu"}),
+    ("debian? no, ubuntu 24.04 with git", "debian?", {"os": "ubuntu", "add_packages": ["git"]}),
+])
+def test_a_wish_asked_about_and_answered_no_is_taken_back_and_said(text, taken_back, kept):
+    spec = parse_request(text)
+    assert f"taken back, so not applied: '{taken_back}'" in spec.notes
+    assert all(getattr(spec, k) == v for k, v in kept.items()), spec
+    assert spec.isolated_cpu_count is None and "docker" not in spec.add_groups and not spec.unparsed

@@ -153,6 +153,7 @@ class UserPhrases(LoginPhrases):
         self._users_named_otherwise()
         self._only_users_log_in()
         self._user_lists()
+        self._people_it_is_for()
         self._user_named_by_is()
         qualifiers = "admin|administrator|sudo|sudoer|privileged|non-root|regular|normal|service|system|default|login"
         # "an extra user named ci", "a new local admin user"
@@ -529,6 +530,19 @@ class UserPhrases(LoginPhrases):
                 self.spec.users += users
                 self._mask(m.start(), m.end())
                 self._said_of_all(users, m.end())
+
+    def _people_it_is_for(self) -> None:
+        """"a dev box for alice and bob, both with zsh": names the image is for, said of all of them right after
+        ("both", "all", "each"), are its users; what is said of them follows (_said_of_all)."""
+        who = r"[a-z_][a-z0-9_-]*"
+        for m in self._each(rf"\bfor\s+(?P<names>{who}(?:\s*,\s*{who})*\s*,?\s*\band\s+{who})(?=\s*,?\s*(?:both|all|each)\b)"):
+            people = [n.lower() for n in re.split(r"\s*(?:,|\band\b)\s*", m.group("names")) if n]
+            if any(n in NOT_A_USER or n in STOPWORDS or n in self.known or self._known_word(n) for n in people):
+                continue
+            users = [{"action": "add", "name": name} for name in people]
+            self.spec.users += users
+            self._mask(m.start(), m.end())
+            self._said_of_all(users, m.end())
 
     def _said_of_all(self, users: list[dict[str, Any]], end: int) -> None:
         """"users alice, bob and carol, all in the sudo group", "alice and bob in the docker group": groups said

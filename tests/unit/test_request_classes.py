@@ -2186,3 +2186,14 @@ def test_a_wish_asked_about_and_answered_no_is_taken_back_and_said(text, taken_b
     assert f"taken back, so not applied: '{taken_back}'" in spec.notes
     assert all(getattr(spec, k) == v for k, v in kept.items()), spec
     assert spec.isolated_cpu_count is None and "docker" not in spec.add_groups and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "users"), [
+    ("ubuntu 24.04 dev box for alice and bob, both with zsh", {"alice": ("/bin/zsh", None), "bob": ("/bin/zsh", None)}),
+    ("a box for ann, ben and cat, all in the docker group",
+     {"ann": (None, ["docker"]), "ben": (None, ["docker"]), "cat": (None, ["docker"])}),
+    ("for nginx and php, both latest", {}),  # software, not people
+])
+def test_names_an_image_is_for_said_of_all_of_them_are_its_users(text, users):
+    spec = parse_request(text)
+    assert {u["name"]: (u.get("shell"), u.get("groups")) for u in spec.users} == users

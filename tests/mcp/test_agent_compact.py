@@ -136,3 +136,19 @@ async def test_a_package_group_the_model_left_out_is_enforced(library_cache):
     assert "openssh-server" in load_mapping(data["yaml"]).data["systemConfig"]["packages"]
     assert "add ssh" in data["explanation"]
     assert "the packages for: containers, ssh" in llm.requests[0]["body"]["messages"][-1]["content"]
+
+
+@pytest.mark.anyio
+async def test_a_static_address_the_model_left_out_is_enforced_for_the_targets_network_manager(library_cache):
+    from image_composer_mcp.server.knowledge.static_network import StaticAddress, read_all
+
+    with FakeLLM([f"```yaml\n{GOOD}```"]) as llm:  # the model's template has no network configuration
+        async with Client(make_app(library_cache, llm, style="full")) as c:
+            data = await call(c, "generate_template",
+                              request="ubuntu 24.04 edge gateway with docker, eth0 at 10.0.0.5/24, gateway 10.0.0.1")
+    assert data["valid"] and data["provider"] == "openai"
+    commands = [str(x.get("cmd")) for x in load_mapping(data["yaml"]).data["systemConfig"].get("configurations") or []]
+    assert read_all(commands) == [StaticAddress("eth0", "10.0.0.5/24", "10.0.0.1")]
+    assert any("/etc/systemd/network/10-static-eth0.network" in x for x in commands)
+    assert "no static address 10.0.0.5/24 on eth0, gateway 10.0.0.1" in data["explanation"]  # said as enforced
+    assert "10-static-eth0.network" in llm.requests[0]["body"]["messages"][-1]["content"]  # asked in the target's form

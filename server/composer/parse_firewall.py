@@ -45,15 +45,15 @@ class FirewallPhrases(ParserState):
                                   and s not in self.known])
         # each port of a list may say its own protocol ("tcp port 53, udp port 53"), and services may follow
         # each port may say its protocol after it as well ("ports 53 udp and 22")
-        ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s+(?:tcp|udp)\b(?!\s+ports?\b))?(?:\s*(?:,|and|to|-)\s*"
-                 r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+(?:\s+(?:tcp|udp)\b(?!\s+ports?\b))?)*"
+        ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s+(?:(?:over|via)\s+)?(?:tcp|udp)\b(?!\s+ports?\b))?(?:\s*(?:,|and|to|-)\s*"
+                 r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+(?:\s+(?:(?:over|via)\s+)?(?:tcp|udp)\b(?!\s+ports?\b))?)*"
                  rf"(?:\s*(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*{named}(?![\w-]))?")
         # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
         # install (https is no typo of httpd here); the firewall itself is still asked for. Read before the verbs
         # alone, which would take the list's first items and leave the rest ("allowing 53/udp and 22").
         # The list ends at the first item that is neither a port nor a service ("ufw allowing only 22 and 443,
         # automatic updates": the updates are another wish); a rule that starts with such an item is reported.
-        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp)|\s+(?:tcp|udp)\b(?!\s+ports?\b))?"
+        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp)|\s+(?:(?:over|via)\s+)?(?:tcp|udp)\b(?!\s+ports?\b))?"
         let_in = (r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){0,3}?\s+(?P<rule>"
                   r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+(?:through|in)|lets?\s+(?:through|in)"
                   r"|that\s+allows?)"
@@ -117,7 +117,7 @@ class FirewallPhrases(ParserState):
         proto = "tcp"
         # "port 1194 udp": a protocol right after a port is that port's, unless ports of its own follow it
         for m in re.finditer(r"\b(tcp|udp)\b|(?<![\w.])(\d{1,5})(?:\s*(?:-|to)\s*(\d{1,5}))?"
-                             r"(?:/(tcp|udp)|\s+(tcp|udp)\b(?!\s+ports?\b))?(?![\w.])", said, re.I):
+                             r"(?:/(tcp|udp)|\s+(?:(?:over|via)\s+)?(tcp|udp)\b(?!\s+ports?\b))?(?![\w.])", said, re.I):
             if m.group(1):
                 proto = m.group(1).lower()
                 continue

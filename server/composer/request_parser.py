@@ -18,6 +18,7 @@ from .parse_artifacts import ArtifactPhrases
 from .parse_disk import DiskPhrases
 from .parse_firewall import FirewallPhrases
 from .parse_keys import KeyPhrases
+from .parse_logging import LoggingPhrases
 from .parse_network import NetworkPhrases
 from .parse_network_mounts import NetworkMountPhrases
 from .parse_packages import PackagePhrases
@@ -92,7 +93,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
     return spec
 
 
-class _Parser(SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
+class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
               DiskPhrases, ArtifactPhrases, TargetPhrases, TextPhrases, PackagePhrases, KeyPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
@@ -111,6 +112,7 @@ class _Parser(SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases
         self._password_login_of_named()  # before the settings, which would switch it off for everyone
         self._machine_resources()  # before the settings, which would read a count of cores as a CPU list
         self._settings()
+        self._syslog_transport()  # after the settings, which write where the logs go
         self._ports()
         self._boot_services()
         self._named_things()  # before the host name, which a thing's name is not

@@ -2197,3 +2197,10 @@ def test_a_wish_asked_about_and_answered_no_is_taken_back_and_said(text, taken_b
 def test_names_an_image_is_for_said_of_all_of_them_are_its_users(text, users):
     spec = parse_request(text)
     assert {u["name"]: (u.get("shell"), u.get("groups")) for u in spec.users} == users
+
+
+@pytest.mark.parametrize(("text", "opened"), [("open port 53 over udp", ["53/udp"]),
+                                              ("firewall allowing 51820 over udp and 22", ["51820/udp", "22/tcp"])])
+def test_a_protocol_said_over_after_a_port_is_that_ports(text, opened):
+    spec = parse_request(text)
+    assert spec.open_ports == opened and not spec.unparsed

@@ -472,3 +472,12 @@ def test_no_root_in_a_list_about_ssh_is_root_login_off(text, off):
     spec = parse_request(text)
     assert ("root login off" in [c.get("label") for c in spec.configurations]) == off
     assert ("no root" in spec.unparsed) != off
+
+
+@pytest.mark.parametrize(("text", "forward"), [("send logs to 10.1.1.5 over udp", "'*.* @10.1.1.5'"),
+                                              ("forward logs to logs.example.com via tcp", "'*.* @@logs.example.com'"),
+                                              ("send logs to 10.0.0.5", "'*.* @@10.0.0.5'")])
+def test_logs_travel_over_tcp_unless_udp_is_said(text, forward):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert forward in entry["cmd"] and not spec.unparsed

@@ -9,6 +9,7 @@ import pytest
 from image_composer_mcp.server.agent import loop as agent_module
 from image_composer_mcp.server.composer.adherence import installed, unmet
 from image_composer_mcp.server.core.yamlsafe import load_mapping
+from image_composer_mcp.server.knowledge.static_network import StaticAddress, read_all
 from mcp import Client
 
 from tests.mcp.test_agent import make_app
@@ -607,3 +608,43 @@ async def test_a_network_share_is_mounted_by_a_unit_with_the_client_each_family_
     assert "nfs-common -> nfs-utils" in out["explanation"] and out["valid"], out["errors"]
     assert "nfs-utils" in installed(doc) and "nfs-kernel-server" not in installed(doc)
     assert any("What=10.0.0.5:/exports/home" in c["cmd"] for c in doc["systemConfig"]["configurations"])
+
+
+# ---- static addresses, name servers and shares, asked for, changed in part and taken out -----------------
+def _commands(doc: dict) -> list[str]:
+    return [str(c.get("cmd")) for c in doc["systemConfig"].get("configurations") or []]
+
+
+async def _call(client, tool: str, args: dict) -> dict:
+    r = await client.call_tool(tool, args)
+    assert not r.is_error, r.content[0].text
+    return r.structured_content
+
+
+async def test_a_static_address_is_written_changed_in_part_answered_and_taken_out(client):
+    out = await _call(client, "generate_template", {
+        "request": "debian 13 edge box with eth0 at 192.168.10.5/24, gateway 192.168.10.1, dns 192.168.10.1"})
+    assert out["valid"], out["errors"]
+    doc = load_mapping(out["yaml"]).data
+    assert read_all(_commands(doc)) == [StaticAddress("eth0", "192.168.10.5/24", "192.168.10.1")]
+    assert any("DNS=192.168.10.1" in c for c in _commands(doc))
+    cid = out["conversation_id"]
+    changed = await _call(client, "refine_template", {"conversation_id": cid,
+                                                      "instruction": "change the gateway to 192.168.10.254"})
+    doc = load_mapping(changed["yaml"]).data
+    assert read_all(_commands(doc)) == [StaticAddress("eth0", "192.168.10.5/24", "192.168.10.254")]
+    asked = await _call(client, "refine_template", {"conversation_id": cid, "instruction": "what ip does it have?"})
+    assert "static address 192.168.10.5/24 on eth0, gateway 192.168.10.254" in asked["answer"]
+    back = await _call(client, "refine_template", {"conversation_id": cid, "instruction": "use dhcp instead"})
+    assert not read_all(_commands(load_mapping(back["yaml"]).data))
+
+
+async def test_el10_gets_a_networkmanager_keyfile_and_a_share_is_served(client):
+    out = await _call(client, "generate_template", {
+        "request": "rocky 10 file server with a static ip of 10.0.0.5/24 on eth0, sharing /srv/share over samba"})
+    doc = load_mapping(out["yaml"]).data
+    assert out["valid"], out["errors"]
+    assert any("/etc/NetworkManager/system-connections/static-eth0.nmconnection" in c for c in _commands(doc))
+    assert any("[share]\\npath = /srv/share\\n" in c for c in _commands(doc))
+    assert unmet(doc, {"addressed": [{"interface": "eth0", "address": "10.0.0.5/24"}], "has": ["samba"]}) == []
+    assert any("smbpasswd" in n for n in out["notes"])  # the Samba password is the target's, said

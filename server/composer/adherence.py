@@ -121,10 +121,7 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
 
 
 def _described(wanted: dict[str, str]) -> str:
-    said = StaticAddress(*(str(wanted.get(part) or "") for part in ("interface", "address", "gateway")))
-    if said.address[:1] in ("", "/"):
-        return f"prefix length {said.address}" if said.address else f"gateway {said.gateway}"
-    return said.describe()
+    return StaticAddress(*(str(wanted.get(part) or "") for part in ("interface", "address", "gateway"))).describe()
 
 
 def _gives(static: StaticAddress, wanted: dict[str, str]) -> bool:

@@ -4,6 +4,8 @@ keeping the other part of the one the image has."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from ..knowledge.static_network import (
     StaticAddress,
     command,
@@ -29,7 +31,7 @@ class NetworkEdit(TemplateEdit):
             same = there  # "change the ip to …" on an image with one static address: that one
         static = merged(said, same[0] if same else None)
         label = str(entry.get("label") or static.describe())
-        if static.address[:1] in ("", "/"):  # a gateway or a prefix length alone, and no address to give it to
+        if not static.whole:  # a gateway or a prefix length alone, and no address to give it to
             self.problems.append(f"{label}: {entry.get('edits_only')}")
             return False
         why = problem(static.address, static.gateway)
@@ -38,7 +40,7 @@ class NetworkEdit(TemplateEdit):
             return False
         manager = manager_for(self.family, template_packages(self.data))
         entry.update(cmd=command(static, manager), replaces=replaces(static.interface), label=static.describe(),
-                     packages=packages_for(self.family, manager), network=vars(static).copy())
+                     packages=packages_for(self.family, manager), network=asdict(static))
         entry.pop("edits_only", None)
         return True
 

@@ -27,6 +27,10 @@ def _served_items(ports: bool = False) -> str:
     return rf"({item}(?:\s*(?:,|\band\b|&)\s*{item})*)"
 
 
+# A protocol said right after a port, as its own ("port 1194 udp", "53 over udp"), unless ports of its own follow
+_OWN_PROTOCOL = r"\s+(?:(?:over|via)\s+)?(?:tcp|udp)\b(?!\s+ports?\b)"
+
+
 class FirewallPhrases(ParserState):
     """The firewall phrases of a request."""
 
@@ -45,15 +49,15 @@ class FirewallPhrases(ParserState):
                                   and s not in self.known])
         # each port of a list may say its own protocol ("tcp port 53, udp port 53"), and services may follow
         # each port may say its protocol after it as well ("ports 53 udp and 22")
-        ports = (r"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:\s+(?:(?:over|via)\s+)?(?:tcp|udp)\b(?!\s+ports?\b))?(?:\s*(?:,|and|to|-)\s*"
-                 r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+(?:\s+(?:(?:over|via)\s+)?(?:tcp|udp)\b(?!\s+ports?\b))?)*"
+        ports = (rf"(?:tcp\s+|udp\s+)?ports?\s*[\d/]+(?:{_OWN_PROTOCOL})?(?:\s*(?:,|and|to|-)\s*"
+                 rf"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?[\d/]+(?:{_OWN_PROTOCOL})?)*"
                  rf"(?:\s*(?:tcp|udp))?(?:\s*(?:,|\band\b)\s*{named}(?![\w-]))?")
         # "firewalld allowing only ssh and https": what a firewall lets through are services, not packages to
         # install (https is no typo of httpd here); the firewall itself is still asked for. Read before the verbs
         # alone, which would take the list's first items and leave the rest ("allowing 53/udp and 22").
         # The list ends at the first item that is neither a port nor a service ("ufw allowing only 22 and 443,
         # automatic updates": the updates are another wish); a rule that starts with such an item is reported.
-        port = r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp)|\s+(?:(?:over|via)\s+)?(?:tcp|udp)\b(?!\s+ports?\b))?"
+        port = rf"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{{1,5}}(?:/(?:tcp|udp)|{_OWN_PROTOCOL})?"
         let_in = (r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){0,3}?\s+(?P<rule>"
                   r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+(?:through|in)|lets?\s+(?:through|in)"
                   r"|that\s+allows?)"
@@ -115,13 +119,12 @@ class FirewallPhrases(ParserState):
         "https"). A protocol said before ports holds for them until another is said ("udp ports 53 and 123, tcp
         port 22"); one written after a port ("53/udp") is that port's; TCP otherwise."""
         proto = "tcp"
-        # "port 1194 udp": a protocol right after a port is that port's, unless ports of its own follow it
         for m in re.finditer(r"\b(tcp|udp)\b|(?<![\w.])(\d{1,5})(?:\s*(?:-|to)\s*(\d{1,5}))?"
-                             r"(?:/(tcp|udp)|\s+(?:(?:over|via)\s+)?(tcp|udp)\b(?!\s+ports?\b))?(?![\w.])", said, re.I):
+                             rf"(?:/(tcp|udp)|({_OWN_PROTOCOL}))?(?![\w.])", said, re.I):
             if m.group(1):
                 proto = m.group(1).lower()
                 continue
-            low, high, own = m.group(2), m.group(3), m.group(4) or m.group(5)
+            low, high, own = m.group(2), m.group(3), m.group(4) or (m.group(5).split()[-1] if m.group(5) else None)
             if 0 < int(low) < 65536 and (not high or int(low) < int(high) < 65536):
                 self.spec.open_ports.append(f"{low}{'-' + high if high else ''}/{(own or proto).lower()}")
         # services by name, and the services of a kind of traffic said ("web traffic")
@@ -227,12 +230,7 @@ class FirewallPhrases(ParserState):
             else:
                 self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (no port said before it: say 'open port N "
                                           "in the firewall')")
-            # the firewall named is wanted too: its word is left for the group's reading
-            named = re.search(r"(?:firewall|firewalld|ufw)\b", m.group(0), re.I)
-            if named and named.start() == 0:
-                self._mask(m.start() + named.end(), m.end())
-            else:
-                self._mask(m.start(), m.start() + (named.start() if named else len(m.group(0))))
+            self._mask_but_firewall(m)
 
     def _software_by_pronoun(self) -> None:
         """"add memcached and open its port", "install nginx and let it through the firewall", "make them reachable":
@@ -251,7 +249,11 @@ class FirewallPhrases(ParserState):
             else:
                 self.spec.unparsed.append(f"{said} (no software whose port is known said before it: say 'open port N "
                                           "in the firewall')")
-            wanted = re.search(r"(?:firewall|firewalld|ufw)\b", m.group(0), re.I)  # the firewall named is wanted too
-            self._mask(m.start(), m.start() + wanted.start() if wanted else m.end())
-            if wanted:
-                self._mask(m.start() + wanted.end(), m.end())
+            self._mask_but_firewall(m)
+
+    def _mask_but_firewall(self, m: re.Match[str]) -> None:
+        """Mask ``m`` but a firewall it names, which is wanted too: its word is left for the group's reading."""
+        named = re.search(r"(?:firewall|firewalld|ufw)\b", m.group(0), re.I)
+        self._mask(m.start(), m.start() + named.start() if named else m.end())
+        if named:
+            self._mask(m.start() + named.end(), m.end())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import asdict
 
 from ..knowledge.static_network import (
     NETWORKD,
@@ -174,7 +175,7 @@ class NetworkPhrases(ParserState):
         if not statics and valid:  # "change the netmask to 255.255.0.0": the address the image has takes it
             statics.append(StaticAddress("", f"/{valid[0]}"))
         for gateway in gateways:
-            within = [s for s in statics if s.address[:1] != "/"
+            within = [s for s in statics if s.whole
                       and ipaddress.IPv4Address(gateway) in ipaddress.IPv4Interface(s.address).network]
             if not statics:
                 statics.append(StaticAddress("", "", gateway))  # an edit's: the address the image has keeps it
@@ -186,13 +187,13 @@ class NetworkPhrases(ParserState):
                                           f"{', '.join(s.address for s in statics)}")
         written = False
         for static in statics:
-            why = problem(static.address, static.gateway) if static.address[:1] not in ("", "/") else None
+            why = problem(static.address, static.gateway) if static.whole else None
             if why:
                 self.spec.unparsed.append(f"static address: {why}")
                 continue
-            self.spec.configurations.append(static_entry(static))
-            written = written or static.address[:1] not in ("", "/")
-            if static.address[:1] not in ("", "/") and not static.interface:
+            self.spec.configurations.append(_entry(static))
+            written = written or static.whole
+            if static.whole and not static.interface:
                 self.spec.notes.append(f"static address {static.address}: on every wired interface ({wired_match()}), "
                                        "as none was named; name one on a machine with several (e.g. 'on eth0')")
         return written
@@ -217,19 +218,15 @@ def _a_host(m: re.Match[str]) -> bool:
     return m.group(2) is not None and problem(f"{m.group(1)}/{m.group(2)}") is None
 
 
-def static_entry(static: StaticAddress) -> dict:
+def _entry(static: StaticAddress) -> dict:
     """The configuration entry of ``static``: written for systemd-networkd until the edit knows the image's network
     manager (system_edits); a gateway alone takes the address the image has."""
-    whole = static.address[:1] not in ("", "/")  # else a prefix length or a gateway alone, for the image's address
-    part = f"prefix length {static.address}" if static.address else f"gateway {static.gateway}"
-    entry: dict = {"network": {"interface": static.interface, "address": static.address, "gateway": static.gateway},
-                   "cmd": command(static, NETWORKD) if whole else "",
+    entry: dict = {"network": asdict(static), "cmd": command(static, NETWORKD) if static.whole else "",
                    "setting": "static address" + (f" on {static.interface}" if static.interface else ""),
-                   "label": static.describe() if whole else part,
-                   "replaces": replaces(static.interface), "packages": []}
-    if not whole:
+                   "label": static.describe(), "replaces": replaces(static.interface), "packages": []}
+    if not static.whole:
         entry["edits_only"] = f"the image has no static address to give it: say the address too ({_EXAMPLE})"
     return entry
 
 
-__all__ = ["NetworkPhrases", "static_entry"]
+__all__ = ["NetworkPhrases"]

@@ -14,6 +14,7 @@ from .phrasing import ParserState
 _SAMBA = r"(?:samba|smb|cifs|windows\s+shar(?:e|ing))"
 _NFS = r"nfs(?:v?[34](?:\.\d)?)?"
 _PROTOCOL = rf"(?:(?P<smb>{_SAMBA})|(?P<nfs>{_NFS}))"
+_ANY_PROTOCOL = rf"(?:{_SAMBA}|{_NFS})"  # said again in the same pattern, where a group name can stand only once
 _PATH = r"(?P<path>/[\w.+-]+(?:/[\w.+-]+)*)/?"
 _OVER = r"(?:over|via|with|using|by|through|as\s+an?)"
 _SHARING = r"(?:share|shares|sharing|shared|export|exports|exporting|exported|serve|serves|serving|served|publish(?:es|ing|ed)?)"
@@ -35,7 +36,7 @@ class SharePhrases(ParserState):
         for m in self._each(rf"\b(?:stop\s+(?:sharing|exporting)|unshare|no\s+longer\s+(?:share|export)"
                             # "of": a share this image serves; "at" is where a share of another machine is mounted
                             rf"|{UNDO}\s+(?:the\s+)?{_PROTOCOL}?\s*(?:share|export)\s+(?:of\s+|for\s+)?)\s*{_FOLDER}"
-                            rf"{_PATH}(?:\s+{_OVER}\s+{_PROTOCOL.replace('?P<smb>', '?:').replace('?P<nfs>', '?:')})?"):
+                            rf"{_PATH}(?:\s+{_OVER}\s+{_ANY_PROTOCOL})?"):
             path = m.group("path")
             protocols = ["samba"] if m.group("smb") else ["nfs"] if m.group("nfs") else ["samba", "nfs"]
             for protocol in protocols:  # a protocol not said: whichever the image has (the other goes unsaid)

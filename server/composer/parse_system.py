@@ -3,6 +3,7 @@ bootloader and boot mode, immutability, secure boot."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..knowledge.request_words import load_request_words
@@ -40,10 +41,15 @@ _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror
 # isolcpus): said bare in a list of kernel parameters, they are the setting, not a parameter.
 _COUNTED_SETTINGS = frozenset(w for setting in load_settings().values() if setting.value in ("count", "cpus")
                               for w in setting.words if " " not in w)
-# A setting said in words of its own after a list of parameters ("mitigations=off and transparent hugepages
-# disabled"): its first word ends the list.
-_SETTING_PHRASES = re.compile(r"(?:" + alternatives(w for setting in load_settings().values() for w in setting.words
-                                                    if " " in w) + r")\b", re.I)
+
+
+@functools.lru_cache(maxsize=1)
+def _setting_phrases() -> re.Pattern[str]:
+    """A setting said in words of its own after a list of parameters ("mitigations=off and transparent hugepages
+    disabled"): its first word ends the list. Built on first use, not at import."""
+    return re.compile(r"(?:" + alternatives(w for setting in load_settings().values() for w in setting.words
+                                            if " " in w) + r")\b", re.I)
+
 
 # Things an image runs that a request may name ("a container called telemetry"): the name is theirs, not the host's.
 _RUN_THINGS = r"container|pod|service|daemon|job|timer|volume|database|db"
@@ -126,7 +132,7 @@ class SystemPhrases(ParserState):
             # SELinux is the mac group's, and "selinux" alone no parameter)
             cut = next((w for i, w in enumerate(re.finditer(r"[a-z][a-z0-9_.-]*", m.group(1)))
                         if m.group(1)[w.end():w.end() + 1] != "=" and (
-                            w.group(0) in _COUNTED_SETTINGS or (i > 0 and _SETTING_PHRASES.match(self.work, m.start(1) + w.start()))
+                            w.group(0) in _COUNTED_SETTINGS or (i > 0 and _setting_phrases().match(self.work, m.start(1) + w.start()))
                             or (i > 0 and not re.search(r"[._]", w.group(0))
                                                                 and w.group(0) not in _BARE_FLAGS
                                                                 and self._known_word(w.group(0).lower())))), None)

@@ -17,6 +17,8 @@ from .system_settings import section
 NETWORKD, NETWORKMANAGER = "systemd-networkd", "NetworkManager"
 _NETWORKD_FILE = "/etc/systemd/network/10-static-{name}.network"
 _KEYFILE = "/etc/NetworkManager/system-connections/static-{name}.nmconnection"
+# Both files by their names' pattern, ``name`` a regular expression
+_FILES = r"/10-static-{name}\.network\b|/static-{name}\.nmconnection\b"
 WIRED = "wired"  # the file name's part for an address on every wired interface (none named)
 
 
@@ -30,7 +32,15 @@ class StaticAddress:
     def name(self) -> str:
         return self.interface or WIRED
 
+    @property
+    def whole(self) -> bool:
+        """An address with its host; else an edit's part alone ("/16", a prefix length, or a gateway), which the
+        address the image has takes."""
+        return self.address[:1] not in ("", "/")
+
     def describe(self) -> str:
+        if not self.whole:
+            return f"prefix length {self.address}" if self.address else f"gateway {self.gateway}"
         where = f" on {self.interface}" if self.interface else " on every wired interface"
         return f"static address {self.address}{where}" + (f", gateway {self.gateway}" if self.gateway else "")
 
@@ -81,20 +91,18 @@ def command(static: StaticAddress, manager: str) -> str:
 def static_hint(static: StaticAddress, family: str | None) -> str:
     """The checklist line a model gets for ``static``: the command for the family's network manager, or, for a
     gateway or prefix length alone, the change to the static address the template has."""
-    if static.address[:1] in ("", "/"):
-        part = f"prefix length {static.address}" if static.address else f"gateway {static.gateway}"
+    if not static.whole:
         return (f"in the systemConfig.configurations command matching /{replaces(static.interface or None)}/, set the "
-                f"{part} and keep the rest")
+                f"{static.describe()} and keep the rest")
     return f"add to systemConfig.configurations: - cmd: {command(static, manager_for(family, ()))!r}"
 
 
 def replaces(interface: str | None) -> str:
     """The pattern of the commands that gave ``interface`` a static address (any interface's when None)."""
-    name = r"[\w.:-]+" if interface is None else re.escape(interface or WIRED)
-    return rf"/10-static-{name}\.network\b|/static-{name}\.nmconnection\b"
+    return _FILES.format(name=r"[\w.:-]+" if interface is None else re.escape(interface or WIRED))
 
 
-_FILE = re.compile(r"/10-static-([\w.:-]+)\.network\b|/static-([\w.:-]+)\.nmconnection\b")
+_FILE = re.compile(_FILES.format(name=r"([\w.:-]+)"))
 # Each line follows printf's "\n" escape in the command
 _ADDRESS = re.compile(r"\\n(?:Address|address1)=([\d.]+/\d+)(?:,([\d.]+))?")
 _GATEWAY = re.compile(r"\\nGateway=([\d.]+)")

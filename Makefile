@@ -38,12 +38,15 @@ test: install bytecode lint typecheck system-deps postgres
 	$(BIN)/python -m pytest -q -m "not llm" $(PYTEST_ARGS)
 
 # The install-closure check (server/packages/closure.py) solves with libsolv; Debian's python3-solv is the build
-# with Debian support (PyPI's solv wheels read rpm-md only). Without it those checks and tests say so and
-# skip. `apt-get update` also provides the bookworm index the closure tests and bench read.
+# with Debian support (PyPI's solv wheels read rpm-md only). nftables' `nft -c` checks the rulesets the composer
+# writes (tests/unit/test_nft_ruleset.py). Without them those checks and tests say so and skip. `apt-get update`
+# also provides the bookworm index the closure tests and bench read.
+SYSTEM_PACKAGES = python3-solv nftables
 system-deps:
-	@if command -v apt-get >/dev/null && ! dpkg -s python3-solv >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-solv; \
-	  else echo "note: install python3-solv (sudo apt-get install python3-solv) for the closure check" >&2; fi; \
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done 2>/dev/null); \
+	if command -v apt-get >/dev/null && [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $$missing; \
+	  else echo "note: install $$missing (sudo apt-get install $$missing) for the closure and ruleset checks" >&2; fi; \
 	fi
 	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; \
 	  then apt-get update -qq || true; fi

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..knowledge import nft_ruleset
 from ..knowledge.package_names import versioned_build
 from ..knowledge.sizes import template_mib
 from ..knowledge.static_network import StaticAddress, read_all
@@ -242,7 +243,8 @@ def let_in(written: str) -> list[str]:
     """Every port and service configuration commands ``written`` let in, in order (firewalld's offline command,
     ufw's rules), as system_edits.open_ports writes them."""
     found = re.findall(r"--add-(?:service|port)=([\w/.-]+)|\bufw\s+allow\s+(?!from\b)([\w/:.-]+)", written)
-    return list(dict.fromkeys([*(a or b for a, b in found), *sourced_let_in(written)]))
+    ruleset = nft_ruleset.read(written)
+    return list(dict.fromkeys([*(a or b for a, b in found), *sourced_let_in(written), *(ruleset[1] if ruleset else ())]))
 
 
 def lets_in(written: str, opened: str) -> bool:
@@ -252,6 +254,8 @@ def lets_in(written: str, opened: str) -> bool:
     if re.fullmatch(r"\d{1,5}(?:-\d{1,5})?", opened):
         opened = f"{opened}/tcp"
     what, source = split_source(opened)
+    if nft_ruleset.lets_in(written, what, source):
+        return True
     if source:
         return lets_in_from(written, what, source)
     port = firewall_services().get(opened, opened)

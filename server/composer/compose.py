@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..knowledge.loader import Capabilities, load_capabilities
 from ..knowledge.request_words import load_request_words
 from ..validation.upstream import conform
+from . import firewall_reach
 from .base import describe_user, leftovers, unasked_formats, unasked_users
 from .disk_edits import DiskEdit
 from .editing import image_section, mapping_at, template_packages
@@ -204,6 +205,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
     """A whole application of a spec, in the order that keeps each step's assumptions true."""
 
     def run(self, spec: RequestSpec) -> None:
+        kept_out_before = firewall_reach.kept_out(self.data)
         for note in spec.notes:
             self.changes.append(f"note: {note}")
         self.switch_distribution(spec)
@@ -243,6 +245,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
             image_section(self.data)["version"] = spec.image_version
             self.changes.append(f"image version set to {spec.image_version}")
         self.clean_up_after_removals()
+        self.changes += firewall_reach.newly_kept_out(kept_out_before, self.data)
         self.tidy()
 
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..knowledge import nft_ruleset
 from ..knowledge.entries import GroupVariant
 from ..knowledge.loader import Capabilities
 from ..knowledge.package_names import versioned_build
@@ -440,9 +441,10 @@ class TemplateEdit:
                 if variant:
                     config = {**config, "cmd": variant[1].command(str(config.get("cmd") or ""))}
                 configs = self.system().setdefault("configurations", [])
-                if config not in configs:
+                if config not in configs and not any(nft_ruleset.same_file(config, c) for c in configs):
                     configs.append(config)
-                    extra.append(f"configuration `{config.get('cmd')}`")
+                    said = nft_ruleset.describe(str(config.get("cmd") or ""))
+                    extra.append(f"configuration: {said}" if said else f"configuration `{config.get('cmd')}`")
             role = [f"the template's {filled[0]} fills its role (kept; name another to switch)"] if filled else []
             role += [f"{variant[0]} in {variant[1].replaces}'s place, as asked"] if variant else []
             if added or extra:

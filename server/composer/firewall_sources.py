@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import re
 
-from ..knowledge.system_settings import firewall_services
+from ..knowledge.system_settings import FROM, firewall_services, port_of
 
-FROM = " from "
 # An IPv4 address or network as a source is said: "10.0.0.0/8", "192.168.1.10".
 SOURCE = r"\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?"
 
@@ -17,12 +16,6 @@ def split_source(opened: str) -> tuple[str, str | None]:
     """("ssh", "10.0.0.0/8") for "ssh from 10.0.0.0/8"; (opened, None) for an entry open to everyone."""
     what, _, source = opened.partition(FROM)
     return what, source or None
-
-
-def port_of(what: str) -> tuple[str, str]:
-    """(number or range, protocol) of a service name or a port entry: "ssh" -> ("22", "tcp")."""
-    number, _, proto = firewall_services().get(what, what).partition("/")
-    return number, proto or "tcp"
 
 
 def service_names(what: str) -> list[str]:

@@ -13,6 +13,10 @@ _FIREWALL_RULES = ("(firewall rules are not written by the composer: add a confi
                    "firewall-offline-cmd, ufw or an nftables rule)")
 
 
+# A firewall said by name, which a rule's words leave for the group reading: the firewall is wanted too
+_FIREWALL_WORD = re.compile(r"\b(?:firewall|firewalld|ufw)\b", re.I)
+
+
 def _port_item(item: str) -> bool:
     """A port as a firewall rule names it: "22", "port 8080", "443/tcp", "tcp port 53"."""
     return bool(re.fullmatch(r"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?", item.strip(), re.I))
@@ -104,7 +108,8 @@ class FirewallPhrases(ParserState):
                                           "add a configuration command with the firewall's forwarding rule)")
             else:
                 self._open(m.group(0))
-            self._mask(m.start(), m.end())
+            # the firewall said is wanted too: "open port 8080 in the firewall" on an image with none
+            self._mask(m.start(), m.start() + wall.start() if (wall := _FIREWALL_WORD.search(m.group(0))) else m.end())
         # "a java service on port 8080": where software listens is its own configuration's, not the template's
         for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
                             r"port\s+(\d{1,5})\b"):
@@ -171,7 +176,7 @@ class FirewallPhrases(ParserState):
         self.spec.open_ports += [p for p in self._served(m.group(1), start) if p not in self.spec.open_ports]
         self._mask(m.start(), start)
         # the firewall named is wanted too ("allow mosquitto through the firewall" on an image with none)
-        named = re.search(r"\b(?:firewall|firewalld|ufw)\b", m.group(0)[end - m.start():], re.I)
+        named = _FIREWALL_WORD.search(m.group(0)[end - m.start():])
         self._mask(end, end + named.start() if named else m.end())
 
     def _from_sources(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..knowledge import nft_ruleset
 from ..knowledge.request_words import load_request_words
 from ..knowledge.system_settings import firewall_services, load_settings, user_sshd_configuration
 from . import consoles, cpu_lists
@@ -281,6 +282,8 @@ class SystemEdit(NetworkEdit):
         if not opened:
             return
         said = ", ".join(opened)
+        if self._nft_let_in(opened, said):
+            return
         sourced = [s for s in map(split_source, opened) if s[1]]
         if sourced and installed & {"firewalld", "ufw"}:
             self._restrict(list(dict.fromkeys(what for what, _ in sourced)))
@@ -314,6 +317,23 @@ class SystemEdit(NetworkEdit):
                                                 "a firewall to let in only what you name)"))
             return
         self.configurations([{"cmd": cmd, "label": f"firewall lets in {said}"}])
+
+    def _nft_let_in(self, opened: list[str], said: str) -> bool:
+        """Let ``opened`` in through the nftables ruleset the composer wrote (the firewall group's on Debian, eLxr and
+        Azure Linux), rewriting it in its place; False when the template has none."""
+        configs = [c for c in self.system(create=False).get("configurations") or [] if c is not None]
+        found = next(((i, c) for i, c in enumerate(configs) if isinstance(c, dict)
+                      and nft_ruleset.read(str(c.get("cmd") or "")) is not None), None)
+        if found is None:
+            return False
+        at, config = found
+        cmd, dropped = nft_ruleset.with_entries(str(config["cmd"]), opened)
+        configs[at] = {**config, "cmd": cmd}
+        store_configurations(self.system(), configs)
+        rules = "; ".join(nft_ruleset.rule(p).replace("\\t", "").replace("\\n", "") for p in opened)
+        self.changes.append(f"set firewall lets in {said}: the nftables ruleset's rules `{rules}`"
+                            + (f" (the rule letting {', '.join(dropped)} in from anywhere taken out)" if dropped else ""))
+        return True
 
     def _restrict(self, whats: list[str]) -> None:
         """Take out the rules that let each of ``whats`` in from anywhere, before it is let in from some sources

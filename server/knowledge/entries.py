@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import nft_ruleset
+
 
 @dataclass(frozen=True)
 class Dist:
@@ -196,6 +198,14 @@ def read_family(fid: str, spec: Mapping[str, Any]) -> Family:
     )
 
 
+def _configuration(config: Mapping[str, Any]) -> dict:
+    """A group's configuration command; ``{nftables: <path>}`` is the firewall's ruleset written to that path,
+    letting SSH in (nft_ruleset.py), so the ruleset's text has one writer."""
+    if "nftables" in config:
+        return {"cmd": nft_ruleset.command(str(config["nftables"]), [nft_ruleset.SSH])}
+    return dict(config)
+
+
 def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
     return Group(
         id=gid,
@@ -213,7 +223,7 @@ def read_group(gid: str, spec: Mapping[str, Any]) -> Group:
             k: tuple(dict(r) for r in v or ()) for k, v in (spec.get("repositories") or {}).items()
         },
         configurations={
-            k: tuple(dict(c) for c in v or ()) for k, v in (spec.get("configurations") or {}).items()
+            k: tuple(_configuration(c) for c in v or ()) for k, v in (spec.get("configurations") or {}).items()
         },
         users={k: tuple(dict(u) for u in v or ()) for k, v in (spec.get("users") or {}).items()},
         notes={k: str(v) for k, v in (spec.get("notes") or {}).items()},

@@ -350,6 +350,16 @@ def firewall_services() -> Mapping[str, str]:
     return {str(k).lower(): str(v) for k, v in (_raw().get("firewall_services") or {}).items()}
 
 
+# An entry of RequestSpec.open_ports let in from some addresses alone: "ssh from 10.0.0.0/8"
+FROM = " from "
+
+
+def port_of(what: str) -> tuple[str, str]:
+    """(number or range, protocol) of a service name or a port entry: "ssh" -> ("22", "tcp")."""
+    number, _, proto = firewall_services().get(what, what).partition("/")
+    return number, proto or "tcp"
+
+
 @functools.lru_cache(maxsize=1)
 def firewall_traffic() -> Mapping[str, tuple[str, ...]]:
     """The services a firewall lets in for a service's name ("https" -> ("https",)) or a kind of traffic ("web" ->

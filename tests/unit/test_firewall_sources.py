@@ -67,9 +67,18 @@ def test_ufw_gets_a_rule_from_the_source_before_it_is_turned_on_and_the_rule_for
 
 
 def test_a_restriction_an_image_cannot_enforce_is_said_not_applied():
+    result = compose("emt3 with postgres reachable only from 10.1.0.0/16",
+                     _library("emt3-x86_64-minimal-base-raw.yml"))
+    assert any("postgresql from 10.1.0.0/16 not applied" in c and "iptables" in c for c in result.changes)
+
+
+def test_a_restriction_on_debian_is_a_rule_of_its_nftables_ruleset():
     result = compose("debian 13 with postgres reachable only from 10.1.0.0/16",
                      _library("debian13-x86_64-minimal-base-raw.yml"))
-    assert any("postgresql from 10.1.0.0/16 not applied" in c and "nftables" in c for c in result.changes)
+    written = " ".join(_commands(result.data))
+    assert "ip saddr 10.1.0.0/16 tcp dport 5432 accept" in written
+    assert lets_in(written, "postgresql from 10.1.0.0/16") and not lets_in(written, "postgresql")
+    assert "5432/tcp from 10.1.0.0/16" in summarize(result.data, "what does the firewall let in?")
 
 
 @pytest.mark.parametrize(("cmd", "what", "left"), [

@@ -213,7 +213,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.switch_image_type(spec)
         self.remove_groups(spec.remove_groups)
         self.remove_named_packages(spec.remove_packages)
-        self.add_groups(spec.add_groups, spec.group_modes, without=spec.remove_packages,
+        self.add_groups(self._groups_to_add(spec), spec.group_modes, without=spec.remove_packages,
                         without_groups=spec.remove_groups, named=[*spec.groups_named, *spec.add_packages])
         self.add_named_packages(spec.add_packages)
         self.name_groups(spec.groups_named)
@@ -225,7 +225,9 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.swap_partition_off(spec)
         self.configurations(spec.configurations)
         spec.notes = [n for n in spec.notes if n not in self.withdrawn]
-        self.open_ports(spec.open_ports)
+        firewall_asked = "firewall" in spec.add_groups or "ufw" in spec.add_packages
+        self.open_ports(spec.open_ports, firewall_asked)
+        self.turn_ufw_on(firewall_asked)
         self.hostname(spec.hostname)
         self.users(spec.users)
         self.ssh_keys(spec.ssh_keys)
@@ -247,6 +249,17 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.clean_up_after_removals()
         self.changes += firewall_reach.newly_kept_out(kept_out_before, self.data)
         self.tidy()
+
+
+    def _groups_to_add(self, spec: RequestSpec) -> list[str]:
+        """The groups the spec adds, but the firewall named by ports opened in it where the template has one
+        ("open port 443 in the firewall" asks for a firewall only where there is none)."""
+        if not spec.open_ports or "firewall" not in spec.add_groups or not (where := self.dist or self.family):
+            return spec.add_groups
+        own = {*self.caps.packages_for("firewall", where), *self.caps.groups["firewall"].filled_by}
+        if not own & set(template_packages(self.data)):
+            return spec.add_groups
+        return [g for g in spec.add_groups if g != "firewall"]
 
 
 def _apply(data: dict, spec: RequestSpec, caps: Capabilities) -> tuple[dict, list[str], list[str]]:

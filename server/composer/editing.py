@@ -437,7 +437,7 @@ class TemplateEdit:
                     users = self.system().setdefault("users", [])
                     users.append(account)
                     extra.append(f"user {account['name']}")
-            for config in caps.group_configurations(group, where):
+            for config in caps.group_configurations(group, where) if not filled else ():
                 if variant:
                     config = {**config, "cmd": variant[1].command(str(config.get("cmd") or ""))}
                 configs = self.system().setdefault("configurations", [])
@@ -475,7 +475,7 @@ class TemplateEdit:
         if group in named or named & {p.lower() for p in own}:
             return None
         present = {str(p) for p in self.packages()}
-        for members in self.caps.exclusive.values():
+        for members in [*self.caps.exclusive.values(), [*own, *self.caps.groups[group].filled_by]]:
             mine = set(own) & set(members)
             there = [m for m in members if m in present and m not in mine]
             if mine and there and not mine & present:

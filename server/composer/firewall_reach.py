@@ -4,13 +4,13 @@ not let in and how to let them in; it opens nothing itself, since what reaches a
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..knowledge import nft_ruleset
 from ..knowledge.system_settings import firewall_software
 from .adherence import lets_in
 from .editing import template_packages
+from .firewall_sources import UFW_ON
 
 # What each firewall lets in before any rule of ours: ufw's and our ruleset's nothing (their SSH rule is written),
 # firewalld's default zone (public) its services.
@@ -27,7 +27,7 @@ def _denying(packages: set[str], written: str) -> str | None:
     """The default-deny firewall the template turns on, or None."""
     if nft_ruleset.read(written) is not None:
         return "nftables"
-    if "ufw" in packages and re.search(r"ENABLED=yes|\bufw\s+(?:--force\s+)?enable\b", written):
+    if "ufw" in packages and UFW_ON.search(written):
         return "ufw"
     if "firewalld" in packages:
         return "firewalld"  # enabled by the firewall group, or by the distribution's preset

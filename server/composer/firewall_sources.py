@@ -8,6 +8,8 @@ import re
 
 from ..knowledge.system_settings import FROM, firewall_services, port_of
 
+# A command turning ufw on at boot (ufw.conf's ENABLED=yes, or `ufw enable`)
+UFW_ON = re.compile(r"ENABLED=yes|\bufw\s+(?:--force\s+)?enable\b")
 # An IPv4 address or network as a source is said: "10.0.0.0/8", "192.168.1.10".
 SOURCE = r"\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?"
 

@@ -63,7 +63,8 @@ class FirewallPhrases(ParserState):
         # automatic updates": the updates are another wish); a rule that starts with such an item is reported.
         port = rf"(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{{1,5}}(?:/(?:tcp|udp)|{_OWN_PROTOCOL})?"
         let_in = (r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b(?:\s+[a-z]+){0,3}?\s+(?P<rule>"
-                  r"(?:allowing|allows?|permitting|permits?|opening|opens?|letting\s+(?:through|in)|lets?\s+(?:through|in)"
+                  r"(?:allowing|allows?|permitting|permits?|opening|open\s+(?:for|to)|opens?|letting\s+(?:through|in)"
+                  r"|lets?\s+(?:through|in)"
                   r"|that\s+allows?)"
                   r"\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?")
         # a service, or a kind of traffic ("web traffic"); "/" may join services. Software named after a firewall's

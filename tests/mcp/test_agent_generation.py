@@ -540,9 +540,17 @@ async def test_a_capability_taken_out_does_not_choose_the_template_named_for_it(
     assert out["grounded_on"][0] == "el10-x86_64-minimal-base-raw" and "firewalld" not in doc["systemConfig"]["packages"]
 
 
+async def test_a_firewall_on_debian_is_a_ruleset_that_drops_what_it_does_not_let_in(client):
+    out, doc = await _gen(client, "debian 13 minimal with a firewall")
+    assert any("an nftables ruleset in /etc/nftables.conf dropping incoming traffic" in c for c in out["changes"])
+    (out, doc), = await _steps(client, "debian 13 minimal with a firewall", "open https in the firewall")
+    (cmd,) = [c["cmd"] for c in doc["systemConfig"]["configurations"] if "nftables.conf" in c["cmd"]]
+    assert "policy drop;" in cmd and "tcp dport 22 accept" in cmd and "tcp dport 443 accept" in cmd
+
+
 async def test_a_firewall_that_lets_everything_in_is_said_so(client):
-    out, _doc = await _gen(client, "debian 13 minimal with a firewall")
-    assert any("nftables is installed with Debian's own ruleset, which lets everything in" in n
+    out, _doc = await _gen(client, "emt3 minimal with a firewall")
+    assert any("iptables is installed without rules, so it lets everything in" in n
                for n in [*out["notes"], *out["changes"]])
 
 

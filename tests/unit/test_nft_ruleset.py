@@ -125,3 +125,36 @@ def test_software_with_no_firewall_or_one_that_lets_it_in_is_not_said():
     data = compose("debian 13 minimal image with a firewall allowing mqtt",
                    _library("debian13-x86_64-minimal-base-raw.yml")).data
     assert not any("does not let in" in c for c in apply_instruction(data, "add mosquitto").changes)
+
+
+def test_ufw_named_on_debian_is_its_firewall_turned_on():
+    result = compose("debian 13 box with ufw allowing 22 and 80", _library("debian13-x86_64-minimal-base-raw.yml"))
+    commands = [str(c["cmd"]) for c in result.data["systemConfig"]["configurations"]]
+    on = next(i for i, c in enumerate(commands) if "ENABLED=yes" in c)
+    assert any("ufw allow 80/tcp" in c for c in commands[:on])  # its rules are written before it is turned on
+    assert _rulesets(result.data) == [] and "nftables" not in result.data["systemConfig"]["packages"]
+    # the firewall asked for later is the ufw the template has, not a second one
+    later = apply_instruction(result.data, "open port 8080 in the firewall")
+    assert _rulesets(later.data) == [] and "nftables" not in later.data["systemConfig"]["packages"]
+    assert any("ufw allow 8080/tcp" in str(c["cmd"]) for c in later.data["systemConfig"]["configurations"])
+
+
+def test_a_port_for_a_ufw_left_off_is_said_to_guard_nothing_yet():
+    data = compose("debian 13 minimal image", _library("debian13-x86_64-minimal-base-raw.yml")).data
+    data["systemConfig"]["packages"].append("ufw")
+    result = apply_instruction(data, "open port 8443")
+    assert any("ufw is installed off, so nothing blocks 8443/tcp yet" in c for c in result.changes)
+    assert not any("ENABLED=yes" in str(c["cmd"]) for c in result.data["systemConfig"]["configurations"])
+
+
+@pytest.mark.parametrize("text", ["a firewall open for http", "firewalld open to https and ssh"])
+def test_a_firewall_open_for_services_lets_them_in(text):
+    spec = parse_request(f"debian 13 with {text}")
+    assert spec.open_ports and not spec.unparsed
+
+
+def test_a_firewall_asked_for_beside_ufw_on_debian_is_that_ufw():
+    data = compose("debian 13 box with ufw", _library("debian13-x86_64-minimal-base-raw.yml")).data
+    result = apply_instruction(data, "add a firewall")
+    assert "nftables" not in result.data["systemConfig"]["packages"] and _rulesets(result.data) == []
+    assert any("the template's ufw fills its role" in c for c in result.changes)

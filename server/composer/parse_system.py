@@ -34,7 +34,13 @@ _BOOTLOADER_WORDS = alternatives(_BOOTLOADERS, between=r"[\s-]")
 # Words after "hostname" that say how it is chosen, not what it is ("make the hostname match the role: web-01")
 _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror|mirrors|equal|equals|same|like|after|" \
               r"describe|describes|based|say|says|show|shows|include|includes|contain|contains|" \
-              r"the|its|their|his|her|my|our|your|this|that|whatever|some|something)"  # "set to the serial number"
+              r"the|its|their|his|her|my|our|your|this|that|whatever|some|something|" \
+              r"from|by|per|via|using|dynamically|automatically|derived|generated|assigned|computed|taken|obtained|" \
+              r"determined|set|changed|configured)"  # "set to the serial number", "derived from the MAC address"
+
+
+# A name said set ("hostname set to", "the hostname is set to", "machine name should be changed to")
+_SET = r"(?:(?:is|was|gets|get|will\s+be|should\s+be|must\s+be)\s+)?(?:set|changed|configured)\s+"
 
 
 # One-word names of settings whose parameter takes a number (system_settings.yaml "count" or "cpus": hugepages,
@@ -231,9 +237,11 @@ class SystemPhrases(ParserState):
         patterns = [
             # "a static hostname": a set name is static in the systemd sense (/etc/hostname), which is what this writes
             rf"(?:\b(?:static|fixed|permanent|custom)\s+)?"
-            rf"\bhost\s*-?\s*name\s*(?:(?:set|changed|configured)\s+)?(?:to|=|:|as|of|is|should\s+be|will\s+be|must\s+be"
-            rf"|shall\s+be|needs\s+to\s+be|has\s+to\s+be|be)?\s*"
-            rf"(?!{_NOT_A_NAME}\b|(?:package|packages|utility|command|set|changed|configured|to|of|is|as|be)\b)"
+            rf"\bhost\s*-?\s*name\s*(?:{_SET})?(?:(?:to|as|of|is|should\s+be|will\s+be|must\s+be"
+            rf"|shall\s+be|needs\s+to\s+be|has\s+to\s+be|be)\b|=|:)?\s*"
+            # a connector is a whole word ("assigned by dhcp" is no "as"), and a modal starts a clause, not a name
+            rf"(?!{_NOT_A_NAME}(?![\w-])|(?:package|packages|utility|command|set|changed|configured|to|of|is|as|be"
+            rf"|should|must|will|shall|would|could|can|may|needs|has|have)\b)"
             # a name's characters and those people mistake for them ("bad_host" is said invalid, never cut short)
             r"[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
             # "make the hostname match the role: web-01": the name comes after the colon
@@ -254,8 +262,8 @@ class SystemPhrases(ParserState):
             # "the machine name is webserver", "computer name: kiosk3", "name of the machine is db01", "set the
             # device name to sensor-7": a machine's name, said with "name" as a noun
             rf"(?:\b{_MACHINE}(?:'s)?\s*-?\s*name|\bname\s+of\s+(?:the\s+|this\s+|my\s+|our\s+)?{_MACHINE})\s*"
-            rf"(?:(?:set|changed)\s+)?(?:to|=|:|is|as|should\s+be|will\s+be|must\s+be|shall\s+be)\s*"
-            rf"(?!{_NOT_A_NAME}\b)[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
+            rf"(?:{_SET})?(?:(?:to|is|as|should\s+be|will\s+be|must\s+be|shall\s+be)\b|=|:)\s*"
+            rf"(?!{_NOT_A_NAME}(?![\w-]))[\"'`]?([A-Za-z0-9][A-Za-z0-9.-]*)[\"'`]?",
         ]
         for pattern in patterns:
             for m in self._each(pattern):
@@ -266,8 +274,9 @@ class SystemPhrases(ParserState):
                     self.spec.unparsed.append(f"hostname {value!r} is not a valid host name")
                 self._mask(m.start(), m.end())
         # "hostname matching the role", "hostname set to the serial number", "set the hostname to": no name
-        for m in self._each(rf"\bhost\s*-?\s*name\s+(?:(?:set|changed|configured)\s+)?(?:(?:to|as|is|=)\s*)?"
-                            rf"{_NOT_A_NAME}\b[^.;,]*"
+        for m in self._each(rf"\bhost\s*-?\s*name\s+(?:(?:set|changed|configured)\s+)?"
+                            rf"(?:(?:should|must|will|shall|needs\s+to|has\s+to)\s+(?:be\s+)?)?(?:(?:to|as|is)\b\s*|=\s*)?"
+                            rf"{_NOT_A_NAME}(?![\w-])[^.;,]*"
                             r"|\bhost\s*-?\s*name(?:\s+(?:set|changed|configured))?(?:\s+(?:to|as|is)|\s*=)?\s*(?=$|[.;,])"):
             self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (no name given: say e.g. 'hostname web-01')")
             self._mask(m.start(), m.end())

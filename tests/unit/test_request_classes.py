@@ -1947,11 +1947,26 @@ def test_an_extra_locale_replaces_its_own_command_only():
     ("azure linux with the hostname set to the machine's serial number", "hostname set to the machine's serial number"),
     ("set the hostname to its mac address", "hostname to its mac address"),
     ("set the hostname to", "hostname to"),
+    # a preposition, a participle or a modal after "hostname" starts a clause, not a name ("from" had been the name)
+    ("emt3 image with the hostname set from the serial number", "hostname set from the serial number"),
+    ("hostname derived from the mac address", "hostname derived from the mac address"),
+    ("the hostname should match the role", "hostname should match the role"),
+    ("the hostname is set from the serial number", "hostname is set from the serial number"),
 ])
 def test_a_host_name_said_by_what_it_comes_from_or_not_at_all_is_no_name(text, said):
     spec = parse_request(text)
     assert spec.hostname is None
     assert spec.unparsed == [f"{said} (no name given: say e.g. 'hostname web-01')"]
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("the hostname is set to db-3", "db-3"), ("the machine name should be changed to m-1", "m-1"),
+    ("hostname isabel", "isabel"), ("hostname by-the-sea", "by-the-sea"), ("hostname set to web-01", "web-01"),
+])
+def test_a_connector_before_a_host_name_is_a_whole_word(text, name):
+    """"hostname assigned by dhcp" had named the host "signed" ("as" + "signed"); a name may start like one."""
+    assert parse_request(text).hostname == name
+    assert parse_request("hostname assigned by dhcp").hostname is None
 
 
 @pytest.mark.parametrize(("text", "group"), [("install the development tools group", "development"),

@@ -109,8 +109,7 @@ class FirewallPhrases(ParserState):
                                           "add a configuration command with the firewall's forwarding rule)")
             else:
                 self._open(m.group(0))
-            # the firewall said is wanted too: "open port 8080 in the firewall" on an image with none
-            self._mask(m.start(), m.start() + wall.start() if (wall := _FIREWALL_WORD.search(m.group(0))) else m.end())
+            self._mask_but_firewall(m)  # "open port 8080 in the firewall" on an image with none wants one
         # "a java service on port 8080": where software listens is its own configuration's, not the template's
         for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
                             r"port\s+(\d{1,5})\b"):
@@ -259,7 +258,7 @@ class FirewallPhrases(ParserState):
 
     def _mask_but_firewall(self, m: re.Match[str]) -> None:
         """Mask ``m`` but a firewall it names, which is wanted too: its word is left for the group's reading."""
-        named = re.search(r"(?:firewall|firewalld|ufw)\b", m.group(0), re.I)
+        named = _FIREWALL_WORD.search(m.group(0))
         self._mask(m.start(), m.start() + named.start() if named else m.end())
         if named:
             self._mask(m.start() + named.end(), m.end())

@@ -229,7 +229,8 @@ class SystemPhrases(ParserState):
                     f"starting {m.group(1)} at boot not applied: the composer writes no service units; add "
                     "`systemctl enable <unit>` as a configuration command (Debian and Ubuntu packages enable "
                     "their services when installed)")
-                self._mask(m.start(tail), m.end(tail))
+                # "enabled" stays to end the item ("nginx enabled at boot and apache disabled" disables apache only)
+                self.work = self.work[:m.start(tail)] + "enabled".ljust(m.end(tail) - m.start(tail)) + self.work[m.end(tail):]
                 if m.group(0).lower().split()[0] in ("enable", "start", "run", "launch"):
                     self._mask(m.start(), m.start(1))
 

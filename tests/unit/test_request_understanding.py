@@ -629,6 +629,12 @@ def test_starting_a_service_at_boot_adds_the_software_and_says_the_start_is_not_
     assert any(n.startswith("starting nginx at boot not applied") for n in spec.notes), spec.notes
 
 
+def test_software_started_at_boot_is_no_item_of_a_removal_after_it():
+    """"nginx enabled at boot and apache disabled" had removed both."""
+    spec = parse_request("ubuntu 24.04 with nginx enabled at boot and apache disabled")
+    assert spec.add_packages == ["nginx"] and spec.remove_packages == ["apache2"]
+
+
 @pytest.mark.parametrize(("text", "users"), [
     ("debian 13 with two users: alice with sudo and bob without",
      [{"action": "add", "name": "alice", "sudo": True}, {"action": "add", "name": "bob", "sudo": False}]),

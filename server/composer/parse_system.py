@@ -204,6 +204,19 @@ class SystemPhrases(ParserState):
         address's words ("https" is no typo of httpd)."""
         shown = (r"(?:(?:showing|shows?|displaying|displays?|opening|opens?|loading|loads?|pointing\s+(?:at|to)"
                  r"|pointed\s+(?:at|to)|with\s+the\s+(?:url|page|address))\s+)?")  # what a kiosk does with it
+        # "a proxy at http://proxy.corp:3128": a proxy's address, which no template setting here writes
+        # ("nginx as a reverse proxy for http://10.0.0.5:8080": the upstream, the web server's own configuration)
+        for m in self._each(r"\b(?P<kind>(?:(?:http|https|web|apt|dnf|yum|package|corporate|company|outbound|forward"
+                            r"|reverse)\s+)?proxy)(?:\s+server)?\s*(?:(?:at|is|of|on|via|for|to|=|:|set\s+to"
+                            r"|pointing\s+(?:at|to))\s*)?(?P<url>https?://[^\s'\"`<>]+)"
+                            r"(?:\s+for\s+(?:apt|dnf|yum|tdnf|the\s+package\s+manager))?"):
+            why = ("a reverse proxy's upstream is the web server's own configuration, not the template's: add its "
+                   "file with a configuration command" if m.group("kind").lower().startswith("reverse") else
+                   "an HTTP proxy is not written by the composer: add a configuration command, e.g. "
+                   "Acquire::http::Proxy in /etc/apt/apt.conf.d/ or proxy= in /etc/dnf/dnf.conf, and http_proxy in "
+                   "/etc/environment")
+            self.spec.unparsed.append(f"{' '.join(m.group(0).split())} ({why})")
+            self._mask(m.start("url") if m.group("kind").lower().startswith("reverse") else m.start(), m.end())
         for m in self._each(rf"\b{shown}(?P<url>https?://[^\s'\"`<>]+)"):
             url = m.group("url").rstrip(".,;:)")
             self.spec.configurations.append({

@@ -1571,3 +1571,15 @@ def test_a_thing_the_image_runs_named_is_no_host_name_and_no_software_word(text)
     assert "containers" in spec.add_groups
     assert len(spec.unparsed) == 1 and spec.unparsed[0].startswith("container '") and "not written" in spec.unparsed[0]
     assert parse_request("a server named web01").hostname == "web01"
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("debian 13 with a proxy at http://proxy.corp:3128 for apt", "an HTTP proxy is not written by the composer"),
+    ("an http proxy of https://10.1.1.1:8080", "an HTTP proxy is not written by the composer"),
+    ("ubuntu 24.04 with nginx as a reverse proxy for http://10.0.0.5:8080", "a reverse proxy's upstream"),
+])
+def test_a_proxys_address_is_no_kiosk_page(text, why):
+    """An address said for a proxy had been taken for a kiosk's page."""
+    spec = parse_request(text)
+    assert not any(c.get("setting") == "kiosk page" for c in spec.configurations)
+    assert any(why in u for u in spec.unparsed), spec.unparsed

@@ -33,6 +33,8 @@ _IMAGE_KIND_NOUNS = {"image", "images", "os", "system", "systems", "distro", "di
                 "root", "disk", "template", "variant", "version", "flavour", "flavor"}
 _WEAK_ADD = {"need", "needs", "want", "wants", "use", "using", "have", "has"}
 _PACKAGE_NOUNS = {"package", "packages", "pkg", "pkgs"}  # "install the package X": X is named as a package
+# What a removed thing is called after its name ("disable the bluetooth service", "the avahi daemon")
+_SERVICE_NOUNS = {"service", "services", "daemon", "daemons", "unit", "units"}
 # What a set of software is called after its name ("the development tools group", "the kde desktop bundle")
 _SET_NOUNS = {"group", "groups", "bundle", "bundles", "pattern", "patterns", "collection", "suite", "stack"}
 _STRONG_ADD = {
@@ -537,6 +539,8 @@ class PackagePhrases(ReplacementPhrases, UnreadWords):
         named = strength == "strong" and bool(self.english) and token.isalpha() and token not in self.english
         if mode == "remove" and load_request_words().mount_words.get(token) == DATABASE:
             self.spec.remove_packages.append(DATABASE)  # "get rid of the database": whichever the image has
+        elif mode == "remove" and token in _SERVICE_NOUNS and (self.spec.remove_packages or self.spec.remove_groups):
+            pass  # "disable the bluetooth service": the noun of what was named ("remove the service" alone is not)
         elif mode == "remove" and not (is_known or looks_like_package(token) or self._short_name(token) or named):
             # "no password login", "the root user disabled": a word that names no package we know, in the template
             # or elsewhere, is no removal to report as done ("nothing to remove"): the wish was not understood.

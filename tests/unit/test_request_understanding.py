@@ -1583,3 +1583,12 @@ def test_a_proxys_address_is_no_kiosk_page(text, why):
     spec = parse_request(text)
     assert not any(c.get("setting") == "kiosk page" for c in spec.configurations)
     assert any(why in u for u in spec.unparsed), spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "removed"), [("disable the bluetooth service", "bluetooth"),
+                                               ("disable the cups service", "cups")])
+def test_the_noun_after_a_service_taken_out_is_no_word_left_over(text, removed):
+    """"disable the bluetooth service" had said "no service" not understood."""
+    spec = parse_request(f"debian 13 minimal, {text}")
+    assert removed in [*spec.remove_packages, *spec.remove_groups] and not spec.unparsed
+    assert parse_request("remove the service").unparsed == ["no service"]

@@ -103,7 +103,10 @@ class FirewallPhrases(ParserState):
                             # allowed, a protocol no software is named for ("allow http", "permit https and dns")
                             rf"|\b(?:allow|allowing|permit|permitting)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?(?:the\s+)?"
                             rf"(?:{protocols})(?:\s*(?:,|/|\band\b)\s*(?:{protocols}))*(?:\s+(?:traffic|access|ports?))?\b"
-                            rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b{through}"):
+                            rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b{through}"
+                            # "let https in", "let ports 80 and 443 through", "let in ssh": a firewall's verb
+                            rf"|\blet\s+(?:the\s+)?(?:{ports}|{named}(?:\s+traffic)?)\s+(?:in|through|thru)\b{through}"
+                            rf"|\blet\s+(?:in|through)\s+(?:the\s+)?(?:{ports}|{named}(?:\s+traffic)?)(?![\w-]){through}"):
             if re.match(r"forward", m.group(0).strip(), re.I):
                 self.spec.unparsed.append(f"{m.group(0).strip()} (port forwarding is not written by the composer: "
                                           "add a configuration command with the firewall's forwarding rule)")
@@ -191,7 +194,7 @@ class FirewallPhrases(ParserState):
                  r"(?:(?:allowed|reachable|accessible|open|opened|permitted|let\s+in)\s+)?(?:only\s+)?")
         verb = (r"\b(?:allow|allowing|permit|permitting|open|opening|restrict|restricting|limit|limiting)\s+(?:only\s+)?")
         for pattern in (rf"{verb}{items}(?:\s+(?:access|traffic|connections?|logins?))?\s+(?:only\s+)?(?:from|to)\s+{sources}{only}",
-                        rf"(?<![\w/.-]){items}{state}from\s+{sources}{only}"):
+                        rf"(?<![\w/.-]){items},?{state}from\s+{sources}{only}"):  # "postgres, only reachable from"
             for m in self._each(pattern):
                 whats = self._served(m.group(1), m.start(1))
                 for source in re.findall(SOURCE, m.group(2)):

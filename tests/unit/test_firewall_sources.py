@@ -31,6 +31,7 @@ def _commands(data: dict) -> list[str]:
     ("postgres reachable only from 10.1.0.0/16", ["postgresql from 10.1.0.0/16"]),
     ("port 5432/tcp only from 10.0.0.0/8 and 172.16.0.0/12", ["5432/tcp from 10.0.0.0/8", "5432/tcp from 172.16.0.0/12"]),
     ("ssh access only from the 10.20.0.0/16 network", ["ssh from 10.20.0.0/16"]),
+    ("and postgres, only reachable from 10.0.0.0/8", ["postgresql from 10.0.0.0/8"]),  # a comma before the state
 ])
 def test_a_service_said_from_addresses_alone_is_let_in_from_them_and_needs_a_firewall(text, opened):
     spec = parse_request(text, known_packages={"postgresql"})

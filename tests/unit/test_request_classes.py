@@ -984,7 +984,9 @@ def test_a_path_a_reader_took_is_not_reported():
     assert not spec.unparsed
 
 
-@pytest.mark.parametrize(("text", "ports"), [("open http and https", ["http", "https"]), ("open the https port", ["https"])])
+@pytest.mark.parametrize(("text", "ports"), [("open http and https", ["http", "https"]), ("open the https port", ["https"]),
+                                             ("let https in", ["https"]), ("let in ssh and http", ["ssh", "http"]),
+                                             ("let ports 80 and 443 through", ["80/tcp", "443/tcp"])])
 def test_services_opened_are_the_firewalls_without_the_firewall_said(text, ports):
     spec = parse_request(text)
     assert spec.open_ports == ports and not spec.unparsed

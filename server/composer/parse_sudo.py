@@ -60,6 +60,22 @@ class SudoPhrases(ParserState):
                 self.spec.groups_named.append(group)
             self._mask(m.start(), m.end() + tail.end())
 
+    def _users_able_to_use_docker(self) -> None:
+        """"a user called ci that can use it" (it: Docker named in the request), "a user bob who can run docker",
+        "user ops with docker access": a user this request adds, said able to use Docker, is in the docker group,
+        which lets a user reach Docker's socket. Read after the users, from the words as said (a user's clause has
+        taken them)."""
+        if re.search(r"\bdocker\b", self.said, re.I) is None:
+            return
+        added = {str(u.get("name")).lower(): u for u in self.spec.users if u.get("action") == "add"}
+        what = r"(?:docker|it|containers)"
+        for m in re.finditer(rf"\b{WHO}\s*,?\s+(?:(?:who|that)\s+)?{_ABLE}\s+(?:use|run|access|manage)\s+"
+                             rf"(?:the\s+)?{what}\b|\b{WHO}\s+with\s+docker\s+(?:access|rights|permissions|privileges)\b",
+                             self.said, re.I):
+            user = added.get((m.group(1) or m.group(2)).lower())
+            if user is not None and "docker" not in (user.get("groups") or []):
+                user["groups"] = [*(user.get("groups") or []), "docker"]
+
     def _passwordless_sudo(self) -> None:
         """Passwordless sudo said outside a user's own clause: "give ops passwordless sudo", "passwordless sudo
         for deploy", or alone when the request adds exactly one user ("user bob, passwordless sudo")."""

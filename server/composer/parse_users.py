@@ -177,8 +177,12 @@ class UserPhrases(LoginPhrases):
             rf"(?:(?:{_BE}?(?:named|called)|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
         )
         # a clause ends at punctuation, at "and" before an edit verb, or at the next user ("... and user bob")
+        # ... or at what the user uses ("a user bob who can run docker": docker is a wish of its own)
         boundary = re.compile(rf"[;.,]|\s+and\s+(?:then\s+)?(?:{EDIT_VERBS})\b|\s+and\s+(?:a\s+|an\s+|the\s+)?"
-                              r"(?:(?:new|second|another)\s+)?(?:user|account)\b", re.I)
+                              r"(?:(?:new|second|another)\s+)?(?:user|account)\b|\s+(?:who|that)\s+(?:(?:can|could|may"
+                              r"|will|should|must)\s+|is\s+allowed\s+to\s+|needs?\s+to\s+|gets?\s+to\s+)?(?:use|uses|run"
+                              r"|runs|manage|manages|access|accesses)\b"
+                              rf"(?!\s+(?:the\s+|an?\s+)?(?:(?:sudo|root|admin|su)\b|{_SHELLS}))", re.I)
         group_list_tail = re.compile(
             r"\b(?:groups?|in|into|member\s+of)\s+(?:the\s+)?[a-z_][\w-]*(?:\s*,\s*[a-z_][\w-]*)*$", re.I
         )

@@ -125,6 +125,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._docker_without_sudo()  # before the users and the scan, which would read "without sudo" as a removal
         self._users()
         self._users_by_pronoun()
+        self._users_able_to_use_docker()
         self._called()  # after the users and the image, which "called" may name as well
         self._passwordless_sudo()
         self._sudo_taken_away()

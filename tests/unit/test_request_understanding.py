@@ -1592,3 +1592,26 @@ def test_the_noun_after_a_service_taken_out_is_no_word_left_over(text, removed):
     spec = parse_request(f"debian 13 minimal, {text}")
     assert removed in [*spec.remove_packages, *spec.remove_groups] and not spec.unparsed
     assert parse_request("remove the service").unparsed == ["no service"]
+
+
+@pytest.mark.parametrize(("text", "groups", "wanted"), [
+    ("add docker and a user called ci that can use it", ["docker"], "containers"),
+    ("a user bob who can run docker", ["docker"], "containers"),
+    ("docker host with user ops with docker access", ["docker"], "containers"),
+])
+def test_a_user_said_able_to_use_docker_is_in_its_group(text, groups, wanted):
+    """The user's clause had taken the words: the user got no group, and "who can run docker" asked for no Docker."""
+    spec = parse_request(text)
+    (user,) = spec.users
+    assert user.get("groups") == groups and wanted in spec.add_groups
+
+
+@pytest.mark.parametrize(("text", "package", "user"), [
+    ("a user bob who can run podman", "podman", {"action": "add", "name": "bob"}),
+    ("a user bob who uses vim", "vim", {"action": "add", "name": "bob"}),
+    ("user alice who can use sudo", None, {"action": "add", "name": "alice", "sudo": True}),
+    ("a user named dev who uses zsh", "zsh", {"action": "add", "name": "dev", "shell": "/bin/zsh"}),
+])
+def test_software_a_user_uses_is_a_wish_of_its_own(text, package, user):
+    spec = parse_request(text)
+    assert spec.users == [user] and spec.add_packages == ([package] if package else [])

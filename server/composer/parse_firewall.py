@@ -193,15 +193,20 @@ class FirewallPhrases(ParserState):
         state = (r"(?:\s+(?:access|traffic|connections?|logins?))?\s+(?:(?:is|are|be|should\s+be|must\s+be)\s+)?(?:only\s+)?"
                  r"(?:(?:allowed|reachable|accessible|open|opened|permitted|let\s+in)\s+)?(?:only\s+)?")
         verb = (r"\b(?:allow|allowing|permit|permitting|open|opening|restrict|restricting|limit|limiting)\s+(?:only\s+)?")
-        for pattern in (rf"{verb}{items}(?:\s+(?:access|traffic|connections?|logins?))?\s+(?:only\s+)?(?:from|to)\s+{sources}{only}",
+        # "open 3306 for 10.0.0.0/24 only": "for" before an address is a source too, and numbers alone after the
+        # verb are ports (the source says it is a firewall's rule)
+        numbers = r"(\d{1,5}(?:/(?:tcp|udp))?(?:\s*(?:,|\band\b|&)\s*\d{1,5}(?:/(?:tcp|udp))?)*)"
+        for pattern in (rf"{verb}(?:{items}|{numbers})(?:\s+(?:access|traffic|connections?|logins?))?\s+(?:only\s+)?"
+                        rf"(?:from|to|for)\s+{sources}{only}",
                         rf"(?<![\w/.-]){items},?{state}from\s+{sources}{only}"):  # "postgres, only reachable from"
             for m in self._each(pattern):
-                whats = self._served(m.group(1), m.start(1))
-                for source in re.findall(SOURCE, m.group(2)):
+                said = 1 if m.group(1) is not None else 2  # the items, or the numbers
+                whats = self._served(m.group(said), m.start(said))
+                for source in re.findall(SOURCE, m.group(m.lastindex or 0)):
                     self.spec.open_ports += [f"{what}{FROM}{source}" for what in whats]
                 if whats:
                     self.spec.add_groups.append("firewall")  # a restriction needs something to enforce it
-                start, end = m.span(1)
+                start, end = m.span(said)
                 self._mask(m.start(), start)
                 self._mask(end, m.end())
 

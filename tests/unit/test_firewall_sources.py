@@ -32,6 +32,9 @@ def _commands(data: dict) -> list[str]:
     ("port 5432/tcp only from 10.0.0.0/8 and 172.16.0.0/12", ["5432/tcp from 10.0.0.0/8", "5432/tcp from 172.16.0.0/12"]),
     ("ssh access only from the 10.20.0.0/16 network", ["ssh from 10.20.0.0/16"]),
     ("and postgres, only reachable from 10.0.0.0/8", ["postgresql from 10.0.0.0/8"]),  # a comma before the state
+    # numbers alone after the verb are ports when a source follows; "for" before an address is a source
+    ("open 3306 for 10.0.0.0/24 only", ["3306/tcp from 10.0.0.0/24"]),
+    ("allow 80 and 443 from 10.1.0.0/16", ["80/tcp from 10.1.0.0/16", "443/tcp from 10.1.0.0/16"]),
 ])
 def test_a_service_said_from_addresses_alone_is_let_in_from_them_and_needs_a_firewall(text, opened):
     spec = parse_request(text, known_packages={"postgresql"})

@@ -1615,3 +1615,12 @@ def test_a_user_said_able_to_use_docker_is_in_its_group(text, groups, wanted):
 def test_software_a_user_uses_is_a_wish_of_its_own(text, package, user):
     spec = parse_request(text)
     assert spec.users == [user] and spec.add_packages == ([package] if package else [])
+
+
+def test_venv_is_pythons_venv_package_on_debians_families():
+    spec = parse_request("add python3 with pip and venv")
+    assert "venv" in spec.add_packages and not spec.unparsed
+    from image_composer_mcp.server.knowledge.loader import load_capabilities
+    caps = load_capabilities()
+    assert caps.translate_package("venv", "ubuntu24") == "python3-venv"
+    assert caps.translate_package("python3", "ubuntu24") == "python3"  # python3 stays itself

@@ -39,6 +39,13 @@ _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror
               r"determined|set|changed|configured)"  # "set to the serial number", "derived from the MAC address"
 
 
+# A verb taking what follows off ("remove the kernel parameter quiet", "drop boot flags splash and quiet")
+# ("remove docker and the kernel parameter quiet": a list the verb leads, with no verb of adding between)
+_TAKEN_OFF_BEFORE = re.compile(r"\b(?:remove|drop|delete|strip|take\s+out|get\s+rid\s+of|without|no)\s+"
+                               r"(?:(?:(?!\b(?:add|append|include|set|with|enable|install)\b)[^.;:])*?(?:,|\band\b)\s*)?"
+                               r"(?:the\s+|a\s+)?$", re.I)
+# The kernel consoles on the screen, which "a serial console only" takes off the command line
+_SCREEN_CONSOLES = ("console=tty[0-9]*",)
 # A name said set ("hostname set to", "the hostname is set to", "machine name should be changed to")
 _SET = r"(?:(?:is|was|gets|get|will\s+be|should\s+be|must\s+be)\s+)?(?:set|changed|configured)\s+"
 
@@ -144,7 +151,11 @@ class SystemPhrases(ParserState):
                                                                 and self._known_word(w.group(0).lower())))), None)
             listed = m.group(1)[:cut.start()] if cut else m.group(1)
             params = [p for p in _params(listed) if p.lower() not in STOPWORDS]
-            if params:
+            off = _TAKEN_OFF_BEFORE.search(self.work[:m.start()]) if params else None
+            if off is not None:  # "remove the kernel parameter loglevel": off the command line (it had been added)
+                self.spec.kernel_cmdline_remove += params
+                self._mask(m.start(), m.start(1) + len(listed))
+            elif params:
                 self.spec.kernel_cmdline_append += params
                 self._mask(m.start(), m.start(1) + len(listed) if cut else m.end())
         # "serial console on ttyS0 at 115200": the kernel's console= parameter, said in words
@@ -157,8 +168,12 @@ class SystemPhrases(ParserState):
             self._mask(m.start(), m.end())
         # "a serial console", "only serial console": the machine's first serial port, which the template's
         # architecture names (consoles.py)
-        for m in self._each(r"\b(?:(?:an?|the|only|with)\s+)?serial\s+console\b(?!\s*=)"):
+        # ("a serial console only", "only a serial console": the screen's consoles leave the command line)
+        for m in self._each(r"\b(?P<only>only\s+(?:an?\s+|the\s+)?)?(?:(?:an?|the|with)\s+)?serial\s+console\b(?!\s*=)"
+                            r"(?P<after>\s+only\b)?"):
             self.spec.kernel_cmdline_append.append(SERIAL_CONSOLE)
+            if m.group("only") or m.group("after"):
+                self.spec.kernel_cmdline_remove += [c for c in _SCREEN_CONSOLES if c not in self.spec.kernel_cmdline_remove]
             self._mask(m.start(), m.end())
         # Bare key=value tokens only ever mean kernel parameters in a template request, but a package with a
         # version ("nginx=1.24.0", apt's way of pinning): the package, and why no version is pinned; and the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 from ..knowledge import nft_ruleset
@@ -58,11 +59,13 @@ class SystemEdit(ConfigurationEdit):
             kernel = self.kernel()
             words = str(kernel.get("cmdline") or "").split()
             key = param.split("=", 1)[0]
-            left = [w for w in words if w != param and not ("=" not in param and w.split("=", 1)[0] == key)]
+            # a pattern ("console=tty[0-9]*": the screen's consoles) takes out what it matches, quietly if nothing
+            left = [w for w in words if not fnmatch.fnmatchcase(w, param)] if "*" in param else \
+                [w for w in words if w != param and not ("=" not in param and w.split("=", 1)[0] == key)]
             if len(left) != len(words):
                 kernel["cmdline"] = " ".join(left)
-                self.changes.append(f"kernel cmdline: removed {param}")
-            else:
+                self.changes.append(f"kernel cmdline: removed {' '.join(w for w in words if w not in left)}")
+            elif "*" not in param:
                 self.changes.append(f"kernel cmdline has no {param}")
 
     def _isolated_count(self, spec: RequestSpec) -> list[str]:

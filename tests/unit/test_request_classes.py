@@ -2221,3 +2221,15 @@ def test_names_an_image_is_for_said_of_all_of_them_are_its_users(text, users):
 def test_a_protocol_said_over_after_a_port_is_that_ports(text, opened):
     spec = parse_request(text)
     assert spec.open_ports == opened and not spec.unparsed
+
+
+@pytest.mark.parametrize("instruction", ["only a serial console please", "boot to a serial console only"])
+def test_a_serial_console_only_takes_the_screens_consoles_off(instruction):
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" /
+                           "debian13-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
+    result = apply_instruction(base, instruction)
+    words = result.data["systemConfig"]["kernel"]["cmdline"].split()
+    assert "console=ttyS0,115200" in words and not any(w.startswith("console=tty") and w[11:12].isdigit() for w in words)
+    assert "kernel cmdline: removed console=tty0" in result.changes
+    kept = apply_instruction(base, "add a serial console").data["systemConfig"]["kernel"]["cmdline"].split()
+    assert "console=tty0" in kept  # a serial console alone keeps the screen's

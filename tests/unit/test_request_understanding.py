@@ -1624,3 +1624,16 @@ def test_venv_is_pythons_venv_package_on_debians_families():
     caps = load_capabilities()
     assert caps.translate_package("venv", "ubuntu24") == "python3-venv"
     assert caps.translate_package("python3", "ubuntu24") == "python3"  # python3 stays itself
+
+
+@pytest.mark.parametrize(("text", "removed"), [
+    ("remove the kernel parameter loglevel", ["loglevel"]),
+    ("drop boot flags splash and quiet", ["splash", "quiet"]),
+    ("remove docker and the kernel parameter quiet", ["quiet"]),
+])
+def test_a_kernel_parameter_taken_off_is_removed_not_added(text, removed):
+    """"remove the kernel parameter loglevel" had added a bare "loglevel"."""
+    spec = parse_request(text)
+    assert spec.kernel_cmdline_remove == removed and not spec.kernel_cmdline_append
+    assert parse_request("remove docker and add the kernel parameter quiet").kernel_cmdline_append == ["quiet"]
+

@@ -36,7 +36,7 @@ _NOT_A_NAME = r"(?:match|matches|matching|reflect|reflects|follow|follows|mirror
               r"describe|describes|based|say|says|show|shows|include|includes|contain|contains|" \
               r"the|its|their|his|her|my|our|your|this|that|whatever|some|something|" \
               r"from|by|per|via|using|dynamically|automatically|derived|generated|assigned|computed|taken|obtained|" \
-              r"determined|set|changed|configured)"  # "set to the serial number", "derived from the MAC address"
+              r"determined|set|changed|configured|for|with|in|on|at)"  # "set to the serial number", "derived from …"
 
 
 # A verb taking what follows off ("remove the kernel parameter quiet", "drop boot flags splash and quiet")
@@ -266,12 +266,17 @@ class SystemPhrases(ParserState):
         patterns = [
             # "a static hostname": a set name is static in the systemd sense (/etc/hostname), which is what this writes
             rf"(?:\b(?:static|fixed|permanent|custom)\s+)?"
-            rf"\bhost\s*-?\s*name\s*(?:{_SET})?(?:(?:to|as|of|is|should\s+be|will\s+be|must\s+be"
+            # ("the hostname for the kiosk should be k-1": what it is for, then the name)
+            rf"\bhost\s*-?\s*name\s*(?:for\s+(?:the\s+|this\s+|that\s+)?[a-z][\w-]*\s+(?=(?:is|should|will|must|=|:)))?"
+            rf"(?:{_SET})?(?:(?:to|as|of|is|should\s+be|will\s+be|must\s+be"
             rf"|shall\s+be|needs\s+to\s+be|has\s+to\s+be|be)\b|=|:)?\s*"
             # a connector is a whole word ("assigned by dhcp" is no "as"), and a modal starts a clause, not a name
             rf"(?!{_NOT_A_NAME}(?![\w-])|(?:package|packages|utility|command|set|changed|configured|to|of|is|as|be"
             rf"|should|must|will|shall|would|could|can|may|needs|has|have)\b)"
             # a name's characters and those people mistake for them ("bad_host" is said invalid, never cut short)
+            r"[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
+            # "swap the hostname for gw-17", "replace the host name with gw-2": the new name
+            r"\b(?:swap|change|replace|switch|exchange)\s+(?:the\s+|its\s+)?host\s*-?\s*name\s+(?:for|with|to)\s+"
             r"[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
             # "make the hostname match the role: web-01": the name comes after the colon
             r"\bhost\s*-?\s*name\b[^.;,:=]{0,40}[:=]\s*[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",

@@ -1964,6 +1964,9 @@ def test_a_host_name_said_by_what_it_comes_from_or_not_at_all_is_no_name(text, s
 @pytest.mark.parametrize(("text", "name"), [
     ("the hostname is set to db-3", "db-3"), ("the machine name should be changed to m-1", "m-1"),
     ("hostname isabel", "isabel"), ("hostname by-the-sea", "by-the-sea"), ("hostname set to web-01", "web-01"),
+    # "for" after "hostname" had been the name: a swap's new name, or what the name is for
+    ("swap the hostname for gw-17", "gw-17"), ("replace the host name with gw-2", "gw-2"),
+    ("the hostname for the kiosk should be k-1", "k-1"),
 ])
 def test_a_connector_before_a_host_name_is_a_whole_word(text, name):
     """"hostname assigned by dhcp" had named the host "signed" ("as" + "signed"); a name may start like one."""

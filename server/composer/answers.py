@@ -44,6 +44,11 @@ def summarize(data: dict, question: str) -> str:
     fit = _fit_answer(data, q, caps)
     if fit:
         return fit
+    if _WILL_IT_BUILD.search(q):
+        return ("Will it build: this answer reads the template alone, whose validity against os-image-composer's "
+                "schema and our checks is in this reply. Whether every package's dependencies resolve, nothing "
+                "conflicts and the install fits the root partition is the build check, which reads the repository "
+                "indexes: validate_template with check_build=true (or verify_packages with closure=true).")
     mount = _partition_asked(data, q, caps)
     if mount:
         return mount
@@ -61,6 +66,11 @@ def summarize(data: dict, question: str) -> str:
         asked = asked or list(sections)
         return "\n".join(_overview(data, caps, asked if len(asked) < len(sections) else None))
     return "\n".join(_overview(data, caps, asked))
+
+# "will it build?", "does this boot?", "can the image be built?"
+_WILL_IT_BUILD = re.compile(r"\b(?:will|would|does|do|can|could)\s+(?:it|this|that|the\s+(?:image|template))\s+"
+                            r"(?:(?:actually|really|still)\s+)?(?:build|boot|be\s+built|work)\b")
+
 
 def _why_answer(data: dict, q: str, caps: Capabilities) -> str | None:
     """"why is containerd there?": what a listed package is there for, by the capability group it belongs to."""

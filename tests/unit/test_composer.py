@@ -1350,3 +1350,11 @@ def test_firefox_named_for_a_kiosk_runs_in_chromiums_place(instruction):
     assert any("firefox-esr in chromium's place, as asked" in c for c in done.changes)
     back = apply_instruction(done.data, "remove the kiosk")  # what stands in a package's place leaves with the group
     assert "firefox-esr" not in packages(back.data) and "kiosk.service" not in str(back.data)
+
+
+@pytest.mark.parametrize("question", ["will it build?", "can the image be built?", "does this boot?"])
+def test_will_it_build_points_at_the_build_check(question):
+    data = yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" / "debian13-x86_64-minimal-base-raw.yml")
+                          .read_text(encoding="utf-8"))
+    answer = summarize(data, question)
+    assert answer.startswith("Will it build:") and "check_build=true" in answer

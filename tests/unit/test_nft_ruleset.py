@@ -158,3 +158,4 @@ def test_a_firewall_asked_for_beside_ufw_on_debian_is_that_ufw():
     result = apply_instruction(data, "add a firewall")
     assert "nftables" not in result.data["systemConfig"]["packages"] and _rulesets(result.data) == []
     assert any("the template's ufw fills its role" in c for c in result.changes)
+

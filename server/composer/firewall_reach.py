@@ -1,5 +1,6 @@
 """Software a default-deny firewall keeps out: a web server installed beside a firewall that lets in SSH alone
-serves no one, and nothing in the template says so. An edit that leaves such a pair behind says which services are
+serves no one, and nothing in the template says so (only software that listens on the network as installed:
+system_settings.yaml ``listening_as_installed``). An edit that leaves such a pair behind says which services are
 not let in and how to let them in; it opens nothing itself, since what reaches an image is the admin's choice."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..knowledge import nft_ruleset
-from ..knowledge.system_settings import firewall_software
+from ..knowledge.system_settings import firewall_software, listening_as_installed
 from .adherence import lets_in
 from .editing import template_packages
 from .firewall_sources import UFW_ON
@@ -43,7 +44,7 @@ def kept_out(data: Any) -> dict[str, list[str]]:
         return {}
     served = firewall_software()
     out = {}
-    for package in sorted(packages):
+    for package in sorted(packages & listening_as_installed()):
         missing = [s for s in served.get(package, ()) if s not in _OWN_DEFAULTS.get(firewall, ())
                    and not lets_in(written, s)]
         if missing:

@@ -375,6 +375,12 @@ def firewall_software() -> Mapping[str, tuple[str, ...]]:
     return {**firewall_traffic(), **_served("firewall_software")}
 
 
+@functools.lru_cache(maxsize=1)
+def listening_as_installed() -> frozenset[str]:
+    """The packages of firewall_software that serve the network as installed (no configuration of their own)."""
+    return frozenset(str(p) for p in _raw().get("listening_as_installed") or ())
+
+
 def _served(key: str) -> dict[str, tuple[str, ...]]:
     return {module_key(str(k)): tuple(str(v).lower() for v in vs) for k, vs in (_raw().get(key) or {}).items()}
 

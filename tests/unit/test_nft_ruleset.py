@@ -159,3 +159,10 @@ def test_a_firewall_asked_for_beside_ufw_on_debian_is_that_ufw():
     assert "nftables" not in result.data["systemConfig"]["packages"] and _rulesets(result.data) == []
     assert any("the template's ufw fills its role" in c for c in result.changes)
 
+
+
+def test_software_that_does_not_listen_as_installed_is_not_said_kept_out():
+    """chrony is a client as installed, PostgreSQL listens on localhost: a firewall keeps no one from them."""
+    result = compose("debian 13 minimal image with a firewall, chrony and postgres",
+                     _library("debian13-x86_64-minimal-base-raw.yml"))
+    assert not any("does not let in" in c for c in result.changes)

@@ -178,6 +178,17 @@ class DiskPhrases(ParserState):
             )
             self._mask(m.start(), m.end())
             self._software_readable(m, software_at)
+        # "separate /var, /tmp and /home partitions of 5G each", "partitions for /var and /tmp, 2G each": a list of
+        # places, each its own partition of the one size said (or none)
+        places = r"(/[\w./-]*(?:\s*(?:,|\band\b)\s*(?:and\s+)?/[\w./-]*)+)"
+        each = rf"(?:\s*,?\s*\(?(?:(?:of|at|with)\s+)?{_SIZE}(?:\s+(?:each|apiece|per\s+partition))?\)?)?"
+        for m in self._each(rf"(?:\b(?:separate|dedicated|own)\s+)?{places}\s+partitions\b{each}"
+                            rf"|\bpartitions\s+(?:for|at|on)\s+{places}{each}"):
+            listed, number, unit = (m.group(1), m.group(2), m.group(3)) if m.group(1) else m.groups()[3:6]
+            for place in re.findall(r"/[\w./-]*", listed):
+                spec.partitions.append({"action": "add", "mountPoint": mount_point(place),
+                                        "size": _size(number, unit) if number else None, "fsType": None, "fill": False})
+            self._mask(m.start(), m.end())
         # "2 partitions: / 10G and /data ...": the count of a list that follows
         for m in self._each(r"\b(?:two|three|four|five|\d)\s+partitions?\s*:"):
             self._mask(m.start(), m.start() + len(m.group(0).split()[0]))

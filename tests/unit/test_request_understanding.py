@@ -1637,3 +1637,15 @@ def test_a_kernel_parameter_taken_off_is_removed_not_added(text, removed):
     assert spec.kernel_cmdline_remove == removed and not spec.kernel_cmdline_append
     assert parse_request("remove docker and add the kernel parameter quiet").kernel_cmdline_append == ["quiet"]
 
+
+
+@pytest.mark.parametrize(("text", "parts"), [
+    ("el10 with separate /var, /tmp and /home partitions of 5G each",
+     [("/var", "5GiB"), ("/tmp", "5GiB"), ("/home", "5GiB")]),
+    ("partitions for /var and /tmp, 2G each", [("/var", "2GiB"), ("/tmp", "2GiB")]),
+    ("/var and /srv partitions", [("/var", None), ("/srv", None)]),
+])
+def test_a_list_of_places_is_a_partition_each_of_the_size_said(text, parts):
+    """Only the last place had been read (with no size), the others said not understood."""
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == parts and not spec.unparsed

@@ -1649,3 +1649,12 @@ def test_a_list_of_places_is_a_partition_each_of_the_size_said(text, parts):
     """Only the last place had been read (with no size), the others said not understood."""
     spec = parse_request(text)
     assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == parts and not spec.unparsed
+
+
+def test_a_vnc_server_is_tigervnc_and_fills_the_remote_access_role():
+    from image_composer_mcp.server.knowledge.loader import load_capabilities
+    caps = load_capabilities()
+    assert caps.translate_package("vnc", "debian13") == "tigervnc-standalone-server"
+    assert caps.translate_package("vnc server", "el10") == "tigervnc-server"
+    spec = parse_request("debian 13 with vnc server for remote access")
+    assert "ssh" not in spec.add_groups and not spec.unparsed

@@ -1658,3 +1658,13 @@ def test_a_vnc_server_is_tigervnc_and_fills_the_remote_access_role():
     assert caps.translate_package("vnc server", "el10") == "tigervnc-server"
     spec = parse_request("debian 13 with vnc server for remote access")
     assert "ssh" not in spec.add_groups and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "domain"), [("azure linux 3 with nginx and certbot for example.com", "example.com"),
+                                              ("ubuntu with nginx and a tls certificate for shop.example.org",
+                                               "shop.example.org")])
+def test_a_certificates_domain_is_said_issued_on_the_running_machine(text, domain):
+    """The domain had been said not understood."""
+    spec = parse_request(text, known_packages={"nginx", "certbot"})
+    assert any(n.startswith(f"certificate for {domain} not applied") for n in spec.notes)
+    assert domain not in " ".join(spec.unparsed) and "nginx" in spec.add_packages

@@ -11,7 +11,7 @@ from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import fmt_offset, fmt_size, template_mib
 from .editing import TemplateEdit, mapping_at
 from .layout import GPT_TAIL_MIB, MIN_ROOT_MIB, VERITY_HASH_MIB, Layout, is_fill, part_id
-from .request_spec import DATABASE, RequestSpec
+from .request_spec import DATABASE, DISK_SHARE, RequestSpec
 
 
 class DiskEdit(TemplateEdit):
@@ -141,6 +141,16 @@ class DiskEdit(TemplateEdit):
                     layout.resize(mount, request["size"], grow_disk=grow_disk)
                 elif request.get("size_delta"):
                     layout.resize_by(mount, request["size_delta"], grow_disk=grow_disk)
+            elif str(request.get("size") or "").endswith(DISK_SHARE):
+                # a share of the disk ("/home on half of the disk"): of its size now, taken from what fills it
+                share, disk_mib = float(str(request["size"])[:-len(DISK_SHARE)]), template_mib(disk.get("size"))
+                if disk_mib:
+                    size = fmt_size(int(disk_mib * share / 100))
+                    layout.add(mount, size, request.get("fsType"), False, grow_disk=False)
+                    self.changes.append(f"{mount}: {size}, {share:g}% of the {disk.get('size')} disk, as asked")
+                else:
+                    self.problems.append(f"{mount} as {request['size']} of the disk not applied: the template sets "
+                                         "no disk size; give one (e.g. 'a 40G disk')")
             else:
                 layout.add(mount, request.get("size"), request.get("fsType"), bool(request.get("fill")),
                            grow_disk=grow_disk, filler_ends_at=grown_from)

@@ -10,6 +10,8 @@ REFERRED_USER = "<referred>"
 # The database the image has, whichever it is: "a partition for the database", "get rid of the database"
 # (the mount word of request_words.yaml, resolved by its data_dirs when the edit is applied).
 DATABASE = "@database"
+# A partition's size said as a share of the disk ("50%": half), sized by the edit from the disk's final size
+DISK_SHARE = "%"
 # The shell of a user that never logs in (a service account): shadow-utils' nologin, at /usr/sbin on every family.
 NOLOGIN_SHELL = "/usr/sbin/nologin"
 

@@ -2236,3 +2236,23 @@ def test_a_serial_console_only_takes_the_screens_consoles_off(instruction):
     assert "kernel cmdline: removed console=tty0" in result.changes
     kept = apply_instruction(base, "add a serial console").data["systemConfig"]["kernel"]["cmdline"].split()
     assert "console=tty0" in kept  # a serial console alone keeps the screen's
+
+
+@pytest.mark.parametrize(("text", "place", "share"), [
+    ("ubuntu 24.04 with /home on half of the disk and a 40G disk", "/home", "50%"),
+    ("50% of the disk for /data", "/data", "50%"), ("give /srv a quarter of the disk", "/srv", "25%"),
+    ("/data gets 30% of the disk", "/data", "30%"),
+])
+def test_a_partition_said_as_a_share_of_the_disk(text, place, share):
+    """"half" and "50" had been said not understood."""
+    spec = parse_request(text)
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(place, share)] and not spec.unparsed
+
+
+def test_a_share_of_the_disk_is_sized_from_the_disks_final_size():
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "image-templates" /
+                           "debian13-x86_64-minimal-base-raw.yml").read_text(encoding="utf-8"))
+    result = apply_instruction(base, "make the disk 40G and put /home on half of the disk")
+    home = next(p for p in result.data["disk"]["partitions"] if p.get("mountPoint") == "/home")
+    assert result.data["disk"]["size"] == "40GiB" and "/home: 20GiB, 50% of the 40GiB disk, as asked" in result.changes
+    assert home["end"] != "0"  # root still fills the rest

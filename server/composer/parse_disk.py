@@ -10,15 +10,11 @@ from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
 from ..knowledge.template_format import load_template_format
 from .layout import LAST_EDITED, THAT_PARTITION
-from .phrasing import CORRECTION, ParserState, alternatives
-from .request_spec import DISK_SHARE
+from .parse_partition_lists import PartitionListPhrases
+from .phrasing import CORRECTION, alternatives
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
 _SIZE = CASUAL_SIZE
-# A share of the disk ("50%", "half", "a quarter"): its percent, or its words (_FRACTIONS)
-_SHARE = r"(?:(\d{1,2}(?:\.\d+)?)\s*%|(half|(?:a|one)\s+third|(?:a|one)\s+quarter|two\s+thirds|three\s+quarters))"
-_FRACTIONS = {"half": 50.0, "a third": 100 / 3, "one third": 100 / 3, "a quarter": 25.0, "one quarter": 25.0,
-              "two thirds": 200 / 3, "three quarters": 75.0}
 _WORDS = load_request_words()
 
 
@@ -61,7 +57,7 @@ _GETS = r"(?:(?:should|will|would|can|must)\s+(?:get|have|take)|gets?|has|takes|
 _ROOT = rf"(?:the\s+)?{_OTHER_ROOTS}(?:root(?:\s+(?:partition|filesystem|file\s+system|fs))?|rootfs|/)(?![\w/])"
 
 
-class DiskPhrases(ParserState):
+class DiskPhrases(PartitionListPhrases):
     """The partition, disk size and artifact phrases of a request."""
 
     def _software_readable(self, m: re.Match[str], group: int | None) -> None:
@@ -152,19 +148,7 @@ class DiskPhrases(ParserState):
             size, fs = _fs_and_size(m.groups()[1:])
             spec.partitions.append({"action": "resize", "mountPoint": mount_point(m.group(1)), "size": size, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
-        # "/home on half of the disk", "50% of the disk for /data", "give /srv a quarter of the disk": a share of
-        # the disk, which the edit sizes once the disk's size is known (disk_edits)
-        disk = r"(?:of\s+)?(?:the\s+)?(?:whole\s+)?disk\b"
-        for pattern, place in ((rf"(?<![\w/.-]){_MOUNT}\s+(?:on|gets?|takes?|with|using|at)\s+(?:its\s+own\s+)?{_SHARE}\s+{disk}", 1),
-                               (rf"\b{_SHARE}\s+{disk}\s+(?:for|to|on)\s+{_MOUNT}", 3),
-                               (rf"\bgive\s+(?:the\s+)?{_MOUNT}\s+{_SHARE}\s+{disk}", 1)):
-            for m in self._each(pattern):
-                number, words = (m.group(2), m.group(3)) if place == 1 else (m.group(1), m.group(2))
-                percent = float(number) if number else _FRACTIONS[" ".join(words.lower().split())]
-                if 0 < percent < 100:
-                    spec.partitions.append({"action": "add", "mountPoint": mount_point(m.group(place)),
-                                            "size": f"{percent:.4g}{DISK_SHARE}", "fsType": None, "fill": False})
-                self._mask(m.start(), m.end())
+        self._shares_of_disk()
         own = r"its\s+own|their\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
         for m in self._each(
             # "put /var/log on its own 5G partition", "make /var/log its own 5G partition with xfs"
@@ -196,17 +180,7 @@ class DiskPhrases(ParserState):
             )
             self._mask(m.start(), m.end())
             self._software_readable(m, software_at)
-        # "separate /var, /tmp and /home partitions of 5G each", "partitions for /var and /tmp, 2G each": a list of
-        # places, each its own partition of the one size said (or none)
-        places = r"(/[\w./-]*(?:\s*(?:,|\band\b)\s*(?:and\s+)?/[\w./-]*)+)"
-        each = rf"(?:\s*,?\s*\(?(?:(?:of|at|with)\s+)?{_SIZE}(?:\s+(?:each|apiece|per\s+partition))?\)?)?"
-        for m in self._each(rf"(?:\b(?:separate|dedicated|own)\s+)?{places}\s+partitions\b{each}"
-                            rf"|\bpartitions\s+(?:for|at|on)\s+{places}{each}"):
-            listed, number, unit = (m.group(1), m.group(2), m.group(3)) if m.group(1) else m.groups()[3:6]
-            for place in re.findall(r"/[\w./-]*", listed):
-                spec.partitions.append({"action": "add", "mountPoint": mount_point(place),
-                                        "size": _size(number, unit) if number else None, "fsType": None, "fill": False})
-            self._mask(m.start(), m.end())
+        self._places_listed()
         # "2 partitions: / 10G and /data ...": the count of a list that follows
         for m in self._each(r"\b(?:two|three|four|five|\d)\s+partitions?\s*:"):
             self._mask(m.start(), m.start() + len(m.group(0).split()[0]))

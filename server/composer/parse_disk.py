@@ -7,10 +7,11 @@ import re
 from typing import Any
 
 from ..knowledge.request_words import load_request_words
-from ..knowledge.sizes import CASUAL_SIZE, casual_mib, fmt_size
+from ..knowledge.sizes import CASUAL_SIZE
 from ..knowledge.template_format import load_template_format
 from .layout import LAST_EDITED, THAT_PARTITION
 from .parse_partition_lists import PartitionListPhrases
+from .partition_words import DATA_NOUNS, MOUNT, mount_point, size_said
 from .phrasing import CORRECTION, alternatives
 
 # A size as people write it: "8GiB", "8 GB", "512M", "1.5 gib", "8 gigs", "half a terabyte".
@@ -28,10 +29,6 @@ _FS_AFTER = rf"(?:\s+(?:formatted(?:\s+(?:as|with|using|in|to))?|as|with|using|i
 # "under 1 GB", "no bigger than 2G": a lone size as an upper bound is the disk's size, the words read with it
 _UPPER_BOUND = re.compile(r"\b(?:(?:no|not)\s+(?:bigger|larger|more)\s+than|(?:smaller|less|lower)\s+than|at\s+most"
                           r"|up\s+to|under|below|max(?:imum)?|within)\s*$", re.I)
-# "postgres data", "docker storage": software's data is its mount word's place (mount_point drops the noun)
-_DATA_NOUNS = r"(?:data|files|storage)"
-_MOUNT = (rf"(/[\w./-]*|(?:{alternatives(_WORDS.software_mounts | {'database', 'db'})})(?:'s)?\s+{_DATA_NOUNS}\b"
-          rf"|{alternatives(_WORDS.mount_words)})")
 # "the web root", "the document root" are the web server's place (mount_words), not /
 _OTHER_ROOTS = r"(?<!web\s)(?<!web-)(?<!document\s)"
 # A mount point with no "partition" beside it: a path ("/boot", "/", not "/64GB"), or a word that names a place
@@ -67,7 +64,7 @@ class DiskPhrases(PartitionListPhrases):
         if group is None:
             return
         word = m.group(group)
-        software = re.sub(rf"\s+{_DATA_NOUNS}$", "", word or "", flags=re.I)  # "postgres data": postgres
+        software = re.sub(rf"\s+{DATA_NOUNS}$", "", word or "", flags=re.I)  # "postgres data": postgres
         if software and software.lower() in _WORDS.software_mounts:
             start, end = m.span(group)
             self.work = self.work[:start] + software.ljust(end - start) + self.work[end:]
@@ -90,8 +87,8 @@ class DiskPhrases(PartitionListPhrases):
             # not inside the path itself: "a 100G /var/lib/pgsql partition" is the path's partition, said whole
             for m in self._each(rf"(?:\b{_SIZE}\s+)?(?<![/\w.-])({alternatives(named)})\s+(?:partition|volume)\b"
                                 rf"(?:\s+(?:of\s+|with\s+|at\s+)?{_SIZE}(?![\w/]))?"):
-                size = (_size(m.group(1), m.group(2)) if m.group(1) else
-                        _size(m.group(4), m.group(5)) if m.group(4) else None)
+                size = (size_said(m.group(1), m.group(2)) if m.group(1) else
+                        size_said(m.group(4), m.group(5)) if m.group(4) else None)
                 spec.partitions.append({"action": "add", "mountPoint": mount_point(named[m.group(3).lower()]),
                                         "size": size, "fsType": None, "fill": False})
                 self._mask(m.start(), m.end())
@@ -107,7 +104,7 @@ class DiskPhrases(PartitionListPhrases):
             rf"\b(?:remove|drop|delete|get\s+rid\s+of|no|without|instead\s+of|rather\s+than|in\s+place\s+of"
             # what is taken back: "never mind the /var/log partition", "forget the swap partition"
             rf"|never\s+mind|forget(?:\s+about)?|scrap|scratch|cancel|ditch|skip)\s+"
-            rf"(?:the\s+|an?\s+)?(?:separate\s+|extra\s+|dedicated\s+)?{_MOUNT}"
+            rf"(?:the\s+|an?\s+)?(?:separate\s+|extra\s+|dedicated\s+)?{MOUNT}"
             rf"\s+partition\b"
             rf"|\b(?:remove|drop|delete)\s+(?:the\s+)?partition\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(/[\w./-]*)"
             # a path said separate is its partition: "no separate /boot"
@@ -117,18 +114,18 @@ class DiskPhrases(PartitionListPhrases):
             self._mask(m.start(), m.end())
         for m in self._each(
             rf"\b(?:{_SIZING_VERBS})\s+(?:the\s+)?"
-            rf"(?:size\s+of\s+(?:the\s+)?)?{_MOUNT}\s+(?:partition|filesystem|file\s+system|fs|volume)(?:'s)?\s+"
+            rf"(?:size\s+of\s+(?:the\s+)?)?{MOUNT}\s+(?:partition|filesystem|file\s+system|fs|volume)(?:'s)?\s+"
             rf"(?:size\s+)?(?:to\s+|=\s*|be\s+)?{_SIZE}"
         ):
             spec.partitions.append(
-                {"action": "resize", "mountPoint": mount_point(m.group(1)), "size": _size(m.group(2), m.group(3))}
+                {"action": "resize", "mountPoint": mount_point(m.group(1)), "size": size_said(m.group(2), m.group(3))}
             )
             self._mask(m.start(), m.end())
         # "make root 6GB", "grow /var to 20G", "root should be 6 GB": a place in the filesystem, no noun
         for m in self._each(_place_said(rf"{_SIZING_VERBS}|take|bring",
                                         r"(?:size\s+)?(?:back\s+)?(?:down\s+|up\s+)?(?:to\s+|=\s*|be\s+)?", _SIZE)):
             place, number, unit = _said(m)
-            spec.partitions.append({"action": "resize", "mountPoint": mount_point(place), "size": _size(number, unit)})
+            spec.partitions.append({"action": "resize", "mountPoint": mount_point(place), "size": size_said(number, unit)})
             self._mask(m.start(), m.end())
         # "change /boot to ext2", "format /data as xfs", "/srv should be xfs": a place in the filesystem, no noun
         for m in self._each(_place_said(r"make|change|set|format|convert|reformat|switch",
@@ -143,7 +140,7 @@ class DiskPhrases(PartitionListPhrases):
             size, fs = _fs_and_size(m.groups())
             spec.partitions.append({"action": "resize", "mountPoint": THAT_PARTITION, "size": size, "fsType": _fs(fs)})
             self._mask(m.start(), m.end())
-        for m in self._each(rf"\b(?:make|change|set|format|convert|reformat)\s+(?:the\s+)?{_MOUNT}\s+"
+        for m in self._each(rf"\b(?:make|change|set|format|convert|reformat)\s+(?:the\s+)?{MOUNT}\s+"
                             rf"(?:partition|filesystem|fs)\s+{_FS_OR_SIZE}"):
             size, fs = _fs_and_size(m.groups()[1:])
             spec.partitions.append({"action": "resize", "mountPoint": mount_point(m.group(1)), "size": size, "fsType": _fs(fs)})
@@ -152,10 +149,10 @@ class DiskPhrases(PartitionListPhrases):
         own = r"its\s+own|their\s+own|a\s+separate|a\s+dedicated|a\s+distinct"
         for m in self._each(
             # "put /var/log on its own 5G partition", "make /var/log its own 5G partition with xfs"
-            rf"\b(?:give|put|make|move)\s+(?:the\s+)?{_MOUNT}\s+(?:on\s+|onto\s+|into\s+|to\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
+            rf"\b(?:give|put|make|move)\s+(?:the\s+)?{MOUNT}\s+(?:on\s+|onto\s+|into\s+|to\s+)?(?:{own}|an?)\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?(?:partition|volume)(?:\s+(?:of|with)\s+{_SIZE})?{_FS_AFTER}"
             # no verb: "/var on its own 20 GB partition", "home in a separate partition of 50G"
-            rf"|(?<![\w/.-]){_MOUNT}\s+(?:on|in|gets?|has|with|needs?|wants?|deserves?|requires?"
+            rf"|(?<![\w/.-]){MOUNT}\s+(?:on|in|gets?|has|with|needs?|wants?|deserves?|requires?"
             rf"|(?:should|must|will|shall|can)\s+(?:have|get|go\s+on|be\s+on|live\s+on))\s+(?:{own})\s+(?:{_SIZE}\s+)?"
             rf"(?:{_FS}\s+)?partition(?:\s+(?:of|with)\s+{_SIZE})?{_FS_AFTER}"
         ):
@@ -164,7 +161,7 @@ class DiskPhrases(PartitionListPhrases):
             if g[0] is None:  # the second form, without a verb
                 g = g[7:]
                 software_at = 8
-            size = _size(g[1], g[2]) if g[1] else _size(g[4], g[5]) if g[4] else None
+            size = size_said(g[1], g[2]) if g[1] else size_said(g[4], g[5]) if g[4] else None
             # "postgres on its own 30G partition at /var/lib/postgresql": a place said after it is its mount point
             placed = re.match(r"\s+(?:(?:mounted\s+)?(?:at|on|under)|for)\s+(/[\w./-]*)", self.work[m.end():], re.I)
             if placed:
@@ -192,7 +189,7 @@ class DiskPhrases(PartitionListPhrases):
             for each in re.finditer(last, m.group(0), re.I):
                 if each.group(1):
                     spec.partitions.append({"action": "add", "mountPoint": mount_point(each.group(1)),
-                                            "size": _size(each.group(2), each.group(3)), "fsType": None, "fill": False})
+                                            "size": size_said(each.group(2), each.group(3)), "fsType": None, "fill": False})
                 else:
                     spec.partitions.append({"action": "add", "mountPoint": mount_point(each.group(4)), "size": None,
                                             "fsType": None, "fill": True})
@@ -201,14 +198,14 @@ class DiskPhrases(PartitionListPhrases):
             # "a separate 4GiB xfs /data partition of 4GiB formatted as xfs"
             rf"(?:(?:separate|dedicated|new|extra|additional|own|its\s+own)\s+)?"
             rf"(?:{_SIZE}\s+)?(?:{_FS}\s+)?(?:separate\s+|dedicated\s+|new\s+|extra\s+|additional\s+|own\s+|its\s+own\s+)?"
-            rf"(?:{_FS}\s+)?{_MOUNT}\s+{_PARTITION}(?!\s+table)"
+            rf"(?:{_FS}\s+)?{MOUNT}\s+{_PARTITION}(?!\s+table)"
             rf"(?:\s+(?:of|with|sized?|at|that\s+is|:)?\s*{_SIZE})?"
             rf"{_FS_AFTER}"
             # "a data partition mounted at /srv/data", "a data partition on /var/lib/pgsql": the path is its place
             rf"(?:\s+(?:(?:mounted|mount)\s+)?(?:at|on|as|for|under|in)\s+(/[\w./-]*))?",
             # "a partition for /srv/backup of 100G", "a 100G partition for /srv/backup", "a partition for logs"
             rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?(?:\b{_SIZE}\s+)?"
-            rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?\b(?:partition|volume)\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(?:the\s+)?{_MOUNT}(?![\w/-])"
+            rf"(?:\b(?:separate|dedicated|extra|additional)\s+)?\b(?:partition|volume)\s+(?:for|mounted\s+(?:at|on)|at|on)\s+(?:the\s+)?{MOUNT}(?![\w/-])"
             rf"(?:\s+(?:of|with|sized?)\s+{_SIZE})?",
             rf"\b{_SIZE}\s+(?:of\s+)?swap\b",
             rf"\bswap\s+(?:space\s+)?(?:of\s+)?{_SIZE}",
@@ -218,16 +215,16 @@ class DiskPhrases(PartitionListPhrases):
                 g = m.groups()
                 software_at = None  # the match's group of the mount word, in the forms that have one
                 if index == 0:
-                    size = _size(g[0], g[1]) if g[0] else _size(g[5], g[6]) if g[5] else None
+                    size = size_said(g[0], g[1]) if g[0] else size_said(g[5], g[6]) if g[5] else None
                     fs = g[2] or g[3] or g[7]
                     mount = mount_point(g[8] or g[4])
                     software_at = 9 if g[8] else 5
                 elif index == 1:
-                    size = _size(g[0], g[1]) if g[0] else _size(g[3], g[4]) if g[3] else None
+                    size = size_said(g[0], g[1]) if g[0] else size_said(g[3], g[4]) if g[3] else None
                     mount, fs = mount_point(g[2]), None
                     software_at = 3
                 else:
-                    mount, size, fs = "swap", _size(g[0], g[1]), None
+                    mount, size, fs = "swap", size_said(g[0], g[1]), None
                 # "a big data partition": no size, so it takes the rest of the disk (the adjective is read)
                 big = re.search(r"\b(?:big|bigger|large|larger|huge|roomy|spacious)\s+$", self.work[:m.start()], re.I)
                 tail = self.work[m.end() : m.end() + 60]
@@ -259,7 +256,7 @@ class DiskPhrases(PartitionListPhrases):
                             rf"dedicated|another)\s+)?\b(?:disk|drive)\s+(?:(?:mounted|mount)\s+)?(?:at|on|for|as)\s+"
                             rf"(/[\w./-]+)(?![\w/-])(?:\s+(?:of|with|sized?)\s+{_SIZE})?{_FS_AFTER}"):
             g = m.groups()
-            size = _size(g[0], g[1]) if g[0] else _size(g[4], g[5]) if g[4] else None
+            size = size_said(g[0], g[1]) if g[0] else size_said(g[4], g[5]) if g[4] else None
             mount = mount_point(g[3])
             spec.partitions.append({"action": "add", "mountPoint": mount, "size": size, "fsType": _fs(g[2] or g[6]),
                                     "fill": False})
@@ -269,10 +266,10 @@ class DiskPhrases(PartitionListPhrases):
         places = alternatives({w for w, place in _WORDS.mount_words.items() if place not in ("/", "/boot", "/boot/efi")})
         for m in self._each(rf"\b(?:second|extra|separate|additional|dedicated|another)\s+(?:{_SIZE}\s+)?(?:{_FS}\s+)?"
                             rf"(?:disk|drive)\s+(?:(?:mounted|mount)\s+)?(?:for|as)\s+(?:the\s+|my\s+|our\s+|its\s+)?"
-                            rf"({places})(?:\s+{_DATA_NOUNS})?\b"):
+                            rf"({places})(?:\s+{DATA_NOUNS})?\b"):
             g = m.groups()
             mount = mount_point(g[3])
-            spec.partitions.append({"action": "add", "mountPoint": mount, "size": _size(g[0], g[1]) if g[0] else None,
+            spec.partitions.append({"action": "add", "mountPoint": mount, "size": size_said(g[0], g[1]) if g[0] else None,
                                     "fsType": _fs(g[2]), "fill": False})
             spec.notes.append(f"a template describes one disk: {mount} is a partition on it, not a disk of its own")
             software = g[3].lower() in self.known or self.caps.group_for_word(g[3].lower())
@@ -289,7 +286,7 @@ class DiskPhrases(PartitionListPhrases):
             rf"(?:\s*\))?"
         ):
             g = m.groups()
-            mount, size, fs = (g[3], _size(g[0], g[1]), g[2]) if g[3] else (g[4], _size(g[5], g[6]), None)
+            mount, size, fs = (g[3], size_said(g[0], g[1]), g[2]) if g[3] else (g[4], size_said(g[5], g[6]), None)
             spec.partitions.append({"action": "add", "mountPoint": mount_point(mount), "size": size, "fsType": _fs(fs),
                                     "fill": False})
             self._mask(m.start(), m.end())
@@ -306,7 +303,7 @@ class DiskPhrases(PartitionListPhrases):
         rest = rf"(?:the\s+)?{_REST_WORDS}(?:\s+of\s+(?:the\s+)?(?:disk|space|drive))?"
         for m in self._each(rf"\b(?:(?:give|giving|put|leave|assign|allocate|dedicate|use)\s+)?{rest}\s+"
                             rf"(?:(?:goes|going|should\s+go|will\s+go)\s+)?(?:(?:to|for|on|in|into|as|at)\s+)?"
-                            rf"(?:the\s+)?{_MOUNT}(?![\w/-])(?!\s+(?:partition|filesystem|fs)\s+(?:of|at)\b)"):
+                            rf"(?:the\s+)?{MOUNT}(?![\w/-])(?!\s+(?:partition|filesystem|fs)\s+(?:of|at)\b)"):
             mount = mount_point(m.group(1))
             if mount != "/":
                 spec.partitions.append({"action": "add", "mountPoint": mount, "size": None, "fsType": None,
@@ -315,7 +312,7 @@ class DiskPhrases(PartitionListPhrases):
         # "root 6G", "rootfs: 20 GB", "root gets 10 gigs": the root partition's size said after it
         for m in self._each(rf"(?<![\w/-])(?:the\s+)?(?:root|rootfs)(?:\s+(?:partition|filesystem|fs))?\s*"
                             rf"(?:of\s+|at\s+|=\s*|:\s*|\(\s*|{_GETS})?{_SIZE}(?:\s*\))?(?!\s*(?:disk|drive|image)\b)"):
-            spec.partitions.append({"action": "add", "mountPoint": "/", "size": _size(m.group(1), m.group(2)),
+            spec.partitions.append({"action": "add", "mountPoint": "/", "size": size_said(m.group(1), m.group(2)),
                                     "fsType": None, "fill": False})
             self._mask(m.start(), m.end())
         # "the rest as root", "root takes the remaining space": the root partition fills the disk
@@ -393,7 +390,7 @@ class DiskPhrases(PartitionListPhrases):
             if tail is None or self.work[at:at + tail.group(0).index(",")].strip(" \t").lower() not in ("", "too",
                                                                                                            "as well", "also"):
                 continue
-            part["size"] = _size(tail.group(1), tail.group(2))
+            part["size"] = size_said(tail.group(1), tail.group(2))
             if tail.group(3) and not part.get("fsType"):
                 part["fsType"] = _fs(tail.group(3))
             self._mask(at, at + tail.end())
@@ -404,7 +401,7 @@ class DiskPhrases(PartitionListPhrases):
         the root's; never a package."""
         spec = self.spec
         # "put the web root on xfs", "keep /srv on btrfs": a place put on a filesystem (resized to it, or added)
-        for m in self._each(rf"\b(?:put|keep|have|place)\s+(?:the\s+)?{_MOUNT}(?:\s+(?:partition|volume))?\s+(?:on|in|as)\s+"
+        for m in self._each(rf"\b(?:put|keep|have|place)\s+(?:the\s+)?{MOUNT}(?:\s+(?:partition|volume))?\s+(?:on|in|as)\s+"
                             rf"{_FS}(?![\w/-])(?!\s+(?:partition|volume)\b)"):
             mount, fs = mount_point(m.group(1)), _fs(m.group(2))
             spec.partitions.append({"action": "resize", "mountPoint": mount, "size": None, "fsType": fs})
@@ -459,20 +456,20 @@ class DiskPhrases(PartitionListPhrases):
         )
         for m in delta:
             sign = "-" if m.group(1).lower() in ("decrease", "shrink", "reduce", "lower", "cut", "trim") else "+"
-            spec.disk_size_delta = sign + _size(m.group(2), m.group(3))
+            spec.disk_size_delta = sign + size_said(m.group(2), m.group(3))
             self._mask(m.start(), m.end())
         for m in self._each(
             rf"\b(add|give|remove|take)\s+(?:another\s+|an\s+extra\s+|extra\s+)?{_SIZE}\s+(?:more\s+)?"
             rf"(?:to|from)\s+(?:the\s+)?(?:disk|image|drive)(?:\s+size)?"
             # "knock 2 gigs off the disk", "take 2G off", "shave a gig off it": a size taken off is a smaller disk
             rf"|\b(knock|take|shave|cut|trim|chop|lop|strip)\s+{_SIZE}\s+off(?:\s+(?:of\s+)?(?:the\s+)?(?:disk|image|drive|it)"
-            rf"(?:\s+size)?|(?!\s+(?:of\s+)?(?:the\s+)?(?:{_PLACE}|{_MOUNT})))"
+            rf"(?:\s+size)?|(?!\s+(?:of\s+)?(?:the\s+)?(?:{_PLACE}|{MOUNT})))"
         ):
             g = m.groups()
             number, unit = (g[1], g[2]) if g[0] else (g[4], g[5])
             # every verb of taking off subtracts; of the others, removing and taking do
             sign = "-" if g[0] is None or g[0].lower() in ("remove", "take") else "+"
-            spec.disk_size_delta = sign + _size(number, unit)
+            spec.disk_size_delta = sign + size_said(number, unit)
             self._mask(m.start(), m.end())
         for m in self._each(r"\b(?:double)\s+(?:the\s+)?(?:disk|image)(?:\s+size)?"
                             r"|\b(?:make\s+)?(?:the\s+)?(?:disk|image)(?:\s+size)?\s+(?:twice|2x|two\s+times)\s+"
@@ -482,7 +479,7 @@ class DiskPhrases(PartitionListPhrases):
         # "shrink it back to 4GB", "grow the disk to 40G", "cap the whole disk at 6G": a size the disk is taken to
         for m in self._each(rf"\b(?:{_SIZING_VERBS}|take|bring)\s+(?:it|(?:the\s+)?(?:whole\s+|entire\s+|overall\s+|total\s+)?"
                             rf"(?:disk|image|drive)(?:\s+size)?)\s+(?:back\s+)?(?:down\s+|up\s+)?(?:to|at)\s+{_SIZE}"):
-            spec.disk_size = _size(m.group(1), m.group(2))
+            spec.disk_size = size_said(m.group(1), m.group(2))
             self._mask(m.start(), m.end())
         patterns = [
             rf"\b(?:disk|drive|storage|image)(?:\s+image)?(?:\s+size)?\s*(?:(?:grown|increased|enlarged|expanded|bumped|"
@@ -492,12 +489,12 @@ class DiskPhrases(PartitionListPhrases):
         ]
         for pattern in patterns:
             for m in self._each(pattern):
-                spec.disk_size = _size(m.group(1), m.group(2))
+                spec.disk_size = size_said(m.group(1), m.group(2))
                 self._mask(m.start(), m.end())
         # "the disk 50G. no, 40G", "16 gigs, I mean 32": a size said again as a correction replaces the disk's
         if spec.disk_size is not None:
             for m in self._each(rf"(?:{CORRECTION}|\bno)\s*[,.:;-]?\s*(?<![\w/.]){_SIZE}(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
-                spec.disk_size = _size(m.group(1), m.group(2))
+                spec.disk_size = size_said(m.group(1), m.group(2))
                 self._mask(m.start(), m.end())
         if spec.disk_size is None and not spec.disk_size_delta:
             # A lone size ("edge image with docker, 32GiB") can only mean the disk; memory sizes are not ours.
@@ -510,7 +507,7 @@ class DiskPhrases(PartitionListPhrases):
                 word = said_of.group(1).lower() if said_of else ""
                 if word and word not in _DISK_WORDS and not (self.caps.family_of(word) or self.caps.dist_of(word)):
                     continue
-                spec.disk_size = _size(m.group(1), m.group(2))
+                spec.disk_size = size_said(m.group(1), m.group(2))
                 bound = _UPPER_BOUND.search(self.work[:m.start()])
                 self._mask(bound.start() if bound else m.start(), m.end())
         # "make it smaller, 10 gigs is enough": the way the size was to move, checked against the disk's when applied
@@ -524,16 +521,10 @@ class DiskPhrases(PartitionListPhrases):
 _DISK_WORDS = {"disk", "drive", "storage", "image", "size", "total", "capacity", "space", "a", "an", "with"}
 
 
-def _size(number: str, unit: str) -> str:
-    """A request's size normalised to what upstream accepts (server.sizes decides the units)."""
-    mib = casual_mib(number, unit)
-    return fmt_size(mib) if mib else f"{number}{unit}"
-
-
 def _fs_and_size(tail: tuple[str | None, ...]) -> tuple[str | None, str | None]:
     """(size, filesystem) from the groups of :data:`_FS_OR_SIZE`: a filesystem, a size, or both in either order."""
     number, unit = (tail[1], tail[2]) if tail[1] else (tail[4], tail[5])
-    return (_size(number, unit or "") if number else None), tail[0] or tail[3]
+    return (size_said(number, unit or "") if number else None), tail[0] or tail[3]
 
 
 def _place_said(verbs: str, joiner: str, value: str) -> str:
@@ -559,16 +550,8 @@ def _added(mount: str, groups: tuple[Any, ...]) -> dict:
     """A partition added at ``mount``, from the groups of an :data:`_OWN_PARTITION` match (size, unit, filesystem,
     size, unit)."""
     size, unit, fs, after, after_unit = groups[:5]
-    return {"action": "add", "mountPoint": mount, "size": _size(size, unit) if size else _size(after, after_unit)
+    return {"action": "add", "mountPoint": mount, "size": size_said(size, unit) if size else size_said(after, after_unit)
             if after else None, "fsType": _fs(fs), "fill": False}
-
-
-def mount_point(word: str | None) -> str:  # "/srv/" is /srv, "home" /home, "postgres data" postgres's directory
-    word = (word or "").strip().lower()
-    if word.startswith("/"):
-        return word.rstrip("/") or "/"
-    word = re.sub(rf"(?:'s)?\s+{_DATA_NOUNS}$", "", word)  # "docker's data": docker's place
-    return _WORDS.mount_words.get(word, f"/{word}")
 
 
 def _fs(word: str | None) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ..knowledge.sizes import CASUAL_SIZE
+from .partition_words import MOUNT, mount_point, size_said
 from .phrasing import ParserState
 from .request_spec import DISK_SHARE
 
@@ -21,8 +22,6 @@ class PartitionListPhrases(ParserState):
     """The list and share forms of partitions; the rest of the disk's phrases are parse_disk's."""
 
     def _places_listed(self) -> None:
-        from .parse_disk import _size, mount_point  # parse_disk's, which builds on this class
-
         spec = self.spec
         # "separate /var, /tmp and /home partitions of 5G each", "partitions for /var and /tmp, 2G each": a list of
         # places, each its own partition of the one size said (or none)
@@ -33,19 +32,17 @@ class PartitionListPhrases(ParserState):
             listed, number, unit = (m.group(1), m.group(2), m.group(3)) if m.group(1) else m.groups()[3:6]
             for place in re.findall(r"/[\w./-]*", listed):
                 spec.partitions.append({"action": "add", "mountPoint": mount_point(place),
-                                        "size": _size(number, unit) if number else None, "fsType": None, "fill": False})
+                                        "size": size_said(number, unit) if number else None, "fsType": None, "fill": False})
             self._mask(m.start(), m.end())
 
     def _shares_of_disk(self) -> None:
-        from .parse_disk import _MOUNT, mount_point  # parse_disk's, which builds on this class
-
         spec = self.spec
         # "/home on half of the disk", "50% of the disk for /data", "give /srv a quarter of the disk": a share of
         # the disk, which the edit sizes once the disk's size is known (disk_edits)
         disk = r"(?:of\s+)?(?:the\s+)?(?:whole\s+)?disk\b"
-        for pattern, place in ((rf"(?<![\w/.-]){_MOUNT}\s+(?:on|gets?|takes?|with|using|at)\s+(?:its\s+own\s+)?{_SHARE}\s+{disk}", 1),
-                               (rf"\b{_SHARE}\s+{disk}\s+(?:for|to|on)\s+{_MOUNT}", 3),
-                               (rf"\bgive\s+(?:the\s+)?{_MOUNT}\s+{_SHARE}\s+{disk}", 1)):
+        for pattern, place in ((rf"(?<![\w/.-]){MOUNT}\s+(?:on|gets?|takes?|with|using|at)\s+(?:its\s+own\s+)?{_SHARE}\s+{disk}", 1),
+                               (rf"\b{_SHARE}\s+{disk}\s+(?:for|to|on)\s+{MOUNT}", 3),
+                               (rf"\bgive\s+(?:the\s+)?{MOUNT}\s+{_SHARE}\s+{disk}", 1)):
             for m in self._each(pattern):
                 number, words = (m.group(2), m.group(3)) if place == 1 else (m.group(1), m.group(2))
                 percent = float(number) if number else _FRACTIONS[" ".join(words.lower().split())]

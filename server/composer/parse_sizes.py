@@ -9,7 +9,7 @@ import re
 
 from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, UNIT_WORDS, casual_mib, fmt_size, template_mib
-from .parse_disk import mount_point
+from .partition_words import mount_point
 from .phrasing import ParserState, alternatives
 
 _SIZE = CASUAL_SIZE

@@ -29,6 +29,7 @@ from ..knowledge.sizes import template_mib
 from ..knowledge.static_network import StaticAddress, read_all
 from ..knowledge.system_settings import firewall_services
 from . import cpu_lists, module_lists
+from .coherence import written_commands
 from .consoles import SERIAL_CONSOLE, serial_port
 from .firewall_sources import lets_in_from, service_names, sourced_let_in, split_source
 from .layout import GPT_TAIL_MIB
@@ -102,7 +103,7 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
                  and not module_lists.listed(cmdline.split(), str(c))]
     if "immutable" in want and bool((system.get("immutability") or {}).get("enabled")) != want["immutable"]:
         problems.append(f"immutability is not {want['immutable']}")
-    written = " ".join(str(c.get("cmd") or "") for c in system.get("configurations") or [] if isinstance(c, dict))
+    written = written_commands(system)
     problems += [f"port {p} not let in by the firewall" for p in _as_list(want.get("opened")) if not lets_in(written, p)]
     users = {str(u.get("name")) for u in system.get("users") or [] if isinstance(u, dict)}
     problems += [f"no user {u}" for u in _as_list(want.get("user")) if u not in users]

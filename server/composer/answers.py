@@ -13,6 +13,7 @@ from ..knowledge.sizes import CASUAL_SIZE, fmt_size, parse_casual, template_mib
 from ..knowledge.static_network import read_all
 from ..knowledge.system_settings import Setting, load_settings
 from .adherence import let_in
+from .coherence import written_commands
 from .editing import mapping_at, short_list, template_packages
 from .layout import Layout, is_fill
 from .phrasing import alternatives
@@ -142,7 +143,7 @@ def _firewall(sc: dict, packages: list[str], caps: Capabilities) -> str:
     installed = [p for p in packages if p in universe]
     if not installed:
         return "Firewall: none installed, so nothing blocks a port."
-    opened = let_in(" ".join(str(c.get("cmd") or "") for c in sc.get("configurations") or [] if isinstance(c, dict)))
+    opened = let_in(written_commands(sc))
     return (f"Firewall: {', '.join(installed)}; " + (f"lets in {', '.join(opened)}" if opened
                                                      else "no rule written here, so its own default applies") + ".")
 

@@ -16,6 +16,7 @@ from typing import Any
 from ..knowledge.loader import Capabilities
 from ..knowledge.package_names import versioned_build
 from ..knowledge.request_words import load_request_words
+from .coherence import written_commands
 from .request_spec import RequestSpec
 from .retarget import kernel_like
 
@@ -137,7 +138,7 @@ def unasked_users(data: dict[str, Any], spec: RequestSpec) -> list[tuple[dict[st
     template does."""
     system = data.get("systemConfig") or {}
     named = {str(u.get("name")) for u in spec.users}
-    commands = " ".join(str(c.get("cmd") or "") for c in system.get("configurations") or [] if isinstance(c, dict))
+    commands = written_commands(system)
     return [(u, bool(re.search(rf"(?<![\w-]){re.escape(str(u['name']))}(?![\w-])", commands)))
             for u in system.get("users") or [] if isinstance(u, dict) and u.get("name") and str(u["name"]) not in named]
 

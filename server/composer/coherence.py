@@ -72,6 +72,13 @@ def drop_commands(system: dict[str, Any], gone: set[str], names: frozenset[str])
     return dropped
 
 
+def written_commands(system: Any) -> str:
+    """Every configuration command of ``system`` (a template's systemConfig), joined: the text the firewall's, the
+    users' and the settings' readings search."""
+    configs = system.get("configurations") if isinstance(system, dict) else None
+    return " ".join(str(c.get("cmd") or "") for c in configs or [] if isinstance(c, dict))
+
+
 def store_configurations(system: dict[str, Any], keep: list[Any]) -> None:
     """The commands left, or no ``configurations`` key when none is (an empty list is no command)."""
     if keep:

@@ -250,7 +250,6 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.changes += firewall_reach.newly_kept_out(kept_out_before, self.data)
         self.tidy()
 
-
     def _groups_to_add(self, spec: RequestSpec) -> list[str]:
         """The groups the spec adds, but the firewall named by ports opened in it where the template has one
         ("open port 443 in the firewall" asks for a firewall only where there is none)."""

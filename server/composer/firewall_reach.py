@@ -10,18 +10,13 @@ from typing import Any
 from ..knowledge import nft_ruleset
 from ..knowledge.system_settings import firewall_software, listening_as_installed
 from .adherence import lets_in
+from .coherence import written_commands
 from .editing import template_packages
 from .firewall_sources import UFW_ON
 
 # What each firewall lets in before any rule of ours: ufw's and our ruleset's nothing (their SSH rule is written),
 # firewalld's default zone (public) its services.
 _OWN_DEFAULTS = {"firewalld": ("ssh", "dhcpv6-client", "cockpit")}
-
-
-def _commands(data: Any) -> str:
-    sc = data.get("systemConfig") if isinstance(data, dict) else None
-    configs = sc.get("configurations") if isinstance(sc, dict) else None
-    return " ".join(str(c.get("cmd") or "") for c in configs or [] if isinstance(c, dict))
 
 
 def _denying(packages: set[str], written: str) -> str | None:
@@ -38,7 +33,7 @@ def _denying(packages: set[str], written: str) -> str | None:
 def kept_out(data: Any) -> dict[str, list[str]]:
     """Each installed package's services (firewall_software) that its default-deny firewall does not let in."""
     packages = set(template_packages(data))
-    written = _commands(data)
+    written = written_commands(data.get("systemConfig") if isinstance(data, dict) else None)
     firewall = _denying(packages, written)
     if firewall is None:
         return {}

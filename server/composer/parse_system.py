@@ -233,13 +233,12 @@ class SystemPhrases(ParserState):
             self.spec.unparsed.append(f"{' '.join(m.group(0).split())} ({why})")
             self._mask(m.start("url") if m.group("kind").lower().startswith("reverse") else m.start(), m.end())
         # "certbot for example.com", "a TLS certificate for shop.example.org": issued where the domain reaches
-        for m in self._each(r"\b(?:certbot|let'?s\s*encrypt|tls|ssl|https|certificates?|certs?)\b[^.;,]{0,30}?\bfor\s+"
-                            r"(?:the\s+domain\s+)?((?:[a-z0-9-]+\.)+[a-z]{2,})(?![\w.-])"):
-            domain = m.group(1)
+        for m in self._each(r"\b(?:certbot|let'?s\s*encrypt|tls|ssl|https|certificates?|certs?)\b[^.;,]{0,30}?"
+                            r"\b(?:for\s+the\s+domain\s+|(?P<said>for\s+))(?P<domain>(?:[a-z0-9-]+\.)+[a-z]{2,})(?![\w.-])"):
+            domain = m.group("domain")
             self.spec.notes.append(f"certificate for {domain} not applied: it is issued on the running machine, where "
                                    f"the domain reaches it (e.g. certbot --nginx -d {domain}), not in the image")
-            self._mask(m.start(1) - len("for ") if self.work[m.start(1) - 4:m.start(1)].lower() == "for " else m.start(1),
-                       m.end())
+            self._mask(m.start("said") if m.group("said") else m.start("domain"), m.end())
         for m in self._each(rf"\b{shown}(?P<url>https?://[^\s'\"`<>]+)"):
             url = m.group("url").rstrip(".,;:)")
             self.spec.configurations.append({

@@ -11,7 +11,7 @@ from ..knowledge.system_settings import firewall_services, load_settings, user_s
 from . import consoles, cpu_lists
 from .adherence import lets_in
 from .base import asked_groups
-from .coherence import store_configurations
+from .coherence import store_configurations, written_commands
 from .configuration_edits import ConfigurationEdit
 from .editing import list_at, mapping_at, template_packages
 from .firewall_sources import UFW_ON, firewalld_options, split_source, ufw_rule, without_general
@@ -192,8 +192,7 @@ class SystemEdit(ConfigurationEdit):
         if not opened:
             return
         installed = set(template_packages(self.data))
-        written = " ".join(str(c.get("cmd") or "") for c in self.system(create=False).get("configurations") or []
-                           if isinstance(c, dict))
+        written = written_commands(self.system(create=False))
         already = [p for p in opened if lets_in(written, p)]
         if already:
             self.changes.append(f"firewall already lets in {', '.join(already)}")
@@ -263,7 +262,7 @@ class SystemEdit(ConfigurationEdit):
         cmd, dropped = nft_ruleset.with_entries(str(config["cmd"]), opened)
         configs[at] = {**config, "cmd": cmd}
         store_configurations(self.system(), configs)
-        rules = "; ".join(nft_ruleset.rule(p).replace("\\t", "").replace("\\n", "") for p in opened)
+        rules = "; ".join(nft_ruleset.rule_said(p) for p in opened)
         self.changes.append(f"set firewall lets in {said}: the nftables ruleset's rules `{rules}`"
                             + (f" (the rule letting {', '.join(dropped)} in from anywhere taken out)" if dropped else ""))
         return True

@@ -25,11 +25,16 @@ _COMMAND = re.compile(r"printf '#!/usr/sbin/nft -f\\nflush ruleset\\n.*?' > (\S+
 _RULE = re.compile(r"\\t\\t(?:ip saddr (\S+) )?(tcp|udp) dport (\d{1,5}(?:-\d{1,5})?) accept\\n")
 
 
-def rule(entry: str) -> str:
-    """The rule line letting ``entry`` in, as the command keeps it (printf's escapes)."""
+def rule_said(entry: str) -> str:
+    """The rule letting ``entry`` in, as nft reads it: "ip saddr 10.0.0.0/8 tcp dport 22 accept"."""
     what, _, source = entry.partition(FROM)
     number, proto = port_of(what)
-    return f"\\t\\t{'ip saddr ' + source + ' ' if source else ''}{proto} dport {number} accept\\n"
+    return f"{'ip saddr ' + source + ' ' if source else ''}{proto} dport {number} accept"
+
+
+def rule(entry: str) -> str:
+    """The rule line letting ``entry`` in, as the command keeps it (printf's escapes)."""
+    return f"\\t\\t{rule_said(entry)}\\n"
 
 
 def command(path: str, entries: Iterable[str]) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..knowledge import nft_ruleset
 from ..knowledge.package_names import versioned_build
-from ..knowledge.sizes import template_mib
+from ..knowledge.sizes import parse_casual, template_mib
 from ..knowledge.static_network import StaticAddress, read_all
 from ..knowledge.system_settings import firewall_services
 from . import cpu_lists, module_lists
@@ -34,6 +34,11 @@ from .consoles import SERIAL_CONSOLE, serial_port
 from .firewall_sources import lets_in_from, service_names, sourced_let_in, split_source
 from .layout import GPT_TAIL_MIB
 from .request_spec import REFERRED_USER
+
+
+def _wanted_mib(value: Any) -> int | None:
+    """A wanted size in MiB, in a template's units or any a person writes ("1TiB", which templates spell 1024GiB)."""
+    return template_mib(value) or parse_casual(str(value))
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -78,9 +83,9 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
     if "version" in want and str(version) != str(want["version"]):
         problems.append(f"image version is {version!r}, wanted {want['version']!r}")
     have_mib = template_mib(disk.get("size"))
-    if "size" in want and have_mib != template_mib(want["size"]):
+    if "size" in want and have_mib != _wanted_mib(want["size"]):
         problems.append(f"disk size is {disk.get('size')!r}, wanted {want['size']!r}")
-    if "min_size" in want and (have_mib or 0) < (template_mib(want["min_size"]) or 0):
+    if "min_size" in want and (have_mib or 0) < (_wanted_mib(want["min_size"]) or 0):
         problems.append(f"disk size is {disk.get('size')!r}, wanted at least {want['min_size']!r}")
     mounts = {str(p.get("mountPoint")) for p in disk.get("partitions") or [] if isinstance(p, dict)}
     mounts |= {"swap" for p in disk.get("partitions") or [] if isinstance(p, dict)
@@ -91,7 +96,7 @@ def unmet(doc: dict[str, Any], want: dict[str, Any]) -> list[str]:
         part = next((p for p in disk.get("partitions") or [] if isinstance(p, dict)
                      and (p.get("mountPoint") == mount or mount == "/" and p.get("id") in ("rootfs", "root"))), None)
         span = part_mib(part, have_mib) if part is not None else None
-        if span != template_mib(size):
+        if span != _wanted_mib(size):
             problems.append(f"partition {mount} is {'missing' if part is None else f'{span} MiB'}, wanted {size}")
     cmdline = str((system.get("kernel") or {}).get("cmdline", ""))
     arch = str((doc.get("target") or {}).get("arch") or "")

@@ -330,6 +330,7 @@ class PackagePhrases(ReplacementPhrases, UnreadWords):
                     platform = self._as_platform(group, tokens, i, size)
                     if mode == "remove":
                         self.spec.remove_groups.append(platform)
+                        self.removed_by_word.setdefault(platform, phrase)
                     else:
                         self.spec.add_groups.append(platform)
                         if phrase in use_case_words and platform == group:  # where it runs is no use of it
@@ -514,6 +515,8 @@ class PackagePhrases(ReplacementPhrases, UnreadWords):
         # Taken out, software the kernel switches on by itself is its group ("without apparmor": off at boot too).
         if group and (token not in self.real or mode == "remove" and self.caps.groups[group].switch_off):
             (self.spec.remove_groups if mode == "remove" else self.spec.add_groups).append(group)
+            if mode == "remove":
+                self.removed_by_word.setdefault(group, token)  # request_parser._part_of_group_removed
             return "group"
         if (
             token in STOPWORDS

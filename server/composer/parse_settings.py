@@ -128,9 +128,9 @@ class SettingPhrases(KernelModulePhrases):
                 self._valued(setting, words)
         setting = load_settings()["key-only ssh"]
         written = any(c.get("setting") == setting.writes_as and not c.get("remove") for c in self.spec.configurations)
-        # "keys only, no passwords" said twice; "sshd hardened: no root login, no passwords": the way in, in a
-        # sentence about ssh (a singular "no password" is rather a user's: "user bob with no password")
-        for m in self._each(rf"\b{NO}\s+(?:an?\s+)?{PASSWORDS if written else WAYS_IN}\b"):
+        # "keys only, no passwords" said twice; "sshd hardened: no root login, no passwords", "ssh with passwords
+        # disabled": the way in, in a sentence about ssh (a singular "no password" is rather a user's)
+        for m in self._each(rf"\b{NO}\s+(?:an?\s+)?{(ways := PASSWORDS if written else WAYS_IN)}\b|\b{ways}\s+{OFF_AFTER}\b"):
             if self._about_ssh(m):
                 if not written:
                     self._write(setting, setting.value)

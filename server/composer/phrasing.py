@@ -154,6 +154,7 @@ class ParserState:
         self.unsupported_target: str | None = None  # closest supported dist for an unsupported OS
         self.unsupported_arch = False
         self.vendor_instead_of: set[str] = set()  # groups a named vendor's own stack stands in for
+        self.removed_by_word: dict[str, str] = {}  # group -> the first word that removed it ("qemu")
 
     def _mask(self, start: int, end: int) -> None:
         self.work = self.work[:start] + " " * (end - start) + self.work[end:]

@@ -161,6 +161,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._purposes_of_named()
         self._roles_filled()
         self._purpose_unserved()
+        self._part_of_group_removed()
         self._dedupe()
 
     def _taken_back(self) -> None:
@@ -251,6 +252,23 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
                                       f"{'is' if len(named) == 1 else 'are'} for; say '{phrase} tools' for the "
                                       f"{group} group's whole set")
                     break
+
+    def _part_of_group_removed(self) -> None:
+        """"remove qemu but keep libvirt": a removed group named by the word of only some of its packages (qemu of
+        qemu-system-x86 and qemu-utils, beside libvirt's), while another of its parts is kept or added, loses that
+        part alone. Without such a part kept, the word stands for the whole group ("remove docker"); so it does
+        beside software that fills the group's role instead ("swap docker for podman": docker's whole stack goes)."""
+        spec = self.spec
+        for group, word in self.removed_by_word.items():
+            instead = set(self.caps.groups[group].filled_by)
+            kept = self.caps.group_members(group, [p for p in spec.add_packages if p.lower() not in instead])
+            if group not in spec.remove_groups or not kept:
+                continue
+            universe = self.caps.group_package_universe(group)
+            part = [n for n in universe if re.match(rf"{re.escape(word)}(?:[-.]|$)", n.lower())]
+            if part and len(part) < len(universe):
+                spec.remove_groups.remove(group)
+                spec.remove_packages.append(f"{word}[-.]*")  # the part's packages in any family, as the image has them
 
     def _dedupe(self) -> None:
         spec = self.spec

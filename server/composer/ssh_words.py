@@ -14,7 +14,10 @@ KEY_PREP = r"(?:with|by|via|using|through|from)\s+(?:(?:an?|the|my|our|their)\s+
 PASSWORDS = r"(?:password[\s-]+(?:auth(?:entication)?|logins?)|passwords?|passwd)"
 # Passwords as a way of logging in, never one user's password
 WAYS_IN = r"(?:password[\s-]+(?:auth(?:entication)?|logins?)|passwords)"
-NO = r"(?:no|without|disable[ds]?|disabling|disallow(?:ed|s)?|forbid|deny|block|never)"
+# Verbs of refusing, in any person, and acceptance denied ("ssh that refuses passwords", "sshd won't accept passwords")
+NO = (r"(?:no|without|never|disable[ds]?|disabling|disallow(?:ed|s|ing)?|forbid(?:s|ding)?|den(?:y|ies|ying)"
+      r"|block(?:s|ing)?|refus(?:e|es|ing)|reject(?:s|ing)?"
+      r"|(?:(?:does|do|will|would|should|must|shall|can)(?:n[’']?t|\s+not)|won[’']?t|cannot)\s+(?:accept|allow|permit|take))")
 KEYS_ONLY = (
     rf"(?:\b(?:allow|permit|enable)\s+)?(?:"
     rf"\b{SSH}{SSH_ACCESS}\s+(?:(?:is|are|should\s+be|must\s+be|allowed|permitted|enabled)\s+)?"

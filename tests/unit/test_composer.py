@@ -1358,3 +1358,23 @@ def test_will_it_build_points_at_the_build_check(question):
                           .read_text(encoding="utf-8"))
     answer = summarize(data, question)
     assert answer.startswith("Will it build:") and "check_build=true" in answer
+
+
+def test_removing_the_part_of_a_group_named_keeps_the_part_kept() -> None:
+    """"remove qemu but keep libvirt": qemu's packages go, libvirt's and the rest of the host's stay; a package that
+    fills the group's role instead ("swap docker for podman") still takes the whole group."""
+    spec = parse_request("remove qemu but keep libvirt")
+    assert not spec.remove_groups and spec.remove_packages == ["qemu[-.]*"]
+    start = compose("debian 13 with libvirt and qemu", load("debian13-x86_64-minimal-raw.yml")).data
+    result = apply_instruction(start, "remove qemu but keep libvirt")
+    have = packages(result.data)
+    assert not [p for p in have if p.startswith("qemu")]
+    assert {"libvirt-daemon-system", "libvirt-clients", "virtinst", "ovmf"} <= set(have)
+    assert parse_request("swap docker for podman").remove_groups == ["containers"]
+    assert parse_request("remove qemu").remove_groups == ["virtualization"]
+
+
+def test_a_wanted_size_in_units_templates_do_not_use_compares_by_its_value() -> None:
+    doc = {"disk": {"size": "1024GiB"}}
+    assert unmet(doc, {"size": "1TiB"}) == [] and unmet(doc, {"min_size": "1TiB"}) == []
+    assert unmet(doc, {"size": "2TiB"})

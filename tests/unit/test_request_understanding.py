@@ -570,6 +570,24 @@ def test_verbs_of_forbidding_switch_a_setting_off(text, configured):
     assert any(configured in c["cmd"] for c in spec.configurations) and not spec.notes and not spec.unparsed
 
 
+@pytest.mark.parametrize("text", [
+    "a hardened el10 image: auditd, aide, and ssh that refuses passwords",
+    "ssh that does not accept passwords",
+    "sshd won't accept password logins",
+    "ssh rejecting passwords",
+    "ssh with passwords disabled",
+    "debian box, ssh, password logins turned off",
+])
+def test_ssh_refusing_passwords_in_any_verb_form_turns_password_login_off(text):
+    spec = parse_request(text)
+    assert any("PasswordAuthentication no" in c["cmd"] for c in spec.configurations) and not spec.unparsed
+
+
+def test_a_users_password_is_no_ssh_setting():
+    spec = parse_request("user bob with password disabled")
+    assert not any("PasswordAuthentication" in c["cmd"] for c in spec.configurations)
+
+
 @pytest.mark.parametrize(("text", "removed", "added"), [
     ("swap the ssh server for dropbear", {"remove_groups": ["ssh"]}, ["dropbear"]),
     ("replace the nano editor with vim", {"remove_packages": ["nano"]}, ["vim"]),

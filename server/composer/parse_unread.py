@@ -127,6 +127,7 @@ class UnreadWords(ParserState):
                 reported.update(inside)
         self._report_what_runs(clause, found, ignored, reported)
         self._report_what_it_is(found, ignored, reported)
+        self._report_whom_for(clause, found, ignored, reported)
         for i in sorted(ignored - reported):
             # "runs modbus and mosquitto", "pip and numpy on emt": a word joined to software in a list is a wish
             # of the same kind, however long the phrase it ends or starts ("a gateway that runs modbus"); so is a
@@ -168,6 +169,30 @@ class UnreadWords(ParserState):
             if j < k and opened and named:
                 self.spec.unparsed.append(" ".join(found[w][0] for w in range(j, k)))
                 reported.update(range(j, k))
+
+    def _report_whom_for(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int],
+                         reported: set[int]) -> None:
+        """"an image for alice and bob": the one or two words nothing read after "for", joined by "and", "or" or a
+        comma to an item reported as not understood, are one more such item (the list names one kind of thing).
+        Alone, they say what the image is for ("for my homelab"), prose with nothing to report."""
+        for k, (word, _s, _e) in enumerate(found):
+            if word != "for":
+                continue
+            j = k + 1
+            while j < len(found) and found[j][0] in _DETERMINERS:
+                j += 1
+            first = j
+            while (j < len(found) and j in ignored and j not in reported and found[j][0] not in _ITEM_FILLER
+                   and found[j][0] not in PLAIN_ADJECTIVES and re.fullmatch(r"[a-z][a-z0-9+._-]*", found[j][0])):
+                j += 1
+            after = j + 1 if j < len(found) and found[j][0] in ("and", "or") else j
+            joined = first < j and after in reported and re.fullmatch(r"\s*(?:,|,?\s*(?:and|or))\s*",
+                                                                      clause[found[j - 1][2]:found[after][1]])
+            if j - first <= 2 and joined:
+                unread, then = self.spec.unparsed, found[after][0]
+                unread.insert(unread.index(then) if then in unread else len(unread),  # in the order said
+                              " ".join(found[w][0] for w in range(first, j)))
+                reported.update(range(first, j))
 
     def _report_what_runs(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int],
                           reported: set[int]) -> None:

@@ -1686,3 +1686,18 @@ def test_a_certificates_domain_is_said_issued_on_the_running_machine(text, domai
     spec = parse_request(text, known_packages={"nginx", "certbot"})
     assert any(n.startswith(f"certificate for {domain} not applied") for n in spec.notes)
     assert domain not in " ".join(spec.unparsed) and "nginx" in spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "unread"), [
+    ("ubuntu 24.04 image for alice and bob", ["alice", "bob"]),
+    ("debian for alice, bob, and carol", ["alice", "bob", "carol"]),
+    ("ubuntu for alice or bob", ["alice", "bob"]),
+])
+def test_the_words_after_for_joined_to_an_unread_item_are_reported_with_it(text, unread):
+    assert parse_request(text).unparsed == unread
+
+
+@pytest.mark.parametrize("text", ["ubuntu server for my homelab", "debian 13 image for a small office",
+                                  "ubuntu image for production use"])
+def test_what_an_image_is_for_alone_is_prose(text):
+    assert parse_request(text).unparsed == []

@@ -178,8 +178,10 @@ def apply_instruction(data: dict, instruction: str, *, spec: RequestSpec | None 
     new, moved = conform(new)  # metadata os-image-composer refuses (the ADR's fields) -> its own fields
     changes += moved
     unhandled = [*spec.unparsed, *problems]
-    if spec.is_empty() and not unhandled and not spec.autologin and not any("not applied" in n for n in spec.notes):
-        # a note that says why the one wish was not applied ("nvidia driver not applied: ...") is the answer
+    if (spec.is_empty() and not unhandled and not spec.autologin and not spec.unsupported
+            and not any("not applied" in n for n in spec.notes)):
+        # a note that says why the one wish was not applied ("nvidia driver not applied: ...") is the answer, as is
+        # one that says it is not supported ("a second disk")
         unhandled.append(f"could not find an edit in: {instruction!r}")
     return ComposeResult(new, dump_yaml(new), changes, spec, unhandled, problems)
 

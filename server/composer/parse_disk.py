@@ -274,6 +274,7 @@ class DiskPhrases(PartitionListPhrases):
             spec.notes.append(f"a template describes one disk: {mount} is a partition on it, not a disk of its own")
             software = g[3].lower() in self.known or self.caps.group_for_word(g[3].lower())
             self._mask(m.start(), m.start(4) if software else m.end())  # "for docker": docker is wanted too
+        self._more_disks()
         # "a 500MB /boot and 8G for /", "2 GB boot, 10 GB root", "/var 20G": a size beside a mount point, with
         # no "partition": a partition of that size there (the root one is fixed at it). After the forms with
         # "partition", which say more (what is separate, its filesystem).
@@ -344,6 +345,24 @@ class DiskPhrases(PartitionListPhrases):
         self._lone_filesystems()
         self._supported_filesystems()
 
+
+    def _more_disks(self) -> None:
+        """"an extra 10GB data disk", "add a second 20G drive", "two disks": a disk beside the image's own. A template
+        describes one disk, so data's becomes a partition on it (said); any other is not written, and its size is
+        never the image's disk size."""
+        for m in self._each(rf"\b(?:(?:second|2nd|extra|separate|additional|dedicated|another)\s+(?:{_SIZE}\s+)?"
+                            rf"(?:(data|storage)\s+)?(?:disk|drive|ssd|hdd)\b|(?:two|2|several|multiple)\s+(?:disks|drives))"):
+            said = " ".join(m.group(0).split())
+            if m.group(3):
+                mount = mount_point(m.group(3))
+                size = size_said(m.group(1), m.group(2)) if m.group(1) else None
+                self.spec.partitions.append({"action": "add", "mountPoint": mount, "size": size, "fsType": None,
+                                             "fill": False})
+                self.spec.notes.append(f"a template describes one disk: {mount} is a partition on it, not a disk of its own")
+            else:
+                self.spec.unsupported.append(f"{said}: a template describes one disk; say a partition on it instead "
+                                             "(e.g. 'a 20G /data partition')")
+            self._mask(m.start(), m.end())
     def _its_data(self) -> None:
         """"also mariadb, and put its data on a 50G partition", "postgres 16, data on its own 100G partition": the
         data of the software named last before it that has a place of its own (request_words.yaml software_mounts),

@@ -94,6 +94,9 @@ class FirewallPhrases(ParserState):
         firewall = r"\s+(?:in|on|through|thru)\s+(?:the\s+)?(?:firewall|firewalld|ufw)\b"
         for m in self._each(rf"{verb}(?:the\s+)?{ports}{through}"
                             rf"|{verb}(?:{bare}{firewall}|{bare}/(?:tcp|udp)\b{through}|(?:the\s+)?(?:tcp|udp)\s+{bare}\b{through})"
+                            # opened, numbers are ports whatever follows but a noun ("open 80 and 443", "expose 8080")
+                            rf"|\b(?:open|opening|expose|exposing|unblock)\s+(?:up\s+)?(?:only\s+)?{bare}(?![\w/.-])"
+                            rf"(?=\s*(?:$|[,.;!?)]|\b(?:and|in|on|to|for|from|through|thru|too|also|please|as\s+well)\b)){through}"
                             # a service by name only with the firewall said: "allow ssh" alone may mean the server
                             rf"|{verb}(?:the\s+)?{named}(?:\s+(?:traffic|access|ports?))?{firewall}"
                             # opened, a service is the firewall's whatever follows ("open http and https"); "open ssh"

@@ -36,9 +36,11 @@ class ReplacementPhrases(ParserState):
             # "I'd rather have podman than docker", "rather use caddy than nginx"
             (rf"\brather\s+(?:have|use|run|install|take|go\s+with|get)\s+{the}{word}\s+than\s+{the}{word}", 2, 1),
             (rf"\b(?:use\s+)?{the}{word}\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+{the}{word}", 2, 1),
-            # "lose nginx, caddy instead", "drop vim and use nano instead": a removal, then what takes its place
-            (rf"\b(?:ditch|drop|dump|remove|lose|scrap|delete|get\s+rid\s+of)\s+{the}{word}\s*(?:[,;]\s*|\s+)(?:and\s+)?"
-             rf"(?:(?:use|add|install|take|get|put\s+in|go\s+with)\s+)?{the}{word}\s+instead\b(?!\s+of)", 1, 2),
+            # "lose nginx, caddy instead", "drop vim and use nano instead", "take out nginx and put haproxy in its
+            # place": a removal, then what takes its place
+            (rf"\b(?:ditch|drop|dump|remove|lose|scrap|delete|get\s+rid\s+of|take\s+out)\s+{the}{word}\s*(?:[,;]\s*|\s+)"
+             rf"(?:and\s+)?(?:(?:use|add|install|take|get|put(?:\s+in)?|go\s+with)\s+)?{the}{word}"
+             rf"\s+(?:instead\b(?!\s+of)|in\s+(?:its|their|his|her)\s+place\b)", 1, 2),
         ]
         # "switch from postfix to exim4", "move nginx over to caddy": a verb of changing, said of software by its
         # name only ("change the disk to 20G" is a size's, "switch the desktop to xfce" the desktop reading's)

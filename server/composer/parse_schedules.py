@@ -95,6 +95,15 @@ class SchedulePhrases(ParserState):
             self.spec.notes.append(f"{program} is run by a systemd timer (no cron needed); the program itself is "
                                    "not written: put it in the image (the template's additional files)")
             self._mask(m.start(), m.end())
+        # "a cron job that runs backup.sh every night": a script named without where it is, which a timer cannot run
+        for m in self._each(rf"(?:\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?{run}|\b(?:run|execute)s?)\s+"
+                            rf"(?P<file>[\w+-]+\.(?:sh|bash|py|pl|rb|js))\b(?:\s*,?\s+(?P<when>{SCHEDULE}))?"):
+            if m.group("job") or m.group("when"):
+                when = " ".join((m.group("when") or m.group("adjective") or "every night at 2").split())
+                self.spec.notes.append(f"scheduled {m.group('file')} not applied: a timer runs a program by its full "
+                                       f"path; say where it is in the image, e.g. 'run /usr/local/bin/{m.group('file')} "
+                                       f"{when}'")
+                self._mask(m.start(), m.end())
         # "a cron job that renews certs every night": a job said by what it does, with no program to run
         for m in self._each(rf"\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)?(?P<what>(?:(?![\d/])[\w'-]+\s+){{1,5}}?)"
                             rf"(?P<when>{SCHEDULE})"):

@@ -136,7 +136,9 @@ class SizePhrases(ParserState):
         # A size said as one more is added to the disk, unless something else follows it ("another 10G partition",
         # "an extra 2G of swap", "4G more RAM"): "give the disk another 8 GB", "an extra 10 gigs", and with the word
         # of more between the number and its unit, "give it 2 more gigs", "add 5 extra GB to the disk".
-        elsewhere = (r"(?!\s*(?:\w+\s+)?(?:partitions?|volumes?|swap|ram|memory|for|of\s+(?:swap|ram|memory)"
+        # ... nor a disk of its own ("an extra 10GB data disk": parse_disk.py's _more_disks)
+        elsewhere = (r"(?!\s*(?:(?:data|storage|ssd|nvme)\s+)?(?:disks?|drives?|ssds?|hdds?)\b)"
+                     r"(?!\s*(?:\w+\s+)?(?:partitions?|volumes?|swap|ram|memory|for|of\s+(?:swap|ram|memory)"
                      r"|(?:to|on)\s+/))")
         for pattern in (rf"\b(?:another|an?\s+(?:extra|additional|further)|extra|additional)\s+{_SIZE}",
                         rf"\b(?:give|add)\s+(?:it|{_DISK}\s+)?\s*(\d+(?:\.\d+)?)\s+(?:more|extra|additional)\s+"

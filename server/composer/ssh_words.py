@@ -21,7 +21,8 @@ NO = (r"(?:no|without|never|disable[ds]?|disabling|disallow(?:ed|s|ing)?|forbid(
 KEYS_ONLY = (
     rf"(?:\b(?:allow|permit|enable)\s+)?(?:"
     rf"\b{SSH}{SSH_ACCESS}\s+(?:(?:is|are|should\s+be|must\s+be|allowed|permitted|enabled)\s+)?"
-    rf"(?:{ONLY}\s+{KEY_PREP}{KEY}|{KEY_PREP}{KEY}[\s-]+{ONLY})\b"  # ssh (access) only with keys / with keys only
+    # ssh (access) only with keys / with keys only; a verb of its own before the way ("ssh only listens with keys")
+    rf"(?:{ONLY}\s+(?:[a-z]+s\s+)?{KEY_PREP}{KEY}|(?:[a-z]+s\s+)?{KEY_PREP}{KEY}[\s-]+{ONLY})\b"
     rf"|\b{KEY}[\s-]+{ONLY}\b(?:\s+{SSH}{SSH_ACCESS}\b)?"  # key-only (ssh)
     # only (by) keys, "ssh only accepts keys"
     rf"|\b{ONLY}\s+(?:(?:allow|permit|accept|take)s?\s+)?(?:{KEY_PREP})?{KEY}\b(?:\s+{SSH}{SSH_ACCESS}\b)?"

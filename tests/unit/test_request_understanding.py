@@ -1701,3 +1701,55 @@ def test_the_words_after_for_joined_to_an_unread_item_are_reported_with_it(text,
                                   "ubuntu image for production use"])
 def test_what_an_image_is_for_alone_is_prose(text):
     assert parse_request(text).unparsed == []
+
+
+@pytest.mark.parametrize(("text", "partition"), [
+    ("el10 with an extra 10GB data disk", {"mountPoint": "/data", "size": "10GiB"}),
+    ("add a second 20G drive", None),
+    ("debian with two disks", None),
+    ("another 20G ssd", None),
+])
+def test_a_disk_beside_the_images_own_is_never_its_size(text, partition):
+    """A template describes one disk: a data disk becomes a partition on it (said), any other is unsupported."""
+    spec = parse_request(text)
+    assert spec.disk_size is None and spec.disk_size_delta is None and not spec.unparsed
+    if partition is None:
+        assert not spec.partitions and "a template describes one disk" in spec.unsupported[0]
+    else:
+        assert [{k: p[k] for k in partition} for p in spec.partitions] == [partition]
+        assert any("describes one disk" in n for n in spec.notes)
+
+
+def test_more_disk_said_without_a_disk_of_its_own_still_grows_the_disk():
+    assert parse_request("give it an extra 10 GB of disk").disk_size_delta == "+10GiB"
+    assert parse_request("an extra 10 gigs").disk_size_delta == "+10GiB"
+
+
+@pytest.mark.parametrize(("text", "example"), [
+    ("ubuntu 24.04 with a cron job that runs backup.sh every night at 2", "/usr/local/bin/backup.sh every night at 2"),
+    ("a nightly job running cleanup.py", "/usr/local/bin/cleanup.py nightly"),
+])
+def test_a_scheduled_script_without_its_path_is_said_with_how_to_place_it(text, example):
+    spec = parse_request(text)
+    assert not spec.configurations and not spec.unparsed and not spec.add_packages
+    assert any("full path" in n and example in n for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "ports"), [("also open 80 and 443", ["80/tcp", "443/tcp"]), ("open up 22", ["22/tcp"]),
+                                             ("expose 9090", ["9090/tcp"]), ("open 8080 to the world", ["8080/tcp"])])
+def test_numbers_opened_are_ports(text, ports):
+    spec = parse_request(text)
+    assert spec.open_ports == ports and not spec.unparsed
+    assert parse_request("open 3 terminals").open_ports == []
+
+
+def test_what_takes_the_place_of_a_removed_package_said_with_in_its_place():
+    spec = parse_request("take out nginx and put haproxy in its place")
+    assert spec.remove_packages == ["nginx"] and spec.add_packages == ["haproxy"] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["make sure ssh only listens with keys", "ssh only works with keys",
+                                  "ssh logs in with keys only"])
+def test_ssh_with_keys_only_said_with_a_verb_of_its_own(text):
+    spec = parse_request(text)
+    assert any("PasswordAuthentication no" in c["cmd"] for c in spec.configurations) and not spec.unparsed

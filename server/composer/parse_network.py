@@ -53,7 +53,9 @@ _STATIC_WORDS = (r"\b(?:static|fixed)\s+(?:ipv4\s+)?(?:ip\s+address(?:es|ing)?|i
 _INTERFACE_NOUN = re.compile(r"(?:\b(?:a|an|the)\s+)?(?:\b(?:second|new|another|other|first|extra|wired)\s+)?"
                              r"(?:\bnetwork\s+)?\b(?:interface|nic|port|link)\s+$", re.I)
 _DHCP = (r"(?:\b(?:use|uses|using|via|over|by|from|with|through|on|to|back\s+to)\s+dhcp(?:v4)?\b"
-         r"|\bdhcp(?:v4)?\s+(?:instead|client|addressing|for\s+(?:the\s+|its\s+)?(?:address|ip)|on\s+" + _INTERFACE + r"))"
+         r"|\bdhcp(?:v4)?\s+(?:instead|client|addressing|for\s+(?:the\s+|its\s+)?(?:address|ip)|on\s+" + _INTERFACE + r")"
+         # "eth0 dhcp and eth1 static …", "enp3s0 gets dhcp": an interface said with DHCP
+         r"|" + _INTERFACE.replace("(", "(?:", 1) + r"\s+(?:(?:on|via|uses?|using|with|gets?|by|is|does|over)\s+)?dhcp(?:v4)?\b)"
          r"(?!\s*(?:server|service|daemon|range|pool|relay))")
 _EXAMPLE = "e.g. 'static ip 192.168.1.50/24 on eth0, gateway 192.168.1.1'"
 # An address said: its IPv4 address, its prefix length if said, where it was said (start, end), its interface.
@@ -102,8 +104,15 @@ class NetworkPhrases(ParserState):
                 continue
             self._mask(m.start(), m.end())
             self._mask(*self._role_span(m.start()))
+            # "eth1 static 10.0.0.5/24": the interface named before the address is the address's, read
+            name = addresses[-1][4] if addresses and addresses[-1][2] == m.start() else ""
+            if name and (at := self.work.lower().rfind(name, last_end, m.start())) >= 0:
+                self._mask(at, at + len(name))
             last_end = m.end()
         written = self._addresses(addresses, masks, gateways)
+        if re.search(_INTERFACE, self.said, re.I):  # "two network interfaces, eth0 … and eth1 …": each said by name
+            for m in self._each(r"\b(?:two|three|four|2|3|4|several|multiple)\s+(?:network\s+)?(?:interfaces|nics)\b"):
+                self._mask(m.start(), m.end())
         for m in self._each(_STATIC_WORDS):
             if not written:
                 self.spec.unparsed.append(f"{' '.join(m.group(0).split())}: no address said ({_EXAMPLE})")

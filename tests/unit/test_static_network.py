@@ -222,3 +222,11 @@ def test_dhcp_on_one_interface_takes_out_only_its_address_and_search_domains_are
     spec = parse_request("dns 10.0.0.1 and search domains corp.example.com and lab.example.com")
     (entry,) = [c for c in spec.configurations if c.get("setting") == "dns search domains"]
     assert "[Resolve]\\nDomains=corp.example.com lab.example.com\\n" in entry["cmd"]
+
+
+def test_interfaces_said_by_name_with_dhcp_or_an_address_are_read_whole():
+    spec = parse_request("debian 13 with two network interfaces, eth0 dhcp and eth1 static 10.0.0.5/24")
+    assert not spec.unparsed
+    labels = [c["label"] for c in spec.configurations]
+    assert labels == ["static address on eth0 (DHCP, the template's own, stays)", "static address 10.0.0.5/24 on eth1"]
+    assert not parse_request("ubuntu 24.04 minimal image, ens3 static 172.20.0.10/16, gw 172.20.0.1").unparsed

@@ -24,6 +24,7 @@ from ..knowledge.system_settings import (
     tuned_profiles,
     zone_named,
 )
+from .durations import DURATION, time_span
 from .parse_kernel_modules import KernelModulePhrases
 from .parse_schedules import UNDO
 from .phrasing import STOPWORDS, alternatives
@@ -180,12 +181,17 @@ class SettingPhrases(KernelModulePhrases):
         # the value's unit comes with it ("rotate display 90 degrees", "grub timeout 5 seconds")
         unit = r"(?:\s+(?:degrees?|deg|seconds?|secs?|minutes?|mins?|percent))?"
         pattern = rf"(?:({word})\s+)?\b((?:{words}))\b(?:\s*(?:[:=]|\b(?:to|is|set\s+to)\b)?\s*({word}{unit}))?"
+        # a secret said with it ("ssid homenet and password hunter22") is the setting's too, never a package, never echoed
+        secret = re.compile(r"\s*,?\s+(?:and\s+|with\s+)?(?:(?:its|the|a)\s+)?(?:password|passphrase|psk|key)\s*(?:[:=]|\bis\b)?"
+                            r"\s*\S+") if any("pass" in w for w in setting.words) else None
         for m in self._each(pattern):
             before, after = (x if x and x.lower() not in STOPWORDS else "" for x in (m.group(1), m.group(3)))
             start = m.start(1) if before else m.start(2)
             end = m.end(3) if after else m.end(2)
-            self._mask(start, end)
-            phrase = " ".join(x for x in (before, " ".join(m.group(2).split()), after) if x)
+            kept = secret.match(self.work, end) if secret else None
+            self._mask(start, kept.end() if kept else end)
+            phrase = " ".join(x for x in (before, " ".join(m.group(2).split()), after, "and a passphrase" if kept else "")
+                              if x)
             self.spec.unparsed.append(f"{phrase} ({setting.reason})")
 
     def _switched_in_lists(self) -> set[int]:
@@ -371,8 +377,8 @@ class SettingPhrases(KernelModulePhrases):
         elif setting.value == "size":
             forms = [(rf"{w}{_LINK}({_SIZE_TEXT})", True), (rf"({_SIZE_TEXT})\s+(?:of\s+)?{w}", False)]
         elif setting.value == "duration":  # "keep logs for 30 days", "2 weeks of log retention"
-            forms = [(rf"{w}{_LINK}(?:(?:at\s+most|up\s+to|only)\s+)?({_DURATION})", True),
-                     (rf"({_DURATION})\s+(?:of\s+)?{w}", False)]
+            forms = [(rf"{w}{_LINK}(?:(?:at\s+most|up\s+to|only)\s+)?({DURATION})", True),
+                     (rf"({DURATION})\s+(?:of\s+)?{w}", False)]
         elif setting.value == "address":  # "send logs to the server 10.0.0.5": "the server" may stand between
             # "ntp servers 0.pool.ntp.org and 1.pool.ntp.org": a setting that takes several reads them all
             several = rf"(?:\s*(?:,|\band\b|&)\s*{_ADDRESS})*" if setting.several else ""
@@ -523,7 +529,7 @@ class SettingPhrases(KernelModulePhrases):
             mib = parse_casual(text)
             return (fmt_size(mib) if mib else ""), len(text)
         if setting.value == "duration":
-            return _time_span(text), len(text)
+            return time_span(text), len(text)
         if setting.value == "layout":
             # before "keyboard", a layout's name that is an English word says no layout ("no keyboard")
             return _most_words(text, forward, lambda said: None if not forward and said.lower() in _ENGLISH_LAYOUT_NAMES
@@ -564,12 +570,6 @@ class SettingPhrases(KernelModulePhrases):
                 "zone": f"{word} Europe/Berlin", "address": f"{word} logs.example.com:514"}[setting.value]
 
 
-# A duration as people say it: "30 days", "2 weeks", "a month", "12h".
-_DURATION_UNITS = {"minute": "min", "min": "min", "hour": "h", "h": "h", "hr": "h", "day": "day", "d": "day",
-                   "week": "week", "w": "week", "wk": "week", "month": "month", "year": "year", "y": "year"}
-_DURATION = (r"(?:\d+|an?|one)\s*(?:minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|w|months?|years?|y)(?![\w-])")
-
-
 def _most_words(text: str, forward: bool, named: Callable[[str], str | None]) -> tuple[str, int] | None:
     """What the most words of ``text`` next to a setting's words name (from its start when ``forward``, else from its
     end), with the length of text they take: "berlin and docker" -> Europe/Berlin, "swiss german" -> ch."""
@@ -580,16 +580,6 @@ def _most_words(text: str, forward: bool, named: Callable[[str], str | None]) ->
         if value:
             return value, end if forward else len(text) - start
     return None
-
-
-def _time_span(text: str) -> str:
-    """A duration said in words as a systemd time span (systemd.time(7)): "30 days" -> "30day"."""
-    m = re.fullmatch(r"(\d+|an?|one)\s*([a-z]+?)s?", text.strip().lower())
-    if m is None:
-        return ""
-    count = m.group(1) if m.group(1).isdigit() else "1"
-    unit = _DURATION_UNITS.get(m.group(2)) or _DURATION_UNITS.get(m.group(2).rstrip("s"), "")
-    return f"{count}{unit}" if unit and int(count) > 0 else ""
 
 
 @functools.cache

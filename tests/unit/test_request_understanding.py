@@ -1753,3 +1753,9 @@ def test_what_takes_the_place_of_a_removed_package_said_with_in_its_place():
 def test_ssh_with_keys_only_said_with_a_verb_of_its_own(text):
     spec = parse_request(text)
     assert any("PasswordAuthentication no" in c["cmd"] for c in spec.configurations) and not spec.unparsed
+
+
+def test_a_wifi_passphrase_said_with_its_network_is_neither_a_package_nor_echoed():
+    spec = parse_request("debian 13 image with wifi, ssid homenet and password hunter22")
+    assert not spec.add_packages and len(spec.unparsed) == 1
+    assert spec.unparsed[0].startswith("ssid homenet and a passphrase (") and "hunter22" not in spec.unparsed[0]

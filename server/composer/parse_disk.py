@@ -534,6 +534,15 @@ class DiskPhrases(PartitionListPhrases):
             down = re.search(r"\b(?:smaller|shrink|shrunk|reduce|reduced|tinier|less\s+(?:disk|space|room))\b", self.said, re.I)
             up = re.search(r"\b(?:bigger|larger|grow|grown|enlarge|expand|more\s+(?:disk|space|room))\b", self.said, re.I)
             spec.disk_direction = "down" if down and not up else "up" if up and not down else None
+        # "make it smaller", "make the disk bigger": a way to move with no size to move by is asked back, not guessed
+        elif spec.disk_size is None and not spec.disk_size_delta and not spec.partitions:
+            for m in self._each(r"\b(?:make|get)\s+(?:it|this|the\s+(?:disk|image|drive))\s+(?:a\s+(?:bit|little)\s+)?"
+                                r"(smaller|bigger|larger|tinier)\b|\b(shrink|grow|enlarge|expand)\s+(?:it|this|the\s+(?:disk|image|drive))\b"):
+                to, by = ("4G", "2G smaller") if re.match(r"small|tin|shrink", m.group(1) or m.group(2), re.I) else (
+                    "40G", "10G bigger")
+                spec.unparsed.append(f"{' '.join(m.group(0).split())} (by how much? say a size: e.g. 'make the disk "
+                                     f"{to}' or '{by}')")
+                self._mask(m.start(), m.end())
 
 
 # Words a lone size may be said of and still be the disk's ("a total of 32G", "disk: 8G", "size = 16G")

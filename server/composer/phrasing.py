@@ -69,6 +69,8 @@ STOPWORDS = {
     "hopefully", "he", "she", "they", "his", "her", "their", "him", "them", "i'd", "i'm", "i've", "we'd",
     "we're", "we've", "you'd", "it's", "love", "loves", "loved", "likes", "liked", "prefer", "prefers", "wish",
     "wishes", "think", "guess", "believe", "hope", "team", "guys", "folks", "people", "colleagues", "boss",
+    # spoken contractions and answers ("gimme a vhdx", "nah, call it gw-01", "pls add git")
+    "gimme", "lemme", "wanna", "gonna", "gotta", "pls", "plz", "nah", "yeah", "yep", "yup", "nope",
 }  # fmt: skip
 
 

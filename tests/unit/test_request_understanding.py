@@ -1759,3 +1759,17 @@ def test_a_wifi_passphrase_said_with_its_network_is_neither_a_package_nor_echoed
     spec = parse_request("debian 13 image with wifi, ssid homenet and password hunter22")
     assert not spec.add_packages and len(spec.unparsed) == 1
     assert spec.unparsed[0].startswith("ssid homenet and a passphrase (") and "hunter22" not in spec.unparsed[0]
+
+
+@pytest.mark.parametrize(("text", "example"), [("can you make it smaller?", "'make the disk 4G' or '2G smaller'"),
+                                               ("make the disk bigger", "'make the disk 40G' or '10G bigger'")])
+def test_a_way_to_move_the_disk_without_a_size_is_asked_back(text, example):
+    spec = parse_request(text)
+    assert spec.disk_size is None and spec.disk_size_delta is None
+    assert len(spec.unparsed) == 1 and "by how much?" in spec.unparsed[0] and example in spec.unparsed[0]
+    assert parse_request("make it bigger, 40 gigs").disk_size == "40GiB"
+
+
+@pytest.mark.parametrize("text", ["gimme a vhdx", "pls add git"])
+def test_spoken_contractions_are_no_packages(text):
+    assert not parse_request(text).unparsed

@@ -519,13 +519,16 @@ class DiskPhrases(PartitionListPhrases):
             # A lone size ("edge image with docker, 32GiB") can only mean the disk; memory sizes are not ours.
             # "16 GB total", "32G in total": the size of the whole disk, the word after it read with it
             for m in self._each(rf"(?<![\w/.]){_SIZE}(?:\s+(?:in\s+)?(?:total|overall|altogether))?"
-                                rf"(?!\s*(?:of\s+)?(?:ram|memory|swap|partition))"):
-                # "a cache of 500MB", "logs: 2G": a size said of something else is no disk size (what it is
-                # said of is reported as a value nothing read)
-                said_of = re.search(r"\b([a-z][\w-]*)\s*(?:\bof|\bat|=|:)\s*$", self.work[:m.start()], re.I)
+                                rf"(?!\s*(?:of\s+)?(?:ram|memory|swap|partition|tmpfs|ramdisk))"):
+                # "a cache of 500MB", "logs: 2G", "journald limited to 500M": a size said of something else is no
+                # disk size (what it is said of is reported as a value nothing read)
+                said_of = re.search(r"\b([a-z][\w-]*)\s*(?:\bof|\bat|=|:|\s(?:limited|capped|restricted)\s+(?:to|at))\s*$",
+                                    self.work[:m.start()], re.I)
                 word = said_of.group(1).lower() if said_of else ""
                 if word and word not in _DISK_WORDS and not (self.caps.family_of(word) or self.caps.dist_of(word)):
                     continue
+                if re.match(r"\s*(?:of\s+)?(?:tmpfs|ram|memory)\b", self.said[m.end():], re.I):
+                    continue  # "a 1G tmpfs for /tmp", its words read by the settings already: memory, not disk
                 spec.disk_size = size_said(m.group(1), m.group(2))
                 bound = _UPPER_BOUND.search(self.work[:m.start()])
                 self._mask(bound.start() if bound else m.start(), m.end())

@@ -1773,3 +1773,11 @@ def test_a_way_to_move_the_disk_without_a_size_is_asked_back(text, example):
 @pytest.mark.parametrize("text", ["gimme a vhdx", "pls add git"])
 def test_spoken_contractions_are_no_packages(text):
     assert not parse_request(text).unparsed
+
+
+@pytest.mark.parametrize("text", ["emt image with a 2GB /var/log and journald limited to 500M",
+                                  "ubuntu 24.04 with a 1G tmpfs for /tmp"])
+def test_a_size_said_of_memory_or_a_limit_of_something_else_is_no_disk_size(text):
+    spec = parse_request(text)
+    assert spec.disk_size is None and spec.unparsed  # the size nothing read is said, not made the disk's
+    assert parse_request("disk limited to 20G").disk_size == "20GiB"

@@ -442,7 +442,11 @@ class DiskPhrases(PartitionListPhrases):
             fs = _fs(m.group(1))
             unformatted = [p for p in spec.partitions if p.get("action") == "add" and not p.get("fsType")
                            and p.get("mountPoint") not in ("swap", "/")]
-            if unformatted:
+            corrected = re.search(rf"{CORRECTION}\W*$", self.work[:m.start()], re.I) and [
+                p for p in spec.partitions if p.get("fsType") and p.get("mountPoint") != LAST_EDITED]
+            if corrected:  # "ext4 for /srv... actually xfs": the filesystem just said for a partition, said again
+                corrected[-1]["fsType"] = fs
+            elif unformatted:
                 unformatted[-1]["fsType"] = fs
             else:  # in a conversation, the partition its last edit touched (Layout.referent)
                 spec.partitions.append({"action": "resize", "mountPoint": LAST_EDITED, "size": None, "fsType": fs})

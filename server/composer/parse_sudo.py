@@ -37,8 +37,9 @@ class SudoPhrases(ParserState):
         raise NotImplementedError
 
     def _docker_without_sudo(self) -> None:
-        """"let the user admin use docker without sudo", "ops can run it without root" (it: Docker named in the
-        request): membership of the docker group, which lets a user reach Docker's socket; not sudo taken out."""
+        """"let the user admin use docker without sudo", "ops can run it without root", "let user dev use it" (it:
+        Docker named in the request): membership of the docker group, which lets a user reach Docker's socket; not
+        sudo taken out. Said without sudo, "let" asks the same: using Docker is reaching its socket."""
         docker = re.search(r"\bdocker\b", self.said, re.I) is not None
         podman = re.search(r"\bpodman\b", self.said, re.I) is not None
         what = r"(?:docker|podman|it|containers)" if docker or podman else r"(?:docker|podman)"
@@ -47,7 +48,8 @@ class SudoPhrases(ParserState):
             name = (m.group(1) or m.group(3)).lower()
             runtime = (m.group(2) or m.group(4)).lower()
             tail = re.match(r"\s+without\s+(?:sudo|root|being\s+root)\b", self.work[m.end():], re.I)
-            if tail is None or name in NOT_A_USER or name in _NOT_A_NAME:
+            if (tail is None and not re.match(r"\s*(?:let|allow)\b", m.group(0), re.I)) or name in NOT_A_USER or (
+                    name in _NOT_A_NAME):
                 continue
             if runtime == "podman" or runtime != "docker" and not docker:
                 self.spec.notes.append(f"podman without sudo for {name}: nothing to write, Podman runs rootless "
@@ -58,7 +60,7 @@ class SudoPhrases(ParserState):
             if group:  # the runtime named here is asked for too
                 self.spec.add_groups.append(group)
                 self.spec.groups_named.append(group)
-            self._mask(m.start(), m.end() + tail.end())
+            self._mask(m.start(), m.end() + (tail.end() if tail else 0))
 
     def _users_able_to_use_docker(self) -> None:
         """"a user called ci that can use it" (it: Docker named in the request), "a user bob who can run docker",

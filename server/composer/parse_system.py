@@ -282,9 +282,10 @@ class SystemPhrases(ParserState):
             rf"|should|must|will|shall|would|could|can|may|needs|has|have)\b)"
             # a name's characters and those people mistake for them ("bad_host" is said invalid, never cut short)
             r"[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
-            # "swap the hostname for gw-17", "replace the host name with gw-2": the new name
-            r"\b(?:swap|change|replace|switch|exchange)\s+(?:the\s+|its\s+)?host\s*-?\s*name\s+(?:for|with|to)\s+"
-            r"[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
+            # "swap the hostname for gw-17", "replace the host name with gw-2", "change the hostname from debian13 to
+            # files": the new name
+            r"\b(?:swap|change|replace|switch|exchange|rename)\s+(?:the\s+|its\s+)?host\s*-?\s*name\s+"
+            r"(?:from\s+[\"'`]?[A-Za-z0-9][\w.-]*[\"'`]?\s+)?(?:for|with|to)\s+[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
             # "make the hostname match the role: web-01": the name comes after the colon
             r"\bhost\s*-?\s*name\b[^.;,:=]{0,40}[:=]\s*[\"'`]?([A-Za-z0-9][\w.-]*)[\"'`]?",
             # "call the machine gw-1", "rename the box to nuc-07", "a server named web01": a machine's name

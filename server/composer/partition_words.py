@@ -18,8 +18,8 @@ MOUNT = (rf"(/[\w./-]*|(?:{alternatives(_WORDS.software_mounts | {'database', 'd
 
 def mount_point(word: str | None) -> str:  # "/srv/" is /srv, "home" /home, "postgres data" postgres's directory
     word = (word or "").strip().lower()
-    if word.startswith("/"):
-        return word.rstrip("/") or "/"
+    if word.startswith("/"):  # "/srv..." or "/srv." ends a sentence, not the path
+        return re.sub(r"(?<=.)\.+$", "", word).rstrip("/") or "/"
     word = re.sub(rf"(?:'s)?\s+{DATA_NOUNS}$", "", word)  # "docker's data": docker's place
     return _WORDS.mount_words.get(word, f"/{word}")
 

@@ -1781,3 +1781,21 @@ def test_a_size_said_of_memory_or_a_limit_of_something_else_is_no_disk_size(text
     spec = parse_request(text)
     assert spec.disk_size is None and spec.unparsed  # the size nothing read is said, not made the disk's
     assert parse_request("disk limited to 20G").disk_size == "20GiB"
+
+
+@pytest.mark.parametrize("text", ["put docker on it and let user dev use it", "let dev use docker"])
+def test_a_user_let_use_docker_is_in_the_docker_group(text):
+    spec = parse_request(text)
+    assert spec.users == [{"action": "add", "name": "dev", "groups": ["docker"]}] and not spec.unparsed
+
+
+def test_the_hostname_changed_from_one_name_to_another_is_the_second():
+    spec = parse_request("change the hostname from debian13 to files")
+    assert spec.hostname == "files" and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "mount"), [("use ext4 for /srv... actually xfs", "/srv"),
+                                             ("a 10G /data partition, ext4, no wait, xfs", "/data")])
+def test_a_filesystem_said_again_after_a_correction_replaces_the_one_just_said(text, mount):
+    (partition,) = parse_request(text).partitions
+    assert partition["mountPoint"] == mount and partition["fsType"] == "xfs"

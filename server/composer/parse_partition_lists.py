@@ -14,6 +14,8 @@ from .request_spec import DISK_SHARE
 _SIZE = CASUAL_SIZE
 # A share of the disk ("50%", "half", "a quarter"): its percent, or its words (_FRACTIONS)
 _SHARE = r"(?:(\d{1,2}(?:\.\d+)?)\s*%|(half|(?:a|one)\s+third|(?:a|one)\s+quarter|two\s+thirds|three\s+quarters))"
+# Places whose size is no share of the data: a partition there without a size keeps the default one.
+_NO_SHARE = ("/boot", "/tmp", "/var/tmp", "/var/log", "swap", "none", "@")
 _FRACTIONS = {"half": 50.0, "a third": 100 / 3, "one third": 100 / 3, "a quarter": 25.0, "one quarter": 25.0,
               "two thirds": 200 / 3, "three quarters": 75.0}
 
@@ -50,3 +52,14 @@ class PartitionListPhrases(ParserState):
                     spec.partitions.append({"action": "add", "mountPoint": mount_point(m.group(place)),
                                             "size": f"{percent:.4g}{DISK_SHARE}", "fsType": None, "fill": False})
                 self._mask(m.start(), m.end())
+
+    def _data_shares_a_sized_disk(self) -> None:
+        """"a 200G disk and a separate /data partition", "500GB disk, postgres data on its own partition": a place
+        for data with no size of its own, on a disk whose size the request names, takes the rest of the disk beside
+        root (each half of it, as any partition said to fill the rest does) rather than a default gigabyte. Places
+        of logs, temporary files and boot keep the default: their size is no share of the data."""
+        spec = self.spec
+        unsized = [p for p in spec.partitions if p.get("action") == "add" and not p.get("size") and not p.get("fill")]
+        if spec.disk_size and len(unsized) == 1 and not any(p.get("fill") for p in spec.partitions) and not (
+                str(unsized[0].get("mountPoint")).startswith(_NO_SHARE)):
+            unsized[0]["fill"] = True

@@ -1799,3 +1799,12 @@ def test_the_hostname_changed_from_one_name_to_another_is_the_second():
 def test_a_filesystem_said_again_after_a_correction_replaces_the_one_just_said(text, mount):
     (partition,) = parse_request(text).partitions
     assert partition["mountPoint"] == mount and partition["fsType"] == "xfs"
+
+
+@pytest.mark.parametrize(("text", "fills"), [("debian 13 with a 200G disk and a separate /data partition", True),
+                                             ("el10 database server with postgres, 500GB disk, data on its own partition", True),
+                                             ("ubuntu 24.04 with a 100G disk and a /var/log partition", False),
+                                             ("debian 13 with a separate /data partition", False)])
+def test_a_data_partition_without_a_size_takes_the_rest_of_a_disk_the_request_sizes(text, fills):
+    (partition,) = parse_request(text).partitions
+    assert partition["fill"] is fills and partition["size"] is None

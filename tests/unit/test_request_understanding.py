@@ -1808,3 +1808,8 @@ def test_a_filesystem_said_again_after_a_correction_replaces_the_one_just_said(t
 def test_a_data_partition_without_a_size_takes_the_rest_of_a_disk_the_request_sizes(text, fills):
     (partition,) = parse_request(text).partitions
     assert partition["fill"] is fills and partition["size"] is None
+
+
+@pytest.mark.parametrize("word", ["aks", "eks", "gke"])
+def test_a_managed_kubernetes_named_asks_for_a_kubernetes_node(word):
+    assert "kubernetes" in parse_request(f"azure linux 3 image for {word} nodes").add_groups

@@ -119,6 +119,12 @@ class FirewallPhrases(ParserState):
         # "a java service on port 8080": where software listens is its own configuration's, not the template's
         for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
                             r"port\s+(\d{1,5})\b"):
+            # "the app runs on port 3000, open it": the port is let in as said
+            opened = re.match(r"\s*,?\s*(?:and\s+|so\s+)?(?:please\s+)?(?:open|expose|unblock)\s+(?:it|that|this)(?:\s+up)?\b",
+                              self.work[m.end():], re.I)
+            if opened:
+                self._open(m.group(1))
+                self._mask(m.end(), m.end() + opened.end())
             let_in = ("the firewall lets it in" if f"{m.group(1)}/tcp" in self.spec.open_ports else
                       f"to let it in, say 'open port {m.group(1)} in the firewall' (written for firewalld and ufw)")
             self.spec.notes.append(f"port {m.group(1)} not applied: the port a service listens on is set in its own "

@@ -24,6 +24,7 @@ _PROSE_OPENERS = {"keep", "nothing", "thanks", "thank", "cheers", "ideally", "pr
                   "if", "whatever", "anything", "something", "ideal", "ok", "okay", "cool", "great", "just", "not"}
 # Nouns of what an image is or holds: the unread words before one name it ("a Pi-hole box image").
 _WHAT_IT_IS = {"box", "appliance", "app", "apps", "application", "applications"}
+_APP_NOUNS = {"app", "apps", "application", "applications"}
 # An image named by words before "image" is often its role ("a router image"): only a name by its shape counts there.
 _IMAGE_NOUNS = {"image", "images"}
 _DETERMINERS = {"a", "an", "the", "our", "my", "their", "your", "this", "that", "for", "of", "with", "as"}
@@ -166,8 +167,8 @@ class UnreadWords(ParserState):
                 j -= 1
             opened = j == 0 or found[j - 1][0] in _DETERMINERS
             named = noun in _WHAT_IT_IS or (k - j == 1 and looks_like_package(found[j][0]))
-            if j < k and opened and named:
-                self.spec.unparsed.append(" ".join(found[w][0] for w in range(j, k)))
+            if j < k and opened and named:  # an app said with its noun ("web app": "web" alone says nothing)
+                self.spec.unparsed.append(" ".join(found[w][0] for w in range(j, k + (noun in _APP_NOUNS))))
                 reported.update(range(j, k))
 
     def _report_whom_for(self, clause: str, found: list[tuple[str, int, int]], ignored: set[int],

@@ -1418,7 +1418,7 @@ def test_automatic_login_is_kept_in_the_words_said():
 
 @pytest.mark.parametrize(("text", "said"), [("debian 13 Navidrome box image", ["navidrome"]),
                                             ("a Uptime Kuma box image on ubuntu", ["uptime kuma"]),
-                                            ("an el10 image that only runs our Java app", ["java"]),
+                                            ("an el10 image that only runs our Java app", ["java app"]),
                                             ("a custom image with docker", []), ("a golden image", [])])
 def test_software_named_as_what_the_image_is_is_reported_when_unread(text, said):
     assert parse_request(text).unparsed == said
@@ -1813,3 +1813,14 @@ def test_a_data_partition_without_a_size_takes_the_rest_of_a_disk_the_request_si
 @pytest.mark.parametrize("word", ["aks", "eks", "gke"])
 def test_a_managed_kubernetes_named_asks_for_a_kubernetes_node(word):
     assert "kubernetes" in parse_request(f"azure linux 3 image for {word} nodes").add_groups
+
+
+def test_a_port_said_then_opened_by_pronoun_is_let_in():
+    assert parse_request("the app runs on port 3000, open it").open_ports == ["3000/tcp"]
+    assert parse_request("a java service on port 8080").open_ports == []
+
+
+def test_what_an_app_is_is_reported_with_its_noun_and_64_bit_arm_is_aarch64():
+    assert parse_request("ubuntu 24.04 image for a web app").unparsed == ["web app"]
+    spec = parse_request("a 64-bit ARM debian box with git and build-essential")
+    assert spec.arch == "aarch64" and not spec.unparsed

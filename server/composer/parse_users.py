@@ -173,7 +173,8 @@ class UserPhrases(LoginPhrases):
             # "user data", "user namespaces", "user session": compound nouns, not a user's name
             r"(?:user(?:\s+account)?|account|login)(?!\w|\s+(?:data|space|namespaces?|sessions?|mode|interface|manager|management)\b|\s*partition)"
             # the name may stand between commas after the noun ("add a second user, svc-backup, no shell")
-            rf"(?:(?:\s+|\s*,\s*(?=[\"'`]?[a-z_][a-z0-9_-]*[\"'`]?\s*(?:[,;]|$)))"
+            # ... or after a colon or an equals sign, as a list of settings says it ("user: ops", "user = ops")
+            rf"(?:(?:\s*[:=]\s*|\s+|\s*,\s*(?=[\"'`]?[a-z_][a-z0-9_-]*[\"'`]?\s*(?:[,;]|$)))"
             rf"(?:(?:{_BE}?(?:named|called)|with\s+(?:the\s+)?name|name)\b\s*[:=]?\s*)?[\"'`]?(?P<name>[a-z_][a-z0-9_-]*)[\"'`]?)?"
         )
         # a clause ends at punctuation, at "and" before an edit verb, or at the next user ("... and user bob")
@@ -497,7 +498,7 @@ class UserPhrases(LoginPhrases):
         # A role said before the noun is said of every name listed ("two admin users, anna and ben").
         head = (rf"\b(?:(?:two|three|four|five|six|a\s+couple\s+of|\d+)\s+(?:more\s+|new\s+|other\s+)?"
                 rf"{_said_role('role')}(?:users|accounts)\s*[,:(]?"
-                rf"|{_said_role('role2')}(?:users|accounts)\s*(?::|-|named|called)?)\s*")
+                rf"|{_said_role('role2')}(?:users|accounts)\s*(?::|=|-|named|called)?)\s*")
         # A role after the name, in words or in brackets: "bob without sudo", "alice (admin)", "carol (no sudo)"
         role = r"(?:sudo\w*|admin\w*|root|rights|access|privileges|privileged|regular|normal|standard|unprivileged|user)"
         # A name that a verb follows begins a clause of its own ("users alice and bob, alice is an admin").

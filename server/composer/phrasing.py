@@ -71,6 +71,8 @@ STOPWORDS = {
     "wishes", "think", "guess", "believe", "hope", "team", "guys", "folks", "people", "colleagues", "boss",
     # spoken contractions and answers ("gimme a vhdx", "nah, call it gw-01", "pls add git")
     "gimme", "lemme", "wanna", "gonna", "gotta", "pls", "plz", "nah", "yeah", "yep", "yup", "nope",
+    # the headings of a request written as a list ("Requirements: - OS: Ubuntu 24.04 - Packages: nginx")
+    "requirements", "requirement", "specs", "specification", "specifications", "details",
 }  # fmt: skip
 
 

@@ -1824,3 +1824,12 @@ def test_what_an_app_is_is_reported_with_its_noun_and_64_bit_arm_is_aarch64():
     assert parse_request("ubuntu 24.04 image for a web app").unparsed == ["web app"]
     spec = parse_request("a 64-bit ARM debian box with git and build-essential")
     assert spec.arch == "aarch64" and not spec.unparsed
+
+
+def test_a_request_written_as_settings_reads_its_keys():
+    spec = parse_request("debian 13; packages = htop, iotop, nmon; user = ops (sudo); tz = UTC")
+    assert spec.users == [{"action": "add", "name": "ops", "sudo": True}]
+    assert any("zoneinfo/UTC" in c["cmd"] for c in spec.configurations)
+    assert [u["name"] for u in parse_request("users = alice, bob").users] == ["alice", "bob"]
+    assert [u["name"] for u in parse_request("user: ops").users] == ["ops"]
+    assert not parse_request("Requirements: - OS: Ubuntu 24.04 - Packages: nginx - Hostname: edge-web-01").unparsed

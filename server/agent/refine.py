@@ -113,6 +113,22 @@ def last_partition(conv: Conversation) -> str | None:
     return touched[0] if len(touched) == 1 else None
 
 
+# Software the last edit took out, asked back by a pronoun ("add them back", "put it back", "reinstall those").
+_BACK = re.compile(r"\b(?:add|put|bring|install|get)\s+(?:it|them|those|these|that|everything)\s+back\b"
+                   r"|\b(?:re-?add|restore|reinstall|re-?install)\s+(?:it|them|those|these|that|everything)\b", re.I)
+
+
+def removed_by_last_edit(conv: Conversation) -> list[str]:
+    """The packages the conversation's last edit removed, in the order the template had them."""
+    last, before = conv.current, undo_target(conv, 1)
+    if last is None or before is None:
+        return []
+    old, new = (_current_data(r.yaml) for r in (conv.revision(before), last))
+    have = {str(p) for p in ((new or {}).get("systemConfig") or {}).get("packages") or []} if isinstance(new, dict) else set()
+    listed = ((old or {}).get("systemConfig") or {}).get("packages") or [] if isinstance(old, dict) else []
+    return [str(p) for p in listed if str(p) not in have]
+
+
 # A question about the conversation itself, not the template ("what changed since the beginning?").
 _HISTORY = re.compile(r"\bwhat\s+(?:has\s+|have\s+)?changed\b|\bwhat\s+(?:did|have)\s+(?:you|we)\s+(?:change|changed|done|do)\b"
                       r"|\bwhat\s+(?:you|we)(?:'ve|\s+have)?\s+(?:changed|done|edited)\b"
@@ -306,6 +322,10 @@ class Refiner:
 
         await report_progress(progress, 1, "applying the change")
         spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
+        if spec.is_empty() and _BACK.search(instruction) and base is current:
+            spec.add_packages = removed_by_last_edit(conv)
+            spec.notes.append(f"read as what the last edit removed: {', '.join(spec.add_packages)}" if spec.add_packages
+                              else "putting back not applied: the last edit removed no package")
         spec.last_partition = last_partition(conv) if base is current else None
         spec.earlier_disk = earlier_disk(conv, data)
         draft = await self._refine_draft(instruction, base.yaml, data, conv, sampling, progress, spec)

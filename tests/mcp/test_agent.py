@@ -342,6 +342,21 @@ async def test_an_edit_that_changes_nothing_says_why_and_makes_no_revision(offli
     assert "nothing to remove: cockpit" in data["explanation"].lower() and "not understood" not in data["explanation"].lower()
 
 
+async def test_software_the_last_edit_removed_is_put_back_by_pronoun(offline_client):
+    gen = await _generate(offline_client, "ubuntu 24.04 image with nginx and htop")
+    cid = gen["conversation_id"]
+    removed = _data(await offline_client.call_tool("refine_template", {"conversation_id": cid,
+                                                                       "instruction": "remove nginx and htop"}))
+    back = _data(await offline_client.call_tool("refine_template", {"conversation_id": cid,
+                                                                    "instruction": "add them back"}))
+    packages = load_mapping(back["yaml"]).data["systemConfig"]["packages"]
+    assert removed["revision"] == 2 and back["revision"] == 3 and {"nginx", "htop"} <= set(packages)
+    assert "read as what the last edit removed: nginx, htop" in back["explanation"]
+    again = _data(await offline_client.call_tool("refine_template", {"conversation_id": cid,
+                                                                     "instruction": "put it back"}))
+    assert again["revision"] == 3 and "the last edit removed no package" in again["explanation"]
+
+
 async def test_an_undo_takes_back_as_many_edits_as_it_says(library_cache):
     app = make_app(library_cache)
     async with Client(app) as c:

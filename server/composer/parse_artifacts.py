@@ -23,7 +23,9 @@ class ArtifactPhrases(ParserState):
             self.spec.remove_artifacts.append(m.group(1).lower())
             self._mask(m.start(), m.end())
         for m in self._each(
-            rf"\b(?:compress(?:ed|ion)?\s+(?:the\s+)?(?:image|output|outputs|artifacts?|disk)?\s*(?:with|using|as|in|to|:)?\s*({comp})"
+            # "compress the raw image with zstd": the artifact may be named by its format
+            rf"\b(?:compress(?:ed|ion)?\s+(?:the\s+)?(?:(?:{names}|raw|iso|img)\s+)?(?:image|output|outputs|artifacts?|disk)?\s*"
+            rf"(?:with|using|as|in|to|:)?\s*({comp})"
             rf"|({comp})[\s-]+compress(?:ed|ion)?)\b"
         ):
             value = (m.group(1) or m.group(2)).lower()

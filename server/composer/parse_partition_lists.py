@@ -63,3 +63,17 @@ class PartitionListPhrases(ParserState):
         if spec.disk_size and len(unsized) == 1 and not any(p.get("fill") for p in spec.partitions) and not (
                 str(unsized[0].get("mountPoint")).startswith(_NO_SHARE)):
             unsized[0]["fill"] = True
+
+    def _partition_table(self) -> None:
+        """"change the partition table to mbr", "an msdos partition table", "use gpt": GPT is what the composer writes
+        (every layout of os-image-composer's own templates is GPT; legacy BIOS boots from a bios_grub partition on
+        it), so MBR is said unsupported and GPT needs nothing."""
+        kind = r"(mbr|msdos|dos|gpt)"
+        for m in self._each(rf"\b(?:partition\s+table|partitioning|label)\s*(?:type\s+)?(?:to|as|is|=|:|of|should\s+be)?\s*"
+                            rf"{kind}\b|\b(?:an?\s+)?{kind}\s+(?:partition\s+table|partitioning|disk\s+label|label)\b"):
+            if (m.group(1) or m.group(2)).lower() == "gpt":
+                self.spec.notes.append("the partition table is GPT already: the composer writes GPT layouts")
+            else:
+                self.spec.unsupported.append(f"{' '.join(m.group(0).split())}: the composer writes GPT layouts only "
+                                             "(legacy BIOS boots from a bios_grub partition on GPT)")
+            self._mask(m.start(), m.end())

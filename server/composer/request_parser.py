@@ -137,6 +137,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._disk_size()
         self._even_split()  # after the disk size, which it halves
         self._data_shares_a_sized_disk()
+        self._partition_table()
         self._kernel_version()
         self._artifacts()
         self._bootloader()

@@ -1833,3 +1833,16 @@ def test_a_request_written_as_settings_reads_its_keys():
     assert [u["name"] for u in parse_request("users = alice, bob").users] == ["alice", "bob"]
     assert [u["name"] for u in parse_request("user: ops").users] == ["ops"]
     assert not parse_request("Requirements: - OS: Ubuntu 24.04 - Packages: nginx - Hostname: edge-web-01").unparsed
+
+
+@pytest.mark.parametrize(("text", "unsupported", "noted"), [
+    ("change the partition table to mbr", True, False), ("an msdos partition table", True, False),
+    ("partition table: gpt", False, True)])
+def test_a_partition_table_named_is_gpt_or_said_unsupported(text, unsupported, noted):
+    spec = parse_request(text)
+    assert bool(spec.unsupported) is unsupported and bool(spec.notes) is noted and not spec.unparsed
+
+
+def test_compressing_an_image_named_by_its_format_is_its_compression():
+    spec = parse_request("compress the raw image with zstd")
+    assert spec.artifact_compression == "zstd" and not spec.add_packages

@@ -29,6 +29,7 @@ from .parse_system import SystemPhrases
 from .parse_target import TargetPhrases
 from .parse_texts import TextPhrases
 from .parse_unread import PLAIN_ADJECTIVES
+from .parse_user_ids import UserIdPhrases
 from .parse_users import UserPhrases
 from .phrasing import EDIT_VERBS, STOPWORDS
 from .request_spec import RequestSpec
@@ -94,7 +95,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
 
 
 class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
-              DiskPhrases, ArtifactPhrases, TargetPhrases, TextPhrases, PackagePhrases, KeyPhrases):
+              DiskPhrases, ArtifactPhrases, TargetPhrases, TextPhrases, PackagePhrases, KeyPhrases, UserIdPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
         # as packages), then distributions and the free package/group scan.
@@ -102,6 +103,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._taken_back()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._texts()  # a motd's or banner's words are a person's text, read by nothing else
+        self._user_ids()  # "uid=2001" is no kernel parameter, and its number no word of a user's clause
         self._urls()
         self._shares()  # before the mounts, which would read "remove the nfs share" as one of theirs
         self._network_mounts()  # before the paths, host names and addresses its shares hold

@@ -72,7 +72,35 @@ def misspelling_of(word: str, vocabulary: Collection[str]) -> str | None:
     best = close[0]
     if not slip_of(word, best) or edit_distance(word, best) > (1 if len(word) <= 7 else 2):
         return None
+    if len(word) == len(best) and not _neighbour_slips(word, best):
+        return None
     return best
+
+
+# QWERTY's rows: a key slips onto those beside it in its row and in the rows above and below
+_ROWS = ("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+def _neighbours(a: str, b: str) -> bool:
+    where = {ch: (r, c) for r, row in enumerate(_ROWS) for c, ch in enumerate(row)}
+    if a not in where or b not in where:
+        return False
+    (ra, ca), (rb, cb) = where[a], where[b]
+    return abs(ra - rb) <= 1 and abs(ca - cb) <= 1 + (ra != rb)  # rows are staggered by about half a key
+
+
+# Letters people write for one another by sound: any two vowels ("jetsen" for jetson), and c/k/q, s/z, f/v
+_SOUNDS = ("aeiouy", "ckq", "sz", "fv")
+
+
+def _neighbour_slips(word: str, known: str) -> bool:
+    """Of two words of one length, whether every letter that differs could be a slip: a neighbouring key struck
+    ("dovker" for docker), a letter of the same sound ("dokker", "jetsen"), or two letters swapped. "snmpd" is no
+    slip of "snapd": m and a are far apart and sound nothing alike, so it names something else (SNMP's daemon)."""
+    differ = [(a, b) for a, b in zip(word, known, strict=True) if a != b]
+    if len(differ) == 2 and differ[0] == differ[1][::-1]:
+        return True  # a swap of neighbours ("dokcer")
+    return all(_neighbours(a, b) or any(a in group and b in group for group in _SOUNDS) for a, b in differ)
 
 
 __all__ = ["derived_form", "edit_distance", "misspelling_of", "slip_of"]

@@ -1846,3 +1846,20 @@ def test_a_partition_table_named_is_gpt_or_said_unsupported(text, unsupported, n
 def test_compressing_an_image_named_by_its_format_is_its_compression():
     spec = parse_request("compress the raw image with zstd")
     assert spec.artifact_compression == "zstd" and not spec.add_packages
+
+
+@pytest.mark.parametrize(("text", "corrected"), [("ubuntu with dokcer", ["dokcer -> docker"]),
+                                                 ("ubuntu with dovker", ["dovker -> docker"]),
+                                                 ("ubintu 24.04 with nginx", ["ubintu -> ubuntu"]),
+                                                 ("debian 13 with snmpd", [])])
+def test_a_misspelling_is_a_slip_of_neighbouring_keys(text, corrected):
+    """"snmpd" is one letter from snapd, but m and a are far apart on a keyboard: SNMP's daemon, no slip."""
+    assert parse_request(text).corrected == corrected
+
+
+def test_a_users_numeric_id_is_said_not_applied_never_a_package_nor_a_kernel_parameter():
+    for text, number in (("ubuntu 24.04 image where the admin user has uid 1500", "1500"),
+                         ("user deploy with uid=2001", "2001")):
+        spec = parse_request(text)
+        assert not spec.unparsed and not spec.kernel_cmdline_append and not spec.add_packages
+        assert any(n.startswith(f"uid {number} not applied") for n in spec.notes)

@@ -117,8 +117,8 @@ class FirewallPhrases(ParserState):
                 self._open(m.group(0))
             self._mask_but_firewall(m)  # "open port 8080 in the firewall" on an image with none wants one
         # "a java service on port 8080": where software listens is its own configuration's, not the template's
-        for m in self._each(r"\b(?:on|at|listening\s+on|listens\s+on|serving\s+on|bound\s+to)\s+(?:tcp\s+|udp\s+)?"
-                            r"port\s+(\d{1,5})\b"):
+        for m in self._each(r"\b(?:(?:on|at)\s+(?:tcp\s+|udp\s+)?port|(?:listening|listens|serving|bound)\s+(?:on|to)\s+"
+                            r"(?:tcp\s+|udp\s+)?(?:port\s+)?)\s*(\d{1,5})\b(?![.:/\d])"):
             # "the app runs on port 3000, open it": the port is let in as said
             opened = re.match(r"\s*,?\s*(?:and\s+|so\s+)?(?:please\s+)?(?:open|expose|unblock)\s+(?:it|that|this)(?:\s+up)?\b",
                               self.work[m.end():], re.I)

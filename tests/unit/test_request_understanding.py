@@ -1863,3 +1863,8 @@ def test_a_users_numeric_id_is_said_not_applied_never_a_package_nor_a_kernel_par
         spec = parse_request(text)
         assert not spec.unparsed and not spec.kernel_cmdline_append and not spec.add_packages
         assert any(n.startswith(f"uid {number} not applied") for n in spec.notes)
+
+
+def test_a_port_software_listens_on_said_without_the_word_port_is_said_not_applied():
+    spec = parse_request("ubuntu 24.04 image with nginx listening on 8443")
+    assert not spec.unparsed and any(n.startswith("port 8443 not applied") for n in spec.notes)

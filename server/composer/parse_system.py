@@ -269,6 +269,17 @@ class SystemPhrases(ParserState):
                 if m.group(0).lower().split()[0] in ("enable", "start", "run", "launch"):
                     self._mask(m.start(), m.start(1))
 
+    def _hostname_from_dhcp(self) -> None:
+        """"the hostname set from dhcp": a name the network gives, which a template cannot leave to it. Read before
+        the network, which reads "from dhcp" as addressing."""
+        for m in self._each(r"\bhost\s*-?\s*name\s+(?:(?:set|assigned|given|provided|taken|coming)\s+)?(?:from|by|via|through)"
+                            r"\s+(?:the\s+)?dhcp\b|\bdhcp[\s-]+(?:assigned\s+|provided\s+)?host\s*-?\s*names?\b"):
+            self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (not written: os-image-composer gives every image "
+                                      "a static host name, the template's or its distribution default's, and a static "
+                                      "name is kept over the one DHCP offers; a configuration command emptying "
+                                      "/etc/hostname leaves it to DHCP)")
+            self._mask(m.start(), m.end())
+
     def _hostname(self) -> None:
         patterns = [
             # "a static hostname": a set name is static in the systemd sense (/etc/hostname), which is what this writes

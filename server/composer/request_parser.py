@@ -107,6 +107,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._urls()
         self._shares()  # before the mounts, which would read "remove the nfs share" as one of theirs
         self._network_mounts()  # before the paths, host names and addresses its shares hold
+        self._hostname_from_dhcp()  # before the network, which reads "from dhcp" as addressing
         self._network()  # before the settings, which read a name server's address, and the firewall's sources
         self._modules_loaded()  # before the command line, whose list would take a module for a parameter
         self._cmdline()

@@ -2256,3 +2256,12 @@ def test_a_share_of_the_disk_is_sized_from_the_disks_final_size():
     home = next(p for p in result.data["disk"]["partitions"] if p.get("mountPoint") == "/home")
     assert result.data["disk"]["size"] == "40GiB" and "/home: 20GiB, 50% of the 40GiB disk, as asked" in result.changes
     assert home["end"] != "0"  # root still fills the rest
+
+
+@pytest.mark.parametrize("text", ["elxr image with the hostname set from dhcp", "dhcp hostname",
+                                  "hostname assigned by dhcp"])
+def test_a_host_name_left_to_dhcp_is_said_not_written(text):
+    spec = parse_request(text)
+    assert spec.hostname is None and not spec.configurations  # no static address taken out, no name written
+    (said,) = spec.unparsed
+    assert "not written" in said and "/etc/hostname" in said

@@ -221,7 +221,6 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.name_groups(spec.groups_named)
         self.one_per_role()
         self.graphical_apps(spec)
-        self.autologin(spec)
         self.on_hardware(spec)
         self.kernel_edits(spec)
         self.swap_partition_off(spec)
@@ -233,6 +232,7 @@ class Edit(RetargetEdit, SystemEdit, DiskEdit):
         self.hostname(spec.hostname)
         self.users(spec.users)
         self.ssh_keys(spec.ssh_keys)
+        self.autologin(spec)  # after the users, one of whom it logs in
         self.bootloader(spec)
         # Disk size first so a dm-verity layout is cut for the final size; partitions last
         # so that an added /data sits in the final layout.

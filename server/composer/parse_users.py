@@ -268,8 +268,9 @@ class UserPhrases(LoginPhrases):
             self._own_password_login(name, self.said[rest_start:clause_end])
             auto = re.search(r"\blog(?:s|ged)?[\s-]?(?:in|on)\s+automatically\b|\bauto[\s-]?log(?:s|ged)?[\s-]?(?:in|on)\b",
                              clause, re.I)
-            if auto:  # "a user named scanner that logs in automatically": said as every automatic login is
+            if auto:  # "a user named scanner that logs in automatically": written as every automatic login is
                 self.spec.autologin = self.spec.autologin or " ".join(auto.group(0).lower().split())
+                self.spec.autologin_user = self.spec.autologin_user or name
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)
@@ -431,10 +432,16 @@ class UserPhrases(LoginPhrases):
                             r"\s+(?:user|account|login)\b"
                             rf"|(?<=auto-login\s)(?:for\s+)?(?:the\s+)?(?:user|account)\s+{WHO}"
                             rf"|(?<=autologin\s)(?:for\s+|as\s+)?(?:the\s+)?(?:user|account)?\s*{WHO}"
-                            rf"|(?<=automatically\s)as\s+(?:the\s+)?(?:user\s+)?{WHO}"):
+                            rf"|(?<=automatically\s)as\s+(?:the\s+)?(?:user\s+)?{WHO}"
+                            rf"|(?<=in\s|on\s)as\s+(?:the\s+)?(?:user\s+)?{WHO}"):
+            if m.group(0).startswith("as") and not re.search(r"(?:log(?:s|ged)?[\s-]?(?:in|on)|automatically)\s+$",
+                                                             self.work[:m.start()], re.I):
+                continue  # "runs on as root" is no login
             name = next(g for g in m.groups() if g)
             if name.lower() in NOT_A_USER or (name.lower() in STOPWORDS and not m.group(1)):  # quoted: a name
                 continue
+            if not m.group(1):  # the user an automatic login is said of ("autologin as guest")
+                self.spec.autologin_user = self.spec.autologin_user or name
             if self._user_referred(name.lower()) is None:
                 self.spec.users.append({"action": "add", "name": name})
             self._mask(m.start(), m.end())

@@ -74,7 +74,8 @@ class RequestSpec:
     ssh_keys: list[dict] = field(default_factory=list)  # {"user": str, "key": "ssh-ed25519 AAAA… comment"}
     uki: bool | None = None  # kernel.uki: the kernel as a unified kernel image (booted by systemd-boot)
     hardware: bool | None = None  # True: the image runs on a machine of its own (bare metal, a NUC, a board)
-    autologin: str | None = None  # automatic login, in the words said ("auto login"): said, written by a group only
+    autologin: str | None = None  # automatic login, in the words said ("auto login")
+    autologin_user: str | None = None  # the user it logs in, when said ("autologin as guest")
     # The partition the conversation's last edit added or changed (the refinement sets it): what a filesystem
     # said with no place ("make it xfs", "change its filesystem") and "that partition" among several mean.
     last_partition: str | None = None
@@ -85,7 +86,7 @@ class RequestSpec:
     def is_empty(self) -> bool:
         """True when the text asked for nothing the composer can act on."""
         ignore = {"is_question", "unparsed", "use_cases", "notes", "unsupported", "minimal", "corrected",
-                  "arch_named", "last_partition", "earlier_disk", "autologin", "groups_named"}
+                  "arch_named", "last_partition", "earlier_disk", "autologin", "autologin_user", "groups_named"}
         return not any(
             value is not None if isinstance(value, bool) or value is None else bool(value)
             for key, value in asdict(self).items()

@@ -6,6 +6,7 @@ import fnmatch
 import re
 
 from ..knowledge import nft_ruleset
+from ..knowledge.autologin import load_autologin
 from ..knowledge.request_words import load_request_words
 from ..knowledge.system_settings import firewall_services, load_settings, user_sshd_configuration
 from . import consoles, cpu_lists
@@ -140,7 +141,8 @@ class SystemEdit(ConfigurationEdit):
 
     def autologin(self, spec: RequestSpec) -> None:
         """Automatic login asked for: said as done where a group in the image logs its user in (a kiosk's
-        session, capabilities.yaml ``logs_in``), else as not written, with how to add it."""
+        session, capabilities.yaml ``logs_in``); else written for the user said, or the image's one user, by the
+        display manager installed or, with none, the console's getty (resources/autologin.yaml)."""
         if not spec.autologin:
             return
         installed = template_packages(self.data)
@@ -149,9 +151,17 @@ class SystemEdit(ConfigurationEdit):
         if by:
             self.changes.append(f"note: {spec.autologin}: {by[0]}")
             return
-        self.changes.append(f"note: {spec.autologin} not applied: the composer writes no display manager or getty "
-                            "set-up for automatic login; add a configuration command (e.g. a getty@tty1 drop-in "
-                            "running agetty --autologin <user>)")
+        users = [str(u.get("name")) for u in self.system(create=False).get("users") or []
+                 if isinstance(u, dict) and u.get("name") not in (None, "root")]
+        user = spec.autologin_user if spec.autologin_user in users else users[0] if len(users) == 1 else None
+        if user is None:
+            self.changes.append(f"note: {spec.autologin} not applied: which user? " + (
+                f"the image has {', '.join(users)}: say e.g. 'autologin as {users[0]}'" if users else
+                "the image has no user to log in: say e.g. 'a user kiosk that logs in automatically'"))
+            return
+        manager, login = load_autologin().file_for({p.lower() for p in installed})
+        self.configurations([{"cmd": login.command(user), "replaces": re.escape(login.path),
+                              "label": f"automatic login of {user} ({manager})"}])
 
     def on_hardware(self, spec: RequestSpec) -> None:
         """An image for a machine of its own (RequestSpec.hardware): what its template carries for a hypervisor or

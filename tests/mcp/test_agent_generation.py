@@ -380,10 +380,23 @@ async def test_automatic_login_is_said_done_by_a_kiosk_and_not_applied_without_o
     assert "note: logs in automatically: kiosk.service logs the kiosk user in on tty1 at boot" in out["changes"]
     assert not any("not applied" in n for n in out["notes"]), out["notes"]
     out, _doc = await _gen(client, "ubuntu 24.04 server with autologin")
-    assert any(n.startswith("autologin not applied: ") and "agetty --autologin" in n for n in out["notes"]), out["notes"]
+    assert any(n.startswith("autologin not applied: which user?") for n in out["notes"]), out["notes"]
     r = await client.call_tool("refine_template", {"conversation_id": out["conversation_id"],
                                                    "instruction": "enable auto login"})
     assert "not understood" not in r.structured_content["explanation"].lower()
+
+
+@pytest.mark.parametrize(("request_text", "path", "line"), [
+    ("debian 13 xfce desktop, autologin as guest", "/etc/lightdm/lightdm.conf.d/50-autologin.conf", "autologin-user=guest"),
+    ("ubuntu 24.04 desktop with a user emma that logs in automatically", "/etc/gdm3/daemon.conf", "AutomaticLogin=emma"),
+    ("debian 13 minimal image with a user kiosk that logs in automatically",
+     "/etc/systemd/system/getty@tty1.service.d/autologin.conf", "--autologin kiosk"),
+])
+async def test_automatic_login_is_written_for_the_display_manager_or_the_console(client, request_text, path, line):
+    out, doc = await _gen(client, request_text)
+    commands = [c["cmd"] for c in doc["systemConfig"].get("configurations") or []]
+    assert any(path in c and line in c for c in commands), commands
+    assert not any("not applied" in n and "log" in n for n in out["notes"]), out["notes"]
 
 
 async def test_a_partition_filling_a_disk_the_request_grew_takes_the_added_room(client):

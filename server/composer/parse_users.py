@@ -8,6 +8,7 @@ from typing import Any
 
 from ..knowledge.system_settings import user_sshd_configuration
 from .parse_logins import LoginPhrases
+from .parse_passwords import NO_PASSWORD, PasswordPhrases
 from .parse_sudo import NOPASSWD, PRONOUNS, ROLE
 from .phrasing import EDIT_VERBS, FUNCTION_WORDS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO
 from .request_spec import NOLOGIN_SHELL, REFERRED_USER
@@ -70,7 +71,7 @@ def _group_names(listed: str) -> list[str]:
     return [g for g in re.split(r"\s*(?:,|\band\b)\s*", listed) if g and g.lower() not in STOPWORDS]
 
 
-class UserPhrases(LoginPhrases):
+class UserPhrases(LoginPhrases, PasswordPhrases):
     """The user phrases of a request."""
 
     def _user_into_groups(self) -> None:
@@ -274,7 +275,10 @@ class UserPhrases(LoginPhrases):
             home = re.search(r"\bhome(?:\s+dir(?:ectory)?)?\s*(?:=|:|at|in|is)?\s*(/[\w/.-]+)", clause, re.I)
             if home:
                 user["home"] = home.group(1)
-            if re.search(r"\bpassword\b", _NO_PASSWORD_LOGIN.sub(" ", NOPASSWD.sub(" ", clause)), re.I):
+            said_of_password = _NO_PASSWORD_LOGIN.sub(" ", NOPASSWD.sub(" ", clause))  # neither sudo's nor ssh's
+            if NO_PASSWORD.search(said_of_password):  # "with no password", "whose password is locked": kept locked
+                user["locked"] = True
+            elif re.search(r"\bpassword\b", said_of_password, re.I):
                 self._password_not_stored(name)
             self.spec.users.append(user)
             self._mask(m.start(), clause_end)
@@ -494,10 +498,6 @@ class UserPhrases(LoginPhrases):
                                    "do not belong in one; add a user with sudo and a hashed password (password + "
                                    "hash_algo), or log in with SSH keys")
             self._mask(m.start(), m.end())
-
-    def _password_not_stored(self, name: str) -> None:
-        self.spec.notes.append(f"password for user {name} not stored: plain-text passwords do not belong in a "
-                               "template; set a hashed password (password + hash_algo) or use SSH keys")
 
     def _user_lists(self) -> None:
         """"two users: alice with sudo and bob without", "users alice, bob", "two users, admin and ops": several

@@ -127,6 +127,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._groups_left()  # before the users: "remove the user named ann from the wheel group" is no removal
         self._docker_without_sudo()  # before the users and the scan, which would read "without sudo" as a removal
         self._users()
+        self._locked_passwords()
         self._users_by_pronoun()
         self._users_able_to_use_docker()
         self._called()  # after the users and the image, which "called" may name as well

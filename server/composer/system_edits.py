@@ -383,6 +383,9 @@ class SystemEdit(ConfigurationEdit):
                 if request.get(key):
                     entry[key] = request[key]
                     details.append(f"{key} {request[key]}")
+            if request.get("locked"):  # no password kept: useradd leaves the account's password locked
+                taken = [k for k in ("password", "hash_algo") if entry.pop(k, None) is not None]
+                details.append("password locked" + (" (its password taken out)" if taken else ": none is set"))
             if created or details:  # a user only named ("bob cannot log in with a password") is not changed
                 verb = "added user" if created else "updated user"
                 self.changes.append(f"{verb} {name}" + (f" ({'; '.join(details)})" if details else ""))
@@ -394,7 +397,8 @@ class SystemEdit(ConfigurationEdit):
                 self.changes.append(f"note: user {name} logs in with its ssh key and has no password, so sudo will ask "
                                     f"for one it does not have: ask for passwordless sudo for {name}, or set a hashed "
                                     "password (password + hash_algo)")
-            if created and not request.get("key") and request.get("shell") != NOLOGIN_SHELL:  # a service account logs in never
+            # a service account logs in never, a locked one not with a password
+            if created and not request.get("key") and not request.get("locked") and request.get("shell") != NOLOGIN_SHELL:
                 self.changes.append(
                     f"note: user {name} has no password; set a hashed one (password + hash_algo) or log in with SSH keys"
                 )

@@ -1378,3 +1378,13 @@ def test_a_wanted_size_in_units_templates_do_not_use_compares_by_its_value() -> 
     doc = {"disk": {"size": "1024GiB"}}
     assert unmet(doc, {"size": "1TiB"}) == [] and unmet(doc, {"min_size": "1TiB"}) == []
     assert unmet(doc, {"size": "2TiB"})
+
+
+@pytest.mark.parametrize("instruction", ["lock edge's password", "edge's password should be locked"])
+def test_a_locked_password_takes_a_templates_password_out(instruction) -> None:
+    data = copy.deepcopy(UBUNTU_BASE)
+    data["systemConfig"]["users"] = [{"name": "edge", "password": "$6$salt$hash", "hash_algo": "sha512"}]
+    result = apply_instruction(data, instruction)
+    (user,) = result.data["systemConfig"]["users"]
+    assert user == {"name": "edge"} and "updated user edge (password locked (its password taken out))" in result.changes
+    assert_valid(result.data)

@@ -1868,3 +1868,25 @@ def test_a_users_numeric_id_is_said_not_applied_never_a_package_nor_a_kernel_par
 def test_a_port_software_listens_on_said_without_the_word_port_is_said_not_applied():
     spec = parse_request("ubuntu 24.04 image with nginx listening on 8443")
     assert not spec.unparsed and any(n.startswith("port 8443 not applied") for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "user"), [
+    ("user bob with no password", {"action": "add", "name": "bob", "locked": True}),
+    ("a user admin whose password is locked", {"action": "add", "name": "admin", "locked": True}),
+    ("lock bob's password", {"action": "add", "name": "bob", "existing_only": True, "locked": True}),
+    ("the user should be called admin and have sudo, and its password should be locked",
+     {"action": "add", "name": "admin", "sudo": True, "locked": True}),
+])
+def test_a_password_said_absent_or_locked_keeps_the_account_locked(text, user):
+    spec = parse_request(text)
+    assert spec.users == [user] and not spec.notes and not spec.unparsed  # no plain-text password refused
+
+
+def test_no_password_login_and_passwordless_sudo_are_no_locked_password():
+    assert not any(u.get("locked") for u in parse_request("a user deploy with no password login").users)
+    assert not any(u.get("locked") for u in parse_request("passwordless sudo for ops").users)
+
+
+def test_sudo_without_a_password_is_no_locked_password():
+    (user,) = parse_request("debian 13, admin account sysop that can sudo without a password").users
+    assert user.get("nopasswd") and not user.get("locked")

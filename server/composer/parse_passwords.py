@@ -37,7 +37,17 @@ class PasswordPhrases(ParserState):
         the users' reading, of a user this request adds or, not one of them, of the template's."""
         for m in self._each(rf"\block\s+(?:the\s+)?(?:password\s+(?:of|for)\s+(?:user\s+)?{WHO}|{WHO}(?:['’]s)?\s+password)\b"
                             rf"|\b(?:the\s+)?(?:user\s+)?{WHO}(?:['’]s)\s+password\s+{_LOCKED}\b"
-                            rf"|\b({_POSSESSIVE})\s+password\s+{_LOCKED}\b"):
+                            rf"|\b({_POSSESSIVE})\s+password\s+{_LOCKED}\b"
+                            # "users alice and bob, alice without a password": said right after a user's name
+                            r"|\b(?:with\s+no|without(?:\s+an?|\s+any)?)\s+password\b(?!\s*(?:log|auth|sudo|ssh))"):
+            if not any(m.groups()):
+                named = re.search(r"([a-z_][\w-]*)\s*$", self.said[:m.start()], re.I)
+                user = self._user_referred(named.group(1).lower()) if named else None
+                if user is None:
+                    continue  # "nginx without a password": no user of this request named before it
+                user["locked"] = True
+                self._mask(m.start(), m.end())
+                continue
             name = next(g for g in m.groups() if g).lower()
             user = self._pronoun_user() if re.fullmatch(_POSSESSIVE, name) else self._user_referred(name)
             if user is None:  # a user of the template's, changed, never created

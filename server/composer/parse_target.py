@@ -48,7 +48,7 @@ _PEER_BEFORE = re.compile(r"\b(?:to|with|from|against|into|join(?:s|ing)?|via|ov
 
 
 @functools.lru_cache(maxsize=2)
-def _target_names(caps: Capabilities) -> str:
+def target_names(caps: Capabilities) -> str:
     """An alternation of every supported family's and release's words ("rhel", "ubuntu 24.04"), built once."""
     return alternatives({w for f in caps.families.values()
                          for w in (*f.words, *(x for d in f.dists.values() for x in d.words))})
@@ -117,7 +117,7 @@ class TargetPhrases(ParserState):
             else:
                 self._mask(m.end(1), m.end())
         # "a RHEL 10 clone", "centos stream compatible": a distribution (and its release) then a word of likeness
-        names = _target_names(self.caps)
+        names = target_names(self.caps)
         for m in self._each(rf"(?<![\w-])(?:{names})(?:\s+\d+(?:\.\d+)?)?\s+({alternatives(words.likeness_words)})(?![\w-])"):
             self._mask(m.start(1), m.end(1))
 
@@ -200,7 +200,7 @@ class TargetPhrases(ParserState):
     def _unsupported(self) -> None:
         """Operating systems and architectures the composer cannot build: named, with the closest choices."""
         caps = self.caps
-        target_named = re.search(rf"(?<![\w-])(?:{_target_names(caps)})(?![\w-])", self.work, re.I) is not None
+        target_named = re.search(rf"(?<![\w-])(?:{target_names(caps)})(?![\w-])", self.work, re.I) is not None
         for phrase in sorted(caps.unsupported_os, key=len, reverse=True):
             for m in self._each(caps.unsupported_os_pattern(phrase)):
                 if target_named and _PEER_BEFORE.search(self.work[max(0, m.start() - 40):m.start()]):

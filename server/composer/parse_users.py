@@ -10,6 +10,7 @@ from ..knowledge.system_settings import user_sshd_configuration
 from .parse_logins import LoginPhrases
 from .parse_passwords import NO_PASSWORD, PasswordPhrases
 from .parse_sudo import NOPASSWD, PRONOUNS, ROLE
+from .parse_target import target_names
 from .phrasing import EDIT_VERBS, FUNCTION_WORDS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO
 from .request_spec import NOLOGIN_SHELL, REFERRED_USER
 
@@ -184,7 +185,8 @@ class UserPhrases(LoginPhrases, PasswordPhrases):
                               r"(?:(?:new|second|another)\s+)?(?:user|account)\b|\s+(?:who|that)\s+(?:(?:can|could|may"
                               r"|will|should|must)\s+|is\s+allowed\s+to\s+|needs?\s+to\s+|gets?\s+to\s+)?(?:use|uses|run"
                               r"|runs|manage|manages|access|accesses)\b"
-                              rf"(?!\s+(?:the\s+|an?\s+)?(?:(?:sudo|root|admin|su)\b|{_SHELLS}))", re.I)
+                              rf"(?!\s+(?:the\s+|an?\s+)?(?:(?:sudo|root|admin|su)\b|{_SHELLS}))"  # ... or at the image's target
+                              rf"|\s+(?:on|for|with|as|in)\s+(?:an?\s+|the\s+)?(?:{target_names(self.caps)})(?![\w-])", re.I)
         group_list_tail = re.compile(
             r"\b(?:groups?|in|into|member\s+of)\s+(?:the\s+)?[a-z_][\w-]*(?:\s*,\s*[a-z_][\w-]*)*$", re.I
         )
@@ -512,7 +514,7 @@ class UserPhrases(LoginPhrases, PasswordPhrases):
         item = (r"(?!(?:both|all|each|everyone|shell)\b)[a-z_][a-z0-9_-]*(?![\w-])"
                 r"(?!\s+(?:is|should|must|will|shall|has|gets|becomes|needs)\b)"
                 r"(?:\s*\((?:an?\s+)?(?:(?:no|without)\s+)?" + role + r"(?:\s+" + role + r")*\))?"
-                r"(?:\s+(?:with|without|no|having|as)\b(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
+                r"(?:\s+(?:with|without|no|having|as)\b(?!\s+(?:an?\s+|any\s+)?passwords?\b)(?:\s+(?:sudo|admin\w*|root|rights|access))*)?"
                 # or in a clause of its own: "alice who is an admin", "bob who is not", "carol who has no sudo"
                 + _WHO_CLAUSE)
         item = rf"(?:(?:with\s+)?(?:{NOPASSWD.pattern})|{item})"
@@ -587,8 +589,8 @@ class UserPhrases(LoginPhrases, PasswordPhrases):
             if re.match(r"\s*groups?\b|\s+as\s+(?:the\s+|a\s+|an\s+|his\s+|her\s+|their\s+)?(?:default\s+|login\s+)?"
                         r"shell\b", tail[joined.end():], re.I):
                 return end
-            if word in self.known or self.caps.group_for_word(word):
-                return joined.start()
+            if (word in self.known or self.caps.group_for_word(word)) and not re.fullmatch(ROLE, word):
+                return joined.start()  # "… and sudo" is the user's role, not the sudo package
         return end
 
     def _login_shell(self, shell: str) -> str:

@@ -1890,3 +1890,19 @@ def test_no_password_login_and_passwordless_sudo_are_no_locked_password():
 def test_sudo_without_a_password_is_no_locked_password():
     (user,) = parse_request("debian 13, admin account sysop that can sudo without a password").users
     assert user.get("nopasswd") and not user.get("locked")
+
+
+def test_a_users_clause_ends_at_the_images_target_and_keeps_its_role_joined_by_and():
+    spec = parse_request("a user kiosk that logs in automatically on a debian kiosk showing https://dash.example.com")
+    assert spec.os == "debian" and "kiosk" in spec.add_groups and [u["name"] for u in spec.users] == ["kiosk"]
+    (user,) = parse_request("a user alice with password changeme and sudo").users
+    assert user.get("sudo") is True
+    (user,) = parse_request("a user alice with zsh and sudo").users
+    assert user.get("sudo") is True and user.get("shell") == "/bin/zsh"
+    assert parse_request("a user named bob and nginx").add_packages == ["nginx"]
+
+
+def test_a_listed_user_without_a_password_is_locked_not_without_sudo():
+    alice, bob = parse_request("el10 with users alice and bob, alice without a password").users
+    assert alice == {"action": "add", "name": "alice", "locked": True} and bob == {"action": "add", "name": "bob"}
+    assert [u.get("sudo") for u in parse_request("two users: alice with sudo and bob without").users] == [True, False]

@@ -123,10 +123,13 @@ def removed_by_last_edit(conv: Conversation) -> list[str]:
     last, before = conv.current, undo_target(conv, 1)
     if last is None or before is None:
         return []
-    old, new = (_current_data(r.yaml) for r in (conv.revision(before), last))
-    have = {str(p) for p in ((new or {}).get("systemConfig") or {}).get("packages") or []} if isinstance(new, dict) else set()
-    listed = ((old or {}).get("systemConfig") or {}).get("packages") or [] if isinstance(old, dict) else []
-    return [str(p) for p in listed if str(p) not in have]
+    def packages(yaml_text: str | None) -> list[str]:
+        data = _current_data(yaml_text)
+        system = data.get("systemConfig") if isinstance(data, dict) else None
+        return [str(p) for p in (system.get("packages") or [])] if isinstance(system, dict) else []
+
+    have = set(packages(last.yaml))
+    return [p for p in packages(conv.revision(before).yaml) if p not in have]
 
 
 # A question about the conversation itself, not the template ("what changed since the beginning?").

@@ -345,7 +345,6 @@ class DiskPhrases(PartitionListPhrases):
         self._lone_filesystems()
         self._supported_filesystems()
 
-
     def _more_disks(self) -> None:
         """"an extra 10GB data disk", "add a second 20G drive", "two disks": a disk beside the image's own. A template
         describes one disk, so data's becomes a partition on it (said); any other is not written, and its size is
@@ -363,6 +362,7 @@ class DiskPhrases(PartitionListPhrases):
                 self.spec.unsupported.append(f"{said}: a template describes one disk; say a partition on it instead "
                                              "(e.g. 'a 20G /data partition')")
             self._mask(m.start(), m.end())
+
     def _its_data(self) -> None:
         """"also mariadb, and put its data on a 50G partition", "postgres 16, data on its own 100G partition": the
         data of the software named last before it that has a place of its own (request_words.yaml software_mounts),

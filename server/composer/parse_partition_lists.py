@@ -55,9 +55,9 @@ class PartitionListPhrases(ParserState):
 
     def _data_shares_a_sized_disk(self) -> None:
         """"a 200G disk and a separate /data partition", "500GB disk, postgres data on its own partition": a place
-        for data with no size of its own, on a disk whose size the request names, takes the rest of the disk beside
-        root (each half of it, as any partition said to fill the rest does) rather than a default gigabyte. Places
-        of logs, temporary files and boot keep the default: their size is no share of the data."""
+        for data with no size of its own, on a disk whose size the request names, takes the rest of the disk (root
+        keeping the template's size, Layout.add) rather than a default gigabyte. Places of logs, temporary files and
+        boot keep the default: their size is no share of the data."""
         spec = self.spec
         unsized = [p for p in spec.partitions if p.get("action") == "add" and not p.get("size") and not p.get("fill")]
         if spec.disk_size and len(unsized) == 1 and not any(p.get("fill") for p in spec.partitions) and not (

@@ -11,8 +11,10 @@ from .phrasing import WHO, ParserState
 
 # Said in a user's own clause ("with no password", "whose password is locked"); "no password login" and
 # "passwordless sudo" say something else (their own readings).
+# A password said absent, never of a way in ("no password login", "no password auth") nor of sudo's
+_ABSENT = r"(?:no|without(?:\s+an?|\s+any)?)\s+password\b(?!\s*(?:-\s*)?(?:log|auth|sudo|ssh))"
 NO_PASSWORD = re.compile(
-    r"\b(?:no|without(?:\s+a|\s+any)?)\s+password\b(?!\s*(?:-\s*)?(?:log\s*-?\s*ins?|logins?|auth\w*|sudo|ssh))"
+    rf"\b{_ABSENT}"
     r"|\bpassword\s+(?:is\s+|should\s+be\s+|must\s+be\s+|stays\s+|to\s+be\s+)?(?:locked|disabled|empty|unset)\b"
     r"|\blocked\s+password\b", re.I)
 _LOCKED = r"(?:should|must|will|needs?\s+to)?\s*(?:be|stay|is|are)?\s*(?:locked|disabled)"
@@ -39,7 +41,7 @@ class PasswordPhrases(ParserState):
                             rf"|\b(?:the\s+)?(?:user\s+)?{WHO}(?:['’]s)\s+password\s+{_LOCKED}\b"
                             rf"|\b({_POSSESSIVE})\s+password\s+{_LOCKED}\b"
                             # "users alice and bob, alice without a password": said right after a user's name
-                            r"|\b(?:with\s+no|without(?:\s+an?|\s+any)?)\s+password\b(?!\s*(?:log|auth|sudo|ssh))"):
+                            rf"|\b(?:with\s+(?=no\b)|(?=without\b)){_ABSENT}"):
             if not any(m.groups()):
                 named = re.search(r"([a-z_][\w-]*)\s*$", self.said[:m.start()], re.I)
                 user = self._user_referred(named.group(1).lower()) if named else None

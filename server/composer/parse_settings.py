@@ -131,7 +131,8 @@ class SettingPhrases(KernelModulePhrases):
         written = any(c.get("setting") == setting.writes_as and not c.get("remove") for c in self.spec.configurations)
         # "keys only, no passwords" said twice; "sshd hardened: no root login, no passwords", "ssh with passwords
         # disabled": the way in, in a sentence about ssh (a singular "no password" is rather a user's)
-        for m in self._each(rf"\b{NO}\s+(?:an?\s+)?{(ways := PASSWORDS if written else WAYS_IN)}\b|\b{ways}\s+{OFF_AFTER}\b"):
+        ways = PASSWORDS if written else WAYS_IN
+        for m in self._each(rf"\b{NO}\s+(?:an?\s+)?{ways}\b|\b{ways}\s+{OFF_AFTER}\b"):
             if self._about_ssh(m):
                 if not written:
                     self._write(setting, setting.value)

@@ -78,8 +78,7 @@ class TargetPhrases(ParserState):
             word = m.group(1).lower()
             if (word in vocabulary or word in parts or word in STOPWORDS or word in ADD_WORDS
                     or word in REMOVE_WORDS or word in self.english or self._release_code(word)
-                    or word in firewall_services()  # a protocol's name ("https") is no slip of a package's (httpd)
-                    or word[:-1] in firewall_services() and word.endswith("d")):  # nor its daemon's ("snmpd")
+                    or word in firewall_services()):  # a protocol's name ("https") is no slip of a package's (httpd)
                 continue
             if _PARTICLE.match(self.work, m.end()):  # "turned off", "locked down": a phrasal verb, English
                 continue

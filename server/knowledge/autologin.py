@@ -19,9 +19,10 @@ class LoginFile:
 
     def command(self, user: str) -> str:
         """The configuration command writing this file for ``user`` (its directory made first)."""
-        body = self.text.format(user=user).replace("%", "%%")
+        # printf's format: a literal % doubled, each line's end written as the \n escape printf reads
+        body = self.text.format(user=user).replace("%", "%%").replace("\n", "\\n")
         directory = self.path.rsplit("/", 1)[0]
-        return f"mkdir -p {directory} && printf {shlex.quote(body.replace(chr(10), chr(92) + 'n'))} > {self.path}"
+        return f"mkdir -p {directory} && printf {shlex.quote(body)} > {self.path}"
 
 
 @dataclass(frozen=True)

@@ -79,13 +79,13 @@ def misspelling_of(word: str, vocabulary: Collection[str]) -> str | None:
 
 # QWERTY's rows: a key slips onto those beside it in its row and in the rows above and below
 _ROWS = ("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm")
+_KEYS = {ch: (r, c) for r, row in enumerate(_ROWS) for c, ch in enumerate(row)}
 
 
 def _neighbours(a: str, b: str) -> bool:
-    where = {ch: (r, c) for r, row in enumerate(_ROWS) for c, ch in enumerate(row)}
-    if a not in where or b not in where:
+    if a not in _KEYS or b not in _KEYS:
         return False
-    (ra, ca), (rb, cb) = where[a], where[b]
+    (ra, ca), (rb, cb) = _KEYS[a], _KEYS[b]
     return abs(ra - rb) <= 1 and abs(ca - cb) <= 1 + (ra != rb)  # rows are staggered by about half a key
 
 

@@ -107,6 +107,10 @@ class FirewallPhrases(ParserState):
                             rf"|\b(?:allow|allowing|permit|permitting)\s+(?:only\s+)?(?:inbound\s+|incoming\s+)?(?:the\s+)?"
                             rf"(?:{protocols})(?:\s*(?:,|/|\band\b)\s*(?:{protocols}))*(?:\s+(?:traffic|access|ports?))?\b"
                             rf"|\b(?:only\s+)?{ports}\s+(?:open|opened|allowed|exposed|reachable|forwarded)\b{through}"
+                            # numbers with "open" or "allowed" after them are ports: "80 and 443 open", "only udp
+                            # 51820 allowed in", "51820/udp allowed"
+                            rf"|\b(?:only\s+)?(?:(?:tcp|udp)\s+)?{bare}\s+(?:open|opened|allowed|exposed)\b"
+                            rf"(?:\s+in\b(?!\s+the\b))?{through}"
                             # "let https in", "let ports 80 and 443 through", "let in ssh": a firewall's verb
                             rf"|\blet\s+(?:the\s+)?(?:{ports}|{named}(?:\s+traffic)?)\s+(?:in|through|thru)\b{through}"
                             rf"|\blet\s+(?:in|through)\s+(?:the\s+)?(?:{ports}|{named}(?:\s+traffic)?)(?![\w-]){through}"):
@@ -149,6 +153,10 @@ class FirewallPhrases(ParserState):
         for m in re.finditer(rf"(?<![\w-])(?:{traffic})(?![\w-])", said, re.I):
             self.spec.open_ports += [p for p in firewall_traffic()[module_key(m.group(0))] if p not in self.spec.open_ports]
         if re.search(r"\bonly\b", said, re.I):
+            # "only udp 51820 allowed in": the rest is blocked by a firewall, wanted when none is named
+            if "firewall" in self.caps.groups and not re.search(r"\b(?:firewall|firewalld|ufw|nftables|iptables)\b",
+                                                                 self.said, re.I):
+                self.spec.add_groups.append("firewall")
             self.spec.notes.append("only the ports named: not enforced, the firewall's own default stays as it is "
                                    "(what its default zone or policy already lets in)")
 

@@ -19,6 +19,7 @@ from ..knowledge.static_network import (
     replaces,
     wired_match,
 )
+from ..knowledge.system_settings import load_settings
 from .parse_schedules import UNDO
 from .phrasing import ParserState
 
@@ -66,6 +67,7 @@ class NetworkPhrases(ParserState):
     """Static addresses, gateways and a return to DHCP, written as configuration commands."""
 
     def _network(self) -> None:
+        self._interfaces_not_written()
         self._back_to_dhcp()
         for m in self._each(rf"(?:\b(?:static\s+)?ipv6\s+(?:address\s+)?(?:of\s+|is\s+|[:=]\s*)?)?{_IPV6}"
                             rf"(?:\s+(?:on|for)\s+{_INTERFACE})?"):
@@ -117,6 +119,22 @@ class NetworkPhrases(ParserState):
             if not written:
                 self.spec.unparsed.append(f"{' '.join(m.group(0).split())}: no address said ({_EXAMPLE})")
             self._mask(m.start(), m.end())
+
+    def _interfaces_not_written(self) -> None:
+        """"br0 bridge on eth0", "mtu 9000 on eth0", "jumbo frames": an interface's make and settings, which the
+        composer does not write, reported whole with system_settings.yaml's reason (the interface names had been
+        read as packages)."""
+        on = rf"(?:\s+(?:on|over|for|to|with|using|across)\s+(?:the\s+)?(?:interface\s+|nic\s+)?{_INTERFACE})?"
+        bridge = r"(?:br|virbr|bridge)\d+"
+        said = {"network interfaces": rf"(?:\b{bridge}\s+)?(?:\bnetwork\s+)?\bbridge[ds]?\s+"
+                                      rf"(?:on|over|with|to|using|of|for|across)\s+(?:the\s+)?(?:interface\s+|nic\s+)?"
+                                      rf"{_INTERFACE}|\b{bridge}\s+(?:network\s+)?bridge\b{on}"
+                                      rf"|(?:\bnetwork\s+)?\bbridge\s+{bridge}\b{on}",
+                "interface mtu": rf"\b(?:mtu|jumbo\s+frames?)(?:\s+(?:of|to|at|is)|\s*[=:])?(?:\s*\d{{3,5}})?(?:\s+bytes)?{on}"}
+        for setting, pattern in said.items():
+            for m in self._each(pattern):
+                self.spec.unparsed.append(f"{' '.join(m.group(0).split())} ({load_settings()[setting].reason})")
+                self._mask(m.start(), m.end())
 
     def _hosts_of_network(self, addresses: list[_Said], gateways: list[str]) -> None:
         """"put it on the 10.20.30.0/24 network as .15 with the router at .1": a host said by its last part, in

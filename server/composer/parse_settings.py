@@ -28,7 +28,7 @@ from .durations import DURATION, time_span
 from .parse_kernel_modules import KernelModulePhrases
 from .parse_schedules import UNDO
 from .phrasing import STOPWORDS, alternatives
-from .ssh_words import KEYS_ONLY, NO, PASSWORDS, SSH, WAYS_IN
+from .ssh_words import KEY_AUTH, KEYS_ONLY, NO, PASSWORDS, SSH, WAYS_IN
 from .switch_words import ARTICLE, MODAL, OFF, OFF_AFTER, ON, ON_AFTER
 
 # Rights given to someone right before a setting's words ("give alice root access", "grant ops full root access").
@@ -165,6 +165,14 @@ class SettingPhrases(KernelModulePhrases):
             self._write(setting, setting.value)
             if re.search(rf"\b{SSH}\b", m.group(0), re.I) and "ssh" in self.caps.groups:
                 self.spec.add_groups.append("ssh")  # named: asked for, as "ssh" alone would be
+        for m in self._each(KEY_AUTH):
+            sentence = re.split(r"[.;!?\n]", self.said[:m.start()])[-1] + re.split(r"[.;!?\n]", self.said[m.start():])[0]
+            self._mask(m.start(), m.end())
+            if re.search(r"\bpass(?:word|wd)s?\b", sentence, re.I) and not re.search(rf"\b{NO}\s+(?:an?\s+)?{PASSWORDS}",
+                                                                                  sentence, re.I):
+                self.spec.notes.append("key authentication beside passwords is sshd's default: nothing is written for it")
+            else:
+                self._write(setting, setting.value)
 
     def _no_root(self) -> None:
         """"ssh keys only, no root, auditd": "no root" as an item of a list about ssh is root login off."""

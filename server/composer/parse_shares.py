@@ -54,12 +54,21 @@ class SharePhrases(ParserState):
                 rf"\b{_PROTOCOL}\s+(?:share|export)d?{_NAMED}\s+(?:of|for|at|on|from)\s+{_FOLDER}{_PATH}"):
             for m in self._each(pattern + _TAIL):
                 self._share(m)
+        # "samba with a share called public": a share named without its folder is served from /srv/<name>, said
+        # (it had been read as the machine's name)
+        for m in self._each(rf"\b{_PROTOCOL}\s+(?:with\s+)?(?:an?\s+|one\s+)?(?:share|export)d?\s+(?:named|called)\s+"
+                            rf"[\"'`]?(?P<name>[a-z0-9][\w-]*)[\"'`]?(?!\s*(?:of|for|at|on|from)\s+(?:the\s+)?"
+                            rf"(?:(?:folder|directory|dir)\s+)?/)" + _TAIL):
+            self._share(m)
 
     def _share(self, m: re.Match[str]) -> None:
         if re.search(rf"(?:\b{UNDO}|\bmount(?:s|ed|ing)?)\s+(?:the\s+|that\s+|any\s+|an?\s+|my\s+|our\s+)?$",
                      self.work[:m.start()], re.I):
             return  # "remove the nfs share at /home", "mounts an nfs share at /mnt": another machine's (the mounts')
-        path = m.group("path")
+        path = m.groupdict().get("path") or f"/srv/{m.group('name')}"
+        if not m.groupdict().get("path"):
+            self.spec.notes.append(f"share {m.group('name')!r} served from {path}, as no folder was named (say "
+                                   "'a samba share named media at /srv/media' for another)")
         self._mask(m.start(), m.end())
         if _SYSTEM.fullmatch(path):
             self.spec.unsupported.append(f"sharing {path}: the system's own files are never served to other machines; "

@@ -17,6 +17,7 @@ from ..knowledge.loader import load_capabilities
 from .parse_artifacts import ArtifactPhrases
 from .parse_disk import DiskPhrases
 from .parse_firewall import FirewallPhrases
+from .parse_hostname import HostNamePhrases
 from .parse_keys import KeyPhrases
 from .parse_logging import LoggingPhrases
 from .parse_network import NetworkPhrases
@@ -94,7 +95,7 @@ def parse_request(text: str, *, known_packages: Iterable[str] = (), english: Col
     return spec
 
 
-class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrases, UserPhrases, SettingPhrases, SizePhrases,
+class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases, FirewallPhrases, SystemPhrases, HostNamePhrases, UserPhrases, SettingPhrases, SizePhrases,
               DiskPhrases, ArtifactPhrases, TargetPhrases, TextPhrases, PackagePhrases, KeyPhrases, UserIdPhrases):
     def run(self) -> None:
         # Order matters: shaped facets first (they contain words that would otherwise read
@@ -120,6 +121,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._boot_services()
         self._named_things()  # before the host name, which a thing's name is not
         self._hostname()
+        self._mdns_name()  # after the host name, which may be said with .local
         self._name()
         self._adverbs_of_triggers()
         self._spaced_names()

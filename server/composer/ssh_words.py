@@ -8,7 +8,7 @@ from __future__ import annotations
 SSH = r"(?:ssh|sshd|openssh|secure\s+shell)"
 SSH_ACCESS = r"(?:[\s-]+(?:logins?|log-?ins?|access|connections?|auth(?:entication)?|server))?"
 KEY = (r"(?:(?:ssh|public|authorized|rsa|ed25519)[\s-]+)?(?:keys?|pubkeys?|key[\s-]?pairs?|certificates?)"
-       r"(?:[\s-]+(?:based|auth(?:entication)?|logins?|access))?")
+       r"(?:[\s-]+(?:based|auth(?:entication)?|logins?|access)){0,2}")
 ONLY = r"(?:only|exclusively|alone)"
 KEY_PREP = r"(?:with|by|via|using|through|from)\s+(?:(?:an?|the|my|our|their)\s+)?"
 PASSWORDS = r"(?:password[\s-]+(?:auth(?:entication)?|logins?)|passwords?|passwd)"
@@ -27,7 +27,12 @@ KEYS_ONLY = (
     # only (by) keys, "ssh only accepts keys"
     rf"|\b{ONLY}\s+(?:(?:allow|permit|accept|take)s?\s+)?(?:{KEY_PREP})?{KEY}\b(?:\s+{SSH}{SSH_ACCESS}\b)?"
     rf"|\b(?:password[\s-]?less|password[\s-]free)\s+{SSH}{SSH_ACCESS}\b"  # passwordless ssh
+
     rf"|\b{SSH}{SSH_ACCESS}\s+(?:(?:with|and|but)\s+)?(?:{NO}|no)\s+(?:an?\s+)?{PASSWORDS}\b"  # ssh without passwords
     rf"|\b{NO}\s+(?:an?\s+)?{PASSWORDS}(?:\s+(?:over|via|for|on|through|in))?\s+{SSH}{SSH_ACCESS}\b"  # no password ssh
     rf")"
 )
+
+# "key auth", "public key authentication", "key-based login" without "only": the way in named is the keys (a jump
+# host's "ssh only, key auth"), unless passwords are let in beside them ("password and key auth")
+KEY_AUTH = r"\b(?:(?:ssh|public)[\s-]+)?(?:keys?|pubkeys?)[\s-]+(?:based[\s-]+)?(?:auth(?:entication)?|logins?)\b"

@@ -1,0 +1,123 @@
+"""Kinds of words read as one class each: names given to things that are not the machine, .local names, ports said
+before their verb, ways into sshd named without "only", interfaces' makes and settings, password policy."""
+
+from __future__ import annotations
+
+import pytest
+from image_composer_mcp.server.composer.request_parser import parse_request
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("nginx with a site called blog", "site"), ("postgres with a database called app", "database"),
+    ("el10 with a zfs pool named tank", "pool"), ("debian with an lvm volume group called vg0", "volume group"),
+    ("add a group called devs", "group"), ("a k8s cluster named prod", "cluster"),
+])
+def test_a_thing_named_that_is_no_machine_never_names_the_host_and_is_said(text, kind):
+    spec = parse_request(text)
+    assert spec.hostname is None
+    said = [u for u in spec.unparsed if u.startswith(f"{kind} '")]
+    assert said and "not written" in said[0]
+
+
+def test_the_machine_named_beside_a_named_thing_keeps_its_name():
+    spec = parse_request("a box called gw-1 with a site named blog")
+    assert spec.hostname == "gw-1" and any(u.startswith("site 'blog'") for u in spec.unparsed)
+
+
+@pytest.mark.parametrize(("text", "path"), [
+    ("samba with a share called public, 1TB disk", "/srv/public"),
+    ("an nfs export named data, read-only, to 10.0.0.0/24", "/srv/data"),
+])
+def test_a_share_named_without_its_folder_is_served_from_srv_and_said(text, path):
+    spec = parse_request(text)
+    assert spec.hostname is None
+    (share,) = spec.configurations
+    assert f"mkdir -p '{path}'" in share["cmd"]
+    assert any(n.startswith("share ") and f"served from {path}" in n for n in spec.notes)
+
+
+def test_a_share_named_with_its_folder_says_nothing_of_srv():
+    spec = parse_request("samba share called public at /srv/media")
+    assert "/srv/media" in spec.configurations[0]["cmd"] and not any("served from" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "host"), [
+    ("debian 13 with ssh and avahi so it shows up as edge-cam.local", "edge-cam"),
+    ("ubuntu with hostname cam-2.local", "cam-2"), ("ubuntu reachable at printer.local", "printer"),
+])
+def test_a_dot_local_name_is_the_host_name_avahi_publishes(text, host):
+    spec = parse_request(text)
+    assert spec.hostname == host and not spec.unparsed
+    assert "avahi" in spec.add_packages  # named, or added (and said) when the request did not name it
+    assert any("mDNS" in n for n in spec.notes) == ("avahi" not in text)
+
+
+@pytest.mark.parametrize("text", ["join the search domain corp.local", "install it to /usr/local", "mail to ops@corp.local"])
+def test_a_local_domain_a_path_or_an_address_is_no_host_name(text):
+    spec = parse_request(text)
+    assert spec.hostname is None and "avahi" not in spec.add_packages
+
+
+def test_a_second_dot_local_name_beside_the_host_name_is_said_not_taken():
+    spec = parse_request("ubuntu, hostname gw-1, reachable as cam.local")
+    assert spec.hostname == "gw-1" and any(u.startswith("cam.local (avahi publishes") for u in spec.unparsed)
+
+
+@pytest.mark.parametrize(("text", "opened"), [
+    ("elxr 12 wireguard endpoint, only udp 51820 allowed in", ["51820/udp"]),
+    ("debian with 80 and 443 open", ["80/tcp", "443/tcp"]),
+    ("debian, 51820/udp allowed in", ["51820/udp"]), ("tcp 8080 exposed", ["8080/tcp"]),
+])
+def test_numbers_before_open_or_allowed_are_ports(text, opened):
+    spec = parse_request(text)
+    assert spec.open_ports == opened and not [u for u in spec.unparsed if any(p.split("/")[0] in u for p in opened)]
+
+
+def test_a_count_before_open_is_no_port():
+    assert parse_request("keep 2 slots open").open_ports == []
+
+
+@pytest.mark.parametrize("text", ["ubuntu jump host: ssh only, key auth, fail2ban", "ssh with public key authentication",
+                                  "ssh with key-based authentication only", "ssh with key auth, no passwords"])
+def test_keys_named_as_the_way_in_refuse_passwords(text):
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == ["key-only ssh on"] and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["key auth plus password login for ssh", "ssh allowing both key authentication and passwords"])
+def test_keys_beside_passwords_refuse_nothing_and_say_so(text):
+    spec = parse_request(text)
+    assert not [c for c in spec.configurations if c.get("label") == "key-only ssh on"]
+    assert any(n.startswith("key authentication beside passwords") for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("ubuntu 26.04 with kvm and libvirt, br0 bridge on eth0", "br0 bridge on eth0 (network interfaces"),
+    ("a bridge br0 over enp3s0", "bridge br0 over enp3s0 (network interfaces"),
+    ("ubuntu 24.04, disable ipv6, set mtu 9000 on eth0", "mtu 9000 on eth0 (an interface's MTU"),
+    ("enable jumbo frames", "jumbo frames (an interface's MTU"),
+])
+def test_an_interfaces_make_or_mtu_is_said_whole_and_its_names_are_no_packages(text, said):
+    spec = parse_request(text)
+    assert any(u.startswith(said) for u in spec.unparsed)
+    assert not {"br0", "eth0", "enp3s0", "bridge-utils"} & set(spec.add_packages)
+
+
+@pytest.mark.parametrize(("text", "length"), [("el10 hardened: auditd, password min length 14", 14),
+                                              ("debian with a minimum password length of 12", 12)])
+def test_a_password_length_is_pwqualitys_minlen(text, length):
+    (entry,) = [c for c in parse_request(text).configurations if c["setting"] == "password length"]
+    assert f"minlen = {length}" in entry["cmd"] and entry["packages"] == ["libpam-pwquality"]
+
+
+def test_a_camera_alone_is_no_ai_purpose():
+    assert "ai" not in parse_request("debian 13 for an arm64 camera board").use_cases
+    assert "ai" in parse_request("ubuntu for smart camera analytics").use_cases
+
+
+@pytest.mark.parametrize(("text", "wanted"), [("elxr 12 wireguard endpoint, only udp 51820 allowed in", True),
+                                              ("debian 13, only 80 and 443 open", True),
+                                              ("ubuntu 24.04 with ufw allowing only 22", False),
+                                              ("debian 13 with 80 and 443 open", False)])
+def test_only_the_ports_named_wants_a_firewall_unless_one_is_named(text, wanted):
+    assert ("firewall" in parse_request(text).add_groups) is wanted

@@ -132,6 +132,51 @@ def removed_by_last_edit(conv: Conversation) -> list[str]:
     return [p for p in packages(conv.revision(before).yaml) if p not in have]
 
 
+# What the last edit added, taken out again by a pronoun ("remove that kernel argument", "drop those packages")
+_THAT = re.compile(r"\b(?:remove|drop|delete|take\s+out|get\s+rid\s+of|lose|undo|revert)\s+(?:that|those|this|these|"
+                   r"the\s+(?:last|new|newly\s+added))\s+(?:(kernel\s+(?:argument|arg|parameter|param|option|flag)s?|"
+                   r"(?:boot\s+|cmdline\s+)?(?:argument|parameter|option|flag)s?)|(packages?|software|tools?)|(users?|accounts?))\b",
+                   re.I)
+
+
+def added_by_last_edit(conv: Conversation, kind: str) -> list[str]:
+    """What of ``kind`` ("cmdline", "packages", "users") the conversation's last edit added, in template order."""
+    last, before = conv.current, undo_target(conv, 1)
+    if last is None or before is None:
+        return []
+
+    def items(yaml_text: str | None) -> list[str]:
+        data = _current_data(yaml_text)
+        system = data.get("systemConfig") if isinstance(data, dict) else None
+        if not isinstance(system, dict):
+            return []
+        if kind == "cmdline":
+            return str((system.get("kernel") or {}).get("cmdline") or "").split()
+        if kind == "users":
+            return [str(u.get("name")) for u in system.get("users") or [] if isinstance(u, dict)]
+        return [str(p) for p in (system.get("packages") or [])]
+
+    had = set(items(conv.revision(before).yaml))
+    return [i for i in items(last.yaml) if i not in had]
+
+
+def that_of_last_edit(conv: Conversation, m: re.Match[str], spec: RequestSpec) -> None:
+    """``spec`` takes out what the last edit added of the kind ``m`` (a _THAT match) names, and says so."""
+    kind = "cmdline" if m.group(1) else "packages" if m.group(2) else "users"
+    items = added_by_last_edit(conv, kind)
+    words = {"cmdline": "kernel arguments", "packages": "packages", "users": "users"}[kind]
+    if not items:
+        spec.notes.append(f"'{m.group(0)}' not applied: the last edit added no {words}")
+        return
+    if kind == "cmdline":
+        spec.kernel_cmdline_remove += items
+    elif kind == "packages":
+        spec.remove_packages += items
+    else:
+        spec.users += [{"action": "remove", "name": name} for name in items]
+    spec.notes.append(f"read as the {words} the last edit added: {', '.join(items)}")
+
+
 # A question about the conversation itself, not the template ("what changed since the beginning?").
 _HISTORY = re.compile(r"\bwhat\s+(?:has\s+|have\s+)?changed\b|\bwhat\s+(?:did|have)\s+(?:you|we)\s+(?:change|changed|done|do)\b"
                       r"|\bwhat\s+(?:you|we)(?:'ve|\s+have)?\s+(?:changed|done|edited)\b"
@@ -324,7 +369,13 @@ class Refiner:
                                grounded_on, "offline", 0, answer, mode="question", answer=answer)
 
         await report_progress(progress, 1, "applying the change")
-        spec = await anyio.to_thread.run_sync(self._understand_instruction, instruction, data)
+        that = _THAT.search(instruction) if base is current else None
+        # the pronoun's phrase is read here, the rest as any instruction ("remove that kernel argument" had been "no
+        # argument", not understood)
+        said = instruction[:that.start()] + " " * len(that.group(0)) + instruction[that.end():] if that else instruction
+        spec = await anyio.to_thread.run_sync(self._understand_instruction, said, data)
+        if that:
+            that_of_last_edit(conv, that, spec)
         if spec.is_empty() and _BACK.search(instruction) and base is current:
             spec.add_packages = removed_by_last_edit(conv)
             spec.notes.append(f"read as what the last edit removed: {', '.join(spec.add_packages)}" if spec.add_packages

@@ -37,8 +37,10 @@ class ArtifactPhrases(ParserState):
                                              f"closest supported: {', '.join(compressions)}")
             self._mask(m.start(), m.end())
         for m in self._each(
-            rf"\b({names})\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+)?({names})\b"
-            rf"|\breplace\s+(?:the\s+)?({names})\s+(?:artifact\s+|output\s+)?(?:with|by)\s+({names})\b"
+            # the raw disk is an artifact to replace as well ("a qcow2 instead of raw"), though no format to add alone
+            rf"\b({names})\s+(?:instead\s+of|rather\s+than|in\s+place\s+of)\s+(?:the\s+|a\s+)?({names}|raw)\b"
+            rf"(?:\s+(?:image|disk|file|artifact|output))?"
+            rf"|\breplace\s+(?:the\s+)?({names}|raw)\s+(?:image\s+|disk\s+|artifact\s+|output\s+)?(?:with|by)\s+(?:an?\s+)?({names})\b"
         ):
             new, old = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
             self.spec.artifacts.append(new.lower())

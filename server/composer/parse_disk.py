@@ -474,8 +474,9 @@ class DiskPhrases(PartitionListPhrases):
     def _disk_size(self) -> None:
         spec = self.spec
         delta = self._each(
-            rf"\b(increase|grow|expand|enlarge|extend|bump|raise|boost|decrease|shrink|reduce|lower|cut|trim)\s+(?:the\s+)?(?:disk|image|drive)"
-            rf"(?:\s+size)?\s+by\s+{_SIZE}"
+            # "bump the disk up by 10G", "grow it by 5 gigs": a particle of direction may stand before "by"
+            rf"\b(increase|grow|expand|enlarge|extend|bump|raise|boost|decrease|shrink|reduce|lower|cut|trim)(?:\s+(?:up|down))?\s+"
+            rf"(?:it|(?:the\s+)?(?:disk|image|drive)(?:\s+size)?)\s+(?:up\s+|down\s+)?by\s+{_SIZE}"
         )
         for m in delta:
             sign = "-" if m.group(1).lower() in ("decrease", "shrink", "reduce", "lower", "cut", "trim") else "+"

@@ -9,7 +9,7 @@ import re
 
 from ..knowledge.request_words import load_request_words
 from ..knowledge.sizes import CASUAL_SIZE, UNIT_WORDS, casual_mib, fmt_size, template_mib
-from .partition_words import mount_point
+from .partition_words import DATA_NOUNS, mount_point
 from .phrasing import ParserState, alternatives
 
 _SIZE = CASUAL_SIZE
@@ -39,10 +39,27 @@ class SizePhrases(ParserState):
     """Changes of the disk's or a partition's size."""
 
     def _size_changes(self) -> None:
+        self._software_data_sizes()
         self._disk_partitions()
         self._sizes_of_them()
         self._partition_size_changes()
         self._disk_size_changes()
+
+    def _software_data_sizes(self) -> None:
+        """"150G for the postgres data", "docker storage 80G": a size said for software's data is its partition's
+        (request_words.yaml software_mounts), never the disk's; the software's word stays for the package reading."""
+        software = rf"({alternatives(load_request_words().software_mounts)})(?:'s)?\s+{DATA_NOUNS}\b"
+        for m in self._each(rf"(?<![\w.]){_SIZE}\s+(?:(?:of\s+)?(?:storage|space|room)\s+)?(?:for|to)\s+(?:the\s+|its\s+)?"
+                            rf"{software}|(?<![\w/-]){software}\s+(?:gets\s+|of\s+|=\s*|:\s*)?{_SIZE}(?![\w/])"):
+            number, unit, word = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(5), m.group(6), m.group(4))
+            amount = _amount(number, unit)
+            if not amount:
+                continue
+            self.spec.partitions.append({"action": "add", "mountPoint": mount_point(f"{word} data"), "size": amount,
+                                         "fsType": None, "fill": False})
+            start = m.start(3) if m.group(1) else m.start(4)
+            self._mask(m.start(), start)
+            self._mask(start + len(word), m.end())
 
     def _disk_partitions(self) -> None:
         """"a dedicated 50G disk partition at /var/lib/mysql": a disk's partition is a partition, never the disk

@@ -357,6 +357,23 @@ async def test_software_the_last_edit_removed_is_put_back_by_pronoun(offline_cli
     assert again["revision"] == 3 and "the last edit removed no package" in again["explanation"]
 
 
+async def test_what_the_last_edit_added_is_taken_out_by_pronoun(offline_client):
+    cid = (await _generate(offline_client, "el10 minimal image"))["conversation_id"]
+
+    async def refine(instruction: str) -> dict[str, Any]:
+        return _data(await offline_client.call_tool("refine_template", {"conversation_id": cid, "instruction": instruction}))
+
+    await refine("add the kernel argument audit=1")
+    out = await refine("actually remove that kernel argument")
+    assert "audit=1" not in load_mapping(out["yaml"]).data["systemConfig"]["kernel"]["cmdline"]
+    assert "read as the kernel arguments the last edit added: audit=1" in out["explanation"]
+    await refine("add htop and iotop")
+    out = await refine("drop those packages")
+    assert not {"htop", "iotop"} & set(load_mapping(out["yaml"]).data["systemConfig"]["packages"])
+    kept = await refine("remove those packages")  # the last edit added none: nothing else is taken
+    assert kept["revision"] == out["revision"] and "the last edit added no packages" in kept["explanation"]
+
+
 async def test_an_undo_takes_back_as_many_edits_as_it_says(library_cache):
     app = make_app(library_cache)
     async with Client(app) as c:

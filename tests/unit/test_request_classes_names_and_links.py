@@ -121,3 +121,26 @@ def test_a_camera_alone_is_no_ai_purpose():
                                               ("debian 13 with 80 and 443 open", False)])
 def test_only_the_ports_named_wants_a_firewall_unless_one_is_named(text, wanted):
     assert ("firewall" in parse_request(text).add_groups) is wanted
+
+
+@pytest.mark.parametrize(("text", "delta"), [("bump the disk up by 10G", "+10GiB"), ("grow it by 5 gigs", "+5GiB"),
+                                             ("bump up the disk by 10G", "+10GiB"), ("shrink it down by 2G", "-2GiB")])
+def test_a_disk_grown_by_an_amount_with_a_particle_is_a_change_never_the_size(text, delta):
+    spec = parse_request(text)
+    assert spec.disk_size_delta == delta and spec.disk_size is None
+
+
+@pytest.mark.parametrize(("text", "mount"), [("150G for the postgres data actually", "/var/lib/postgresql"),
+                                             ("postgres data 150G", "/var/lib/postgresql"),
+                                             ("debian with docker, docker storage 150G", "/var/lib/docker")])
+def test_a_size_for_softwares_data_is_its_partitions_never_the_disks(text, mount):
+    spec = parse_request(text)
+    assert spec.disk_size is None
+    assert [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, "150GiB")]
+
+
+@pytest.mark.parametrize("text", ["make it a qcow2 instead of raw", "qcow2 instead of the raw image",
+                                  "replace the raw disk with a qcow2"])
+def test_a_format_instead_of_raw_replaces_the_raw_artifact(text):
+    spec = parse_request(text)
+    assert spec.artifacts == ["qcow2"] and spec.remove_artifacts == ["raw"]

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import re
 
-from ..knowledge.system_settings import Setting, timer_command, update_reboot_configuration
+from ..knowledge.system_settings import (
+    Setting,
+    boot_service_command,
+    timer_command,
+    update_reboot_configuration,
+)
 from .phrasing import ParserState
 from .schedules import CALENDAR_ADJECTIVES, SCHEDULE, TIME, Calendar, calendar
 
@@ -55,6 +60,7 @@ class SchedulePhrases(ParserState):
         /opt/sync.sh every sunday at 4"): a systemd timer and its oneshot service, as a scheduled reboot is; the
         program itself must be in the image, which is said. "remove the cron job" takes such timers out."""
         self._update_reboots()  # before the reboots on a schedule, which "reboot at 2am if needed" is not
+        self._boot_commands()  # before the schedules, whose "runs" would take the program without a calendar event
         every = "|".join(CALENDAR_ADJECTIVES)
         kind = r"cron\s*job|cron\s+entry|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task"
         job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind})"
@@ -110,6 +116,22 @@ class SchedulePhrases(ParserState):
             what = " ".join(m.group("what").split())
             self.spec.notes.append(f"scheduled job ({what}) not applied: no program named; say which runs, e.g. "
                                    "'run /usr/local/bin/renew.sh every night'")
+            self._mask(m.start(), m.end())
+
+    def _boot_commands(self) -> None:
+        """"runs /opt/app/run.sh at boot", "a custom systemd service from /opt/app/run.sh at startup": a program
+        started at every boot, by a service of its own; the program itself must be in the image, which is said."""
+        path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
+        boot = r"(?:at|on|during|after|upon)\s+(?:every\s+|each\s+)?(?:boot|boot-?up|startup|start-?up|power[\s-]?on)"
+        service = (r"\b(?:(?:runs?|has|with)\s+)?(?:an?\s+)?(?:custom\s+|own\s+)?(?:systemd\s+)?(?:service|unit|daemon)\s+"
+                   r"(?:that\s+|which\s+|to\s+)?(?:runs?|running|starts?|from|for|executing|executes?)\s+")
+        for m in self._each(rf"(?:{service}|\b(?:runs?|start|starts|execute|executes|launch|launches)\s+){path}\s+{boot}"
+                            rf"|\b{boot}\s*,?\s+(?:it\s+)?(?:runs?|starts?|executes?|launch(?:es)?)\s+{path}"):
+            program = m.group(1) or m.group(2)
+            self._configure(f"started at boot {program}", {**boot_service_command(f"boot-{_unit_name(program)}", program),
+                                                           "setting": f"started at boot {program}"})
+            self.spec.notes.append(f"{program} is started at boot by a service of its own; the program itself is not "
+                                   "written: put it in the image (the template's additional files)")
             self._mask(m.start(), m.end())
 
     def _dated(self, at: Calendar, prefix: str) -> None:

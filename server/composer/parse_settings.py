@@ -60,7 +60,7 @@ _DESTINATION_BEFORE = re.compile(r"\b(?:to|towards|remote)\s+(?:(?:the|a|an|our|
 # An address after a setting's words, as "send logs to the server 10.0.0.5" gives it.
 _TO_ADDRESS = (r"(?:(?:(?:syncing|synced|syncs|sync|synchroni[sz]ing|getting\s+(?:its\s+)?time|taking\s+(?:its\s+)?time)"
                r"\s+)?(?:with|from|against|using|via|pointing\s+at|pointed\s+at|pointing\s+to|pointed\s+to)\s+)?"
-               rf"(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+)?(?:syslog\s+|log\s+|ntp\s+|time\s+)?(?:server|host)\s+)?"
+               rf"(?:(?:the|a|an|our|my)\s+)?(?:(?:remote\s+|central\s+)?(?:syslog\s+|log\s+|ntp\s+|time\s+)?(?:server|host)\s+)?"
                rf"(?:(?:at|on)\s+)?{_ADDRESS}")
 _SYSCTL = rf"(?<![\w./-])(?:sysctl\s+)?({_SYSCTL_KEY})(?:\s*=\s*|\s+(?:to|at|of)\s+)([\w.:-]+)(?![\w/])"
 

@@ -39,11 +39,23 @@ class SizePhrases(ParserState):
     """Changes of the disk's or a partition's size."""
 
     def _size_changes(self) -> None:
+        self._unitless_disk_size()
         self._software_data_sizes()
         self._disk_partitions()
         self._sizes_of_them()
         self._partition_size_changes()
         self._disk_size_changes()
+
+    def _unitless_disk_size(self) -> None:
+        """"disk 16", "disk size: 40": a disk's size said without a unit is in GiB, the unit disks are sized in, and
+        said so; a count too small for a disk ("disk 2", which may name a second disk) is left unread."""
+        for m in self._each(rf"\b(?:disk|drive)(?:\s+size)?\s*(?:(?:of|is|should\s+be|to)\s+|[:=]\s*)?(\d{{1,4}})"
+                            rf"(?![\w.%/-])(?!\s*(?:{UNIT_WORDS}|x|partitions?|disks?|drives?)\b)"):
+            if int(m.group(1)) < 4:
+                continue
+            self.spec.disk_size = f"{int(m.group(1))}GiB"
+            self.spec.notes.append(f"'{m.group(0)}' read as {self.spec.disk_size}, as no unit was said")
+            self._mask(m.start(), m.end())
 
     def _software_data_sizes(self) -> None:
         """"150G for the postgres data", "docker storage 80G": a size said for software's data is its partition's

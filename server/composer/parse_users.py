@@ -11,6 +11,7 @@ from .parse_logins import LoginPhrases
 from .parse_passwords import NO_PASSWORD, PasswordPhrases
 from .parse_sudo import NOPASSWD, PRONOUNS, ROLE
 from .parse_target import target_names
+from .parse_user_groups import GROUP_LIST, UserGroupPhrases, group_names
 from .phrasing import EDIT_VERBS, FUNCTION_WORDS, NAMED_WHO, NOT_A_USER, STOPWORDS, WHO
 from .request_spec import NOLOGIN_SHELL, REFERRED_USER
 
@@ -58,8 +59,6 @@ _NO_PASSWORD_LOGIN = re.compile(
     rf"|\b{_CANNOT_LOG_IN}{_WITH_PASSWORD}"
     r"|\b(?:ssh\s+)?keys?(?:\s+(?:login|auth(?:entication)?|based\s+login))?\s+only\b|\bonly\s+(?:with\s+)?(?:ssh\s+)?keys?\b",
     re.I)
-# Groups listed for a user ("docker, video and audio"), lazily, so "groups"/"group" after them stays outside.
-_GROUP_LIST = r"([a-z_][\w-]*(?:\s*(?:,|and)\s*(?!and\b)[a-z_][\w-]*)*?)"
 
 
 def _said_role(group: str) -> str:
@@ -67,41 +66,16 @@ def _said_role(group: str) -> str:
     return rf"(?:(?P<{group}>admin(?:istrator)?|sudo(?:er)?|privileged|superuser)\s+)?"
 
 
-def _group_names(listed: str) -> list[str]:
-    """The groups of a list said for a user ("docker, video and audio")."""
-    return [g for g in re.split(r"\s*(?:,|\band\b)\s*", listed) if g and g.lower() not in STOPWORDS]
-
-
-class UserPhrases(LoginPhrases, PasswordPhrases):
+class UserPhrases(LoginPhrases, PasswordPhrases, UserGroupPhrases):
     """The user phrases of a request."""
-
-    def _user_into_groups(self) -> None:
-        """"add bob to the docker group", "put alice in the wheel and video groups": a user named into groups; one
-        the request or the template does not have is added with them. A package's or a group's name is no
-        user's ("add nginx to the www-data group" is software)."""
-        who = r"[\"'`]?[a-z_][a-z0-9_-]*[\"'`]?"
-        for m in self._each(rf"\b(?:add|put|place|make)\s+(?:the\s+)?(?:users?\s+|accounts?\s+)?(?:(?:named|called)\s+)?+"
-                            rf"({who}(?:\s*(?:,\s*(?:and\s+)?|\band\b)\s*{who})*)\s+"
-                            rf"(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?(?:groups?\s+)?{_GROUP_LIST}\s+groups?\b"):
-            people = [n.strip("\"'`").lower() for n in re.split(r"\s*(?:,|\band\b)\s*", m.group(1)) if n]
-            if any(n in NOT_A_USER or n in STOPWORDS or n in self.known or self.caps.group_for_word(n) for n in people):
-                continue  # "add nginx to the www-data group" is software
-            names = _group_names(m.group(2))
-            for name in people:
-                user = self._user_referred(name)
-                if user is None:
-                    user = {"action": "add", "name": name}
-                    self.spec.users.append(user)
-                user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
-            self._mask(m.start(), m.end())
 
     def _users_by_pronoun(self) -> None:
         """"add a user named tom, put him in the docker group, give him sudo": a pronoun after a user is added
         names that user (the last one added by this request); with none, the template's (see _pronoun_user)."""
         pronoun = r"(?:him|her|them|that\s+user|this\s+user|the\s+user)"
         for m in self._each(rf"\b(?:put|add|place|make)\s+{pronoun}\s+(?:a\s+member\s+of|in(?:to)?|to)\s+(?:the\s+)?"
-                            rf"(?:groups?\s+)?{_GROUP_LIST}(?:\s+groups?\b|(?=\s*(?:,|$|\.|;)))"):
-            names = _group_names(m.group(1))
+                            rf"(?:groups?\s+)?{GROUP_LIST}(?:\s+groups?\b|(?=\s*(?:,|$|\.|;)))"):
+            names = group_names(m.group(1))
             if names:
                 user = self._pronoun_user()
                 user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
@@ -128,6 +102,9 @@ class UserPhrases(LoginPhrases, PasswordPhrases):
         remove = [
             rf"\b(?:remove|delete|drop)\s+(?:the\s+)?(?:user|account|login)\s+{NAMED_WHO}{leaves_group}",
             rf"\b(?:remove|delete|drop)\s+(?:the\s+)?+{WHO}\s+(?:user|account)\b{leaves_group}",
+            # "the default user ubuntu removed", "with user bob deleted": the verb after the user (he had been added)
+            rf"\b(?:the\s+)?(?:(?:default|existing|stock|built-?in|old)\s+)?(?:user|account)\s+{NAMED_WHO}\s+"
+            rf"(?:(?:is|should\s+be|must\s+be|gets?)\s+)?(?:removed|deleted|dropped|gone|taken\s+out)\b",
         ]
         for pattern in remove:
             for m in self._each(pattern):
@@ -255,7 +232,7 @@ class UserPhrases(LoginPhrases, PasswordPhrases):
                 re.I,
             )
             if groups and not re.match(r"(?:the\s+)?(?:home|shell)\b", groups.group(1), re.I):
-                names = _group_names(groups.group(1))
+                names = group_names(groups.group(1))
                 if names:
                     user["groups"] = names
             shell = re.search(rf"\bshell\s*(?:=|:|of|is)?\s*{_SHELLS}|\b{_SHELLS}\s+{_AS_SHELL}|{_USING_SHELL}", clause,
@@ -340,32 +317,6 @@ class UserPhrases(LoginPhrases, PasswordPhrases):
             referred = {"action": "add", "name": REFERRED_USER, "existing_only": True}
             self.spec.users.append(referred)
         return referred
-
-    def _groups_left(self) -> None:
-        """"drop the video group from operator", "remove operator from the video group", "take ops out of docker": a
-        user leaves groups; a user the template lacks is said, not created."""
-        group = r"(?:the\s+)?([a-z_][a-z0-9_-]*)(?:\s+group)?"
-        for m in self._each(rf"\b(?:remove|drop|take)\s+(?:the\s+)?([a-z_][a-z0-9_-]*)\s+group\s+(?:away\s+)?from\s+"
-                            rf"(?:the\s+)?(?:user\s+|account\s+)?{NAMED_WHO}"
-                            rf"|\b(?:remove|drop|take)\s+(?:the\s+)?(?:user\s+|account\s+)?{NAMED_WHO}\s+(?:out\s+of|from)\s+{group}"):
-            g = m.groups()
-            gname, user = (g[0], g[1]) if g[0] else (g[3], g[2])
-            said_group = bool(g[0]) or m.group(0).rstrip().endswith("group")
-            # "remove docker from the image": software from the image, no user from a group
-            pronoun = re.fullmatch(PRONOUNS, user.lower())
-            if (user.lower() in NOT_A_USER and not pronoun) or self._known_word(user) or not (said_group or self._known_group(gname)):
-                continue
-            named = self._user_referred(user.lower())
-            if named is not None and named.get("existing_only"):  # "remove her from the video group": the template's
-                named["leave_groups"] = [*named.get("leave_groups", []), gname]
-            elif named is not None:
-                named["groups"] = [x for x in named.get("groups") or [] if x != gname]
-            else:
-                self.spec.users.append({"action": "add", "name": user, "existing_only": True, "leave_groups": [gname]})
-            self._mask(m.start(), m.end())
-
-    def _known_group(self, name: str) -> bool:
-        return name in self.caps.system_groups
 
     def _plain_user_by_is(self) -> None:
         """"bob is a normal user", "carol should be a regular user": a user without sudo, added (or, in an edit, its
@@ -563,9 +514,9 @@ class UserPhrases(LoginPhrases, PasswordPhrases):
         after a list of users are each one's (a role said so, "both sudoers", is _user_attributes')."""
         every = r"\s*,?\s*(?:(?:all|both|each)\s+(?:of\s+them\s+)?|(?:and\s+)?(?:they\s+)?(?:are|being|should\s+be)\s+)?"
         groups = re.match(rf"{every}(?:(?:are|being)\s+)?(?:in(?:to)?|(?:a\s+)?members?\s+of)\s+(?:the\s+)?(?:groups?\s+)?"
-                          rf"{_GROUP_LIST}\s+groups?\b", self.work[end:], re.I)
+                          rf"{GROUP_LIST}\s+groups?\b", self.work[end:], re.I)
         if groups:
-            names = _group_names(groups.group(1))
+            names = group_names(groups.group(1))
             for user in users:
                 user["groups"] = list(dict.fromkeys([*(user.get("groups") or []), *names]))
             self._mask(end, end + groups.end())

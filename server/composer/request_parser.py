@@ -102,6 +102,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         # as packages), then distributions and the free package/group scan.
         self._reminders()
         self._taken_back()
+        self._hedged()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._texts()  # a motd's or banner's words are a person's text, read by nothing else
         self._user_ids()  # "uid=2001" is no kernel parameter, and its number no word of a user's clause
@@ -184,6 +185,24 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
             if asked:
                 self.spec.notes.append(f"taken back, so not applied: '{asked}?'")
             self._mask(start, m.end())
+
+    def _hedged(self) -> None:
+        """"with codesys? not sure", "not sure about php": a wish the writer doubts is not applied (php had been
+        removed, read as "not … php"), and said, so that it can be asked for plainly."""
+        unsure = r"(?:i'?m\s+|i\s+am\s+|we'?re\s+|we\s+are\s+)?(?:not\s+(?:so\s+|too\s+|really\s+)?sure|unsure)"
+        for m in self._each(rf"\?\s*(?:{unsure}|maybe|dunno|idk)\b\s*[,.;:!-]?"):
+            sentence = re.split(r"[.;!?](?=\s)", self.work[:m.start()])[-1]
+            joined = list(re.finditer(r"\b(?:with|and|plus|also)\b|,", sentence))
+            start = m.start() - len(sentence) + (joined[-1].end() if joined else 0)
+            asked = " ".join(self.work[start:m.start()].split())
+            if asked:
+                self.spec.notes.append(f"not applied, as it was said unsure: '{asked}?' (say 'add {asked}' to have it)")
+            self._mask(start, m.end())
+        for m in self._each(rf"\b{unsure}\s+(?:about|if|whether|of)\s+(?:(?:we|i|you|it)\s+(?:really\s+)?"
+                            r"(?:need|want|should\s+have|needs?)\s+)?(?:the\s+)?([^,.;!?]+)"):
+            asked = " ".join(m.group(1).split())
+            self.spec.notes.append(f"not applied, as it was said unsure: '{asked}' (say 'add {asked}' to have it)")
+            self._mask(m.start(), m.end())
 
     def _reminders(self) -> None:
         """"don't forget curl", "do not forget to add htop": a reminder asks for what follows, where "forget" alone

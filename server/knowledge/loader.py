@@ -122,13 +122,17 @@ class Capabilities:
     def unsupported_os_pattern(self, phrase: str) -> str:
         """A regular expression naming an operating system no template targets (``unsupported.os``), with its
         release in group 1 when one follows. An ambiguous word ("windows", "alpine") names it only with its maker
-        before it, or a release or an edition after it ("microsoft windows", "windows 11", "alpine linux")."""
+        before it, or a release, an edition or an image noun after it ("microsoft windows", "windows 11", "alpine linux",
+        "an alpine image")."""
         words = r"[\s_-]*".join(re.escape(w) for w in re.split(r"[\s_-]+", phrase) if w)
         release = r"(?:\s*(?:linux\s*)?(\d+(?:\.\d+)?))?"
         if not self.unsupported_os[phrase].get("ambiguous"):
             return rf"(?<![\w.+/-]){words}{release}(?![\w+/-])"
         edition = r"server|iot|xp|vista|ltsc|embedded|enterprise|pro|home|edition|linux|os"
-        return (rf"(?<![\w.+/-])(?:(?:microsoft|vmware|google)\s+{words}|{words}(?=\s*(?:linux\s*)?\d|\s+(?:{edition})\b))"
+        # an image of it is the OS as well ("a tiny alpine image", "a windows vm"), in a request for an image
+        image = r"image|images|vm|iso|box|based|install|installation"
+        return (rf"(?<![\w.+/-])(?:(?:microsoft|vmware|google)\s+{words}|{words}(?=\s*(?:linux\s*)?\d|\s+(?:{edition})\b"
+                rf"|[\s-]+(?:{image})\b))"
                 rf"(?:\s+(?:{edition})\b)*{release}(?![\w+/-])")
 
     @functools.cached_property

@@ -112,6 +112,16 @@ def timer_command(unit: str, program: str, event: str, persistent: bool = True) 
             "replaces": rf"{re.escape(unit)}\.timer"}
 
 
+def boot_service_command(unit: str, program: str) -> dict[str, str]:
+    """The command that runs ``program`` at every boot, once the network is up: a service of the simple type (it may
+    run on or end), enabled offline for multi-user.target, with the pattern of that command (which it replaces)."""
+    path = f"/etc/systemd/system/{unit}.service"
+    service = (f"[Unit]\\nDescription=Run {program} at boot\\nWants=network-online.target\\nAfter=network-online.target"
+               f"\\n\\n[Service]\\nType=simple\\nExecStart={program}\\n\\n[Install]\\nWantedBy=multi-user.target\\n")
+    return {"cmd": f"printf '{service}' > {path} && systemctl enable {unit}.service",
+            "replaces": rf"/etc/systemd/system/{re.escape(unit)}\.service"}
+
+
 def update_reboot_configuration(time: str | None) -> dict[str, Any]:
     """The command that lets the image's automatic updater reboot when an update needs it, at ``time`` (HH:MM)
     where the updater takes one (system_settings.yaml update_reboot)."""

@@ -144,3 +144,71 @@ def test_a_size_for_softwares_data_is_its_partitions_never_the_disks(text, mount
 def test_a_format_instead_of_raw_replaces_the_raw_artifact(text):
     spec = parse_request(text)
     assert spec.artifacts == ["qcow2"] and spec.remove_artifacts == ["raw"]
+
+
+@pytest.mark.parametrize("text", ["tiny alpine image with ssh", "an alpine vm", "alpine-based image for a router"])
+def test_an_ambiguous_os_word_before_an_image_noun_names_the_os(text):
+    assert any(u.startswith("Alpine Linux: operating system not supported") for u in parse_request(text).unsupported)
+
+
+def test_an_ambiguous_os_word_elsewhere_is_no_os():
+    assert not parse_request("an alpine hut themed kiosk on debian").unsupported
+
+
+@pytest.mark.parametrize(("text", "gone"), [
+    ("ubuntu 24.04 with the default user ubuntu removed and a user admin added", "ubuntu"),
+    ("with user bob removed", "bob"), ("user bob should be deleted", "bob")])
+def test_a_user_said_removed_after_the_name_is_removed_never_added(text, gone):
+    users = parse_request(text).users
+    assert {"action": "remove", "name": gone} in users and not any(u["action"] == "add" and u["name"] == gone for u in users)
+
+
+@pytest.mark.parametrize(("text", "size"), [("ubuntu for raspberry, docker, disk 16", "16GiB"), ("disk size: 40", "40GiB")])
+def test_a_disk_size_without_a_unit_is_gib_and_said(text, size):
+    spec = parse_request(text)
+    assert spec.disk_size == size and any("as no unit was said" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize("text", ["disk 2 for data", "a 16 disk raid"])
+def test_a_count_beside_disk_is_no_size(text):
+    assert parse_request(text).disk_size is None
+
+
+@pytest.mark.parametrize(("text", "mode"), [("debian 13 with apparmor enforced and auditd", None),
+                                            ("el10 with selinux enforced", None)])
+def test_a_mandatory_access_control_said_enforced_is_the_group(text, mode):
+    spec = parse_request(text)
+    assert "mac" in spec.add_groups and not spec.unparsed and spec.group_modes.get("mac") == mode
+
+
+def test_enforced_alone_names_no_access_control():
+    assert "mac" not in parse_request("a policy that is enforced by the firewall").add_groups
+
+
+@pytest.mark.parametrize(("text", "program"), [
+    ("el10 image which runs a custom systemd service from /opt/app/run.sh at boot", "/opt/app/run.sh"),
+    ("debian that runs /opt/kiosk/start.sh on startup", "/opt/kiosk/start.sh"),
+    ("at boot run /usr/local/bin/init-sensors", "/usr/local/bin/init-sensors")])
+def test_a_program_run_at_boot_gets_a_service_of_its_own(text, program):
+    spec = parse_request(text)
+    (entry,) = spec.configurations
+    assert f"ExecStart={program}\\n" in entry["cmd"] and "WantedBy=multi-user.target" in entry["cmd"]
+    assert "systemctl enable boot-" in entry["cmd"] and not spec.unparsed and "systemd" not in spec.add_packages
+    assert any(n.startswith(f"{program} is started at boot") for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "doubted", "kept"), [
+    ("debian with nginx, not sure about php", "php", "nginx"), ("ubuntu with docker and k3s? not sure", "k3s?", None),
+    ("i am not sure if we need redis, add nginx", "redis", "nginx")])
+def test_a_wish_said_unsure_is_not_applied_and_said(text, doubted, kept):
+    spec = parse_request(text)
+    assert not spec.remove_packages and not {"php", "k3s", "redis"} & set(spec.add_packages)
+    assert any(n.startswith(f"not applied, as it was said unsure: '{doubted}'") for n in spec.notes)
+    assert kept is None or kept in spec.add_packages
+
+
+@pytest.mark.parametrize("text", ["a debian 13 image that forwards journald to a central server 192.168.5.5",
+                                  "forward the journal to 192.168.5.5"])
+def test_the_journal_forwarded_is_remote_logging(text):
+    (entry,) = parse_request(text).configurations
+    assert entry["setting"] == "remote logging" and "@@192.168.5.5" in entry["cmd"]

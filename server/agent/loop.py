@@ -294,7 +294,8 @@ class Agent:
             notes.append("read as: " + ", ".join(spec.corrected))
         if isinstance(draft.report.data, dict):
             target = draft.report.data.get("target") or {}
-            missed = unmet(draft.report.data, want_from_spec(spec, str(target.get("dist") or "") or None))
+            missed = unmet(draft.report.data, want_from_spec(spec, str(target.get("dist") or "") or None,
+                                                             str(target.get("arch") or "") or None))
             notes += [f"not applied: {m}" for m in untold(missed, [*draft.notes, *notes])]
         return notes
 

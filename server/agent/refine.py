@@ -388,8 +388,9 @@ class Refiner:
                                   f"{base.revision} instead")
         draft.notes += [f"unsupported: {u}" for u in spec.unsupported if f"unsupported: {u}" not in draft.notes]
         if isinstance(data, dict) and isinstance(draft.report.data, dict) and not spec.is_empty():
+            target = draft.report.data.get("target") or {}
             draft.notes += [f"not applied: {m}" for m in untold(unmet(draft.report.data, want_from_spec(
-                spec, str((draft.report.data.get("target") or {}).get("dist") or "") or None)),
+                spec, str(target.get("dist") or "") or None, str(target.get("arch") or "") or None)),
                 [*draft.notes, *draft.changes])]  # a change may say it already ("note: 8080/tcp not applied: ...")
         if isinstance(data, dict) and (draft.report.data == data or draft.yaml == current.yaml):
             # Nothing changed: no new revision; say why ("nothing to remove: cockpit is not in the package list")

@@ -146,17 +146,23 @@ def part_mib(part: dict, disk_mib: int | None) -> int | None:
     return stop - start if start is not None and stop is not None else None
 
 
-def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
+def want_from_spec(spec: Any, dist: str | None = None, arch: str | None = None) -> dict[str, Any]:
     """The wanted facts a parsed request states (server.composer.request_spec.RequestSpec), in the names the
-    target ``dist`` uses, so the run-time check and the benchmark judge a template the same way."""
+    target ``dist`` and ``arch`` (the spec's when not given) use, so the run-time check and the benchmark judge a
+    template the same way."""
     from ..knowledge.loader import load_capabilities
     from ..knowledge.request_words import load_request_words
 
     caps = load_capabilities()
     where = dist or spec.dist or spec.os or ""
+    family = caps.families.get(caps.family_of(where) or "")
+    pkg_type = family.pkg_type if family is not None else "deb"
+    arch = arch or spec.arch or "x86_64"
 
     def local(name: str) -> str | None:
-        return caps.translate_package(name, where) if where else name
+        # "linux-headers" is linux-headers-arm64 on a Debian arm64 image: the family's name, then the arch's
+        named = caps.translate_package(name, where) if where else name
+        return (caps.rename_for_arch(named, pkg_type, arch) or named) if named else named
 
     want: dict[str, Any] = {}
     for key, attr in (("dist", "dist"), ("arch", "arch"), ("type", "image_type"), ("hostname", "hostname"),
@@ -168,7 +174,6 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
     has = list(dict.fromkeys(n for n in (local(p) for p in [*spec.add_packages, *needed]) if n))
     lacks = [n for p in spec.remove_packages for n in {p, local(p)} if n and n not in has]
     # A group taken out: its packages here, and its own kernel parameters, switched off where it has a switch.
-    arch = spec.arch or "x86_64"
     removed = [g for g in spec.remove_groups if g in caps.groups] if where else []
     lacks += [n for g in removed for n in caps.packages_for(g, where, arch) if n not in has and n not in lacks]
     switched_off = [p for g in removed for p in caps.group_switch_off(g, where)]
@@ -179,8 +184,6 @@ def want_from_spec(spec: Any, dist: str | None = None) -> dict[str, Any]:
         want["has"] = has
     if lacks:
         want["lacks"] = lacks
-    family = caps.families.get(caps.family_of(where) or "")
-    pkg_type = family.pkg_type if family is not None else "deb"
 
     def placed(mount: str) -> str | None:
         """Where the edit puts a partition asked at ``mount``: a database's directory in the target's format; a

@@ -295,7 +295,7 @@ class SystemPhrases(ParserState):
                     self._mask(m.start(), m.end())
         # "the lowlatency kernel": a flavour no group knows is reported, not read past as prose.
         known = {w for t in self.caps.triggers() for w in (t.lower(), *re.split(r"[\s_-]+", t.lower()))}
-        for m in self._each(r"\b([a-z][a-z0-9-]{1,30})\s+kernel\b(?!\s*(?:parameters?|params?|options?|args?|arguments?"
+        for m in self._each(r"\b([a-z][a-z0-9-]{1,30})\s+kernel\b(?![\w-])(?!\s*(?:parameters?|params?|options?|args?|arguments?"
                             r"|cmdline|command[\s-]*line|modules?|headers?|version|packages?|flags?|settings?|images?))"):
             word = m.group(1).lower()
             if word in known or word in _PLAIN_KERNEL or all(part in known for part in word.split("-")):

@@ -103,6 +103,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._reminders()
         self._taken_back()
         self._hedged()
+        self._other_repositories()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._texts()  # a motd's or banner's words are a person's text, read by nothing else
         self._user_ids()  # "uid=2001" is no kernel parameter, and its number no word of a user's clause
@@ -202,6 +203,22 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
                             r"(?:need|want|should\s+have|needs?)\s+)?(?:the\s+)?([^,.;!?]+)"):
             asked = " ".join(m.group(1).split())
             self.spec.notes.append(f"not applied, as it was said unsure: '{asked}' (say 'add {asked}' to have it)")
+            self._mask(m.start(), m.end())
+
+    def _other_repositories(self) -> None:
+        """"docker-ce from docker's repo", "nginx from the official nginx repository": a repository other than the
+        distribution's is not added (a group whose software comes from one, ROS, adds its own), so the
+        distribution's package is installed and the answer says so; it had been dropped in silence."""
+        for m in self._each(r"\b(?:from|via|using|out\s+of|off)\s+(?:the\s+|an?\s+)?((?:[a-z][\w.-]*(?:'s)?\s+){0,2}?)"
+                            r"(?:own\s+)?(?:official\s+)?(?:apt\s+|yum\s+|dnf\s+|rpm\s+|deb\s+|package\s+)?"
+                            r"(?:repo|repos|repository|repositories|ppa)\b"):
+            vendor = re.sub(r"'s$", "", m.group(1).split()[-1].lower()) if m.group(1).strip() else ""
+            group = self.caps.group_for_word(vendor) if vendor else None
+            if not (group and self.caps.groups[group].repositories):
+                self.spec.notes.append(f"'{' '.join(m.group(0).split())}' not applied: a template installs from the "
+                                       "distribution's repositories unless one is added to it (packageRepositories, "
+                                       "with its URL and signing key), which the composer does not do for this; the "
+                                       "distribution's own package is installed")
             self._mask(m.start(), m.end())
 
     def _reminders(self) -> None:

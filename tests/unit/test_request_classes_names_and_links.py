@@ -212,3 +212,31 @@ def test_a_wish_said_unsure_is_not_applied_and_said(text, doubted, kept):
 def test_the_journal_forwarded_is_remote_logging(text):
     (entry,) = parse_request(text).configurations
     assert entry["setting"] == "remote logging" and "@@192.168.5.5" in entry["cmd"]
+
+
+@pytest.mark.parametrize(("text", "said"), [("ubuntu 24.04 image, docker-ce from docker's repo", "from docker's repo"),
+                                            ("nginx from the official nginx repository", "from the official nginx repository")])
+def test_a_repository_other_than_the_distributions_is_said_not_added(text, said):
+    assert any(n.startswith(f"'{said}' not applied") for n in parse_request(text).notes)
+
+
+def test_a_groups_own_repository_says_nothing():
+    assert not any("not applied" in n for n in parse_request("ubuntu with ros 2 jazzy from the ros repo").notes)
+
+
+@pytest.mark.parametrize("text", ["azl3 with kernel-headers and gcc", "azl3 with the kernel headers and gcc",
+                                  "ubuntu with kernel-devel", "debian with linux headers"])
+def test_kernel_headers_are_one_package_never_a_kernel_flavour_nor_a_removal(text):
+    spec = parse_request(text)
+    assert not spec.unparsed and not spec.remove_packages
+    assert len([p for p in spec.add_packages if p != "gcc"]) == 1
+
+
+@pytest.mark.parametrize(("dist", "arch", "name"), [("debian13", "aarch64", "linux-headers-arm64"),
+                                                    ("debian13", "x86_64", "linux-headers-amd64"),
+                                                    ("ubuntu24", "aarch64", "linux-headers-generic"),
+                                                    ("el10", "x86_64", "kernel-devel")])
+def test_kernel_headers_are_wanted_by_the_targets_name(dist, arch, name):
+    from image_composer_mcp.server.composer.adherence import want_from_spec
+
+    assert want_from_spec(parse_request("add the kernel headers"), dist, arch)["has"] == [name]

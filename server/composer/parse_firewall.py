@@ -96,7 +96,7 @@ class FirewallPhrases(ParserState):
                             rf"|{verb}(?:{bare}{firewall}|{bare}/(?:tcp|udp)\b{through}|(?:the\s+)?(?:tcp|udp)\s+{bare}\b{through})"
                             # opened, numbers are ports whatever follows but a noun ("open 80 and 443", "expose 8080")
                             rf"|\b(?:open|opening|expose|exposing|unblock)\s+(?:up\s+)?(?:only\s+)?{bare}(?![\w/.-])"
-                            rf"(?=\s*(?:$|[,.;!?)]|\b(?:and|in|on|to|for|from|through|thru|too|also|please|as\s+well)\b)){through}"
+                            rf"(?=\s*(?:$|[,.;!?)]|\b(?:and|in|on|to|for|from|through|thru|too|also|please|as\s+well|instead)\b)){through}"
                             # a service by name only with the firewall said: "allow ssh" alone may mean the server
                             rf"|{verb}(?:the\s+)?{named}(?:\s+(?:traffic|access|ports?))?{firewall}"
                             # opened, a service is the firewall's whatever follows ("open http and https"); "open ssh"
@@ -120,6 +120,12 @@ class FirewallPhrases(ParserState):
             else:
                 self._open(m.group(0))
             self._mask_but_firewall(m)  # "open port 8080 in the firewall" on an image with none wants one
+        # "open 8080 instead of 80": the port left is one to close, which the composer does not write
+        for m in self._each(r"\binstead\s+of\s+(?:the\s+)?(?:(?:tcp|udp)\s+)?(?:ports?\s+)?\d{1,5}(?:/(?:tcp|udp))?\b"):
+            if self.spec.open_ports:
+                self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (a port is not closed by the composer: the "
+                                          "firewall lets in what the template names; take its rule out by hand)")
+                self._mask(m.start(), m.end())
         # "a java service on port 8080": where software listens is its own configuration's, not the template's
         for m in self._each(r"\b(?:(?:on|at)\s+(?:tcp\s+|udp\s+)?port|(?:listening|listens|serving|bound)\s+(?:on|to)\s+"
                             r"(?:tcp\s+|udp\s+)?(?:port\s+)?)\s*(\d{1,5})\b(?![.:/\d])"):

@@ -63,7 +63,8 @@ class SchedulePhrases(ParserState):
         self._boot_commands()  # before the schedules, whose "runs" would take the program without a calendar event
         every = "|".join(CALENDAR_ADJECTIVES)
         kind = r"cron\s*job|cron\s+entry|crontab(?:\s+entry)?|systemd\s+timer|timer|scheduled\s+(?:job|task)|job|task"
-        job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind})"
+        # "set up a cron to …": cron alone is a job too, but "remove cron" is the package
+        job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind}|cron)"
         undo_job = rf"(?:(?:a|an|the)\s+)?(?:(?:{every})\s+)?(?:{kind})"
         run = r"(?:runs?|running|executes?|executing|calls?|starts?)"
         path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
@@ -74,6 +75,24 @@ class SchedulePhrases(ParserState):
                 "named") else r"[\w-]+"
             self.spec.configurations.append({"remove": True, "replaces": rf"/etc/systemd/system/run-{name}\.timer",
                                              "cmd": "", "label": "scheduled job"})
+            self._mask(m.start(), m.end())
+        # "a cron to renew certs at 3am daily with /usr/bin/certbot renew": what the job is for, when, then the
+        # program with its arguments (words that are no schedule's nor a clause's)
+        args = (r"(?:\s+(?!(?:and|or|but|to|at|on|in|every|each|once|twice|from|for|with|via|then|please|as|the|a|an|it|its"
+                rf"|{every})\b)(?:--?[a-z][\w-]*(?:=[\w.:/-]+)?|[a-z][\w.-]*)){{0,3}}")
+        for m in self._each(rf"\b(?P<job>{job})\s+(?:that\s+|which\s+|to\s+)(?P<what>(?:(?![\d/])[\w'-]+\s+){{1,5}}?)"
+                            rf"(?P<when>{SCHEDULE})\s*,?\s+(?:with|via|using|by\s+running|running|calling|through)\s+"
+                            rf"(?P<program>{path}{args})"):
+            at = calendar(m.group("when"))
+            if at is None:
+                continue
+            program = " ".join(m.group("program").split())
+            path_said = program.split()[0]
+            self._configure(f"scheduled {program} {at.event}",
+                            {**timer_command(f"run-{_unit_name(path_said)}", program, at.event),
+                             "setting": f"scheduled {path_said}"})
+            self._dated(at, f"scheduled {program}: ")
+            self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
             self._mask(m.start(), m.end())
         # "backups every sunday at 2am via /opt/backup.sh": what the job is for, when, and by which program
         via = r"(?:via|using|by\s+running|running)"

@@ -52,7 +52,9 @@ _NO_LOGIN = re.compile(r"\b(?:(?:cannot|can't|can\s+not|must\s+not|mustn't|shoul
 # Password login said off in words: "no password login", "cannot log in with a password", "key login only".
 # Logging in with a password, as a way in that may be said off: "password login", "ssh password auth".
 _PASSWORD_LOGIN = r"(?:ssh\s+)?password\s+(?:log\s*-?\s*ins?|logins?|auth(?:entication)?)"
-_CANNOT_LOG_IN = r"(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|may\s+not|never)\s+log\s*-?\s*in"
+_CANNOT_LOG_IN = (r"(?:(?:cannot|can't|can\s+not|must\s+not|mustn't|should\s+not|shouldn't|may\s+not|never|won't|will\s+not)"
+                  r"(?:\s+be\s+(?:able|allowed)\s+to)?|\b(?:(?:is|are)\s+)?(?:unable|not\s+(?:be\s+)?(?:able|allowed))\s+to)"
+                  r"\s+log\s*-?\s*in")
 _WITH_PASSWORD = r"\s+(?:with|using|by|via)\s+(?:an?\s+)?password"
 _NO_PASSWORD_LOGIN = re.compile(
     rf"\b(?:no|without)\s+{_PASSWORD_LOGIN}\b"
@@ -345,22 +347,28 @@ class UserPhrases(LoginPhrases, PasswordPhrases, UserGroupPhrases):
             self._mask(m.start(), m.end())
         # "change deploy's shell to bash", "give the admin user a zsh shell": a user's shell, set
         shells = _SHELLS
-        for pattern, name_i, shell_i in (
+        # each form with whether any word may stand where the name is ("the image should use zsh" names no user)
+        for pattern, prose_first in (
                 (rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*?)(?:'s|s')?\s+(?:user\s+)?"
-                 rf"(?:login\s+|default\s+)?shell\s+(?:(?:to|=|:|into)\s*)?{shells}", 1, 2),
+                 rf"(?:login\s+|default\s+)?shell\s+(?:(?:to|=|:|into)\s*)?{shells}", False),
                 (rf"\bgive\s+(?:the\s+)?(?:user\s+)?([a-z_][a-z0-9_-]*)(?:\s+user)?\s+(?:an?\s+|the\s+)?{shells}\s+{_AS_SHELL}",
-                 1, 2),
+                 False),
                 # "the login shell for user ops is fish" ("dev's shell should be zsh": _user_attributes)
                 (rf"\b(?:the\s+)?(?:login\s+|default\s+)?shell\s+(?:for|of)\s+(?:the\s+)?(?:user\s+|account\s+)?"
-                 rf"([a-z_][a-z0-9_-]*)\s+{_BECOMES}\s*{shells}", 1, 2)):
+                 rf"([a-z_][a-z0-9_-]*)\s+{_BECOMES}\s*{shells}", False),
+                # "viewer should use fish", "ops uses zsh as the login shell": a user's shell by a verb of using
+                (rf"(?<![\w-])(?:(?:the\s+)?user\s+)?([a-z_][a-z0-9_-]*)(?:\s+(?:should|must|will|shall|can))?"
+                 rf"\s+(?:use|uses|gets?)\s+(?:the\s+)?{shells}(?:\s+{_AS_SHELL})?(?![\w-])"
+                 rf"(?!\s+(?:plugins?|packages?|config\w*))", True)):
             for m in self._each(pattern):
-                name = m.group(name_i).lower()
+                name = m.group(1).lower()
                 if name in ("user", "users") and re.search(r"\buser'", m.group(0), re.I):  # "the user's shell"
-                    self._pronoun_user()["shell"] = self._login_shell(m.group(shell_i))
-                elif name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an", "him", "them"):
+                    self._pronoun_user()["shell"] = self._login_shell(m.group(2))
+                elif name in ("the", "user", "login", "default", "my", "his", "her", "their", "its", "a", "an", "him", "them") \
+                        or (prose_first and (name in NOT_A_USER or name in STOPWORDS or self._known_word(name))):
                     continue  # "change the login shell": no user named
                 else:
-                    self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(shell_i))})
+                    self.spec.users.append({"action": "add", "name": name, "shell": self._login_shell(m.group(2))})
                 self._mask(m.start(), m.end())
         for m in self._each(rf"\b(?:change|set|switch|make)\s+(?:the\s+)?(?:login\s+|default\s+|user\s+)?shell\s+"
                             rf"(?:to|=|:|into)\s*{shells}"):

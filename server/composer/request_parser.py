@@ -186,6 +186,12 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
             if asked:
                 self.spec.notes.append(f"taken back, so not applied: '{asked}?'")
             self._mask(start, m.end())
+            # "make the hostname gw-{site}? no, just gw-berlin": the answer is the host name asked about
+            answer = re.match(r"\s*(?:just|only|simply|rather|use|make\s+it)?\s*[\"'`]?([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)"
+                              r"[\"'`]?(?=\s*(?:$|[,.;!]))", self.work[m.end():], re.I)
+            if answer and re.search(r"\bhost\s*-?\s*name\b", asked, re.I) and answer.group(1).lower() not in self.known:
+                self.spec.hostname = answer.group(1)
+                self._mask(m.end(), m.end() + answer.end())
 
     def _hedged(self) -> None:
         """"with codesys? not sure", "not sure about php": a wish the writer doubts is not applied (php had been

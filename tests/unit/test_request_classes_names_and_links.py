@@ -240,3 +240,44 @@ def test_kernel_headers_are_wanted_by_the_targets_name(dist, arch, name):
     from image_composer_mcp.server.composer.adherence import want_from_spec
 
     assert want_from_spec(parse_request("add the kernel headers"), dist, arch)["has"] == [name]
+
+
+def test_a_port_opened_instead_of_another_is_opened_and_the_other_said():
+    spec = parse_request("add nginx and open 8080 instead of 80")
+    assert spec.open_ports == ["8080/tcp"] and any(u.startswith("instead of 80 (a port is not closed") for u in spec.unparsed)
+
+
+@pytest.mark.parametrize("text", ["bob should not be able to log in with a password",
+                                  "bob is not allowed to log in with a password", "bob is unable to log in with a password"])
+def test_a_user_unable_to_log_in_with_a_password_has_password_login_off(text):
+    spec = parse_request(text)
+    assert [c["label"] for c in spec.configurations] == ["password login off for bob"] and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "user", "shell"), [("viewer should use fish", "viewer", "/bin/fish"),
+                                                     ("ops uses zsh as the login shell", "ops", "/bin/zsh")])
+def test_a_user_said_to_use_a_shell_gets_it(text, user, shell):
+    assert {"action": "add", "name": user, "shell": shell} in parse_request(text).users
+
+
+@pytest.mark.parametrize("text", ["the image should use zsh", "nginx uses bash"])
+def test_a_shell_used_by_no_user_names_none(text):
+    assert not parse_request(text).users
+
+
+def test_the_host_name_answered_after_a_question_taken_back_is_the_host_name():
+    spec = parse_request("can you make the hostname gw-{site}? no, just gw-berlin")
+    assert spec.hostname == "gw-berlin" and not spec.unparsed
+
+
+def test_a_scheduled_job_said_with_its_program_and_arguments_after_the_schedule():
+    spec = parse_request("set up a cron to renew certs at 3am daily with /usr/bin/certbot renew")
+    (entry,) = spec.configurations
+    assert "ExecStart=/usr/bin/certbot renew\\n" in entry["cmd"] and "OnCalendar=*-*-* 03:00:00" in entry["cmd"]
+    assert "cron" not in spec.add_packages and not spec.unparsed
+
+
+@pytest.mark.parametrize("text", ["debian without cron", "remove cron"])
+def test_cron_taken_out_is_the_package_never_the_timers(text):
+    spec = parse_request(text)
+    assert spec.remove_packages == ["cron"] and not spec.configurations

@@ -42,6 +42,7 @@ class FirewallPhrases(ParserState):
         """Ports and services the firewall lets in ("open port 443", "allow 80 and 443/tcp", "open https in the
         firewall", "firewalld allowing ssh and https"): RequestSpec.open_ports, written for the template's firewall
         when it is applied (system_edits.open_ports). "only" is said not enforced; forwarding is not written."""
+        self._blocked_but()
         self._from_sources()
         self._reachable()
         self._port_by_pronoun()
@@ -139,6 +140,20 @@ class FirewallPhrases(ParserState):
                       f"to let it in, say 'open port {m.group(1)} in the firewall' (written for firewalld and ufw)")
             self.spec.notes.append(f"port {m.group(1)} not applied: the port a service listens on is set in its own "
                                    f"configuration; {let_in}")
+            self._mask(m.start(), m.end())
+
+    def _blocked_but(self) -> None:
+        """"the firewall should block everything except ssh and 8443", "deny all incoming but 22 and 443": what is
+        excepted from blocking is let in, only it (ssh had been removed, read as "except ssh")."""
+        item = r"(?:(?:tcp\s+|udp\s+)?ports?\s+)?[a-z0-9][\w/-]*"
+        for m in self._each(r"\b(?:block|blocks|blocking|blocked|deny|denies|denying|denied|drop|drops|dropping|reject|rejects"
+                            r"|rejecting|refuse|refuses|refusing)\s+(?:all|everything|anything)(?:\s+(?:incoming|inbound))?"
+                            r"(?:\s+(?:traffic|ports|connections))?\s+(?:except|but|other\s+than|apart\s+from|save)\s+"
+                            rf"(?:for\s+)?(?P<items>{item}(?:\s*(?:,|\band\b|\bor\b)\s*{item})*)"):
+            items = [i for i in re.split(r"\s*(?:,|\band\b|\bor\b)\s*", m.group("items")) if i]
+            if not all(i.lower() in firewall_services() or _port_item(i) for i in items):
+                continue
+            self._open("only " + m.group("items"))
             self._mask(m.start(), m.end())
 
     def _open(self, said: str) -> None:

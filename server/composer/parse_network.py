@@ -135,6 +135,14 @@ class NetworkPhrases(ParserState):
             for m in self._each(pattern):
                 self.spec.unparsed.append(f"{' '.join(m.group(0).split())} ({load_settings()[setting].reason})")
                 self._mask(m.start(), m.end())
+        # "wg0 10.8.0.1/24": a virtual interface's address is what makes the interface's (WireGuard's wg0.conf, a
+        # bridge's .netdev), never the wired interfaces' it had been written for
+        for m in self._each(rf"\b((?:wg|tun|tap|br|virbr|bond|vlan|docker|veth)\d+)\s+(?:(?:at|with|gets?|has|is|on|=|:)\s+)?"
+                            rf"(?:(?:the\s+)?(?:address|ip)\s+)?{_IPV4}(?:/\d{{1,2}})?(?![\w.:/-])"):
+            self.spec.unparsed.append(f"{' '.join(m.group(0).split())} (an address of {m.group(1)} is not written: the "
+                                      f"software that makes {m.group(1)} gives it, in its own configuration, e.g. "
+                                      f"/etc/wireguard/{m.group(1)}.conf for WireGuard; add a configuration command)")
+            self._mask(m.start(), m.end())
 
     def _hosts_of_network(self, addresses: list[_Said], gateways: list[str]) -> None:
         """"put it on the 10.20.30.0/24 network as .15 with the router at .1": a host said by its last part, in

@@ -46,6 +46,21 @@ class SizePhrases(ParserState):
         self._partition_size_changes()
         self._disk_size_changes()
 
+    def _partition_sized_by_pronoun(self) -> None:
+        """"home on a separate partition, 30 gigs for it", "add a /data partition, give it 20G": a size for "it"
+        after a partition said in the same sentence is that partition's (the last one added without a size), never
+        the disk's. Read after the partitions and before the disk size."""
+        for m in self._each(rf"(?<![\w.]){_SIZE}\s+(?:for|to)\s+(?:it|that(?:\s+one)?)\b"
+                            rf"|\b(?:give|make|set)\s+it\s+(?:to\s+)?{_SIZE}(?![\w/])(?!\s+(?:more|bigger|larger|smaller|less)\b)"):
+            unsized = [p for p in self.spec.partitions if p.get("action") == "add" and not p.get("size")
+                       and p.get("mountPoint") not in (None, "/")]
+            if not unsized or not re.search(r"\bpartition\b[^.;!?]*$", self.said[:m.start()], re.I):
+                continue
+            amount = _amount(m.group(1) or m.group(3), m.group(2) or m.group(4))
+            if amount:
+                unsized[-1].update(size=amount, fill=False)
+                self._mask(m.start(), m.end())
+
     def _unitless_disk_size(self) -> None:
         """"disk 16", "disk size: 40": a disk's size said without a unit is in GiB, the unit disks are sized in, and
         said so; a count too small for a disk ("disk 2", which may name a second disk) is left unread."""

@@ -120,6 +120,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._settings()
         self._syslog_transport()  # after the settings, which write where the logs go
         self._ports()
+        self._remote_software()  # after the settings, whose "logs to a remote syslog at …" is where logs go
         self._boot_services()
         self._named_things()  # before the host name, which a thing's name is not
         self._hostname()
@@ -142,6 +143,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._shells_by_pronoun()  # after every reading that adds a user: the pronoun names the last
         self._size_changes()  # before the partitions and the disk size, which would take its size for the disk's
         self._partitions()
+        self._partition_sized_by_pronoun()  # before the disk size, which would take "give it 20G" for the disk's
         self._disk_size()
         self._even_split()  # after the disk size, which it halves
         self._data_shares_a_sized_disk()
@@ -225,6 +227,19 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
                                        "distribution's repositories unless one is added to it (packageRepositories, "
                                        "with its URL and signing key), which the composer does not do for this; the "
                                        "distribution's own package is installed")
+            self._mask(m.start(), m.end())
+
+    def _remote_software(self) -> None:
+        """"reports metrics to prometheus at 10.0.0.9:9090", "sends to the graylog server on logs.example.com":
+        software said at another machine's address runs there, not in the image (prometheus had been installed)."""
+        address = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9][\w-]*(?:\.[\w-]+)+)(?::\d{1,5})?"
+        for m in self._each(rf"\b(?:to|into)\s+(?:the\s+|a\s+|an\s+|our\s+|my\s+)?(?:remote\s+|central\s+|external\s+)?"
+                            rf"([a-z][\w.+-]*)(?:\s+(?:server|instance|host|cluster|endpoint))?\s+(?:at|on)\s+({address})(?![\w.:/-])"):
+            word = m.group(1).lower()
+            if word not in self.known and not self.caps.group_for_word(word):
+                continue
+            self.spec.notes.append(f"{word} at {m.group(2)}: another machine's, so not installed here; what the image "
+                                   f"runs to reach it is not read from this (name its agent or exporter to have one)")
             self._mask(m.start(), m.end())
 
     def _reminders(self) -> None:

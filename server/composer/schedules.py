@@ -26,7 +26,8 @@ PERIOD = (rf"(?:{_WITHIN_DAY}|(?:every|each)\s+(?:other\s+)?(?:{_UNIT}|{_DAYS_SA
           r"|once\s+(?:a|per|every)\s+(?:day|night|week|month)|at\s+night|in\s+the\s+(?:night|morning|evening))")
 # A time of day; a bare hour only after "at" ("at 4"), not a size or a count ("4 gb", "4 cores").
 TIME = (r"(?:(?:at|around|by)\s+)?(?:midnight|noon|midday|\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}"
-        r"|(?<=at\s)\d{1,2}(?![\d.:]|\s*(?:gi?b?|mi?b?|%|cores?|cpus?|users?)\b))")
+        # a full stop may end the sentence after the hour ("reboot every night at 4."), never a decimal's point
+        r"|(?<=at\s)\d{1,2}(?![\d:]|\.\d|\s*(?:gi?b?|mi?b?|%|cores?|cpus?|users?)\b))")
 # A whole schedule: one or two pieces, a period and a time in either order ("every sunday at 4", "at 3am daily").
 SCHEDULE = rf"(?:{PERIOD}|{TIME})(?:\s*,?\s*(?:{PERIOD}|{TIME}))?"
 

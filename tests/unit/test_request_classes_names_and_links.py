@@ -281,3 +281,42 @@ def test_a_scheduled_job_said_with_its_program_and_arguments_after_the_schedule(
 def test_cron_taken_out_is_the_package_never_the_timers(text):
     spec = parse_request(text)
     assert spec.remove_packages == ["cron"] and not spec.configurations
+
+
+def test_an_hour_at_the_end_of_a_sentence_is_the_time_of_day():
+    (entry,) = parse_request("Oh and it should reboot every night at 4.").configurations
+    assert "OnCalendar=*-*-* 04:00:00" in entry["cmd"]
+
+
+@pytest.mark.parametrize(("text", "opened"), [("el10, the firewall should block everything except ssh and 8443", ["8443/tcp", "ssh"]),
+                                              ("debian with a firewall that denies all incoming traffic but 22 and 443",
+                                               ["22/tcp", "443/tcp"])])
+def test_what_a_firewall_blocks_all_but_is_let_in_never_removed(text, opened):
+    spec = parse_request(text)
+    assert sorted(spec.open_ports) == sorted(opened) and not spec.remove_groups and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [
+    ("debian trixie with home on a separate partition, 30 gigs for it, rest for root, 100G disk", "/home", "30GiB"),
+    ("add a /data partition, give it 20G", "/data", "20GiB")])
+def test_a_size_for_it_after_a_partition_is_the_partitions(text, mount, size):
+    spec = parse_request(text)
+    assert any(p["mountPoint"] == mount and p["size"] == size for p in spec.partitions) and not spec.unparsed
+    assert spec.disk_size in (None, "100GiB")
+
+
+def test_a_size_given_to_software_is_no_partitions():
+    assert parse_request("add nginx and give it 20G").partitions == []
+
+
+def test_a_virtual_interfaces_address_is_said_never_written_for_the_wired_ones():
+    spec = parse_request("debian 13 with wireguard, wg0 10.8.0.1/24 listening on 51820")
+    assert not [c for c in spec.configurations if c.get("network")]
+    assert any(u.startswith("wg0 10.8.0.1/24 (an address of wg0 is not written") for u in spec.unparsed)
+
+
+@pytest.mark.parametrize(("text", "remote"), [("emt image that reports metrics to prometheus at 10.0.0.9:9090", "prometheus"),
+                                              ("point it to the redis server at 10.0.0.4:6379", "redis")])
+def test_software_at_another_machines_address_is_not_installed(text, remote):
+    spec = parse_request(text)
+    assert remote not in spec.add_packages and any(n.startswith(f"{remote} at ") for n in spec.notes)

@@ -209,6 +209,11 @@ class DiskEdit(TemplateEdit):
             gone = [str(a.get("type")) for a in arts if a not in left]
             if gone:
                 self.changes.append(f"removed artifact(s): {', '.join(gone)}")
+            # "drop the qcow2 output" of an image that writes none: said, never "no edit found"
+            absent = [k for k in spec.remove_artifacts if k not in ("*", "raw") and k not in gone and k not in spec.artifacts]
+            if absent:
+                self.changes.append(f"nothing to remove: no {', '.join(absent)} artifact (the build writes "
+                                    f"{', '.join(str(a.get('type')) for a in left) or 'the raw disk only'})")
             arts = left
         for kind in spec.artifacts:
             if not any(a.get("type") == kind for a in arts):

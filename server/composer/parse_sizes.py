@@ -39,6 +39,7 @@ class SizePhrases(ParserState):
     """Changes of the disk's or a partition's size."""
 
     def _size_changes(self) -> None:
+        self._old_values_said()
         self._unitless_disk_size()
         self._software_data_sizes()
         self._disk_partitions()
@@ -61,6 +62,13 @@ class SizePhrases(ParserState):
                 unsized[-1].update(size=amount, fill=False)
                 self._mask(m.start(), m.end())
 
+    def _old_values_said(self) -> None:
+        """"the disk should be 32 gigs, not 4", "/var should be 20 not 10": the number after "not" is the value being
+        replaced, no wish of its own (it had been reported as not understood)."""
+        for m in self._each(rf"(?:{_SIZE}|(?<![\w.])\d{{1,5}})(\s*,?\s+(?:not|instead\s+of|rather\s+than)\s+(?:the\s+)?"
+                            rf"\d+(?:\.\d+)?(?:\s*(?:{UNIT_WORDS}))?)(?![\w.%/-])"):
+            self._mask(m.start(3), m.end(3))
+
     def _unitless_disk_size(self) -> None:
         """"disk 16", "disk size: 40": a disk's size said without a unit is in GiB, the unit disks are sized in, and
         said so; a count too small for a disk ("disk 2", which may name a second disk) is left unread."""
@@ -70,6 +78,12 @@ class SizePhrases(ParserState):
                 continue
             self.spec.disk_size = f"{int(m.group(1))}GiB"
             self.spec.notes.append(f"'{m.group(0)}' read as {self.spec.disk_size}, as no unit was said")
+            self._mask(m.start(), m.end())
+        # "/var should be 20": a partition's size, in GiB as well
+        for m in self._each(rf"(?<![\w/.-])(/[\w./-]*)(?:\s+partition)?\s+(?:should\s+be|must\s+be|=|:|is)\s*(\d{{1,4}})"
+                            rf"(?![\w.%/-])(?!\s*(?:{UNIT_WORDS}|x|users?|cores?|ports?)\b)"):
+            self._partition(m.group(1), size=f"{int(m.group(2))}GiB")
+            self.spec.notes.append(f"'{' '.join(m.group(0).split())}' read as {int(m.group(2))}GiB, as no unit was said")
             self._mask(m.start(), m.end())
 
     def _software_data_sizes(self) -> None:

@@ -77,6 +77,20 @@ class SudoPhrases(ParserState):
             user = added.get((m.group(1) or m.group(2)).lower())
             if user is not None and "docker" not in (user.get("groups") or []):
                 user["groups"] = [*(user.get("groups") or []), "docker"]
+        # "give user azureuser access to docker", "grant ops docker rights": a user given Docker is in its group,
+        # as "add azureuser to the docker group" says (an edit's user may be the template's)
+        for m in re.finditer(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+(?:(?:the\s+)?access\s+to\s+"
+                             rf"(?:the\s+)?docker|docker\s+(?:access|rights|permissions|privileges))\b", self.said, re.I):
+            name = m.group(1).lower()
+            if name in NOT_A_USER or name in ("it", "them", "him", "her"):
+                continue
+            user = added.get(name)
+            if user is None:
+                user = {"action": "add", "name": name}
+                self.spec.users.append(user)
+                added[name] = user
+            if "docker" not in (user.get("groups") or []):
+                user["groups"] = [*(user.get("groups") or []), "docker"]
 
     def _passwordless_sudo(self) -> None:
         """Passwordless sudo said outside a user's own clause: "give ops passwordless sudo", "passwordless sudo

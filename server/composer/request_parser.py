@@ -103,6 +103,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._reminders()
         self._taken_back()
         self._hedged()
+        self._reasons_given()
         self._other_repositories()
         self._ssh_keys()  # first: a key's base64 reads as a kernel parameter, its clause as a user's
         self._texts()  # a motd's or banner's words are a person's text, read by nothing else
@@ -211,6 +212,13 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
                             r"(?:need|want|should\s+have|needs?)\s+)?(?:the\s+)?([^,.;!?]+)"):
             asked = " ".join(m.group(1).split())
             self.spec.notes.append(f"not applied, as it was said unsure: '{asked}' (say 'add {asked}' to have it)")
+            self._mask(m.start(), m.end())
+
+    def _reasons_given(self) -> None:
+        """"remove sudo, nobody needs it": a reason given for an edit is no wish ("no nobody" had been reported)."""
+        for m in self._each(r"(?:,|\b(?:since|as|because|cause|cuz))\s*(?:really\s+)?(?:nobody|no\s+one|none\s+of\s+us|we\s+don'?t"
+                            r"|i\s+don'?t)\s+(?:really\s+|ever\s+)?(?:needs?|uses?|wants?)\s+(?:it|that|this|them|those)"
+                            r"(?:\s+(?:anymore|any\s+more))?\b"):
             self._mask(m.start(), m.end())
 
     def _other_repositories(self) -> None:

@@ -391,3 +391,11 @@ async def test_an_undo_takes_back_as_many_edits_as_it_says(library_cache):
         assert first["yaml"] == gen["yaml"]
         too_far = await c.call_tool("refine_template", {"conversation_id": cid, "instruction": "undo 3 times"})
         assert too_far.is_error and "revision" in too_far.content[0].text
+
+
+async def test_an_artifact_removed_that_the_image_does_not_write_is_said(offline_client):
+    cid = (await _generate(offline_client, "el10 minimal image"))["conversation_id"]
+    out = _data(await offline_client.call_tool("refine_template", {"conversation_id": cid,
+                                                                   "instruction": "drop the qcow2 output"}))
+    said = out["explanation"].lower()
+    assert "nothing to remove: no qcow2 artifact" in said and "could not find an edit" not in said

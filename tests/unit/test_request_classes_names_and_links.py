@@ -320,3 +320,26 @@ def test_a_virtual_interfaces_address_is_said_never_written_for_the_wired_ones()
 def test_software_at_another_machines_address_is_not_installed(text, remote):
     spec = parse_request(text)
     assert remote not in spec.add_packages and any(n.startswith(f"{remote} at ") for n in spec.notes)
+
+
+@pytest.mark.parametrize(("text", "user"), [("give user azureuser access to docker", "azureuser"),
+                                            ("grant ops docker rights", "ops")])
+def test_a_user_given_docker_is_in_its_group(text, user):
+    assert any(u["name"] == user and "docker" in u.get("groups", []) for u in parse_request(text).users)
+
+
+def test_the_value_replaced_after_not_is_no_wish():
+    spec = parse_request("i changed my mind, the disk should be 32 gigs, not 4")
+    assert spec.disk_size == "32GiB" and not spec.unparsed
+
+
+def test_a_partitions_size_without_a_unit_is_gib_and_said():
+    spec = parse_request("/var should be 20 not 10")
+    assert spec.partitions == [{"action": "resize", "mountPoint": "/var", "size": "20GiB"}] and not spec.unparsed
+    assert any("as no unit was said" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize("text", ["remove sudo, nobody needs it", "drop cups since we don't use it"])
+def test_a_reason_given_for_an_edit_is_no_wish(text):
+    spec = parse_request(text)
+    assert spec.remove_packages and not spec.unparsed

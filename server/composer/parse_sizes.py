@@ -61,6 +61,20 @@ class SizePhrases(ParserState):
             if amount:
                 unsized[-1].update(size=amount, fill=False)
                 self._mask(m.start(), m.end())
+        # "tmp on its own partition (2G, noexec)": a size in parentheses after "partition" is that partition's; mount
+        # options said with it are not written (the composer keeps a partition's own), which is said
+        for m in self._each(rf"\(\s*{_SIZE}\s*(?:,\s*(?P<options>[\w\s,=-]*?))?\s*\)"):
+            unsized = [p for p in self.spec.partitions if p.get("action") == "add" and not p.get("size")
+                       and p.get("mountPoint") not in (None, "/")]
+            amount = _amount(m.group(1), m.group(2))
+            if not unsized or not amount or not re.search(r"\bpartition\s*$", self.said[:m.start()], re.I):
+                continue
+            unsized[-1].update(size=amount, fill=False)
+            if m.group("options"):
+                self.spec.unparsed.append(f"mount options {' '.join(m.group('options').split())} of "
+                                          f"{unsized[-1]['mountPoint']} (not written by the composer: the partition keeps "
+                                          "its defaults; set its mountOptions in the template)")
+            self._mask(m.start(), m.end())
 
     def _old_values_said(self) -> None:
         """"the disk should be 32 gigs, not 4", "/var should be 20 not 10": the number after "not" is the value being

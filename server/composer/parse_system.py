@@ -143,7 +143,8 @@ class SystemPhrases(ParserState):
                 self.spec.kernel_cmdline_append += params
                 self._mask(m.start(), m.start(1) + len(listed) if cut else m.end())
         # "serial console on ttyS0 at 115200": the kernel's console= parameter, said in words
-        for m in self._each(r"(?:\b(?:(?:an?|the)\s+)?(?:serial\s+)?console\s+(?:on|at|via|over|to|is)\s+(?:/dev/)?"
+        # ("serial console ttyAMA0": the word between may be left out)
+        for m in self._each(r"(?:\b(?:(?:an?|the)\s+)?(?:serial\s+)?console\s+(?:(?:on|at|via|over|to|is|=|:)\s*)?(?:/dev/)?"
                             r"(?P<tty>tty[a-z]*\d+)|(?:/dev/)?\b(?P<before>tty[a-z]*\d+)\s+(?:serial\s+)?console)"
                             r"(?:\s*(?:at|@|,|with)\s*(?P<baud>\d{4,7})(?:\s*(?:baud|bps))?)?\b"):
             said = m.group("tty") or m.group("before")

@@ -343,3 +343,16 @@ def test_a_partitions_size_without_a_unit_is_gib_and_said():
 def test_a_reason_given_for_an_edit_is_no_wish(text):
     spec = parse_request(text)
     assert spec.remove_packages and not spec.unparsed
+
+
+@pytest.mark.parametrize(("text", "mount", "size"), [("el10 with tmp on its own partition (2G, noexec)", "/tmp", "2GiB"),
+                                                     ("a /data partition (50G)", "/data", "50GiB")])
+def test_a_size_in_parentheses_after_a_partition_is_the_partitions_never_the_disks(text, mount, size):
+    spec = parse_request(text)
+    assert spec.disk_size is None and [(p["mountPoint"], p["size"]) for p in spec.partitions] == [(mount, size)]
+    assert ("noexec" in text) == any(u.startswith("mount options noexec of /tmp") for u in spec.unparsed)
+
+
+def test_a_serial_console_named_by_its_device_alone():
+    spec = parse_request("debian13 arm64 minimal; serial console ttyAMA0")
+    assert spec.kernel_cmdline_append == ["console=ttyAMA0"] and not spec.unparsed

@@ -118,18 +118,31 @@ _BACK = re.compile(r"\b(?:add|put|bring|install|get)\s+(?:it|them|those|these|th
                    r"|\b(?:re-?add|restore|reinstall|re-?install)\s+(?:it|them|those|these|that|everything)\b", re.I)
 
 
-def removed_by_last_edit(conv: Conversation) -> list[str]:
-    """The packages the conversation's last edit removed, in the order the template had them."""
+def _items(yaml_text: str | None, kind: str) -> list[str]:
+    """A revision's ``kind`` ("cmdline": kernel arguments, "users": user names, else packages), in template order."""
+    data = _current_data(yaml_text)
+    system = data.get("systemConfig") if isinstance(data, dict) else None
+    if not isinstance(system, dict):
+        return []
+    if kind == "cmdline":
+        return str((system.get("kernel") or {}).get("cmdline") or "").split()
+    if kind == "users":
+        return [str(u.get("name")) for u in system.get("users") or [] if isinstance(u, dict)]
+    return [str(p) for p in (system.get("packages") or [])]
+
+
+def _last_edit(conv: Conversation, kind: str) -> tuple[list[str], list[str]]:
+    """``kind``'s items before and after the conversation's last edit; both empty when there was none."""
     last, before = conv.current, undo_target(conv, 1)
     if last is None or before is None:
-        return []
-    def packages(yaml_text: str | None) -> list[str]:
-        data = _current_data(yaml_text)
-        system = data.get("systemConfig") if isinstance(data, dict) else None
-        return [str(p) for p in (system.get("packages") or [])] if isinstance(system, dict) else []
+        return [], []
+    return _items(conv.revision(before).yaml, kind), _items(last.yaml, kind)
 
-    have = set(packages(last.yaml))
-    return [p for p in packages(conv.revision(before).yaml) if p not in have]
+
+def removed_by_last_edit(conv: Conversation) -> list[str]:
+    """The packages the conversation's last edit removed, in the order the template had them."""
+    had, have = _last_edit(conv, "packages")
+    return [p for p in had if p not in set(have)]
 
 
 # What the last edit added, taken out again by a pronoun ("remove that kernel argument", "drop those packages")
@@ -141,23 +154,8 @@ _THAT = re.compile(r"\b(?:remove|drop|delete|take\s+out|get\s+rid\s+of|lose|undo
 
 def added_by_last_edit(conv: Conversation, kind: str) -> list[str]:
     """What of ``kind`` ("cmdline", "packages", "users") the conversation's last edit added, in template order."""
-    last, before = conv.current, undo_target(conv, 1)
-    if last is None or before is None:
-        return []
-
-    def items(yaml_text: str | None) -> list[str]:
-        data = _current_data(yaml_text)
-        system = data.get("systemConfig") if isinstance(data, dict) else None
-        if not isinstance(system, dict):
-            return []
-        if kind == "cmdline":
-            return str((system.get("kernel") or {}).get("cmdline") or "").split()
-        if kind == "users":
-            return [str(u.get("name")) for u in system.get("users") or [] if isinstance(u, dict)]
-        return [str(p) for p in (system.get("packages") or [])]
-
-    had = set(items(conv.revision(before).yaml))
-    return [i for i in items(last.yaml) if i not in had]
+    had, have = _last_edit(conv, kind)
+    return [i for i in have if i not in set(had)]
 
 
 def that_of_last_edit(conv: Conversation, m: re.Match[str], spec: RequestSpec) -> None:

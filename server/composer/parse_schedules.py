@@ -86,13 +86,7 @@ class SchedulePhrases(ParserState):
             at = calendar(m.group("when"))
             if at is None:
                 continue
-            program = " ".join(m.group("program").split())
-            path_said = program.split()[0]
-            self._configure(f"scheduled {program} {at.event}",
-                            {**timer_command(f"run-{_unit_name(path_said)}", program, at.event),
-                             "setting": f"scheduled {path_said}"})
-            self._dated(at, f"scheduled {program}: ")
-            self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
+            self._timer(" ".join(m.group("program").split()), at)
             self._mask(m.start(), m.end())
         # "backups every sunday at 2am via /opt/backup.sh": what the job is for, when, and by which program
         via = r"(?:via|using|by\s+running|running)"
@@ -112,11 +106,7 @@ class SchedulePhrases(ParserState):
                         if said else "no schedule said; say when, e.g. 'every night at 2' or 'every 6 hours'"))
                     self._mask(m.start(), m.end())
                 continue
-            self._configure(f"scheduled {program} {at.event}",
-                            {**timer_command(f"run-{_unit_name(program)}", program, at.event),
-                             "setting": f"scheduled {program}"})
-            self._dated(at, f"scheduled {program}: ")
-            self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
+            self._timer(program, at)
             self.spec.notes.append(f"{program} is run by a systemd timer (no cron needed); the program itself is "
                                    "not written: put it in the image (the template's additional files)")
             self._mask(m.start(), m.end())
@@ -152,6 +142,14 @@ class SchedulePhrases(ParserState):
             self.spec.notes.append(f"{program} is started at boot by a service of its own; the program itself is not "
                                    "written: put it in the image (the template's additional files)")
             self._mask(m.start(), m.end())
+
+    def _timer(self, program: str, at: Calendar) -> None:
+        """``program`` (its path, then any arguments) run at ``at`` by a timer named after the path, and said."""
+        path = program.split()[0]
+        self._configure(f"scheduled {program} {at.event}", {**timer_command(f"run-{_unit_name(path)}", program, at.event),
+                                                             "setting": f"scheduled {path}"})
+        self._dated(at, f"scheduled {program}: ")
+        self.spec.notes += [f"scheduled {program}: {note}" for note in at.notes]
 
     def _dated(self, at: Calendar, prefix: str) -> None:
         """The schedule just written, with the part a default filled and the note that says so: an edit keeps the

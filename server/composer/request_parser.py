@@ -177,15 +177,19 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         self._part_of_group_removed()
         self._dedupe()
 
+    def _asked(self, at: int, with_joint: bool) -> tuple[int, str]:
+        """Where the wish asked about before the question mark at ``at`` starts, and its words: the last one joined
+        to the sentence ("ubuntu with docker? no, podman"), with its joining word or without it."""
+        sentence = re.split(r"[.;!?](?=\s)", self.work[:at])[-1]
+        joined = list(re.finditer(r"\b(?:with|and|plus|also)\b|,", sentence))
+        start = at - len(sentence) + ((joined[-1].start() if with_joint else joined[-1].end()) if joined else 0)
+        return start, " ".join(self.work[start:at].split())
+
     def _taken_back(self) -> None:
         """"… with 4 cores isolated for workloads? no, just k3s": a wish the writer asks about and answers no to
         in the same breath is taken back, said in a note, and never applied."""
         for m in self._each(r"\?\s*(?:no|nope|nah|actually\s+no|scratch\s+that|never\s*mind)\b\s*[,.;:!-]?"):
-            sentence = re.split(r"[.;!?](?=\s)", self.work[:m.start()])[-1]
-            # the wish asked about is the last one joined to the sentence ("ubuntu with docker? no, podman")
-            joined = list(re.finditer(r"\b(?:with|and|plus|also)\b|,", sentence))
-            start = m.start() - len(sentence) + (joined[-1].start() if joined else 0)
-            asked = " ".join(self.work[start:m.start()].split())
+            start, asked = self._asked(m.start(), with_joint=True)
             if asked:
                 self.spec.notes.append(f"taken back, so not applied: '{asked}?'")
             self._mask(start, m.end())
@@ -201,10 +205,7 @@ class _Parser(LoggingPhrases, SharePhrases, NetworkMountPhrases, NetworkPhrases,
         removed, read as "not … php"), and said, so that it can be asked for plainly."""
         unsure = r"(?:i'?m\s+|i\s+am\s+|we'?re\s+|we\s+are\s+)?(?:not\s+(?:so\s+|too\s+|really\s+)?sure|unsure)"
         for m in self._each(rf"\?\s*(?:{unsure}|maybe|dunno|idk)\b\s*[,.;:!-]?"):
-            sentence = re.split(r"[.;!?](?=\s)", self.work[:m.start()])[-1]
-            joined = list(re.finditer(r"\b(?:with|and|plus|also)\b|,", sentence))
-            start = m.start() - len(sentence) + (joined[-1].end() if joined else 0)
-            asked = " ".join(self.work[start:m.start()].split())
+            start, asked = self._asked(m.start(), with_joint=False)
             if asked:
                 self.spec.notes.append(f"not applied, as it was said unsure: '{asked}?' (say 'add {asked}' to have it)")
             self._mask(start, m.end())

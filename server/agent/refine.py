@@ -142,7 +142,8 @@ def _last_edit(conv: Conversation, kind: str) -> tuple[list[str], list[str]]:
 def removed_by_last_edit(conv: Conversation) -> list[str]:
     """The packages the conversation's last edit removed, in the order the template had them."""
     had, have = _last_edit(conv, "packages")
-    return [p for p in had if p not in set(have)]
+    kept = set(have)
+    return [p for p in had if p not in kept]
 
 
 # What the last edit added, taken out again by a pronoun ("remove that kernel argument", "drop those packages")
@@ -155,7 +156,8 @@ _THAT = re.compile(r"\b(?:remove|drop|delete|take\s+out|get\s+rid\s+of|lose|undo
 def added_by_last_edit(conv: Conversation, kind: str) -> list[str]:
     """What of ``kind`` ("cmdline", "packages", "users") the conversation's last edit added, in template order."""
     had, have = _last_edit(conv, kind)
-    return [i for i in have if i not in set(had)]
+    before = set(had)
+    return [i for i in have if i not in before]
 
 
 def that_of_last_edit(conv: Conversation, m: re.Match[str], spec: RequestSpec) -> None:

@@ -39,8 +39,6 @@ _NAMED_KINDS = {
 }
 
 
-
-
 class HostNamePhrases(ParserState):
     """The host-name phrases of a request."""
 

@@ -19,6 +19,9 @@ from .schedules import CALENDAR_ADJECTIVES, SCHEDULE, TIME, Calendar, calendar
 UNDO = (r"(?:remove|drop|delete|disable|strip|stop|no|without|get\s+rid\s+of|forget(?:\s+about)?|cancel|scratch"
         r"|never\s+mind|(?:do\s+not|don['’]?t|no\s+longer)\s+(?:want|need))")  # "I don't want the reboot anymore"
 
+# A program by its absolute path, as a unit's ExecStart names it ("/usr/local/bin/backup.sh")
+_PROGRAM = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
+
 
 class SchedulePhrases(ParserState):
     """The schedules of a request. A scheduled setting is written as the settings' reading writes every setting."""
@@ -67,7 +70,7 @@ class SchedulePhrases(ParserState):
         job = rf"(?:(?:a|an|the)\s+)?(?:(?P<adjective>{every})\s+)?(?:{kind}|cron)"
         undo_job = rf"(?:(?:a|an|the)\s+)?(?:(?:{every})\s+)?(?:{kind})"
         run = r"(?:runs?|running|executes?|executing|calls?|starts?)"
-        path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
+        path = _PROGRAM
         # "remove the cron job", "get rid of the cleanup job": by its program's name when one is said
         for m in self._each(rf"\b{UNDO}\s+(?:the\s+|that\s+|this\s+)?(?:(?:{every})\s+)?(?:{path}\s+|(?P<named>(?!(?:{every}|cron|systemd|scheduled)\b)"
                             rf"[a-z][\w-]*)\s+)?{undo_job}s?\b"):
@@ -130,7 +133,7 @@ class SchedulePhrases(ParserState):
     def _boot_commands(self) -> None:
         """"runs /opt/app/run.sh at boot", "a custom systemd service from /opt/app/run.sh at startup": a program
         started at every boot, by a service of its own; the program itself must be in the image, which is said."""
-        path = r"(/[\w.+-]+(?:/[\w.+-]+)+)"
+        path = _PROGRAM
         boot = r"(?:at|on|during|after|upon)\s+(?:every\s+|each\s+)?(?:boot|boot-?up|startup|start-?up|power[\s-]?on)"
         service = (r"\b(?:(?:runs?|has|with)\s+)?(?:an?\s+)?(?:custom\s+|own\s+)?(?:systemd\s+)?(?:service|unit|daemon)\s+"
                    r"(?:that\s+|which\s+|to\s+)?(?:runs?|running|starts?|from|for|executing|executes?)\s+")

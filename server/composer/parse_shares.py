@@ -65,8 +65,9 @@ class SharePhrases(ParserState):
         if re.search(rf"(?:\b{UNDO}|\bmount(?:s|ed|ing)?)\s+(?:the\s+|that\s+|any\s+|an?\s+|my\s+|our\s+)?$",
                      self.work[:m.start()], re.I):
             return  # "remove the nfs share at /home", "mounts an nfs share at /mnt": another machine's (the mounts')
-        path = m.groupdict().get("path") or f"/srv/{m.group('name')}"
-        if not m.groupdict().get("path"):
+        said = m.groupdict().get("path")
+        path = said or f"/srv/{m.group('name')}"
+        if not said:
             self.spec.notes.append(f"share {m.group('name')!r} served from {path}, as no folder was named (say "
                                    "'a samba share named media at /srv/media' for another)")
         self._mask(m.start(), m.end())

@@ -53,8 +53,7 @@ class SizePhrases(ParserState):
         the disk's. Read after the partitions and before the disk size."""
         for m in self._each(rf"(?<![\w.]){_SIZE}\s+(?:for|to)\s+(?:it|that(?:\s+one)?)\b"
                             rf"|\b(?:give|make|set)\s+it\s+(?:to\s+)?{_SIZE}(?![\w/])(?!\s+(?:more|bigger|larger|smaller|less)\b)"):
-            unsized = [p for p in self.spec.partitions if p.get("action") == "add" and not p.get("size")
-                       and p.get("mountPoint") not in (None, "/")]
+            unsized = self._unsized_added()
             if not unsized or not re.search(r"\bpartition\b[^.;!?]*$", self.said[:m.start()], re.I):
                 continue
             amount = _amount(m.group(1) or m.group(3), m.group(2) or m.group(4))
@@ -64,8 +63,7 @@ class SizePhrases(ParserState):
         # "tmp on its own partition (2G, noexec)": a size in parentheses after "partition" is that partition's; mount
         # options said with it are not written (the composer keeps a partition's own), which is said
         for m in self._each(rf"\(\s*{_SIZE}\s*(?:,\s*(?P<options>[\w\s,=-]*?))?\s*\)"):
-            unsized = [p for p in self.spec.partitions if p.get("action") == "add" and not p.get("size")
-                       and p.get("mountPoint") not in (None, "/")]
+            unsized = self._unsized_added()
             amount = _amount(m.group(1), m.group(2))
             if not unsized or not amount or not re.search(r"\bpartition\s*$", self.said[:m.start()], re.I):
                 continue
@@ -75,6 +73,11 @@ class SizePhrases(ParserState):
                                           f"{unsized[-1]['mountPoint']} (not written by the composer: the partition keeps "
                                           "its defaults; set its mountOptions in the template)")
             self._mask(m.start(), m.end())
+
+    def _unsized_added(self) -> list[dict]:
+        """The partitions this request adds without a size, beyond root, in the order said."""
+        return [p for p in self.spec.partitions if p.get("action") == "add" and not p.get("size")
+                and p.get("mountPoint") not in (None, "/")]
 
     def _old_values_said(self) -> None:
         """"the disk should be 32 gigs, not 4", "/var should be 20 not 10": the number after "not" is the value being

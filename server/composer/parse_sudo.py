@@ -27,6 +27,12 @@ _NOT_A_NAME = {"new", "normal", "regular", "standard", "default", "local", "main
                "the", "a", "an", "its", "their", "this", "my", "our", "your"}
 
 
+def _join_docker(user: dict[str, Any]) -> None:
+    """``user`` in the docker group, which lets a user reach Docker's socket."""
+    if "docker" not in (user.get("groups") or []):
+        user["groups"] = [*(user.get("groups") or []), "docker"]
+
+
 class SudoPhrases(ParserState):
     """The sudo phrases of a request, over the users the user reading keeps (UserPhrases)."""
 
@@ -75,8 +81,8 @@ class SudoPhrases(ParserState):
                              rf"(?:the\s+)?{what}\b|\b{WHO}\s+with\s+docker\s+(?:access|rights|permissions|privileges)\b",
                              self.said, re.I):
             user = added.get((m.group(1) or m.group(2)).lower())
-            if user is not None and "docker" not in (user.get("groups") or []):
-                user["groups"] = [*(user.get("groups") or []), "docker"]
+            if user is not None:
+                _join_docker(user)
         # "give user azureuser access to docker", "grant ops docker rights": a user given Docker is in its group,
         # as "add azureuser to the docker group" says (an edit's user may be the template's)
         for m in re.finditer(rf"\b(?:give|grant)\s+(?:the\s+)?(?:user\s+|account\s+)?{WHO}\s+(?:(?:the\s+)?access\s+to\s+"
@@ -89,8 +95,7 @@ class SudoPhrases(ParserState):
                 user = {"action": "add", "name": name}
                 self.spec.users.append(user)
                 added[name] = user
-            if "docker" not in (user.get("groups") or []):
-                user["groups"] = [*(user.get("groups") or []), "docker"]
+            _join_docker(user)
 
     def _passwordless_sudo(self) -> None:
         """Passwordless sudo said outside a user's own clause: "give ops passwordless sudo", "passwordless sudo

@@ -27,7 +27,6 @@ KEYS_ONLY = (
     # only (by) keys, "ssh only accepts keys"
     rf"|\b{ONLY}\s+(?:(?:allow|permit|accept|take)s?\s+)?(?:{KEY_PREP})?{KEY}\b(?:\s+{SSH}{SSH_ACCESS}\b)?"
     rf"|\b(?:password[\s-]?less|password[\s-]free)\s+{SSH}{SSH_ACCESS}\b"  # passwordless ssh
-
     rf"|\b{SSH}{SSH_ACCESS}\s+(?:(?:with|and|but)\s+)?(?:{NO}|no)\s+(?:an?\s+)?{PASSWORDS}\b"  # ssh without passwords
     rf"|\b{NO}\s+(?:an?\s+)?{PASSWORDS}(?:\s+(?:over|via|for|on|through|in))?\s+{SSH}{SSH_ACCESS}\b"  # no password ssh
     rf")"
